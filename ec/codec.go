@@ -9,9 +9,9 @@ import (
 	"github.com/klauspost/reedsolomon"
 )
 
-// MaxShards is the largest k+m a code may have. GF(2^8) has 256 elements;
-// the Cauchy construction needs k+m of them distinct, and we keep one spare so
-// that no (parity, data) pair ever maps to x_j ⊕ y_i = 0.
+// MaxShards is the largest k+m a code may have. The Cauchy construction over
+// GF(2^8) would allow 256; stopping at 255 keeps every shard index in a byte
+// with one value left over, which wire formats use to mean "no shard".
 const MaxShards = 255
 
 // Codec encodes and decodes RS(k, m) over GF(2^8) with the generator matrix
@@ -20,7 +20,10 @@ const MaxShards = 255
 //
 // Shard slices passed to its methods hold k data shards followed by m parity
 // shards, all of one size. Reconstruct marks a missing shard by a zero
-// length; its capacity is reused if large enough.
+// length, and writes the rebuilt shard into its capacity if large enough: a
+// missing shard must not be a truncation of a buffer that holds anything
+// else still in use. Parity indices j run from 0 to m−1, data indices i from
+// 0 to k−1. The zero Codec is not usable; get one from New.
 type Codec struct {
 	k, m int
 	coef []byte // G row-major: coef[j*k+i] is G[j][i]; flat for the delta path
@@ -55,7 +58,7 @@ func validateCode(k, m int) error {
 		return &ParamError{K: k, M: m, Reason: "need at least one data shard"}
 	case m < 0:
 		return &ParamError{K: k, M: m, Reason: "parity shards cannot be negative"}
-	case k+m > MaxShards:
+	case k > MaxShards || m > MaxShards-k: // k+m > MaxShards, without overflow
 		return &ParamError{K: k, M: m, Reason: fmt.Sprintf("k+m must be at most %d", MaxShards)}
 	}
 	return nil
@@ -63,11 +66,30 @@ func validateCode(k, m int) error {
 
 func newCodec(k, m int) (*Codec, error) {
 	g := generatorMatrix(k, m)
-	enc, err := reedsolomon.New(k, m, reedsolomon.WithCustomMatrix(g))
+	enc, err := reedsolomon.New(k, m, reedsolomon.WithCustomMatrix(g),
+		reedsolomon.WithInversionCache(inversionCacheBytes(k, m) <= maxInversionCacheBytes))
 	if err != nil {
 		return nil, fmt.Errorf("ec: creating RS(%d,%d) encoder: %w", k, m, err)
 	}
 	return &Codec{k: k, m: m, coef: slices.Concat(g...), enc: enc}, nil
+}
+
+// maxInversionCacheBytes bounds the decode-matrix cache of one codec.
+// klauspost keeps one k×k inverse per loss pattern it has decoded and never
+// evicts; for small codes every pattern fits, for large ones it is disabled
+// and each decode inverts afresh (microseconds, against a shard's decode).
+const maxInversionCacheBytes = 4 << 20
+
+// inversionCacheBytes returns the most the decode-matrix cache of RS(k, m)
+// can hold: k² bytes for each non-empty loss pattern of at most m shards. It
+// stops counting once past the limit.
+func inversionCacheBytes(k, m int) int {
+	total, patterns := 0, 1 // patterns = C(k+m, t)
+	for t := 1; t <= m && total <= maxInversionCacheBytes; t++ {
+		patterns = patterns * (k + m - t + 1) / t
+		total += patterns * k * k
+	}
+	return total
 }
 
 // K returns the number of data shards.
@@ -113,7 +135,8 @@ func (c *Codec) Encode(shards [][]byte) error {
 }
 
 // Verify reports whether the parity shards match the data shards. All shards
-// must be present.
+// must be present. A code without parity (m = 0) has nothing to check and
+// always verifies.
 func (c *Codec) Verify(shards [][]byte) (bool, error) {
 	if err := c.checkComplete(shards); err != nil {
 		return false, err
@@ -168,7 +191,8 @@ func (c *Codec) updateError(j, i int, delta, parity []byte) error {
 }
 
 // Delta writes prev ⊕ next into dst, the delta that UpdateParity applies.
-// All three must have the same length; dst may alias prev or next.
+// All three must have the same length. dst may be prev or next itself but
+// must not partially overlap either (crypto/subtle.XORBytes panics then).
 func Delta(dst, prev, next []byte) error {
 	if len(prev) != len(next) || len(dst) != len(prev) {
 		return fmt.Errorf("%w: delta of %d and %d bytes into %d", ErrShardSize, len(prev), len(next), len(dst))

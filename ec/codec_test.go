@@ -3,6 +3,7 @@ package ec
 import (
 	"bytes"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -125,6 +126,9 @@ func checkReconstruct(t *testing.T, c *Codec, ref refCode, want [][]byte, lost [
 	t.Helper()
 	shards := cloneShards(want)
 	for _, i := range lost {
+		for b := range shards[i] {
+			shards[i][b] = 0xaa // poison: the decoder must write every byte
+		}
 		shards[i] = shards[i][:0] // missing; capacity is reused
 	}
 	refData, err := ref.decode(shards)
@@ -192,7 +196,8 @@ func TestReconstructTooManyLost(t *testing.T) {
 }
 
 func TestBadParameters(t *testing.T) {
-	for _, km := range [][2]int{{0, 1}, {-1, 2}, {3, -1}, {200, 56}, {255, 1}, {1, 255}} {
+	for _, km := range [][2]int{{0, 1}, {-1, 2}, {3, -1}, {200, 56}, {255, 1}, {1, 255},
+		{math.MaxInt, 1}, {1, math.MaxInt}, {math.MaxInt, math.MaxInt}} {
 		_, err := New(km[0], km[1])
 		var pe *ParamError
 		if !errors.As(err, &pe) || !errors.Is(err, ErrParams) || pe.K != km[0] || pe.M != km[1] {
@@ -305,14 +310,14 @@ func applyRandomUpdate(t *testing.T, rng *rand.Rand, c *Codec, shards [][]byte) 
 func TestUpdateParityRejectsBadInput(t *testing.T) {
 	c := mustCodec(t, 3, 2)
 	parity := []byte{9, 9, 9}
-	for name, err := range map[string]error{
-		"parity index": c.UpdateParity(2, 0, []byte{1, 2, 3}, parity),
-		"data index":   c.UpdateParity(0, 3, []byte{1, 2, 3}, parity),
-		"negative":     c.UpdateParity(-1, 0, []byte{1, 2, 3}, parity),
-		"length":       c.UpdateParity(0, 0, []byte{1, 2}, parity),
+	for name, tc := range map[string]struct{ got, want error }{
+		"parity index": {c.UpdateParity(2, 0, []byte{1, 2, 3}, parity), ErrIndex},
+		"data index":   {c.UpdateParity(0, 3, []byte{1, 2, 3}, parity), ErrIndex},
+		"negative":     {c.UpdateParity(-1, 0, []byte{1, 2, 3}, parity), ErrIndex},
+		"length":       {c.UpdateParity(0, 0, []byte{1, 2}, parity), ErrShardSize},
 	} {
-		if err == nil {
-			t.Errorf("%s: no error", name)
+		if !errors.Is(tc.got, tc.want) {
+			t.Errorf("%s: got %v, want %v", name, tc.got, tc.want)
 		}
 	}
 	if !bytes.Equal(parity, []byte{9, 9, 9}) {
@@ -341,25 +346,31 @@ func TestZeroParityCode(t *testing.T) {
 	}
 }
 
+// Goroutines racing to create the same, not yet cached, codec all get one
+// instance, and use it concurrently.
 func TestCodecCacheAndConcurrentUse(t *testing.T) {
-	if a, b := mustCodec(t, 6, 3), mustCodec(t, 6, 3); a != b {
-		t.Fatal("New(6, 3) returned two codecs")
-	}
+	const k, m = 7, 3 // used by no other test, so creation itself races
+	codecs := make([]*Codec, 4)
 	var wg sync.WaitGroup
-	for g := range 4 {
+	for g := range codecs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			c, err := New(k, m)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			codecs[g] = c
 			rng := rand.New(rand.NewPCG(uint64(g), 1))
-			c := mustCodec(t, 6, 3)
 			for range 50 {
-				want := newShards(rng, 6, 3, 256)
+				want := newShards(rng, k, m, 256)
 				if err := c.Encode(want); err != nil {
 					t.Error(err)
 					return
 				}
 				got := cloneShards(want)
-				got[rng.IntN(6)], got[6+rng.IntN(3)] = nil, nil
+				got[rng.IntN(k)], got[k+rng.IntN(m)] = nil, nil
 				if err := c.Reconstruct(got); err != nil {
 					t.Error(err)
 					return
@@ -374,4 +385,103 @@ func TestCodecCacheAndConcurrentUse(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	for _, c := range codecs[1:] {
+		if c != codecs[0] {
+			t.Fatalf("New(%d, %d) returned more than one codec", k, m)
+		}
+	}
+}
+
+// Deltas commute: updates made one after another, to the same or different
+// data shards, may reach a parity node in any order (MemEC §2).
+func TestDeltasApplyInAnyOrder(t *testing.T) {
+	rng := testRNG(t)
+	c, ref := mustCodec(t, 4, 2), newRefCode(4, 2)
+	const size = 300
+	shards := newShards(rng, 4, 2, size)
+	if err := c.Encode(shards); err != nil {
+		t.Fatal(err)
+	}
+	type update struct {
+		i, lo int
+		delta []byte
+	}
+	var pending []update
+	for range 40 {
+		i, lo := rng.IntN(4), rng.IntN(size)
+		next := make([]byte, 1+rng.IntN(size-lo))
+		fillRandom(rng, next)
+		delta := make([]byte, len(next))
+		if err := Delta(delta, shards[i][lo:lo+len(next)], next); err != nil {
+			t.Fatal(err)
+		}
+		copy(shards[i][lo:], next)
+		pending = append(pending, update{i, lo, delta})
+	}
+	for j := range 2 {
+		for _, u := range rng.Perm(len(pending)) {
+			p := pending[u]
+			if err := c.UpdateParity(j, p.i, p.delta, shards[4+j][p.lo:p.lo+len(p.delta)]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for j, want := range ref.encode(shards[:4]) {
+		if !bytes.Equal(shards[4+j], want) {
+			t.Fatalf("parity %d after out-of-order deltas differs from re-encode", j)
+		}
+	}
+}
+
+// A coefficient is the same in every code (matrix.go), so a code with fewer
+// data shards is the larger code with the missing ones zero: the parities of
+// RS(3,2) are the first two parities of RS(20,8) over the same data padded
+// with zero shards (virtual zero padding). Checked through the encoders.
+func TestSmallCodeIsZeroPaddedLargeCode(t *testing.T) {
+	rng := testRNG(t)
+	for _, km := range [][2]int{{1, 1}, {2, 1}, {3, 2}, {4, 2}, {10, 4}} {
+		small, large := mustCodec(t, km[0], km[1]), mustCodec(t, 20, 8)
+		s := newShards(rng, km[0], km[1], 100)
+		l := newShards(rng, 20, 8, 100)
+		for i := range l[:20] {
+			l[i] = make([]byte, 100)
+			if i < km[0] {
+				copy(l[i], s[i])
+			}
+		}
+		if err := small.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		if err := large.Encode(l); err != nil {
+			t.Fatal(err)
+		}
+		for j := range km[1] {
+			if !bytes.Equal(s[km[0]+j], l[20+j]) {
+				t.Fatalf("%s parity %d != RS(20,8) parity %d of zero-padded data", small, j, j)
+			}
+		}
+	}
+}
+
+func TestInversionCacheIsBounded(t *testing.T) {
+	// RS(10,4): 1470 loss patterns of at most 4 shards, 100 bytes each.
+	if got := inversionCacheBytes(10, 4); got != 1470*100 {
+		t.Fatalf("inversionCacheBytes(10, 4) = %d, want %d", got, 1470*100)
+	}
+	if got := inversionCacheBytes(20, 8); got <= maxInversionCacheBytes {
+		t.Fatalf("inversionCacheBytes(20, 8) = %d, want above the %d limit", got, maxInversionCacheBytes)
+	}
+	if got := inversionCacheBytes(128, 127); got <= maxInversionCacheBytes {
+		t.Fatalf("inversionCacheBytes(128, 127) = %d: overflowed?", got)
+	}
+	// A codec without the cache still decodes.
+	rng := testRNG(t)
+	c, ref := mustCodec(t, 32, 8), newRefCode(32, 8)
+	want := newShards(rng, 32, 8, 40)
+	if err := c.Encode(want); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		checkReconstruct(t, c, ref, want, rng.Perm(40)[:1+rng.IntN(8)])
+	}
 }

@@ -22,15 +22,16 @@ var (
 
 // ParamError reports invalid code parameters. It matches ErrParams.
 type ParamError struct {
-	K, M, S int    // the parameters given; S is zero for a plain RS code
-	Reason  string // which limit they break
+	K, M, S   int    // the parameters given; S only for a stretched code
+	Stretched bool   // whether they describe SRS(K, M, S) rather than RS(K, M)
+	Reason    string // which limit they break
 }
 
 func (e *ParamError) Error() string {
-	if e.S == 0 {
-		return fmt.Sprintf("ec: invalid code RS(%d,%d): %s", e.K, e.M, e.Reason)
+	if e.Stretched {
+		return fmt.Sprintf("ec: invalid code SRS(%d,%d,%d): %s", e.K, e.M, e.S, e.Reason)
 	}
-	return fmt.Sprintf("ec: invalid code SRS(%d,%d,%d): %s", e.K, e.M, e.S, e.Reason)
+	return fmt.Sprintf("ec: invalid code RS(%d,%d): %s", e.K, e.M, e.Reason)
 }
 
 // Unwrap makes a ParamError match ErrParams.

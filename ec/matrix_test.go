@@ -87,29 +87,6 @@ func TestGeneratorCoefficientsNonZeroAtLimits(t *testing.T) {
 	}
 }
 
-// A coefficient is the same in every code that has it (see matrix.go).
-func TestCoefficientIndependentOfCode(t *testing.T) {
-	big, err := New(20, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, km := range [][2]int{{2, 1}, {3, 2}, {4, 2}, {10, 4}, {20, 8}} {
-		c, err := New(km[0], km[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		for j := range c.M() {
-			for i := range c.K() {
-				got, _ := c.Coefficient(j, i)
-				want, _ := big.Coefficient(j, i)
-				if got != want {
-					t.Fatalf("%s: coef(%d,%d) = %d, RS(20,8) has %d", c, j, i, got, want)
-				}
-			}
-		}
-	}
-}
-
 // Stored parity must decode with every later build: pin the coefficients and
 // the parity bytes of fixed input. Regenerate only for a deliberate format
 // change, with -update.

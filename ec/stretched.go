@@ -16,9 +16,12 @@ import (
 // n holds blocks n·l/s .. (n+1)·l/s−1 of each row. Parity nodes are not
 // stretched: parity node j holds parity j of every stripe, l/k blocks per row.
 //
-// All indices are 0-based; the paper's D̃_{g+1} is block g of a row. Nodes are
-// numbered as in Survives: data nodes 0..s−1, parity nodes s..s+m−1.
+// All indices are 0-based; the paper's D̃_{g+1} is row offset g. A node's
+// blocks are numbered from 0 across rows (its "node-local block number"):
+// data node n's block b is offset n·l/s + b mod l/s of row b / (l/s). Nodes
+// are numbered as in Survives: data nodes 0..s−1, parity nodes s..s+m−1.
 // SRS(k, m, k) is plain RS(k, m): one block per node per row, one stripe.
+// The zero Layout is not usable; get one from NewLayout.
 type Layout struct {
 	k, m, s int
 	rowLen  int // l = lcm(k, s)
@@ -31,18 +34,19 @@ type Addr struct {
 }
 
 // NewLayout returns the layout of SRS(k, m, s). It requires 1 ≤ k ≤ s,
-// 0 ≤ m and s+m ≤ MaxShards.
+// 0 ≤ m and s+m ≤ MaxShards: like shard indices, node numbers fit in a byte,
+// and a row stays at most lcm(k, s) ≤ 254·255 blocks.
 func NewLayout(k, m, s int) (Layout, error) {
 	if err := validateCode(k, m); err != nil {
 		e := err.(*ParamError)
-		e.S = s
+		e.S, e.Stretched = s, true
 		return Layout{}, e
 	}
 	switch {
 	case s < k:
-		return Layout{}, &ParamError{K: k, M: m, S: s, Reason: "needs at least k data nodes"}
-	case s+m > MaxShards:
-		return Layout{}, &ParamError{K: k, M: m, S: s, Reason: fmt.Sprintf("s+m must be at most %d", MaxShards)}
+		return Layout{}, &ParamError{K: k, M: m, S: s, Stretched: true, Reason: "needs at least k data nodes"}
+	case s > MaxShards-m: // s+m > MaxShards, without overflow
+		return Layout{}, &ParamError{K: k, M: m, S: s, Stretched: true, Reason: fmt.Sprintf("s+m must be at most %d", MaxShards)}
 	}
 	return Layout{k: k, m: m, s: s, rowLen: k / gcd(k, s) * s}, nil
 }
@@ -76,21 +80,26 @@ func (l Layout) DataBlocksPerNode() int { return l.rowLen / l.s }
 // blocks each parity node holds per row.
 func (l Layout) StripesPerRow() int { return l.rowLen / l.k }
 
-// Locate maps block number block of data node node to its place in the code.
+// MaxRow is the largest row number the layout addresses: every block number
+// of every row up to it fits in an int.
+func (l Layout) MaxRow() int { return math.MaxInt/l.rowLen - 1 }
+
+// Locate maps data node node's node-local block number block to its place in
+// the code.
 func (l Layout) Locate(node, block int) (Addr, error) {
 	if node < 0 || node >= l.s {
 		return Addr{}, indexError("data node", node, l.s)
 	}
-	if block < 0 {
-		return Addr{}, fmt.Errorf("%w: block %d is negative", ErrIndex, block)
+	if err := l.checkBlock(block, l.DataBlocksPerNode()); err != nil {
+		return Addr{}, err
 	}
 	perNode, perPos := l.DataBlocksPerNode(), l.StripesPerRow()
 	g := node*perNode + block%perNode // block index within the row
 	return Addr{Row: block / perNode, Stripe: g % perPos, Position: g / perPos}, nil
 }
 
-// DataBlock is the inverse of Locate: the data node holding a, and the
-// block number there.
+// DataBlock is the inverse of Locate: the data node holding a, and its
+// node-local block number there.
 func (l Layout) DataBlock(a Addr) (node, block int, err error) {
 	if err := l.checkAddr(a); err != nil {
 		return 0, 0, err
@@ -102,8 +111,8 @@ func (l Layout) DataBlock(a Addr) (node, block int, err error) {
 
 func (l Layout) checkAddr(a Addr) error {
 	switch {
-	case a.Row < 0 || a.Row > math.MaxInt/l.rowLen:
-		return fmt.Errorf("%w: row %d is negative or too large", ErrIndex, a.Row)
+	case a.Row < 0 || a.Row > l.MaxRow():
+		return fmt.Errorf("%w: row %d not in [0,%d]", ErrIndex, a.Row, l.MaxRow())
 	case a.Stripe < 0 || a.Stripe >= l.StripesPerRow():
 		return indexError("stripe", a.Stripe, l.StripesPerRow())
 	case a.Position < 0 || a.Position >= l.k:
@@ -123,10 +132,19 @@ func (l Layout) ParityBlock(row, stripe int) (int, error) {
 
 // ParityStripe is the inverse of ParityBlock.
 func (l Layout) ParityStripe(block int) (row, stripe int, err error) {
-	if block < 0 {
-		return 0, 0, fmt.Errorf("%w: block %d is negative", ErrIndex, block)
+	if err := l.checkBlock(block, l.StripesPerRow()); err != nil {
+		return 0, 0, err
 	}
 	return block / l.StripesPerRow(), block % l.StripesPerRow(), nil
+}
+
+// checkBlock validates a node-local block number on a node that holds
+// perRow blocks of each row.
+func (l Layout) checkBlock(block, perRow int) error {
+	if block < 0 || block/perRow > l.MaxRow() {
+		return fmt.Errorf("%w: block %d not in [0,%d)", ErrIndex, block, (l.MaxRow()+1)*perRow)
+	}
+	return nil
 }
 
 // StripeNodes returns, for each data position of the given stripe, the data
@@ -177,5 +195,8 @@ func (l Layout) MaxLost(failed []int) (int, error) {
 // the failed data nodes hold blocks of different stripes (Ring §3.3).
 func (l Layout) Survives(failed []int) (bool, error) {
 	worst, err := l.MaxLost(failed)
-	return worst <= l.m, err
+	if err != nil {
+		return false, err
+	}
+	return worst <= l.m, nil
 }

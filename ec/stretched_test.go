@@ -279,9 +279,11 @@ func checkStripeNodesDistinct(t *testing.T, l Layout) {
 }
 
 func TestLayoutRejectsBadInput(t *testing.T) {
-	for _, kms := range [][3]int{{3, 1, 2}, {0, 1, 3}, {2, -1, 3}, {2, 2, 254}} {
-		if _, err := NewLayout(kms[0], kms[1], kms[2]); !errors.Is(err, ErrParams) {
-			t.Errorf("NewLayout%v: got %v, want ErrParams", kms, err)
+	for _, kms := range [][3]int{{3, 1, 2}, {0, 1, 3}, {2, -1, 3}, {2, 2, 254},
+		{1, 1, math.MaxInt}, {1, math.MaxInt, 2}, {math.MaxInt, 1, math.MaxInt}, {1, 1, 0}} {
+		_, err := NewLayout(kms[0], kms[1], kms[2])
+		if !errors.Is(err, ErrParams) || !strings.Contains(err.Error(), "SRS(") {
+			t.Errorf("NewLayout%v: got %v, want ErrParams naming an SRS code", kms, err)
 		}
 	}
 	l, _ := NewLayout(2, 1, 3)
@@ -296,7 +298,15 @@ func TestLayoutRejectsBadInput(t *testing.T) {
 	_, checks["parity stripe"] = l.ParityBlock(0, 3)
 	_, _, checks["parity block"] = l.ParityStripe(-1)
 	_, checks["stripe nodes"] = l.StripeNodes(-1)
-	_, checks["failed node"] = l.Survives([]int{4})
+	_, checks["huge block"] = l.Locate(0, math.MaxInt)
+	_, _, checks["huge parity block"] = l.ParityStripe(math.MaxInt)
+	one, _ := NewLayout(1, 1, 3) // l/k = s: the widest parity rows
+	_, checks["parity block overflow"] = one.ParityBlock(math.MaxInt/3, 2)
+	ok, err := l.Survives([]int{4})
+	checks["failed node"] = err
+	if ok {
+		t.Error("Survives with an invalid node reported true")
+	}
 	for name, err := range checks {
 		if !errors.Is(err, ErrIndex) {
 			t.Errorf("%s: got %v, want ErrIndex", name, err)
