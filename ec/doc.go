@@ -45,9 +45,9 @@
 // G[j][i]·(old ⊕ new) and by nothing else (MemEC §2; Ring §3.2 "Update"). So
 // the node holding data computes delta = old ⊕ new (Delta) and sends it; each
 // parity node applies it to its own parity alone with UpdateParity, without
-// the other data shards. A delete is an update to zeros. Parity is linear, so
-// deltas commute, even two for the same bytes: parity nodes may apply them in
-// any order, but each exactly once (XOR undoes a repeat).
+// the other data shards. A delete is an update to zeros. By the same
+// linearity deltas commute, even two for the same bytes: parity nodes may
+// apply them in any order, but each exactly once (XOR undoes a repeat).
 // klauspost's Encoder.Update is not used: it overwrites the caller's buffers
 // and needs every parity at once.
 //

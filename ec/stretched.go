@@ -105,8 +105,14 @@ func (l Layout) DataBlock(a Addr) (node, block int, err error) {
 		return 0, 0, err
 	}
 	perNode := l.DataBlocksPerNode()
-	g := a.Position*l.StripesPerRow() + a.Stripe
+	g := l.rowOffset(a.Stripe, a.Position)
 	return g / perNode, a.Row*perNode + g%perNode, nil
+}
+
+// rowOffset returns where in its row the block at (stripe, position) lies:
+// position i holds offsets i·l/k .. (i+1)·l/k−1 (equation 2).
+func (l Layout) rowOffset(stripe, position int) int {
+	return position*l.StripesPerRow() + stripe
 }
 
 func (l Layout) checkAddr(a Addr) error {
@@ -156,7 +162,7 @@ func (l Layout) StripeNodes(stripe int) ([]int, error) {
 	}
 	nodes := make([]int, l.k)
 	for pos := range nodes {
-		nodes[pos] = (pos*l.StripesPerRow() + stripe) / l.DataBlocksPerNode()
+		nodes[pos] = l.rowOffset(stripe, pos) / l.DataBlocksPerNode()
 	}
 	return nodes, nil
 }
