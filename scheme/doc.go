@@ -1,7 +1,6 @@
-// Package scheme defines the resilience-scheme interface and the scheme
-// catalogue; each scheme kind (none, rep, split, stripe, hybrid) lives in a
-// subpackage of its own and turns a write into the redundancy messages it
-// needs (DESIGN.md §2–3).
-//
-// Not built yet: none, rep and split arrive with issue 3, stripe with issue 6.
+// Package scheme names and validates resilience schemes (DESIGN.md §2): the
+// spec grammar (`none`, `rep:R`, `split:K+M`, and later `stripe:K+M`,
+// `hybrid:K+M`), aliases, and what each spec costs and tolerates. It holds no
+// data; the data path for each kind lives in the server's coordinator, which
+// dispatches on Spec.Kind.
 package scheme

@@ -1,0 +1,194 @@
+package scheme
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Kind is the family of a scheme.
+type Kind uint8
+
+// The scheme kinds of DESIGN.md §2. Stripe and Hybrid parse but are refused by
+// the cluster until the packed data path exists (issue 6).
+const (
+	None Kind = iota + 1
+	Rep
+	Split
+	Stripe
+	Hybrid
+)
+
+var kindNames = map[Kind]string{None: "none", Rep: "rep", Split: "split", Stripe: "stripe", Hybrid: "hybrid"}
+
+func (k Kind) String() string {
+	if s, ok := kindNames[k]; ok {
+		return s
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Limits on scheme parameters. They bound what a spec may ask for, before the
+// cluster checks it has enough nodes.
+const (
+	MaxReplicas = 16
+	MaxData     = 32
+	MaxParity   = 16
+)
+
+// ErrSpec is matched (errors.Is) by every spec parse or validation error.
+var ErrSpec = errors.New("scheme: bad spec")
+
+// SpecError reports why a spec string or parameter set was refused.
+type SpecError struct {
+	Spec   string
+	Reason string
+}
+
+func (e *SpecError) Error() string { return fmt.Sprintf("scheme: bad spec %q: %s", e.Spec, e.Reason) }
+
+// Is makes errors.Is(err, ErrSpec) true.
+func (e *SpecError) Is(target error) bool { return target == ErrSpec }
+
+// Spec is an immutable scheme descriptor. The zero Spec is invalid.
+type Spec struct {
+	Kind Kind
+	R    int // replicas, for Rep (R ≥ 1; rep:1 is legal and equals none)
+	K, M int // data and parity shards, for Split, Stripe and Hybrid
+}
+
+// Parse reads a canonical spec: "none", "rep:R", "split:K+M", "stripe:K+M",
+// "hybrid:K+M". Case-insensitive; no spaces.
+func Parse(s string) (Spec, error) {
+	lower := strings.ToLower(s)
+	name, params, hasParams := strings.Cut(lower, ":")
+	var sp Spec
+	var err error
+	switch name {
+	case "none":
+		if hasParams {
+			return Spec{}, &SpecError{s, "none takes no parameters"}
+		}
+		sp = Spec{Kind: None}
+	case "rep":
+		sp.Kind = Rep
+		sp.R, err = parseInt(s, params, hasParams, "replica count")
+	case "split", "stripe", "hybrid":
+		sp.Kind = map[string]Kind{"split": Split, "stripe": Stripe, "hybrid": Hybrid}[name]
+		sp.K, sp.M, err = parseKM(s, params, hasParams)
+	default:
+		return Spec{}, &SpecError{s, "unknown kind (want none, rep:R, split:K+M, stripe:K+M or hybrid:K+M)"}
+	}
+	if err != nil {
+		return Spec{}, err
+	}
+	return sp, sp.validate(s)
+}
+
+func parseInt(spec, p string, present bool, what string) (int, error) {
+	if !present || p == "" {
+		return 0, &SpecError{spec, "missing " + what}
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || strings.HasPrefix(p, "+") || strings.HasPrefix(p, "-") {
+		return 0, &SpecError{spec, what + " is not a positive integer"}
+	}
+	return n, nil
+}
+
+func parseKM(spec, p string, present bool) (k, m int, err error) {
+	ks, ms, ok := strings.Cut(p, "+")
+	if !present || !ok {
+		return 0, 0, &SpecError{spec, "want K+M, e.g. split:4+2"}
+	}
+	if k, err = parseInt(spec, ks, true, "K"); err != nil {
+		return 0, 0, err
+	}
+	m, err = parseInt(spec, ms, true, "M")
+	return k, m, err
+}
+
+func (sp Spec) validate(orig string) error {
+	bad := func(reason string) error { return &SpecError{orig, reason} }
+	switch sp.Kind {
+	case None:
+	case Rep:
+		if sp.R < 1 || sp.R > MaxReplicas {
+			return bad(fmt.Sprintf("replica count must be 1..%d", MaxReplicas))
+		}
+	case Split, Stripe, Hybrid:
+		if sp.K < 1 || sp.K > MaxData {
+			return bad(fmt.Sprintf("K must be 1..%d", MaxData))
+		}
+		if sp.M < 0 || sp.M > MaxParity {
+			return bad(fmt.Sprintf("M must be 0..%d", MaxParity))
+		}
+		if sp.Kind == Hybrid && sp.M < 1 {
+			return bad("hybrid needs M ≥ 1 (one parity becomes a replica)")
+		}
+	default:
+		return bad("unknown kind")
+	}
+	return nil
+}
+
+// Valid reports whether sp is a well-formed spec.
+func (sp Spec) Valid() bool { return sp.validate(sp.String()) == nil }
+
+// String is the canonical spelling, which Parse accepts.
+func (sp Spec) String() string {
+	switch sp.Kind {
+	case None:
+		return "none"
+	case Rep:
+		return "rep:" + strconv.Itoa(sp.R)
+	case Split, Stripe, Hybrid:
+		return sp.Kind.String() + ":" + strconv.Itoa(sp.K) + "+" + strconv.Itoa(sp.M)
+	}
+	return "invalid"
+}
+
+// Tolerance is the number of node failures every key of the scheme survives.
+func (sp Spec) Tolerance() int {
+	switch sp.Kind {
+	case Rep:
+		return sp.R - 1
+	case Split, Stripe, Hybrid:
+		return sp.M
+	}
+	return 0
+}
+
+// Nodes is how many distinct nodes one key's pieces occupy: the shard
+// placement must be at least this long.
+func (sp Spec) Nodes() int {
+	switch sp.Kind {
+	case None:
+		return 1
+	case Rep:
+		return sp.R
+	case Split, Stripe, Hybrid:
+		// Hybrid: k data, m−1 parity and one replica node; its exact layout
+		// arrives with issue 6.
+		return sp.K + sp.M
+	}
+	return 0
+}
+
+// Overhead is stored bytes per logical byte of value, ignoring headers and
+// padding (MemEC §3.3): 1 for none, R for rep, (K+M)/K for split and stripe,
+// (2K+M−1)/K for hybrid.
+func (sp Spec) Overhead() float64 {
+	switch sp.Kind {
+	case None:
+		return 1
+	case Rep:
+		return float64(sp.R)
+	case Split, Stripe:
+		return float64(sp.K+sp.M) / float64(sp.K)
+	case Hybrid:
+		return float64(2*sp.K+sp.M-1) / float64(sp.K)
+	}
+	return 0
+}

@@ -1,0 +1,63 @@
+package scheme
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestParseCanonical(t *testing.T) {
+	for _, tc := range []struct {
+		in        string
+		want      Spec
+		tolerance int
+		nodes     int
+		overhead  float64
+	}{
+		{"none", Spec{Kind: None}, 0, 1, 1},
+		{"rep:1", Spec{Kind: Rep, R: 1}, 0, 1, 1},
+		{"rep:3", Spec{Kind: Rep, R: 3}, 2, 3, 3},
+		{"REP:3", Spec{Kind: Rep, R: 3}, 2, 3, 3},
+		{"split:4+2", Spec{Kind: Split, K: 4, M: 2}, 2, 6, 1.5},
+		{"split:1+0", Spec{Kind: Split, K: 1, M: 0}, 0, 1, 1},
+		{"stripe:3+1", Spec{Kind: Stripe, K: 3, M: 1}, 1, 4, 4.0 / 3},
+		{"hybrid:4+2", Spec{Kind: Hybrid, K: 4, M: 2}, 2, 6, 9.0 / 4},
+	} {
+		got, err := Parse(tc.in)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", tc.in, err)
+		}
+		if got != tc.want || got.Tolerance() != tc.tolerance || got.Nodes() != tc.nodes || got.Overhead() != tc.overhead {
+			t.Errorf("Parse(%q) = %+v tol %d nodes %d overhead %v", tc.in, got, got.Tolerance(), got.Nodes(), got.Overhead())
+		}
+		again, err := Parse(got.String())
+		if err != nil || again != got {
+			t.Errorf("round trip of %q via %q: %+v, %v", tc.in, got.String(), again, err)
+		}
+	}
+}
+
+func TestParseRefuses(t *testing.T) {
+	for _, in := range []string{
+		"", "nonе", "none:1", "rep", "rep:", "rep:0", "rep:-1", "rep:+2", "rep:17", "rep:x",
+		"split", "split:4", "split:4+", "split:+2", "split:0+2", "split:33+1", "split:4+17",
+		"split:4+-1", "hybrid:4+0", "raid:5", "rep:3 ", " rep:3", "split:4+2+1",
+	} {
+		_, err := Parse(in)
+		if !errors.Is(err, ErrSpec) {
+			t.Errorf("Parse(%q) = %v, want ErrSpec", in, err)
+		}
+	}
+}
+
+func TestCheckAlias(t *testing.T) {
+	for _, ok := range []string{"hot", "cold-2", "a.b_c", "Z"} {
+		if err := CheckAlias(ok); err != nil {
+			t.Errorf("CheckAlias(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "none", "rep", "split", "rep:3", "1abc", "a b", "a:b", string(make([]byte, 65))} {
+		if err := CheckAlias(bad); !errors.Is(err, ErrAlias) {
+			t.Errorf("CheckAlias(%q) = %v, want ErrAlias", bad, err)
+		}
+	}
+}
