@@ -1,0 +1,34 @@
+// Package resp is memgest's protocol-level library for the Redis client
+// protocol: reply values rendered to RESP2 or RESP3, a reply parser for
+// relaying and tests, the command table that COMMAND, routing and arity
+// checks read, argument parsers that fail with Redis 7's exact error
+// replies, Redis glob matching and INFO rendering.
+//
+// It does no I/O and keeps no state: the network side (redcon) hands it
+// argument vectors and writes the bytes it returns.
+//
+// # Replies
+//
+// A [Reply] is a small immutable tree built with constructors such as [OK],
+// [Bulk], [Array] and [Map]. [Reply.AppendTo] renders it for the protocol
+// version the connection negotiated with HELLO: RESP3 types degrade the way
+// Redis degrades them for RESP2 clients (a map becomes a flat array, a
+// double a bulk string, a boolean an integer, null a null bulk string).
+// [Parse] reads one RESP2 or RESP3 reply back.
+//
+// # Commands
+//
+// The table holds every command memgest serves with the arity, flags,
+// legacy key range, ACL categories, tips, key specifications and
+// documentation Redis 7.2 reports in COMMAND INFO and COMMAND DOCS.
+// [Resolve] performs the checks Redis makes before running a command
+// (unknown command, unknown subcommand, arity) and [CommandSpec.Keys]
+// extracts key arguments for routing.
+//
+// memgest's own SCHEME command is a container like CLIENT or CONFIG, so
+// "SCHEME OF key" is canonical and COMMAND INFO scheme lists its
+// subcommands. The dotted spellings (SCHEME.OF key, ...) are accepted as
+// separate top-level commands, in the style of module commands, for clients
+// that cannot send container commands; they share the subcommands' flags
+// and documentation with their own arity and key positions.
+package resp
