@@ -1,0 +1,266 @@
+package cluster
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/memgest/memgest/scheme"
+)
+
+// Apply returns the map that results from applying c to m. A change returns
+// a new map with epoch m.Epoch+1; a command that changes nothing (re-adding
+// a node with the same addresses, re-creating the same scheme, setting the
+// current default) returns m itself, epoch unchanged. A refused command
+// returns m itself and an *Error whose message is meant for users. m is
+// never modified. Apply is pure and deterministic: every Raft member applies
+// the same log to the same maps.
+func Apply(m *Map, c Command) (*Map, error) {
+	if c == nil {
+		return m, errorf(ErrBadCommand, "no command")
+	}
+	if _, isInit := c.(Init); !isInit && m.Expect == 0 {
+		return m, errorf(ErrNotInitialised, "the map is not initialised yet (no Init command applied)")
+	}
+	next, err := c.apply(m)
+	if err != nil {
+		return m, err
+	}
+	if next == m {
+		return m, nil
+	}
+	next.Epoch = m.Epoch + 1
+	next.idx = buildIndex(next)
+	return next, nil
+}
+
+func (c Init) apply(m *Map) (*Map, error) {
+	if m.Expect != 0 {
+		if m.Expect == c.Expect && m.Voters == c.Voters {
+			return m, nil
+		}
+		return nil, errorf(ErrBadCommand, "the cluster is already initialised (expect %d, voters %d)", m.Expect, m.Voters)
+	}
+	if c.Expect < 1 || c.Expect > Slots {
+		return nil, errorf(ErrBadCommand, "expect must be 1..%d nodes, got %d", Slots, c.Expect)
+	}
+	if !validVoters(c.Voters) {
+		return nil, errorf(ErrBadCommand, "voters must be 1, 3 or 5, got %d", c.Voters)
+	}
+	next := m.Clone()
+	next.Expect, next.Voters = c.Expect, c.Voters
+	return next, nil
+}
+
+func (c AddNode) apply(m *Map) (*Map, error) {
+	n := c.Node
+	if err := checkNode(n); err != nil {
+		return nil, err
+	}
+	if err := m.checkAddrs(n); err != nil {
+		return nil, err
+	}
+	if old, ok := m.Node(n.ID); ok {
+		return m.updateNode(old, n), nil
+	}
+	return m.admit(n), nil
+}
+
+// checkNode refuses malformed node descriptions.
+func checkNode(n Node) *Error {
+	if !n.ID.Valid() {
+		return errorf(ErrBadNode, "node id %q is not 40 lowercase hex characters", n.ID)
+	}
+	if n.PeerAddr == "" || n.ClientAddr == "" {
+		return errorf(ErrBadNode, "node %s needs a client and a peer address", n.ID)
+	}
+	return nil
+}
+
+// checkAddrs refuses a node whose addresses another node already uses: two
+// nodes at one address would make routing ambiguous. A node restarted with
+// a fresh id on an old address hits this until the old one is removed.
+func (m *Map) checkAddrs(n Node) error {
+	for _, o := range m.Nodes {
+		if o.ID == n.ID {
+			continue
+		}
+		if o.PeerAddr == n.PeerAddr || o.ClientAddr == n.ClientAddr {
+			return errorf(ErrBadNode, "node %s: address already used by node %s", n.ID, o.ID)
+		}
+	}
+	return nil
+}
+
+// updateNode changes the addresses and voter flag of a known node; its
+// state and place in the placement are kept.
+func (m *Map) updateNode(old, n Node) *Map {
+	if old.sameEndpoint(n) {
+		return m
+	}
+	next := m.Clone()
+	i := m.index().node[n.ID]
+	n.State = old.State
+	next.Nodes[i] = n
+	return next
+}
+
+// admit adds a new node: up while forming (fixing the placement when the
+// Expect-th node arrives), a spare afterwards.
+func (m *Map) admit(n Node) *Map {
+	next := m.Clone()
+	if m.State == OK {
+		n.State = Spare
+		next.Nodes = append(next.Nodes, n)
+		return next
+	}
+	n.State = Up
+	next.Nodes = append(next.Nodes, n)
+	if len(next.Nodes) >= next.Expect {
+		next.form()
+	}
+	return next
+}
+
+// form fixes the placement over the Up nodes in join order.
+func (m *Map) form() {
+	var ids []NodeID
+	for _, n := range m.Nodes {
+		if n.State == Up {
+			ids = append(ids, n.ID)
+		}
+	}
+	m.Shards = Place(ids, Slots)
+	m.State = OK
+}
+
+func (c CreateScheme) apply(m *Map) (*Map, error) {
+	sp, err := checkSpec(c.Spec)
+	if err != nil {
+		return nil, err
+	}
+	if c.Alias != "" {
+		if err := scheme.CheckAlias(c.Alias); err != nil {
+			return nil, wrapf(ErrBadCommand, err, "%s", trimScheme(err))
+		}
+	}
+	if existing, ok := m.entryFor(c.Alias, sp); ok {
+		if existing.Spec != sp {
+			return nil, errorf(ErrSchemeConflict, "scheme %q already names %s", existing.Alias, existing.Spec)
+		}
+		return m, nil
+	}
+	if err := m.checkFits(sp); err != nil {
+		return nil, err
+	}
+	return m.addScheme(c.Alias, sp)
+}
+
+// checkSpec returns the canonical form of sp (fields other than its kind's
+// parameters zeroed), refusing invalid specs and the kinds the data path
+// lacks.
+func checkSpec(sp scheme.Spec) (scheme.Spec, error) {
+	canon, err := scheme.Parse(sp.String())
+	if err != nil {
+		return sp, wrapf(ErrBadCommand, err, "%s", trimScheme(err))
+	}
+	if canon.Kind == scheme.Stripe || canon.Kind == scheme.Hybrid {
+		return sp, errorf(ErrUnsupported, "scheme %s: %s schemes are not supported yet", canon, canon.Kind)
+	}
+	return canon, nil
+}
+
+// trimScheme drops the "scheme: " prefix of an error from package scheme,
+// since ours says "cluster: " already.
+func trimScheme(err error) string {
+	return strings.TrimPrefix(err.Error(), "scheme: ")
+}
+
+// entryFor finds the entry a CreateScheme would duplicate: the alias's
+// entry, or for a bare spec its bare entry.
+func (m *Map) entryFor(alias string, sp scheme.Spec) (SchemeEntry, bool) {
+	if alias != "" {
+		if i := m.aliasIndex(alias); i >= 0 {
+			return m.Schemes[i], true
+		}
+		return SchemeEntry{}, false
+	}
+	return m.named(sp.String())
+}
+
+// checkFits refuses a scheme wider than the shard placements.
+func (m *Map) checkFits(sp scheme.Spec) error {
+	need, have := sp.Nodes(), m.Width()
+	if need <= have {
+		return nil
+	}
+	if m.State == Forming {
+		return errorf(ErrTooFewNodes, "scheme %s needs %d nodes, the cluster will have %d", sp, need, have)
+	}
+	return errorf(ErrTooFewNodes, "scheme %s needs %d nodes, the cluster has %d", sp, need, have)
+}
+
+// addScheme appends an entry with the next id. Ids are never reused.
+func (m *Map) addScheme(alias string, sp scheme.Spec) (*Map, error) {
+	if m.NextSchemeID == math.MaxUint16 {
+		return nil, errorf(ErrBadCommand, "the scheme catalogue has used all %d ids", math.MaxUint16-1)
+	}
+	next := m.Clone()
+	next.Schemes = append(next.Schemes, SchemeEntry{ID: m.NextSchemeID, Spec: sp, Alias: alias})
+	next.NextSchemeID++
+	return next, nil
+}
+
+func (c DropScheme) apply(m *Map) (*Map, error) {
+	e, ok := m.named(c.Name)
+	switch {
+	case !ok:
+		return nil, m.noScheme(c.Name)
+	case e.ID == NoneID:
+		return nil, errorf(ErrProtected, "scheme none is built in and cannot be dropped")
+	case e.ID == m.Default:
+		return nil, errorf(ErrProtected, "scheme %s is the default; set another default first", e.Name())
+	}
+	next := m.Clone()
+	next.Schemes = slices.DeleteFunc(next.Schemes, func(x SchemeEntry) bool { return x.ID == e.ID })
+	return next, nil
+}
+
+// noScheme explains a failed lookup by exact name, pointing at the alias
+// that serves a spec when there is one.
+func (m *Map) noScheme(name string) error {
+	if e, ok := m.Scheme(name); ok {
+		return errorf(ErrNoScheme, "no scheme named %q (keys with that spec use scheme %q)", name, e.Name())
+	}
+	return errorf(ErrNoScheme, "no scheme named %q", name)
+}
+
+func (c SetDefault) apply(m *Map) (*Map, error) {
+	if e, ok := m.Scheme(c.Name); ok {
+		return m.withDefault(e.ID), nil
+	}
+	sp, err := scheme.Parse(c.Name)
+	if err != nil {
+		if errors.Is(err, scheme.ErrSpec) && strings.Contains(c.Name, ":") {
+			return nil, wrapf(ErrBadCommand, err, "%s", trimScheme(err))
+		}
+		return nil, m.noScheme(c.Name)
+	}
+	next, err := CreateScheme{Spec: sp}.apply(m)
+	if err != nil {
+		return nil, err
+	}
+	e, _ := next.named(sp.String())
+	next.Default = e.ID // next is our own clone
+	return next, nil
+}
+
+func (m *Map) withDefault(id uint16) *Map {
+	if m.Default == id {
+		return m
+	}
+	next := m.Clone()
+	next.Default = id
+	return next
+}

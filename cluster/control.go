@@ -1,0 +1,337 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+)
+
+// Control is a node's handle on the control plane: a Raft member whose
+// state machine is the cluster map. Every node runs one. Reads (Map,
+// Subscribe, Wait) are local and never block on Raft; changes (Propose,
+// AddMember) go through the leader.
+type Control struct {
+	cfg    Config
+	log    hclog.Logger
+	raft   *raft.Raft
+	hub    *hub
+	store  *raftboltdb.BoltStore
+	trans  raft.Transport
+	member sync.Mutex // serialises AddMember's voter count and change
+	once   sync.Once
+	err    error
+}
+
+// Start opens (or creates) the Raft state in cfg.DataDir and joins the
+// Raft group. With cfg.Bootstrap and no existing state it founds a cluster:
+// it becomes the sole voter and leader, then commits Init and AddNode{Self}
+// before returning. Otherwise the map is replayed from DataDir (snapshot at
+// once, log entries once a leader commits them) or, for a new member, arrives
+// after the leader's AddMember; use Wait to block until it has.
+func Start(cfg Config) (*Control, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Control{cfg: cfg, log: cfg.logger(), hub: newHub(emptyMap())}
+	fresh, err := c.open()
+	if err != nil {
+		c.shutdown()
+		return nil, err
+	}
+	if cfg.Bootstrap && fresh {
+		if err := c.bootstrap(); err != nil {
+			c.shutdown()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// open creates the stores, the transport and the Raft node, reporting
+// whether DataDir held no Raft state.
+func (c *Control) open() (fresh bool, err error) {
+	dir := c.cfg.DataDir
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return false, fmt.Errorf("cluster: data dir: %w", err)
+	}
+	if c.store, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"), NoSync: c.cfg.NoSync}); err != nil {
+		return false, fmt.Errorf("cluster: open raft store: %w", err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, c.cfg.RetainSnapshots, c.log)
+	if err != nil {
+		return false, fmt.Errorf("cluster: open snapshot store: %w", err)
+	}
+	logs, err := raft.NewLogCache(256, c.store)
+	if err != nil {
+		return false, fmt.Errorf("cluster: log cache: %w", err)
+	}
+	has, err := raft.HasExistingState(logs, c.store, snaps)
+	if err != nil {
+		return false, fmt.Errorf("cluster: read raft state: %w", err)
+	}
+	c.trans = c.transport()
+	c.raft, err = raft.NewRaft(c.cfg.raftConfig(c.log), &fsm{hub: c.hub}, logs, c.store, snaps, c.trans)
+	if err != nil {
+		return false, fmt.Errorf("cluster: start raft: %w", err)
+	}
+	return !has, nil
+}
+
+func (c *Control) transport() raft.Transport {
+	if c.cfg.Transport != nil {
+		return c.cfg.Transport
+	}
+	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  c.cfg.Stream,
+		MaxPool: 3,
+		Timeout: c.cfg.TransportTimeout,
+		Logger:  c.log,
+	})
+}
+
+// bootstrap founds a cluster of one voter, waits to lead it, and commits
+// the cluster constants and this node.
+func (c *Control) bootstrap() error {
+	self := raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(c.cfg.Self.ID), Address: raft.ServerAddress(c.cfg.Self.PeerAddr)}
+	if err := c.raft.BootstrapCluster(raft.Configuration{Servers: []raft.Server{self}}).Error(); err != nil {
+		return fmt.Errorf("cluster: bootstrap: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.StartTimeout)
+	defer cancel()
+	if err := c.awaitLeadership(ctx); err != nil {
+		return err
+	}
+	node := c.cfg.Self
+	node.Voter = true
+	for _, cmd := range []Command{Init{Expect: c.cfg.Expect, Voters: c.cfg.Voters}, AddNode{Node: node}} {
+		if _, err := c.Propose(ctx, cmd); err != nil {
+			return fmt.Errorf("cluster: bootstrap: %w", err)
+		}
+	}
+	return nil
+}
+
+func (c *Control) awaitLeadership(ctx context.Context) error {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !c.IsLeader() {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: bootstrap: not leader after %s: %w", c.cfg.StartTimeout, ctx.Err())
+		}
+	}
+	return nil
+}
+
+// Map returns the latest map this node has applied. It is never nil; before
+// the node has applied its first entry it is an uninitialised map of epoch 0
+// with only the builtin scheme.
+func (c *Control) Map() *Map { return c.hub.load() }
+
+// Subscribe delivers maps as this node applies them, starting with the
+// current one. The channel holds one map; a slow reader skips intermediate
+// maps but always receives the latest, and epochs only grow. The channel is
+// closed by cancel or by Close.
+func (c *Control) Subscribe() (<-chan *Map, func()) { return c.hub.subscribe() }
+
+// Wait blocks until cond holds for the local map and returns that map. A
+// restarted or joining node can wait for its own entry, e.g.
+// func(m *Map) bool { _, ok := m.Node(self); return ok }.
+func (c *Control) Wait(ctx context.Context, cond func(*Map) bool) (*Map, error) {
+	return c.hub.wait(ctx, cond)
+}
+
+// WaitEpoch blocks until the local map reaches at least epoch. The data path
+// uses it for frames made under a newer map than this node has seen.
+func (c *Control) WaitEpoch(ctx context.Context, epoch uint64) (*Map, error) {
+	return c.Wait(ctx, func(m *Map) bool { return m.Epoch >= epoch })
+}
+
+// IsLeader reports whether this node is the Raft leader now.
+func (c *Control) IsLeader() bool { return c.raft.State() == raft.Leader }
+
+// leading is nil on the leader, ErrClosed after Close, else ErrNotLeader.
+func (c *Control) leading() error {
+	switch c.raft.State() {
+	case raft.Leader:
+		return nil
+	case raft.Shutdown:
+		return ErrClosed
+	}
+	return ErrNotLeader
+}
+
+// Leader returns the current leader as this node knows it: its id and its
+// PeerAddr (from the map, else Raft's address). false if there is none.
+func (c *Control) Leader() (NodeID, string, bool) {
+	addr, id := c.raft.LeaderWithID()
+	if id == "" {
+		return "", "", false
+	}
+	if n, ok := c.Map().Node(NodeID(id)); ok {
+		return n.ID, n.PeerAddr, true
+	}
+	return NodeID(id), string(addr), true
+}
+
+// Propose commits cmd through Raft and returns the resulting map (the
+// current map when cmd changed nothing). A refused command returns Apply's
+// *Error unchanged. Leader only: elsewhere it returns ErrNotLeader and the
+// caller forwards cmd (EncodeCommand) to Leader(). If ctx ends first the
+// command may still commit later; map commands are idempotent or fail
+// harmlessly when repeated, so callers may retry.
+func (c *Control) Propose(ctx context.Context, cmd Command) (*Map, error) {
+	if err := c.leading(); err != nil {
+		return nil, err
+	}
+	data, err := EncodeCommand(cmd)
+	if err != nil {
+		return nil, err
+	}
+	f := c.raft.Apply(data, timeoutOf(ctx))
+	if err := await(ctx, f); err != nil {
+		return nil, raftError(err)
+	}
+	switch r := f.Response().(type) {
+	case *Map:
+		return r, nil
+	case error:
+		return nil, r
+	}
+	return nil, fmt.Errorf("cluster: unexpected state machine response %T", f.Response())
+}
+
+// AddMember admits node n (leader only): it joins Raft as a voter while
+// there are fewer than Map().Voters voters, else as a non-voter, and then
+// AddNode{n} is committed. A known member keeps its suffrage (its address
+// is updated if it changed), so a restarted node may call it again. The
+// command is checked against the current map first, so a refused node never
+// becomes a Raft member. AddMember is idempotent: on ErrNotLeader (also
+// when leadership is lost midway) retry it on the new leader.
+func (c *Control) AddMember(ctx context.Context, n Node) (*Map, error) {
+	if err := c.leading(); err != nil {
+		return nil, err
+	}
+	c.member.Lock()
+	defer c.member.Unlock()
+	voter, change, err := c.suffrage(n)
+	if err != nil {
+		return nil, err
+	}
+	n.Voter = voter
+	if _, err := Apply(c.Map(), AddNode{Node: n}); err != nil {
+		return nil, err
+	}
+	if change != nil {
+		if err := await(ctx, change(raft.ServerID(n.ID), raft.ServerAddress(n.PeerAddr), 0, timeoutOf(ctx))); err != nil {
+			return nil, raftError(err)
+		}
+	}
+	return c.Propose(ctx, AddNode{Node: n})
+}
+
+type membershipChange func(raft.ServerID, raft.ServerAddress, uint64, time.Duration) raft.IndexFuture
+
+// suffrage decides whether n votes and which Raft change admits it (nil
+// when it is already a member at that address).
+func (c *Control) suffrage(n Node) (voter bool, change membershipChange, err error) {
+	f := c.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return false, nil, raftError(err)
+	}
+	voters := 0
+	for _, s := range f.Configuration().Servers {
+		if s.ID == raft.ServerID(n.ID) {
+			return c.rejoin(s, n)
+		}
+		if s.Suffrage == raft.Voter {
+			voters++
+		}
+	}
+	if voters < c.Map().Voters {
+		return true, c.raft.AddVoter, nil
+	}
+	return false, c.raft.AddNonvoter, nil
+}
+
+func (c *Control) rejoin(s raft.Server, n Node) (bool, membershipChange, error) {
+	voter := s.Suffrage == raft.Voter
+	if s.Address == raft.ServerAddress(n.PeerAddr) {
+		return voter, nil, nil
+	}
+	if voter {
+		return true, c.raft.AddVoter, nil
+	}
+	return false, c.raft.AddNonvoter, nil
+}
+
+// Close leaves the Raft group without telling it (the node counts as down
+// until it restarts on the same DataDir), closes the transport and the
+// stores, and ends every Subscribe channel and Wait. It is idempotent.
+func (c *Control) Close() error {
+	c.once.Do(c.shutdown)
+	return c.err
+}
+
+func (c *Control) shutdown() {
+	var errs []error
+	if c.raft != nil {
+		errs = append(errs, c.raft.Shutdown().Error())
+	}
+	if closer, ok := c.trans.(raft.WithClose); ok {
+		errs = append(errs, closer.Close())
+	} else if c.trans == nil && c.cfg.Stream != nil {
+		errs = append(errs, c.cfg.Stream.Close()) // Start failed before wrapping it
+	}
+	if c.store != nil {
+		errs = append(errs, c.store.Close())
+	}
+	c.hub.close()
+	if err := errors.Join(errs...); err != nil {
+		c.err = fmt.Errorf("cluster: close: %w", err)
+	}
+}
+
+// timeoutOf is what is left of ctx's deadline, or 0 (no limit) without one.
+func timeoutOf(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return max(time.Until(d), time.Millisecond)
+	}
+	return 0
+}
+
+// await waits for a Raft future or the end of ctx, whichever comes first.
+func await(ctx context.Context, f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// raftError maps Raft's errors to ours: lost or missing leadership is
+// ErrNotLeader (forward and retry), shutdown is ErrClosed.
+func raftError(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
+		errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return fmt.Errorf("%w (%w)", ErrNotLeader, err)
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return ErrClosed
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	return fmt.Errorf("cluster: raft: %w", err)
+}

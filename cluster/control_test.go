@@ -1,0 +1,383 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+)
+
+var verbose = flag.Bool("cluster.verbose", false, "show Raft's logs in control plane tests")
+
+// testMember is one node of an in-process test cluster.
+type testMember struct {
+	node Node
+	dir  string
+	ctl  *Control
+}
+
+func newMember(t *testing.T, i int) *testMember {
+	n := testNode(i)
+	n.PeerAddr = "127.0.0.1:0"
+	return &testMember{node: n, dir: filepath.Join(t.TempDir(), fmt.Sprint(i))}
+}
+
+func testConfig(m *testMember, stream raft.StreamLayer) Config {
+	cfg := DefaultConfig()
+	cfg.Self, cfg.DataDir, cfg.Stream = m.node, m.dir, stream
+	cfg.Logger = hclog.NewNullLogger()
+	cfg.NoSync = true // CI disks stall fsync for a second at times
+	if *verbose {
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: string(m.node.ID[34:]), Level: hclog.Debug, Output: os.Stderr})
+	}
+	return cfg
+}
+
+// start (re)starts the member on its DataDir and peer address.
+func (m *testMember) start(t *testing.T, edit func(*Config)) {
+	t.Helper()
+	s := listenStream(t, m.node.PeerAddr)
+	m.node.PeerAddr = s.Addr().String()
+	cfg := testConfig(m, s)
+	if edit != nil {
+		edit(&cfg)
+	}
+	ctl, err := Start(cfg)
+	if err != nil {
+		t.Fatalf("Start %s: %v", m.node.ID[34:], err)
+	}
+	m.ctl = ctl
+	t.Cleanup(func() { ctl.Close() })
+}
+
+func bootstrapWith(expect, voters int) func(*Config) {
+	return func(c *Config) { c.Bootstrap, c.Expect, c.Voters = true, expect, voters }
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestControlSingleNode(t *testing.T) {
+	a := newMember(t, 0)
+	a.start(t, bootstrapWith(1, 1))
+	m := a.ctl.Map()
+	self, ok := m.Node(a.node.ID)
+	if m.Epoch != 2 || m.State != OK || !ok || self.State != Up || !self.Voter {
+		t.Fatalf("bootstrapped map: epoch %d state %v self %+v", m.Epoch, m.State, self)
+	}
+	if id, addr, ok := a.ctl.Leader(); !a.ctl.IsLeader() || !ok || id != a.node.ID || addr != a.node.PeerAddr {
+		t.Fatalf("Leader() = %s %s %v", id, addr, ok)
+	}
+	sub, cancel := a.ctl.Subscribe()
+	if got := <-sub; got != m {
+		t.Fatal("Subscribe does not start with the current map")
+	}
+	m2, err := a.ctl.Propose(ctxT(t), CreateScheme{Alias: "hot", Spec: spec(t, "rep:1")})
+	if err != nil || m2.Epoch != 3 || a.ctl.Map() != m2 || <-sub != m2 {
+		t.Fatalf("Propose: %v, epoch %d", err, m2.Epoch)
+	}
+	cancel()
+	if _, open := <-sub; open {
+		t.Fatal("cancel did not close the subscription")
+	}
+	_, err = a.ctl.Propose(ctxT(t), CreateScheme{Spec: spec(t, "rep:2")})
+	if !errors.Is(err, ErrTooFewNodes) || err.Error() != "cluster: scheme rep:2 needs 2 nodes, the cluster has 1" {
+		t.Fatalf("refused command through Raft: %v", err)
+	}
+	if a.ctl.Map() != m2 {
+		t.Fatal("a refused command changed the map")
+	}
+	if m3, err := a.ctl.Propose(ctxT(t), CreateScheme{Alias: "hot", Spec: spec(t, "rep:1")}); err != nil || m3 != m2 {
+		t.Fatalf("idempotent command through Raft: %v, epoch %d", err, m3.Epoch)
+	}
+}
+
+// Bootstrap + two joins reach the same map; the cluster forms with the
+// expected placement; changes on the leader reach the followers; followers
+// refuse proposals; a fourth node becomes a non-voting spare; the leader
+// fails over; a restarted node catches up from its DataDir.
+func TestControlCluster(t *testing.T) {
+	nodes := []*testMember{newMember(t, 0), newMember(t, 1), newMember(t, 2), newMember(t, 3)}
+	a := nodes[0]
+	a.start(t, bootstrapWith(3, 3))
+	for _, n := range nodes[1:] {
+		n.start(t, nil)
+	}
+	for _, n := range nodes[1:3] {
+		addMember(t, nodes[:3], n.node)
+	}
+	formed := waitSame(t, nodes[:3], func(m *Map) bool { return m.State == OK })
+	ids := []NodeID{nodes[0].node.ID, nodes[1].node.ID, nodes[2].node.ID}
+	if !equalShards(formed.Shards, Place(ids, Slots)) {
+		t.Fatalf("placement %+v", formed.Shards)
+	}
+	checkFollowers(t, nodes[:3])
+	spare := nodes[3]
+	addMember(t, nodes[:3], spare.node)
+	m := waitSame(t, nodes, func(m *Map) bool { return len(m.Nodes) == 4 })
+	if s, _ := m.Node(spare.node.ID); s.State != Spare || s.Voter {
+		t.Fatalf("fourth node: %+v, want a non-voting spare", s)
+	}
+	checkSuffrage(t, waitLeader(t, nodes[:3]).ctl, 3, 1)
+	hot := proposeToLeader(t, nodes[:3], CreateScheme{Alias: "hot", Spec: spec(t, "rep:3")})
+	waitSame(t, nodes, func(x *Map) bool { return x.Epoch >= hot.Epoch })
+	failover(t, nodes)
+}
+
+func failover(t *testing.T, nodes []*testMember) {
+	ctx := ctxT(t)
+	old := waitLeader(t, nodes[:3])
+	before := old.ctl.Map().Epoch
+	old.ctl.Close()
+	live := slices.DeleteFunc(slices.Clone(nodes), func(m *testMember) bool { return m == old })
+	m := proposeToLeader(t, live, SetDefault{Name: "hot"})
+	if m.Epoch != before+1 {
+		t.Fatalf("epoch %d after failover, want %d", m.Epoch, before+1)
+	}
+	waitSame(t, live, func(x *Map) bool { return x.Epoch >= m.Epoch })
+	old.start(t, nil) // same DataDir, same address
+	if got, err := old.ctl.WaitEpoch(ctx, m.Epoch); err != nil || got.DefaultScheme().Alias != "hot" {
+		t.Fatalf("restarted node: %v", err)
+	}
+	waitSame(t, nodes, func(x *Map) bool { return x.Epoch >= m.Epoch })
+}
+
+// checkFollowers: followers know the leader and its peer address, and
+// refuse to propose.
+func checkFollowers(t *testing.T, voters []*testMember) {
+	t.Helper()
+	leader := waitLeader(t, voters)
+	for _, f := range voters {
+		if f == leader {
+			continue
+		}
+		if id, addr, ok := f.ctl.Leader(); !ok || id != leader.node.ID || addr != leader.node.PeerAddr {
+			t.Fatalf("follower sees leader %s %s %v, want %s", id, addr, ok, leader.node.ID)
+		}
+		if _, err := f.ctl.Propose(ctxT(t), SetDefault{Name: "none"}); !errors.Is(err, ErrNotLeader) {
+			t.Fatalf("follower Propose: %v, want ErrNotLeader", err)
+		}
+		if _, err := f.ctl.AddMember(ctxT(t), testNode(9)); !errors.Is(err, ErrNotLeader) {
+			t.Fatalf("follower AddMember: %v, want ErrNotLeader", err)
+		}
+	}
+}
+
+func checkSuffrage(t *testing.T, c *Control, voters, nonvoters int) {
+	t.Helper()
+	f := c.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		t.Fatal(err)
+	}
+	count := map[raft.ServerSuffrage]int{}
+	for _, s := range f.Configuration().Servers {
+		count[s.Suffrage]++
+	}
+	if count[raft.Voter] != voters || count[raft.Nonvoter] != nonvoters {
+		t.Fatalf("raft configuration %+v, want %d voters and %d non-voters", f.Configuration().Servers, voters, nonvoters)
+	}
+}
+
+// waitSame waits until cond holds on every member and they all hold the
+// same map, which it returns.
+func waitSame(t *testing.T, members []*testMember, cond func(*Map) bool) *Map {
+	t.Helper()
+	ctx := ctxT(t)
+	var first []byte
+	for i, mem := range members {
+		m, err := mem.ctl.Wait(ctx, cond)
+		if err != nil {
+			t.Fatalf("member %d: %v (map epoch %d)", i, err, mem.ctl.Map().Epoch)
+		}
+		b, _ := m.Marshal()
+		if i == 0 {
+			first = b
+		} else if string(b) != string(first) {
+			// It may have moved on meanwhile; compare at equal epochs only.
+			if members[0].ctl.Map().Epoch == m.Epoch {
+				t.Fatalf("members disagree:\n%s\n%s", first, b)
+			}
+		}
+	}
+	return members[0].ctl.Map()
+}
+
+// addMember asks whichever member leads to admit n, retrying on
+// ErrNotLeader as a joining server does.
+func addMember(t *testing.T, members []*testMember, n Node) {
+	t.Helper()
+	retryOnLeader(t, members, func(c *Control) error {
+		_, err := c.AddMember(ctxT(t), n)
+		return err
+	})
+}
+
+// proposeToLeader proposes cmd to whichever member leads, retrying on
+// ErrNotLeader as the server's forwarding does, until it commits.
+func proposeToLeader(t *testing.T, members []*testMember, cmd Command) *Map {
+	t.Helper()
+	var m *Map
+	retryOnLeader(t, members, func(c *Control) (err error) {
+		m, err = c.Propose(ctxT(t), cmd)
+		return err
+	})
+	return m
+}
+
+func retryOnLeader(t *testing.T, members []*testMember, op func(*Control) error) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
+		for _, mem := range members {
+			err := op(mem.ctl)
+			if err == nil {
+				return
+			}
+			if !errors.Is(err, ErrNotLeader) {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no leader accepted the operation")
+}
+
+func waitLeader(t *testing.T, members []*testMember) *testMember {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for _, m := range members {
+			if m.ctl.IsLeader() {
+				return m
+			}
+		}
+	}
+	t.Fatal("no leader")
+	return nil
+}
+
+// A node restarted on its DataDir gets the same map back, from a snapshot
+// and from the log after it.
+func TestControlRestartKeepsMap(t *testing.T) {
+	a := newMember(t, 0)
+	a.start(t, func(c *Config) { bootstrapWith(1, 1)(c); c.SnapshotThreshold = 1_000_000 })
+	ctx := ctxT(t)
+	mustPropose(t, a.ctl, CreateScheme{Alias: "hot", Spec: spec(t, "rep:1")})
+	if err := a.ctl.raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	want := mustPropose(t, a.ctl, SetDefault{Name: "hot"})
+	wantBytes, _ := want.Marshal()
+	if err := a.ctl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ctl.Propose(ctx, SetDefault{Name: "none"}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Propose after Close: %v", err)
+	}
+	a.start(t, bootstrapWith(1, 1)) // Bootstrap is ignored: state exists
+	got, err := a.ctl.WaitEpoch(ctx, want.Epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := got.Marshal(); string(b) != string(wantBytes) {
+		t.Fatalf("restarted map differs:\n%s\n%s", b, wantBytes)
+	}
+}
+
+func mustPropose(t *testing.T, c *Control, cmd Command) *Map {
+	t.Helper()
+	m, err := c.Propose(ctxT(t), cmd)
+	if err != nil {
+		t.Fatalf("Propose %+v: %v", cmd, err)
+	}
+	return m
+}
+
+// Config.Transport replaces Stream (in-memory transports for tests).
+func TestControlInmemTransport(t *testing.T) {
+	a := newMember(t, 0)
+	addr, trans := raft.NewInmemTransport("")
+	a.node.PeerAddr = string(addr)
+	cfg := testConfig(a, nil)
+	cfg.Transport = trans
+	bootstrapWith(1, 1)(&cfg)
+	c, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Map().State != OK {
+		t.Fatal("not formed")
+	}
+}
+
+// AddMember checks the node against the map before touching Raft, so a
+// refused node never becomes a member.
+func TestAddMemberRefusedNodeStaysOut(t *testing.T) {
+	a := newMember(t, 0)
+	a.start(t, bootstrapWith(3, 3))
+	clash := testNode(5)
+	clash.PeerAddr = a.node.PeerAddr
+	if _, err := a.ctl.AddMember(ctxT(t), clash); !errors.Is(err, ErrBadNode) {
+		t.Fatalf("AddMember with a taken address: %v", err)
+	}
+	checkSuffrage(t, a.ctl, 1, 0)
+}
+
+func TestProposeHonoursContext(t *testing.T) {
+	a := newMember(t, 0)
+	a.start(t, bootstrapWith(1, 1))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := a.ctl.Propose(ctx, SetDefault{Name: "none"})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Propose: %v", err)
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer wcancel()
+	if _, err := a.ctl.WaitEpoch(wctx, 100); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitEpoch beyond the map: %v", err)
+	}
+	go a.ctl.Close()
+	if _, err := a.ctl.WaitEpoch(context.Background(), 100); !errors.Is(err, ErrClosed) {
+		t.Fatalf("WaitEpoch across Close: %v", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	good := testConfig(&testMember{node: testNode(1), dir: "d"}, &tcpStream{})
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, edit := range map[string]func(*Config){
+		"no id":       func(c *Config) { c.Self.ID = "" },
+		"no peer":     func(c *Config) { c.Self.PeerAddr = "" },
+		"no dir":      func(c *Config) { c.DataDir = "" },
+		"no stream":   func(c *Config) { c.Stream = nil },
+		"expect 0":    func(c *Config) { c.Expect = 0 },
+		"voters 4":    func(c *Config) { c.Voters = 4 },
+		"lease":       func(c *Config) { c.LeaderLeaseTimeout = time.Second },
+		"election":    func(c *Config) { c.ElectionTimeout = 100 * time.Millisecond },
+		"tiny commit": func(c *Config) { c.CommitTimeout = time.Millisecond },
+		"snapshots":   func(c *Config) { c.RetainSnapshots = 0 },
+		"transport":   func(c *Config) { c.TransportTimeout = 0 },
+	} {
+		c := good
+		edit(&c)
+		if err := c.Validate(); err == nil || err.Error()[:16] != "cluster: config:" {
+			t.Errorf("%s: Validate = %v", name, err)
+		}
+		if _, err := Start(c); err == nil {
+			t.Errorf("%s: Start accepted the config", name)
+		}
+	}
+}

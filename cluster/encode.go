@@ -1,0 +1,181 @@
+package cluster
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/memgest/memgest/scheme"
+)
+
+// Marshal encodes m deterministically (JSON, fields in declaration order,
+// states and specs by name). It is the snapshot format of the control plane.
+func (m *Map) Marshal() ([]byte, error) {
+	return json.Marshal(m)
+}
+
+// UnmarshalMap decodes and validates a map encoded by Marshal. Every error
+// matches ErrBadMap; a map it returns satisfies every invariant Apply keeps.
+func UnmarshalMap(data []byte) (*Map, error) {
+	m := &Map{}
+	if err := json.Unmarshal(data, m); err != nil {
+		return nil, wrapf(ErrBadMap, err, "cannot decode map: %v", err)
+	}
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	m.idx = buildIndex(m)
+	return m, nil
+}
+
+type schemeEntryJSON struct {
+	ID    uint16 `json:"id"`
+	Spec  string `json:"spec"`
+	Alias string `json:"alias,omitempty"`
+}
+
+// MarshalJSON writes the spec in its canonical spelling ("rep:3").
+func (e SchemeEntry) MarshalJSON() ([]byte, error) {
+	return json.Marshal(schemeEntryJSON{ID: e.ID, Spec: e.Spec.String(), Alias: e.Alias})
+}
+
+// UnmarshalJSON reads the form MarshalJSON writes.
+func (e *SchemeEntry) UnmarshalJSON(b []byte) error {
+	var j schemeEntryJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	sp, err := scheme.Parse(j.Spec)
+	if err != nil {
+		return wrapf(ErrBadMap, err, "scheme %d: %v", j.ID, err)
+	}
+	*e = SchemeEntry{ID: j.ID, Spec: sp, Alias: j.Alias}
+	return nil
+}
+
+// validate checks every invariant of a map. Apply keeps them by
+// construction; UnmarshalMap checks them on input it does not trust.
+func (m *Map) validate() error {
+	for _, check := range []func() error{m.validateHeader, m.validateNodes, m.validateShards, m.validateSchemes} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Map) validateHeader() error {
+	if !m.State.valid() {
+		return errorf(ErrBadMap, "invalid cluster state %d", m.State)
+	}
+	if m.Expect == 0 && m.Voters == 0 && m.Epoch == 0 && len(m.Nodes) == 0 {
+		return nil // the uninitialised map
+	}
+	if m.Expect < 1 || m.Expect > Slots {
+		return errorf(ErrBadMap, "expect %d out of range 1..%d", m.Expect, Slots)
+	}
+	if !validVoters(m.Voters) {
+		return errorf(ErrBadMap, "voters %d, want 1, 3 or 5", m.Voters)
+	}
+	return nil
+}
+
+func validVoters(v int) bool { return v == 1 || v == 3 || v == 5 }
+
+func (m *Map) validateNodes() error {
+	seen := map[string]NodeID{}
+	for _, n := range m.Nodes {
+		if err := checkNode(n); err != nil {
+			return &Error{Kind: ErrBadMap, Msg: err.Msg}
+		}
+		if !n.State.valid() {
+			return errorf(ErrBadMap, "node %s has invalid state %d", n.ID, n.State)
+		}
+		for _, key := range []string{"id " + string(n.ID), "peer " + n.PeerAddr, "client " + n.ClientAddr} {
+			if other, dup := seen[key]; dup {
+				return errorf(ErrBadMap, "nodes %s and %s share %s", other, n.ID, key)
+			}
+			seen[key] = n.ID
+		}
+	}
+	return nil
+}
+
+func (m *Map) validateShards() error {
+	if m.State == Forming || len(m.Shards) == 0 {
+		if m.State == OK || len(m.Shards) > 0 {
+			return errorf(ErrBadMap, "state %s with %d shards", m.State, len(m.Shards))
+		}
+		return nil
+	}
+	known := make(map[NodeID]bool, len(m.Nodes))
+	for _, n := range m.Nodes {
+		known[n.ID] = true
+	}
+	next := 0
+	for i, sh := range m.Shards {
+		if sh.ID != i || sh.First != next || sh.Last < sh.First || sh.Last >= Slots {
+			return errorf(ErrBadMap, "shard %d (id %d, slots %d-%d) breaks the slot table at slot %d", i, sh.ID, sh.First, sh.Last, next)
+		}
+		if err := validatePlacement(sh, known); err != nil {
+			return err
+		}
+		next = sh.Last + 1
+	}
+	if next != Slots {
+		return errorf(ErrBadMap, "slots %d-%d have no shard", next, Slots-1)
+	}
+	return nil
+}
+
+func validatePlacement(sh Shard, known map[NodeID]bool) error {
+	if len(sh.Placement) == 0 {
+		return errorf(ErrBadMap, "shard %d has an empty placement", sh.ID)
+	}
+	seen := map[NodeID]bool{}
+	for _, id := range sh.Placement {
+		if !known[id] || seen[id] {
+			return errorf(ErrBadMap, "shard %d: node %q unknown or repeated in its placement", sh.ID, id)
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
+func (m *Map) validateSchemes() error {
+	if len(m.Schemes) == 0 || m.Schemes[0] != (SchemeEntry{ID: NoneID, Spec: scheme.Spec{Kind: scheme.None}}) {
+		return errorf(ErrBadMap, "scheme %d must be the builtin none", NoneID)
+	}
+	seen := map[string]bool{}
+	prev := uint16(0)
+	for _, e := range m.Schemes {
+		if e.ID <= prev || e.ID >= m.NextSchemeID {
+			return errorf(ErrBadMap, "scheme id %d out of order or not below next id %d", e.ID, m.NextSchemeID)
+		}
+		if err := checkEntry(e, seen); err != nil {
+			return err
+		}
+		prev = e.ID
+	}
+	if _, ok := m.SchemeByID(m.Default); !ok {
+		return errorf(ErrBadMap, "default scheme %d is not in the catalogue", m.Default)
+	}
+	return nil
+}
+
+// checkEntry checks one entry and that its name is unique among those seen.
+func checkEntry(e SchemeEntry, seen map[string]bool) error {
+	if !e.Spec.Valid() {
+		return errorf(ErrBadMap, "scheme %d has an invalid spec", e.ID)
+	}
+	if e.Alias != "" {
+		if err := scheme.CheckAlias(e.Alias); err != nil {
+			return wrapf(ErrBadMap, err, "scheme %d: %v", e.ID, err)
+		}
+	}
+	key := strings.ToLower(e.Name())
+	if seen[key] {
+		return errorf(ErrBadMap, "scheme name %q used twice", e.Name())
+	}
+	seen[key] = true
+	return nil
+}

@@ -1,0 +1,277 @@
+package cluster
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/memgest/memgest/scheme"
+)
+
+// NoneID is the scheme id of the builtin `none`, registered in every map
+// and never dropped.
+const NoneID uint16 = 1
+
+// ClusterState says whether the placement is fixed yet.
+type ClusterState uint8
+
+// Cluster states. The zero value is invalid.
+const (
+	// Forming: fewer than Expect nodes have joined; there are no shards.
+	Forming ClusterState = iota + 1
+	// OK: the placement is fixed and every slot has a shard.
+	OK
+)
+
+var clusterStateNames = [...]string{Forming: "forming", OK: "ok"}
+
+// String is the lowercase state name ("ok" as in CLUSTER INFO).
+func (s ClusterState) String() string {
+	if s.valid() {
+		return clusterStateNames[s]
+	}
+	return "state(" + strconv.Itoa(int(s)) + ")"
+}
+
+func (s ClusterState) valid() bool { return s == Forming || s == OK }
+
+// MarshalText encodes the state by name.
+func (s ClusterState) MarshalText() ([]byte, error) {
+	if !s.valid() {
+		return nil, errorf(ErrBadMap, "invalid cluster state %d", s)
+	}
+	return []byte(s.String()), nil
+}
+
+// UnmarshalText decodes a state name.
+func (s *ClusterState) UnmarshalText(b []byte) error {
+	for i, name := range clusterStateNames {
+		if name != "" && name == string(b) {
+			*s = ClusterState(i)
+			return nil
+		}
+	}
+	return errorf(ErrBadMap, "unknown cluster state %q", b)
+}
+
+// Shard is a contiguous range of slots and the ordered, distinct nodes that
+// hold its keys. The first Up node of Placement coordinates every key of the
+// shard; a scheme occupying w nodes uses the first w entries.
+type Shard struct {
+	ID        int      `json:"id"`
+	First     int      `json:"first"` // first slot, inclusive
+	Last      int      `json:"last"`  // last slot, inclusive
+	Placement []NodeID `json:"placement"`
+}
+
+// SchemeEntry is one scheme of the catalogue. Its ID is what objects carry;
+// ids are never reused, so a stale object can never be read under another
+// scheme's rules.
+type SchemeEntry struct {
+	ID    uint16
+	Spec  scheme.Spec
+	Alias string // "" for a bare spec, named by its canonical spelling
+}
+
+// Name is how users refer to the entry: its alias, or the canonical spec.
+func (e SchemeEntry) Name() string {
+	if e.Alias != "" {
+		return e.Alias
+	}
+	return e.Spec.String()
+}
+
+// Map is the cluster map of DESIGN.md §1. A published Map is immutable:
+// read it from any goroutine, never modify it. Build maps with NewMap, Apply
+// or UnmarshalMap, which also build the lookup tables; Clone gives a copy to
+// modify.
+type Map struct {
+	Epoch        uint64        `json:"epoch"`  // +1 on every change
+	State        ClusterState  `json:"state"`  //
+	Expect       int           `json:"expect"` // nodes expected before the placement is fixed
+	Voters       int           `json:"voters"` // Raft voters wanted: 1, 3 or 5
+	Nodes        []Node        `json:"nodes"`  // in join order
+	Shards       []Shard       `json:"shards"` // by slot range; empty while forming
+	Schemes      []SchemeEntry `json:"schemes"`
+	Default      uint16        `json:"default"`        // scheme id used when a write names none
+	NextSchemeID uint16        `json:"next_scheme_id"` // the id the next created scheme gets
+
+	idx *index // derived lookup tables; nil on a Clone
+}
+
+// index holds tables derived from the exported fields.
+type index struct {
+	slotShard []uint16 // slot → position in Shards; nil when there are no shards
+	node      map[NodeID]int
+}
+
+// noShard marks a slot without a shard in index.slotShard.
+const noShard = math.MaxUint16
+
+// emptyMap is a node's map before the Init command: epoch 0, not initialised.
+func emptyMap() *Map {
+	m := &Map{
+		State:        Forming,
+		Schemes:      []SchemeEntry{{ID: NoneID, Spec: scheme.Spec{Kind: scheme.None}}},
+		Default:      NoneID,
+		NextSchemeID: NoneID + 1,
+	}
+	m.idx = buildIndex(m)
+	return m
+}
+
+// NewMap returns the first map of a cluster (epoch 1): forming, expecting
+// expect nodes with voters Raft voters, and `none` (id 1) as the default
+// scheme. It panics unless 1 ≤ expect ≤ Slots and voters is 1, 3 or 5.
+func NewMap(expect, voters int) *Map {
+	m, err := Apply(emptyMap(), Init{Expect: expect, Voters: voters})
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+func (m *Map) index() *index {
+	if m.idx != nil {
+		return m.idx
+	}
+	return buildIndex(m) // a Clone being edited: correct, not cached
+}
+
+func buildIndex(m *Map) *index {
+	ix := &index{node: make(map[NodeID]int, len(m.Nodes))}
+	for i, n := range m.Nodes {
+		ix.node[n.ID] = i
+	}
+	if len(m.Shards) > 0 {
+		ix.slotShard = make([]uint16, Slots)
+		for i := range ix.slotShard {
+			ix.slotShard[i] = noShard
+		}
+		for i, sh := range m.Shards {
+			for s := max(sh.First, 0); s <= min(sh.Last, Slots-1); s++ {
+				ix.slotShard[s] = uint16(i)
+			}
+		}
+	}
+	return ix
+}
+
+// Node returns the node with the given id.
+func (m *Map) Node(id NodeID) (Node, bool) {
+	i, ok := m.index().node[id]
+	if !ok {
+		return Node{}, false
+	}
+	return m.Nodes[i], true
+}
+
+// ShardOf returns the shard holding slot, or nil while the cluster is
+// forming or if slot is out of range. The shard belongs to the map: do not
+// modify it.
+func (m *Map) ShardOf(slot int) *Shard {
+	t := m.index().slotShard
+	if slot < 0 || slot >= len(t) || t[slot] == noShard {
+		return nil
+	}
+	return &m.Shards[t[slot]]
+}
+
+// Coordinator returns the coordinator of slot: the first node of its
+// shard's placement whose state is Up (DESIGN.md §1). It reports false while
+// forming or when no node of the placement is up.
+func (m *Map) Coordinator(slot int) (Node, bool) {
+	sh := m.ShardOf(slot)
+	if sh == nil {
+		return Node{}, false
+	}
+	for _, id := range sh.Placement {
+		if n, ok := m.Node(id); ok && n.State == Up {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// Scheme resolves a user's scheme name: an alias (case-insensitive), else a
+// spec (scheme.Parse) matched by value, preferring its bare entry and then
+// the lowest id with that spec. So "rep:3" finds a scheme aliased "hot" when
+// hot is rep:3 and rep:3 has no bare entry.
+func (m *Map) Scheme(name string) (SchemeEntry, bool) {
+	if e, ok := m.named(name); ok {
+		return e, true
+	}
+	sp, err := scheme.Parse(name)
+	if err != nil {
+		return SchemeEntry{}, false
+	}
+	i := slices.IndexFunc(m.Schemes, func(e SchemeEntry) bool { return e.Spec == sp })
+	if i < 0 {
+		return SchemeEntry{}, false
+	}
+	return m.Schemes[i], true
+}
+
+// named finds the entry whose Name is name: an alias (case-insensitive) or
+// the bare entry of a spec. Unlike Scheme it never falls back to an alias by
+// spec, so dropping "rep:3" never drops "hot".
+func (m *Map) named(name string) (SchemeEntry, bool) {
+	if i := m.aliasIndex(name); i >= 0 {
+		return m.Schemes[i], true
+	}
+	sp, err := scheme.Parse(name)
+	if err != nil {
+		return SchemeEntry{}, false
+	}
+	i := slices.IndexFunc(m.Schemes, func(e SchemeEntry) bool { return e.Alias == "" && e.Spec == sp })
+	if i < 0 {
+		return SchemeEntry{}, false
+	}
+	return m.Schemes[i], true
+}
+
+func (m *Map) aliasIndex(alias string) int {
+	if alias == "" {
+		return -1
+	}
+	return slices.IndexFunc(m.Schemes, func(e SchemeEntry) bool { return strings.EqualFold(e.Alias, alias) })
+}
+
+// SchemeByID returns the catalogue entry with the given id.
+func (m *Map) SchemeByID(id uint16) (SchemeEntry, bool) {
+	i := slices.IndexFunc(m.Schemes, func(e SchemeEntry) bool { return e.ID == id })
+	if i < 0 {
+		return SchemeEntry{}, false
+	}
+	return m.Schemes[i], true
+}
+
+// DefaultScheme returns the entry used when a write names no scheme.
+func (m *Map) DefaultScheme() SchemeEntry {
+	e, _ := m.SchemeByID(m.Default)
+	return e
+}
+
+// Width is how many nodes a scheme may occupy: the placement length once
+// formed, what it will be while forming.
+func (m *Map) Width() int {
+	if len(m.Shards) == 0 {
+		return min(m.Expect, MaxPlacement)
+	}
+	return len(m.Shards[0].Placement)
+}
+
+// Clone returns a deep copy to modify. Its lookups stay correct while it is
+// edited but are slow until it goes through Apply or UnmarshalMap.
+func (m *Map) Clone() *Map {
+	c := *m
+	c.idx = nil
+	c.Nodes = slices.Clone(m.Nodes)
+	c.Schemes = slices.Clone(m.Schemes)
+	c.Shards = slices.Clone(m.Shards)
+	for i := range c.Shards {
+		c.Shards[i].Placement = slices.Clone(m.Shards[i].Placement)
+	}
+	return &c
+}
