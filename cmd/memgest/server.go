@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/memgest/memgest/server"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+func serverCmd() *cobra.Command {
+	cfg := server.DefaultConfig()
+	var configFile string
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run one memgest node",
+		Long: `Run one memgest node.
+
+Every flag can also be given as an environment variable MEMGEST_<FLAG> (upper
+case, '-' as '_', e.g. MEMGEST_REQUIREPASS) or as a line "<flag> <value>" in
+the file named by --config. Flags win over the environment, which wins over
+the file.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyConfigSources(cmd.Flags(), configFile); err != nil {
+				return err
+			}
+			cfg.ConfigFile = configFile
+			return runServer(cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&configFile, "config", "", "config file: one \"<flag> <value>\" per line, # comments")
+	f.StringVar(&cfg.Bind, "bind", cfg.Bind, "IP address to listen on")
+	f.StringVar(&cfg.Advertise, "advertise", "", "host others use to reach this node (default: --bind)")
+	f.IntVar(&cfg.Port, "port", cfg.Port, "RESP client port")
+	f.IntVar(&cfg.PeerPort, "peer-port", cfg.PeerPort, "node-to-node and Raft port")
+	f.IntVar(&cfg.HTTPPort, "http-port", cfg.HTTPPort, "metrics and status HTTP port (0 disables)")
+	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for Raft state and the node id (no data)")
+	f.StringVar(&cfg.Join, "join", "", "peer address (host:port) of any cluster member to join")
+	f.IntVar(&cfg.BootstrapExpect, "bootstrap-expect", cfg.BootstrapExpect, "nodes to wait for before placing slots (founding node only)")
+	f.IntVar(&cfg.Voters, "voters", cfg.Voters, "Raft voters: 1, 3 or 5 (founding node only)")
+	f.BoolVar(&cfg.Redirect, "redirect", false, "answer -MOVED like Redis Cluster instead of forwarding")
+	f.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with")
+	f.BoolVar(&cfg.ProtectedMode, "protected-mode", cfg.ProtectedMode, "refuse non-loopback clients when bound beyond loopback without a password")
+	f.Int64Var(&cfg.MaxMemory, "maxmemory", 0, "bytes of data this node may hold (0 = unlimited); writes beyond get -OOM")
+	f.Int64Var(&cfg.MaxValueSize, "max-value-size", cfg.MaxValueSize, "largest value and bulk argument in bytes (proto-max-bulk-len)")
+	f.IntVar(&cfg.MaxArgs, "max-args", cfg.MaxArgs, "most arguments in one command")
+	f.DurationVar(&cfg.PeerTimeout, "peer-timeout", cfg.PeerTimeout, "bound on one node-to-node request")
+	f.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "debug, info, warn or error")
+	return cmd
+}
+
+func runServer(cfg server.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(cfg.LogLevel)}))
+	node, err := server.Start(cfg, log)
+	if err != nil {
+		return err
+	}
+	log.Info("memgest node serving", "id", node.ID(), "addr", node.ClientAddr(), "pid", os.Getpid())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	<-sig
+	return node.Close()
+}
+
+func logLevel(s string) slog.Level {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(s))
+	return l
+}
+
+// applyConfigSources fills flags not given on the command line from
+// MEMGEST_* environment variables, then from the config file.
+func applyConfigSources(fs *pflag.FlagSet, file string) error {
+	fromFile := map[string]string{}
+	if file != "" {
+		var err error
+		if fromFile, err = readConfigFile(file, fs); err != nil {
+			return err
+		}
+	}
+	var firstErr error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Changed || f.Name == "config" || firstErr != nil {
+			return
+		}
+		env := "MEMGEST_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				firstErr = fmt.Errorf("%s=%q: %w", env, v, err)
+			}
+			return
+		}
+		if v, ok := fromFile[f.Name]; ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				firstErr = fmt.Errorf("%s: %s %q: %w", file, f.Name, v, err)
+			}
+		}
+	})
+	return firstErr
+}
+
+func readConfigFile(path string, fs *pflag.FlagSet) (map[string]string, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer fh.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(fh)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		name, value, _ := strings.Cut(text, " ")
+		if fs.Lookup(name) == nil || name == "config" {
+			return nil, fmt.Errorf("%s:%d: unknown setting %q", path, line, name)
+		}
+		out[name] = strings.Trim(strings.TrimSpace(value), `"`)
+	}
+	return out, sc.Err()
+}
+
+func versionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print memgest's version",
+		Run:   func(cmd *cobra.Command, _ []string) { fmt.Println("memgest", server.Version) },
+	}
+}

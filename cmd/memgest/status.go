@@ -1,0 +1,53 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/memgest/memgest/server"
+	"github.com/spf13/cobra"
+)
+
+func statusCmd() *cobra.Command {
+	var addr string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show a cluster's nodes, states, slots, schemes and per-scheme memory",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := fetchStatus("http://" + addr + "/status")
+			if err != nil {
+				return fmt.Errorf("status from %s: %w", addr, err)
+			}
+			if asJSON {
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			printStatus(st)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:27001", "HTTP address (host:port) of any node")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printStatus(st server.Status) {
+	fmt.Printf("cluster %s  epoch %d  raft leader %s\n\n", st.State, st.Epoch, st.Leader)
+	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NODE\tADDRESS\tSTATE\tVOTER\tSLOTS\tKEYS\tBYTES")
+	for _, n := range st.Nodes {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%d\t%d\t%d\n", n.ID[:12], n.ClientAddr, n.State, n.Voter, n.Slots, n.Keys, n.Bytes)
+	}
+	w.Flush()
+	fmt.Println()
+	fmt.Fprintln(w, "SCHEME\tSPEC\tDEFAULT\tTOLERATES\tKEYS\tLOGICAL\tSTORED\tOVERHEAD")
+	for _, s := range st.Schemes {
+		fmt.Fprintf(w, "%s\t%s\t%v\t%d\t%d\t%d\t%d\t%.2fx\n", s.Name, s.Spec, s.Default, s.Tolerance, s.Keys, s.Logical, s.Stored, s.Overhead)
+	}
+	w.Flush()
+}

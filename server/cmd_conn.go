@@ -1,0 +1,151 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/memgest/memgest/server/resp"
+)
+
+// Connection commands: they act on the session, never on data.
+func init() {
+	register("ping", &command{run: cmdPing})
+	register("echo", &command{run: cmdEcho})
+	register("hello", &command{run: cmdHello, noAuth: true})
+	register("auth", &command{run: cmdAuth, noAuth: true})
+	register("quit", &command{run: cmdOK, noAuth: true})
+	register("select", &command{run: cmdSelect})
+	register("client", &command{run: cmdClient})
+}
+
+func cmdPing(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	if len(args) == 2 {
+		return resp.Bulk(args[1])
+	}
+	return resp.Simple("PONG")
+}
+
+func cmdEcho(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	return resp.Bulk(args[1])
+}
+
+func cmdHello(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	a, bad := resp.ParseHello(args)
+	if bad.IsError() {
+		return bad
+	}
+	if a.Auth != nil {
+		if r := n.authenticate(cs, a.Auth[0], a.Auth[1]); r.IsError() {
+			return r
+		}
+	}
+	if !cs.authed {
+		return resp.ErrHelloNoAuth
+	}
+	if a.Proto != 0 {
+		cs.proto = a.Proto
+	}
+	if a.SetName != nil {
+		cs.name = *a.SetName
+	}
+	return resp.Map(
+		resp.BulkString("server"), resp.BulkString("redis"),
+		resp.BulkString("version"), resp.BulkString(redisVersion),
+		resp.BulkString("proto"), resp.Int(int64(cs.proto)),
+		resp.BulkString("id"), resp.Int(cs.id),
+		resp.BulkString("mode"), resp.BulkString("cluster"),
+		resp.BulkString("role"), resp.BulkString("master"),
+		resp.BulkString("modules"), resp.Array(),
+	)
+}
+
+// redisVersion is the Redis version memgest's command set follows; clients
+// use it to pick features (HELLO, INFO server).
+const redisVersion = "7.2.0"
+
+func cmdAuth(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	user, pass := "default", string(args[1])
+	if len(args) == 3 {
+		user, pass = string(args[1]), string(args[2])
+	} else if len(args) > 3 {
+		return resp.Err("ERR syntax error")
+	}
+	return n.authenticate(cs, user, pass)
+}
+
+// authenticate checks a password against requirepass (user "default" only,
+// as Redis without ACLs).
+func (n *Node) authenticate(cs *connState, user, pass string) resp.Reply {
+	if n.cfg.RequirePass == "" {
+		return resp.Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+	}
+	ok := subtle.ConstantTimeCompare([]byte(pass), []byte(n.cfg.RequirePass)) == 1
+	if user != "default" || !ok {
+		return resp.Err("WRONGPASS invalid username-password pair or user is disabled.")
+	}
+	cs.authed = true
+	return resp.OK()
+}
+
+func cmdSelect(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	db, ok := resp.ParseInt(args[1])
+	if !ok {
+		return resp.Err("ERR value is not an integer or out of range")
+	}
+	if db != 0 {
+		return resp.Err("ERR SELECT is not allowed in cluster mode")
+	}
+	return resp.OK()
+}
+
+func cmdClient(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	switch sub := strings.ToUpper(string(args[1])); sub {
+	case "ID":
+		return resp.Int(cs.id)
+	case "GETNAME":
+		if cs.name == "" {
+			return resp.Nil()
+		}
+		return resp.BulkString(cs.name)
+	case "SETNAME":
+		return clientSetName(cs, args)
+	case "INFO":
+		return resp.Verbatim("txt", clientLine(cs, time.Now())+"\n")
+	case "LIST":
+		var b strings.Builder
+		for _, c := range n.clients.list() {
+			b.WriteString(clientLine(c, time.Now()) + "\n")
+		}
+		return resp.Verbatim("txt", b.String())
+	case "SETINFO", "NO-EVICT", "NO-TOUCH", "REPLY":
+		return resp.OK()
+	}
+	return resp.Errorf("ERR unknown subcommand '%s'. Try CLIENT HELP.", args[1])
+}
+
+func clientSetName(cs *connState, args [][]byte) resp.Reply {
+	if len(args) != 3 {
+		return resp.Err("ERR wrong number of arguments for 'client|setname' command")
+	}
+	for _, c := range args[2] {
+		if c <= ' ' || c > '~' {
+			return resp.Err("ERR Client names cannot contain spaces, newlines or special characters.")
+		}
+	}
+	cs.name = string(args[2])
+	return resp.OK()
+}
+
+// clientLine is one CLIENT LIST line with the fields clients parse.
+func clientLine(cs *connState, now time.Time) string {
+	last, _ := cs.lastCmd.Load().(string)
+	if last == "" {
+		last = "NULL"
+	}
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%s",
+		cs.id, cs.addr, cs.laddr, cs.name, int(now.Sub(cs.created).Seconds()), last, strconv.Itoa(cs.proto))
+}

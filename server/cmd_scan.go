@@ -1,0 +1,79 @@
+package server
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/memgest/memgest/server/resp"
+	"github.com/memgest/memgest/store"
+)
+
+// A cluster-wide SCAN cursor packs the index of the coordinator being
+// scanned (in shard order) into its low bits and that node's own store
+// cursor above them. Like Redis, a full iteration returns every key present
+// throughout it at least once, and a cursor from an older map may revisit or
+// skip a node that joined or left in between.
+const scanNodeBits = 10
+
+func cmdScan(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	a, bad := resp.ParseScan(args)
+	if bad.IsError() {
+		return bad
+	}
+	nodes := coordinators(n.ctl.Map())
+	idx := int(a.Cursor & (1<<scanNodeBits - 1))
+	local := a.Cursor >> scanNodeBits
+	if idx >= len(nodes) {
+		return scanReply(0, nil)
+	}
+	req := scanReq{Cursor: local, Count: a.Count, Match: a.Match, Type: a.Type}
+	var res scanResp
+	if nodes[idx].ID == n.id {
+		res = n.scanLocal(req)
+	} else {
+		out, err := n.call(ctx, nodes[idx], msgScan, req.encode(nil))
+		if err == nil {
+			res, err = decodeScanResp(out)
+		}
+		if err != nil {
+			return errReply(err)
+		}
+	}
+	next := res.Next<<scanNodeBits | uint64(idx)
+	if res.Next == 0 {
+		next = uint64(idx + 1)
+		if idx+1 >= len(nodes) {
+			next = 0
+		}
+	}
+	return scanReply(next, res.Keys)
+}
+
+func scanReply(next uint64, keys [][]byte) resp.Reply {
+	items := make([]resp.Reply, len(keys))
+	for i, k := range keys {
+		items[i] = resp.Bulk(k)
+	}
+	return resp.Array(resp.BulkString(strconv.FormatUint(next, 10)), resp.Array(items...))
+}
+
+// scanLocal is one SCAN step over the keys this node coordinates.
+func (n *Node) scanLocal(req scanReq) scanResp {
+	count := req.Count
+	if count <= 0 {
+		count = 10
+	}
+	now := nowMs()
+	var out scanResp
+	typeOK := req.Type == "" || req.Type == "string"
+	out.Next = n.primary.Scan(req.Cursor, count, func(key []byte, m store.Meta) bool {
+		if !typeOK || (m.ExpireAt != 0 && m.ExpireAt <= now) {
+			return true
+		}
+		if len(req.Match) == 0 || resp.GlobMatch(req.Match, key, false) {
+			out.Keys = append(out.Keys, append([]byte(nil), key...))
+		}
+		return true
+	})
+	return out
+}

@@ -1,0 +1,235 @@
+package server
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/server/resp"
+)
+
+// memgest's own commands (DESIGN.md §6): schemes and per-key resilience.
+func init() {
+	ctl := func(h handler) *command { return &command{run: h, needsFormed: true} }
+	register("scheme.create", ctl(cmdSchemeCreate))
+	register("scheme.list", ctl(cmdSchemeList))
+	register("scheme.info", ctl(cmdSchemeInfo))
+	register("scheme.drop", ctl(cmdSchemeDrop))
+	register("scheme.default", ctl(cmdSchemeDefault))
+	register("scheme.of", ctl(cmdSchemeOf))
+	register("scheme.move", ctl(cmdSchemeMove))
+	register("scheme", &command{run: cmdSchemeContainer, needsFormed: true})
+}
+
+// cmdSchemeContainer serves the space-separated spelling (SCHEME CREATE ...)
+// by running the dotted command.
+func cmdSchemeContainer(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	sub := strings.ToUpper(string(args[1]))
+	if sub == "HELP" {
+		return schemeHelp()
+	}
+	dotted := append([][]byte{[]byte("SCHEME." + sub)}, args[2:]...)
+	if _, ok := commands["SCHEME."+sub]; !ok {
+		return resp.Errorf("ERR unknown subcommand '%s'. Try SCHEME HELP.", args[1])
+	}
+	return n.execute(ctx, cs, dotted)
+}
+
+func schemeHelp() resp.Reply {
+	lines := []string{
+		"SCHEME <subcommand> [<arg> ...]. Subcommands are:",
+		"CREATE <alias> <spec>  -- name a scheme: none, rep:R or split:K+M.",
+		"LIST                   -- every scheme, its spec and whether it is the default.",
+		"INFO <name>            -- spec, tolerance, nodes, keys, bytes and overhead.",
+		"DROP <name>            -- remove a scheme no key uses.",
+		"DEFAULT [<name>]       -- show or set the scheme of new keys.",
+		"OF <key>               -- a key's scheme, version and where its pieces live.",
+		"MOVE <key> <name>      -- change a key's scheme atomically.",
+	}
+	items := make([]resp.Reply, len(lines))
+	for i, l := range lines {
+		items[i] = resp.Simple(l)
+	}
+	return resp.Array(items...)
+}
+
+func cmdSchemeCreate(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	spec, err := scheme.Parse(string(args[2]))
+	if err != nil {
+		return errReply(err)
+	}
+	if _, err := n.propose(ctx, cluster.CreateScheme{Alias: string(args[1]), Spec: spec}); err != nil {
+		return errReply(err)
+	}
+	return resp.OK()
+}
+
+func cmdSchemeList(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	m := n.ctl.Map()
+	def := m.DefaultScheme()
+	items := make([]resp.Reply, 0, len(m.Schemes))
+	for _, e := range m.Schemes {
+		items = append(items, resp.Map(
+			resp.BulkString("name"), resp.BulkString(e.Name()),
+			resp.BulkString("spec"), resp.BulkString(e.Spec.String()),
+			resp.BulkString("id"), resp.Int(int64(e.ID)),
+			resp.BulkString("tolerance"), resp.Int(int64(e.Spec.Tolerance())),
+			resp.BulkString("default"), intBool(e.ID == def.ID),
+		))
+	}
+	return resp.Array(items...)
+}
+
+func cmdSchemeInfo(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	m := n.ctl.Map()
+	e, ok := m.Scheme(string(args[1]))
+	if !ok {
+		return resp.Errorf("ERR memgest: no scheme named '%s'", args[1])
+	}
+	all, err := n.clusterStats(ctx)
+	if err != nil {
+		return errReply(err)
+	}
+	u := sumSchemes(all)[e.ID]
+	if u == nil {
+		u = &schemeUsage{}
+	}
+	ratio := "0"
+	if u.Logical > 0 {
+		ratio = strconv.FormatFloat(float64(u.Stored)/float64(u.Logical), 'f', 3, 64)
+	}
+	return resp.Map(
+		resp.BulkString("name"), resp.BulkString(e.Name()),
+		resp.BulkString("spec"), resp.BulkString(e.Spec.String()),
+		resp.BulkString("id"), resp.Int(int64(e.ID)),
+		resp.BulkString("default"), intBool(e.ID == m.DefaultScheme().ID),
+		resp.BulkString("tolerance"), resp.Int(int64(e.Spec.Tolerance())),
+		resp.BulkString("nodes"), resp.Int(int64(e.Spec.Nodes())),
+		resp.BulkString("keys"), resp.Int(u.Keys),
+		resp.BulkString("logical_bytes"), resp.Int(u.Logical),
+		resp.BulkString("stored_bytes"), resp.Int(u.Stored),
+		resp.BulkString("overhead"), resp.BulkString(ratio),
+		resp.BulkString("expected_overhead"), resp.BulkString(strconv.FormatFloat(e.Spec.Overhead(), 'f', 3, 64)),
+	)
+}
+
+// cmdSchemeDrop refuses a scheme that keys still use. The key count and the
+// drop are two steps: a write racing the drop can still use the scheme
+// (docs/decisions/0002 explains how issue 4 closes this with a "draining"
+// state).
+func cmdSchemeDrop(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	e, ok := n.ctl.Map().Scheme(string(args[1]))
+	if !ok {
+		return resp.Errorf("ERR memgest: no scheme named '%s'", args[1])
+	}
+	all, err := n.clusterStats(ctx)
+	if err != nil {
+		return errReply(err)
+	}
+	if u := sumSchemes(all)[e.ID]; u != nil && u.Keys > 0 {
+		return resp.Errorf("ERR memgest: scheme '%s' is used by %d keys; move them first (SCHEME.MOVE)", e.Name(), u.Keys)
+	}
+	if _, err := n.propose(ctx, cluster.DropScheme{Name: string(args[1])}); err != nil {
+		return errReply(err)
+	}
+	return resp.OK()
+}
+
+func cmdSchemeDefault(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	switch {
+	case len(args) == 1:
+		return resp.BulkString(n.ctl.Map().DefaultScheme().Name())
+	case len(args) > 2:
+		return resp.ErrWrongArity(string(args[0]))
+	}
+	if _, err := n.resolveScheme(ctx, string(args[1])); err != nil {
+		return errReply(err)
+	}
+	if _, err := n.propose(ctx, cluster.SetDefault{Name: string(args[1])}); err != nil {
+		return errReply(err)
+	}
+	return resp.OK()
+}
+
+// cmdSchemeOf describes a key's resilience: scheme, version, each piece's
+// node, and how many node failures it tolerates now (its scheme's tolerance
+// less the failed nodes among its pieces).
+func cmdSchemeOf(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	cur, err := n.get(ctx, args[1])
+	if err != nil {
+		return errReply(err)
+	}
+	if !cur.exists {
+		return resp.Nil()
+	}
+	m := n.ctl.Map()
+	pieces, down := n.describePieces(m, args[1], cur)
+	ttl := int64(-1)
+	if cur.meta.ExpireAt != 0 {
+		ttl = cur.meta.ExpireAt - nowMs()
+	}
+	return resp.Map(
+		resp.BulkString("scheme"), resp.BulkString(cur.entry.Name()),
+		resp.BulkString("spec"), resp.BulkString(cur.entry.Spec.String()),
+		resp.BulkString("version"), resp.Int(int64(cur.meta.Version)),
+		resp.BulkString("slot"), resp.Int(int64(cluster.Slot(args[1]))),
+		resp.BulkString("bytes"), resp.Int(int64(len(cur.value))),
+		resp.BulkString("pttl"), resp.Int(ttl),
+		resp.BulkString("pieces"), resp.Array(pieces...),
+		resp.BulkString("tolerates"), resp.Int(int64(max(cur.entry.Spec.Tolerance()-down, 0))),
+	)
+}
+
+// describePieces lists where key's pieces live and counts those on nodes
+// that are not up.
+func (n *Node) describePieces(m *cluster.Map, key []byte, cur current) ([]resp.Reply, int) {
+	self, _ := m.Node(n.id)
+	out := []resp.Reply{pieceInfo("primary", 0, self)}
+	targets, _ := pieceTargets(m, key, cur.entry.Spec)
+	down := 0
+	role := "replica"
+	if cur.entry.Spec.Kind == scheme.Split {
+		role = "shard"
+	}
+	for _, t := range targets {
+		if t.node.State != cluster.Up {
+			down++
+		}
+		out = append(out, pieceInfo(role, t.index, t.node))
+	}
+	return out, down
+}
+
+func pieceInfo(role string, index int, node cluster.Node) resp.Reply {
+	return resp.Array(resp.BulkString(role), resp.Int(int64(index)),
+		resp.BulkString(string(node.ID)), resp.BulkString(node.ClientAddr), resp.BulkString(node.State.String()))
+}
+
+// cmdSchemeMove rewrites a key under another scheme at a higher version,
+// then releases the old pieces (Ring §5.2): the coordinator is the same for
+// every scheme, so no distributed transaction is needed, and the key is
+// readable at every instant. Replies 1 if moved, 0 if already there.
+func cmdSchemeMove(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	target, err := n.resolveScheme(ctx, string(args[2]))
+	if err != nil {
+		return errReply(err)
+	}
+	var existed, moved bool
+	err = n.rmw(ctx, args[1], func(cur current) (*writeOp, error) {
+		existed = cur.exists
+		moved = cur.exists && cur.entry.ID != target.ID
+		if !moved {
+			return nil, nil
+		}
+		return &writeOp{key: args[1], value: cur.value, expireAt: cur.meta.ExpireAt, entry: target}, nil
+	})
+	switch {
+	case err != nil:
+		return errReply(err)
+	case !existed:
+		return resp.Err("ERR no such key")
+	}
+	return intBool(moved)
+}

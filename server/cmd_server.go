@@ -1,0 +1,199 @@
+package server
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/memgest/memgest/server/resp"
+)
+
+// Server commands: introspection and configuration.
+func init() {
+	register("command", &command{run: cmdCommand})
+	register("config", &command{run: cmdConfig})
+	register("info", &command{run: cmdInfo})
+}
+
+func cmdCommand(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	return resp.CommandCommand(args)
+}
+
+func cmdConfig(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	switch strings.ToUpper(string(args[1])) {
+	case "GET":
+		if len(args) < 3 {
+			return resp.Err("ERR wrong number of arguments for 'config|get' command")
+		}
+		return n.configGet(args[2:])
+	case "SET":
+		return resp.Err("ERR memgest: CONFIG SET is not supported; restart the node with new flags")
+	case "RESETSTAT", "REWRITE":
+		return resp.OK()
+	}
+	return resp.Errorf("ERR unknown subcommand '%s'. Try CONFIG HELP.", args[1])
+}
+
+// configParams are the parameters CONFIG GET reports, Redis names first.
+func (n *Node) configParams() [][2]string {
+	yesno := func(b bool) string {
+		if b {
+			return "yes"
+		}
+		return "no"
+	}
+	return [][2]string{
+		{"bind", n.cfg.Bind},
+		{"port", strconv.Itoa(n.cfg.Port)},
+		{"maxmemory", strconv.FormatInt(n.cfg.MaxMemory, 10)},
+		{"maxmemory-policy", "noeviction"},
+		{"proto-max-bulk-len", strconv.FormatInt(n.cfg.MaxValueSize, 10)},
+		{"requirepass", n.cfg.RequirePass},
+		{"protected-mode", yesno(n.cfg.ProtectedMode)},
+		{"cluster-enabled", "yes"},
+		{"databases", "1"},
+		{"appendonly", "no"},
+		{"save", ""},
+		{"timeout", "0"},
+		{"memgest-redirect", yesno(n.cfg.Redirect)},
+		{"memgest-peer-port", strconv.Itoa(n.cfg.PeerPort)},
+		{"memgest-default-scheme", n.ctl.Map().DefaultScheme().Name()},
+	}
+}
+
+func (n *Node) configGet(patterns [][]byte) resp.Reply {
+	var items []resp.Reply
+	for _, kv := range n.configParams() {
+		for _, p := range patterns {
+			if resp.GlobMatch(p, []byte(kv[0]), true) {
+				items = append(items, resp.BulkString(kv[0]), resp.BulkString(kv[1]))
+				break
+			}
+		}
+	}
+	return resp.Map(items...)
+}
+
+func cmdInfo(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	want := make([]string, 0, len(args)-1)
+	for _, a := range args[1:] {
+		want = append(want, string(a))
+	}
+	sections := []resp.InfoSection{
+		n.infoServer(), n.infoClients(), n.infoMemory(), n.infoStats(),
+		{Name: "Cluster", Fields: [][2]string{{"cluster_enabled", "1"}}},
+		n.infoKeyspace(), n.infoMemgest(ctx),
+	}
+	return resp.Verbatim("txt", string(resp.RenderInfo(sections, want)))
+}
+
+func (n *Node) infoServer() resp.InfoSection {
+	up := time.Since(n.started)
+	exe, _ := os.Executable()
+	return resp.InfoSection{Name: "Server", Fields: [][2]string{
+		{"redis_version", redisVersion},
+		{"memgest_version", Version},
+		{"redis_mode", "cluster"},
+		{"os", runtime.GOOS},
+		{"arch_bits", strconv.Itoa(strconv.IntSize)},
+		{"go_version", runtime.Version()},
+		{"process_id", strconv.Itoa(os.Getpid())},
+		{"run_id", string(n.id)},
+		{"tcp_port", strconv.Itoa(n.cfg.Port)},
+		{"uptime_in_seconds", strconv.Itoa(int(up.Seconds()))},
+		{"uptime_in_days", strconv.Itoa(int(up.Hours() / 24))},
+		{"executable", exe},
+		{"config_file", n.cfg.ConfigFile},
+	}}
+}
+
+func (n *Node) infoClients() resp.InfoSection {
+	return resp.InfoSection{Name: "Clients", Fields: [][2]string{
+		{"connected_clients", strconv.Itoa(len(n.clients.list()))},
+		{"maxclients", "10000"},
+		{"blocked_clients", "0"},
+	}}
+}
+
+func (n *Node) infoMemory() resp.InfoSection {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	st := n.localStats()
+	used := st.PrimaryBytes + st.PieceBytes
+	return resp.InfoSection{Name: "Memory", Fields: [][2]string{
+		{"used_memory", strconv.FormatInt(used, 10)},
+		{"used_memory_human", humanBytes(used)},
+		{"used_memory_rss", strconv.FormatUint(ms.Sys, 10)},
+		{"used_memory_peak", strconv.FormatUint(ms.HeapSys, 10)},
+		{"maxmemory", strconv.FormatInt(n.cfg.MaxMemory, 10)},
+		{"maxmemory_human", humanBytes(n.cfg.MaxMemory)},
+		{"maxmemory_policy", "noeviction"},
+		{"memgest_primary_bytes", strconv.FormatInt(st.PrimaryBytes, 10)},
+		{"memgest_piece_bytes", strconv.FormatInt(st.PieceBytes, 10)},
+		{"memgest_overhead_per_key", strconv.FormatFloat(st.OverheadPerKey, 'f', 1, 64)},
+		{"go_heap_alloc", strconv.FormatUint(ms.HeapAlloc, 10)},
+	}}
+}
+
+func (n *Node) infoStats() resp.InfoSection {
+	return resp.InfoSection{Name: "Stats", Fields: [][2]string{
+		{"total_connections_received", strconv.FormatInt(n.stats.connections.Load(), 10)},
+		{"total_commands_processed", strconv.FormatInt(n.stats.commands.Load(), 10)},
+		{"expired_keys", strconv.FormatInt(n.stats.expired.Load(), 10)},
+		{"memgest_forwarded_commands", strconv.FormatInt(n.stats.forwarded.Load(), 10)},
+	}}
+}
+
+// infoKeyspace reports the keys this node coordinates, as a Redis Cluster
+// node reports its own.
+func (n *Node) infoKeyspace() resp.InfoSection {
+	keys := n.primary.Len()
+	if keys == 0 {
+		return resp.InfoSection{Name: "Keyspace"}
+	}
+	return resp.InfoSection{Name: "Keyspace", Fields: [][2]string{
+		{"db0", "keys=" + strconv.Itoa(keys) + ",expires=0,avg_ttl=0"},
+	}}
+}
+
+// infoMemgest is memgest's own section: identity, map, and per-scheme usage
+// on this node.
+func (n *Node) infoMemgest(ctx context.Context) resp.InfoSection {
+	m := n.ctl.Map()
+	fields := [][2]string{
+		{"node_id", string(n.id)},
+		{"map_epoch", strconv.FormatUint(m.Epoch, 10)},
+		{"cluster_state", m.State.String()},
+		{"nodes", strconv.Itoa(len(m.Nodes))},
+		{"raft_leader", strconv.FormatBool(n.ctl.IsLeader())},
+		{"default_scheme", m.DefaultScheme().Name()},
+		{"redirect", strconv.FormatBool(n.cfg.Redirect)},
+	}
+	st := n.localStats()
+	for _, e := range m.Schemes {
+		u := st.Schemes[e.ID]
+		if u == nil {
+			u = &schemeUsage{}
+		}
+		fields = append(fields, [2]string{"scheme_" + e.Name(),
+			"spec=" + e.Spec.String() + ",keys=" + strconv.FormatInt(u.Keys, 10) +
+				",logical=" + strconv.FormatInt(u.Logical, 10) + ",stored=" + strconv.FormatInt(u.Stored, 10)})
+	}
+	return resp.InfoSection{Name: "Memgest", Fields: fields}
+}
+
+func humanBytes(b int64) string {
+	const unit = 1024
+	if b < unit {
+		return strconv.FormatInt(b, 10) + "B"
+	}
+	div, exp := int64(unit), 0
+	for x := b / unit; x >= unit; x /= unit {
+		div *= unit
+		exp++
+	}
+	return strconv.FormatFloat(float64(b)/float64(div), 'f', 2, 64) + string("KMGTPE"[exp])
+}

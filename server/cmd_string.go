@@ -1,0 +1,309 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/server/resp"
+)
+
+func init() {
+	data := func(h handler) *command { return &command{run: h, needsFormed: true} }
+	register("get", data(cmdGet))
+	register("set", data(cmdSet))
+	register("getdel", data(cmdGetDel))
+	register("getex", data(cmdGetEx))
+	register("strlen", data(cmdStrlen))
+	register("append", data(cmdAppend))
+	register("incr", data(incrBy(1, false)))
+	register("decr", data(incrBy(-1, false)))
+	register("incrby", data(incrBy(1, true)))
+	register("decrby", data(incrBy(-1, true)))
+	register("mget", &command{run: cmdMGet, fanout: fanMGet, needsFormed: true})
+	register("mset", &command{run: cmdMSet, fanout: fanMSet, needsFormed: true})
+	register("msetnx", &command{run: cmdMSetNX, fanout: fanMSetNX, needsFormed: true})
+}
+
+func cmdGet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	cur, err := n.get(ctx, args[1])
+	if err != nil {
+		return errReply(err)
+	}
+	if !cur.exists {
+		return resp.Nil()
+	}
+	return resp.Bulk(cur.value)
+}
+
+func cmdStrlen(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	cur, err := n.get(ctx, args[1])
+	if err != nil {
+		return errReply(err)
+	}
+	return resp.Int(int64(len(cur.value)))
+}
+
+func cmdSet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	a, bad := resp.ParseSet(args)
+	if bad.IsError() {
+		return bad
+	}
+	if r, ok := n.checkValueSize(args[2]); !ok {
+		return r
+	}
+	expireAt, ok := a.ExpireAt(nowMs())
+	if !ok {
+		return resp.ErrInvalidExpire("set")
+	}
+	var entry *cluster.SchemeEntry
+	if a.Scheme != "" {
+		e, err := n.resolveScheme(ctx, a.Scheme)
+		if err != nil {
+			return errReply(err)
+		}
+		entry = &e
+	}
+	key, value := args[1], args[2]
+	if !a.NX && !a.XX && !a.Get {
+		err := n.set(ctx, key, value, expireAt, a.KeepTTL, entry)
+		if err != nil {
+			return errReply(err)
+		}
+		return resp.OK()
+	}
+	return n.setConditional(ctx, key, value, expireAt, a, entry)
+}
+
+// setConditional is SET with NX, XX or GET: a read-modify-write.
+func (n *Node) setConditional(ctx context.Context, key, value []byte, expireAt int64, a resp.SetArgs, entry *cluster.SchemeEntry) resp.Reply {
+	var old []byte
+	var existed, wrote bool
+	err := n.rmw(ctx, key, func(cur current) (*writeOp, error) {
+		old, existed, wrote = cur.value, cur.exists, false
+		if (a.NX && cur.exists) || (a.XX && !cur.exists) {
+			return nil, nil
+		}
+		wrote = true
+		return n.valueOp(cur, key, value, expireAt, a.KeepTTL, entry), nil
+	})
+	switch {
+	case err != nil:
+		return errReply(err)
+	case a.Get && existed:
+		return resp.Bulk(old)
+	case a.Get:
+		return resp.Nil()
+	case !wrote:
+		return resp.Nil()
+	}
+	return resp.OK()
+}
+
+// valueOp builds the write of a new value over cur: the key keeps its
+// scheme unless one is named, new keys take the default; KEEPTTL keeps the
+// expiry.
+func (n *Node) valueOp(cur current, key, value []byte, expireAt int64, keepTTL bool, entry *cluster.SchemeEntry) *writeOp {
+	op := &writeOp{key: key, value: value, expireAt: expireAt}
+	switch {
+	case entry != nil:
+		op.entry = *entry
+	case cur.exists:
+		op.entry = cur.entry
+	default:
+		op.entry = n.ctl.Map().DefaultScheme()
+	}
+	if keepTTL && cur.exists {
+		op.expireAt = cur.meta.ExpireAt
+	}
+	return op
+}
+
+// set is a plain SET: a blind write when no other write of the key is in
+// flight (the common case), else a read-modify-write, because keeping the
+// key's scheme or TTL must see the write in flight.
+func (n *Node) set(ctx context.Context, key, value []byte, expireAt int64, keepTTL bool, entry *cluster.SchemeEntry) error {
+	s := n.inflight.shard(key)
+	s.mu.Lock()
+	if s.newest(key) != nil {
+		s.mu.Unlock()
+		return n.rmw(ctx, key, func(cur current) (*writeOp, error) {
+			return n.valueOp(cur, key, value, expireAt, keepTTL, entry), nil
+		})
+	}
+	cur := n.peekLocked(key)
+	op := n.valueOp(cur, key, value, expireAt, keepTTL, entry)
+	return n.writeLocked(ctx, s, op)
+}
+
+// peekLocked reads a key's committed metadata (not its value) for a blind
+// write; the caller holds the key's inflight shard lock.
+func (n *Node) peekLocked(key []byte) current {
+	meta, ok := n.primary.Meta(key)
+	if !ok || (meta.ExpireAt != 0 && meta.ExpireAt <= nowMs()) {
+		return current{}
+	}
+	entry, ok := n.ctl.Map().SchemeByID(meta.Scheme)
+	return current{exists: ok, meta: meta, entry: entry}
+}
+
+func cmdGetDel(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	var old []byte
+	var existed bool
+	err := n.rmw(ctx, args[1], func(cur current) (*writeOp, error) {
+		old, existed = cur.value, cur.exists
+		if !cur.exists {
+			return nil, nil
+		}
+		return &writeOp{key: args[1], del: true, entry: cur.entry}, nil
+	})
+	if err != nil {
+		return errReply(err)
+	}
+	if !existed {
+		return resp.Nil()
+	}
+	return resp.Bulk(old)
+}
+
+func cmdGetEx(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	a, bad := resp.ParseGetEx(args)
+	if bad.IsError() {
+		return bad
+	}
+	if a.ExpireMode == resp.ExpireNone && !a.Persist {
+		return cmdGet(n, ctx, cs, args)
+	}
+	var val []byte
+	var existed bool
+	err := n.rmw(ctx, args[1], func(cur current) (*writeOp, error) {
+		val, existed = cur.value, cur.exists
+		if !cur.exists {
+			return nil, nil
+		}
+		// Redis checks the expiry only once the key is found.
+		var expireAt int64
+		if expireAt, bad = a.ExpireAt(nowMs()); bad.IsError() {
+			return nil, nil
+		}
+		return n.retimeOp(cur, args[1], expireAt), nil
+	})
+	if bad.IsError() {
+		return bad
+	}
+	if err != nil {
+		return errReply(err)
+	}
+	if !existed {
+		return resp.Nil()
+	}
+	return resp.Bulk(val)
+}
+
+// retimeOp rewrites cur with a new expiry (0 = persist); an expiry in the
+// past deletes the key, as Redis does.
+func (n *Node) retimeOp(cur current, key []byte, expireAt int64) *writeOp {
+	if expireAt != 0 && expireAt <= nowMs() {
+		return &writeOp{key: key, del: true, entry: cur.entry}
+	}
+	return &writeOp{key: key, value: cur.value, expireAt: expireAt, entry: cur.entry}
+}
+
+func cmdAppend(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	var newLen int
+	err := n.rmw(ctx, args[1], func(cur current) (*writeOp, error) {
+		v := append(append(make([]byte, 0, len(cur.value)+len(args[2])), cur.value...), args[2]...)
+		if int64(len(v)) > n.cfg.MaxValueSize {
+			return nil, errTooBig
+		}
+		newLen = len(v)
+		return n.valueOp(cur, args[1], v, 0, true, nil), nil
+	})
+	if err != nil {
+		return errReply(err)
+	}
+	return resp.Int(int64(newLen))
+}
+
+var (
+	errNotInt   = errors.New("ERR value is not an integer or out of range")
+	errOverflow = errors.New("ERR increment or decrement would overflow")
+	errTooBig   = errors.New("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+)
+
+// incrBy builds INCR, DECR (fixed step) and INCRBY, DECRBY (step argument).
+func incrBy(sign int64, hasArg bool) handler {
+	return func(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+		delta := sign
+		if hasArg {
+			d, ok := resp.ParseInt(args[2])
+			if !ok {
+				return resp.Err(errNotInt.Error())
+			}
+			if sign < 0 && d == minInt64 {
+				return resp.ErrDecrOverflow
+			}
+			delta = sign * d
+		}
+		return n.incr(ctx, args[1], delta)
+	}
+}
+
+const minInt64 = -1 << 63
+
+func (n *Node) incr(ctx context.Context, key []byte, delta int64) resp.Reply {
+	var result int64
+	err := n.rmw(ctx, key, func(cur current) (*writeOp, error) {
+		var v int64
+		if cur.exists {
+			var ok bool
+			if v, ok = resp.ParseInt(cur.value); !ok {
+				return nil, errNotInt
+			}
+		}
+		if (delta > 0 && v > maxInt64-delta) || (delta < 0 && v < minInt64-delta) {
+			return nil, errOverflow
+		}
+		result = v + delta
+		return n.valueOp(cur, key, strconv.AppendInt(nil, result, 10), 0, true, nil), nil
+	})
+	if err != nil {
+		return errReply(err)
+	}
+	return resp.Int(result)
+}
+
+const maxInt64 = 1<<63 - 1
+
+// errReply turns an error into a Redis-style reply: errors that already
+// carry a Redis prefix pass through, others become "ERR memgest: ...".
+func errReply(err error) resp.Reply {
+	switch {
+	case errors.Is(err, errNotInt), errors.Is(err, errOverflow), errors.Is(err, errTooBig):
+		return resp.Err(err.Error())
+	case errors.Is(err, errOOM):
+		return resp.Err(errOOM.Error())
+	case errors.Is(err, scheme.ErrSpec), errors.Is(err, scheme.ErrAlias):
+		return resp.Err("ERR " + err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return resp.Err("TRYAGAIN memgest: timed out: " + err.Error())
+	}
+	return resp.Err("ERR " + err.Error())
+}
+
+func (n *Node) checkValueSize(v []byte) (resp.Reply, bool) {
+	if int64(len(v)) > n.cfg.MaxValueSize {
+		return resp.Err(errTooBig.Error()), false
+	}
+	return resp.Reply{}, true
+}
+
+// intBool is Redis's 1/0 integer reply for a yes/no outcome.
+func intBool(b bool) resp.Reply {
+	if b {
+		return resp.Int(1)
+	}
+	return resp.Int(0)
+}

@@ -1,0 +1,88 @@
+package server
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// errMalformed is returned for a peer payload that does not decode; the
+// request it came in changes nothing.
+var errMalformed = errors.New("server: malformed peer payload")
+
+// enc appends fixed-width and length-prefixed fields to a peer payload.
+type enc []byte
+
+func (e enc) u8(v uint8) enc   { return append(e, v) }
+func (e enc) u16(v uint16) enc { return binary.BigEndian.AppendUint16(e, v) }
+func (e enc) u32(v uint32) enc { return binary.BigEndian.AppendUint32(e, v) }
+func (e enc) u64(v uint64) enc { return binary.BigEndian.AppendUint64(e, v) }
+func (e enc) i64(v int64) enc  { return e.u64(uint64(v)) }
+func (e enc) bytes(b []byte) enc {
+	return append(binary.AppendUvarint(e, uint64(len(b))), b...)
+}
+func (e enc) str(s string) enc { return append(binary.AppendUvarint(e, uint64(len(s))), s...) }
+
+// dec reads what enc wrote; the first failure sticks and every later read
+// returns zero values, so callers check err once at the end.
+type dec struct {
+	b   []byte
+	err error
+}
+
+func (d *dec) take(n int) []byte {
+	if d.err != nil || n < 0 || n > len(d.b) {
+		d.err = errMalformed
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) u8() uint8 {
+	if b := d.take(1); b != nil {
+		return b[0]
+	}
+	return 0
+}
+func (d *dec) u16() uint16 {
+	if b := d.take(2); b != nil {
+		return binary.BigEndian.Uint16(b)
+	}
+	return 0
+}
+func (d *dec) u32() uint32 {
+	if b := d.take(4); b != nil {
+		return binary.BigEndian.Uint32(b)
+	}
+	return 0
+}
+func (d *dec) u64() uint64 {
+	if b := d.take(8); b != nil {
+		return binary.BigEndian.Uint64(b)
+	}
+	return 0
+}
+func (d *dec) i64() int64 { return int64(d.u64()) }
+
+func (d *dec) bytes() []byte {
+	if d.err != nil {
+		return nil
+	}
+	n, k := binary.Uvarint(d.b)
+	if k <= 0 || n > uint64(len(d.b)-k) {
+		d.err = errMalformed
+		return nil
+	}
+	d.b = d.b[k:]
+	return d.take(int(n))
+}
+func (d *dec) str() string { return string(d.bytes()) }
+
+// done reports the sticky error, or errMalformed if bytes are left over.
+func (d *dec) done() error {
+	if d.err == nil && len(d.b) != 0 {
+		d.err = errMalformed
+	}
+	return d.err
+}

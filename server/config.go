@@ -1,0 +1,161 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+)
+
+// Config is everything one node needs to start. Every field can be set by a
+// flag, an environment variable (MEMGEST_<FLAG>, upper case, '-' → '_') or a
+// config file; cmd/memgest maps them (docs/operations.md lists them).
+type Config struct {
+	// Bind is the address the client, peer and HTTP listeners bind to.
+	Bind string
+	// Advertise is the host other nodes and clients use to reach this node;
+	// empty means Bind.
+	Advertise string
+	// Port is the RESP client port.
+	Port int
+	// PeerPort carries node-to-node frames and Raft (one port, demultiplexed).
+	PeerPort int
+	// HTTPPort serves /metrics (Prometheus) and /status (JSON); 0 disables it.
+	HTTPPort int
+	// DataDir holds Raft state (log, stable store, snapshots) and the node id.
+	// Data never touches disk.
+	DataDir string
+	// Join is the peer address of any existing member; empty with
+	// BootstrapExpect ≥ 1 bootstraps a new cluster.
+	Join string
+	// BootstrapExpect is how many nodes must join before slots are placed
+	// (only read on the bootstrapping node).
+	BootstrapExpect int
+	// Voters is the number of Raft voters: 1, 3 or 5.
+	Voters int
+	// Redirect makes a node answer -MOVED for keys it does not coordinate,
+	// like Redis Cluster, instead of forwarding the command.
+	Redirect bool
+	// RequirePass enables AUTH; empty disables it.
+	RequirePass string
+	// ProtectedMode refuses non-loopback clients when no password is set.
+	ProtectedMode bool
+	// MaxMemory bounds the bytes of keys and values a node stores (0 = no
+	// limit); writes beyond it get -OOM.
+	MaxMemory int64
+	// MaxValueSize is the largest value accepted (proto-max-bulk-len).
+	MaxValueSize int64
+	// MaxArgs bounds the number of arguments in one command.
+	MaxArgs int
+	// PeerTimeout bounds one node-to-node request.
+	PeerTimeout time.Duration
+	// LogLevel is debug, info, warn or error.
+	LogLevel string
+	// ConfigFile is the file the configuration was read from, if any
+	// (reported by INFO server).
+	ConfigFile string
+}
+
+// DefaultConfig returns a single-node configuration on loopback.
+func DefaultConfig() Config {
+	return Config{
+		Bind:            "127.0.0.1",
+		Port:            7001,
+		PeerPort:        17001,
+		HTTPPort:        27001,
+		DataDir:         "memgest-data",
+		BootstrapExpect: 1,
+		Voters:          3,
+		ProtectedMode:   true,
+		MaxValueSize:    512 << 20,
+		MaxArgs:         1 << 20,
+		PeerTimeout:     5 * time.Second,
+		LogLevel:        "warn",
+	}
+}
+
+// Validate reports the first problem with c, naming the field.
+func (c Config) Validate() error {
+	if net.ParseIP(c.Bind) == nil {
+		return fmt.Errorf("server: bind %q is not an IP address", c.Bind)
+	}
+	if err := checkPort("port", c.Port, false); err != nil {
+		return err
+	}
+	if err := checkPort("peer-port", c.PeerPort, false); err != nil {
+		return err
+	}
+	if err := checkPort("http-port", c.HTTPPort, true); err != nil {
+		return err
+	}
+	if c.Port == c.PeerPort || (c.HTTPPort != 0 && (c.HTTPPort == c.Port || c.HTTPPort == c.PeerPort)) {
+		return errors.New("server: port, peer-port and http-port must differ")
+	}
+	if c.DataDir == "" {
+		return errors.New("server: data-dir is required (it holds Raft state)")
+	}
+	if c.Join == "" && c.BootstrapExpect < 1 {
+		return errors.New("server: give --join ADDR or --bootstrap-expect N (N ≥ 1)")
+	}
+	if c.Join != "" {
+		if _, _, err := net.SplitHostPort(c.Join); err != nil {
+			return fmt.Errorf("server: join %q: want host:port of a member's peer port", c.Join)
+		}
+	}
+	if c.Voters != 1 && c.Voters != 3 && c.Voters != 5 {
+		return fmt.Errorf("server: voters must be 1, 3 or 5, not %d", c.Voters)
+	}
+	if c.MaxValueSize < 1 || c.MaxValueSize > 512<<20 {
+		return fmt.Errorf("server: max-value-size must be 1..%d bytes", 512<<20)
+	}
+	if c.MaxMemory < 0 {
+		return errors.New("server: maxmemory must be ≥ 0")
+	}
+	if c.MaxArgs < 2 {
+		return errors.New("server: max-args must be ≥ 2")
+	}
+	if c.PeerTimeout <= 0 {
+		return errors.New("server: peer-timeout must be positive")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("server: log-level %q: want debug, info, warn or error", c.LogLevel)
+	}
+	return nil
+}
+
+func checkPort(name string, p int, zeroOK bool) error {
+	if (p == 0 && zeroOK) || (p > 0 && p < 65536) {
+		return nil
+	}
+	return fmt.Errorf("server: %s %d out of range 1..65535", name, p)
+}
+
+// advertiseHost is the host part others use to reach this node.
+func (c Config) advertiseHost() string {
+	if c.Advertise != "" {
+		return c.Advertise
+	}
+	return c.Bind
+}
+
+func (c Config) clientAddr() string {
+	return net.JoinHostPort(c.advertiseHost(), strconv.Itoa(c.Port))
+}
+func (c Config) peerAddr() string {
+	return net.JoinHostPort(c.advertiseHost(), strconv.Itoa(c.PeerPort))
+}
+func (c Config) httpAddr() string {
+	if c.HTTPPort == 0 {
+		return ""
+	}
+	return net.JoinHostPort(c.advertiseHost(), strconv.Itoa(c.HTTPPort))
+}
+
+// isLoopback reports whether Bind only accepts local connections.
+func (c Config) isLoopback() bool {
+	ip := net.ParseIP(c.Bind)
+	return ip != nil && ip.IsLoopback()
+}

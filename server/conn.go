@@ -1,0 +1,182 @@
+package server
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/memgest/memgest/server/resp"
+	"github.com/tidwall/redcon"
+)
+
+// connState is one client connection's session: protocol version, auth,
+// name. Forwarded commands run under a synthetic state with forwarded set.
+type connState struct {
+	id        int64
+	proto     int
+	authed    bool
+	forwarded bool
+	name      string
+	addr      string
+	laddr     string
+	created   time.Time
+	lastCmd   atomic.Value // string
+	db        int
+}
+
+var nextConnID atomic.Int64
+
+// sub is the session a fan-out runs its per-node parts under: same
+// protocol, already authenticated.
+func (cs *connState) sub() *connState {
+	return &connState{id: cs.id, proto: cs.proto, authed: true, forwarded: cs.forwarded, addr: cs.addr, created: cs.created}
+}
+
+// accept applies protected mode: with no password and a non-loopback bind,
+// only loopback clients are served, as Redis does.
+func (n *Node) accept(c redcon.Conn) bool {
+	if n.cfg.ProtectedMode && n.cfg.RequirePass == "" && !n.cfg.isLoopback() && !isLoopbackAddr(c.RemoteAddr()) {
+		c.WriteError("DENIED memgest is running in protected mode because no password is set and it is bound beyond loopback. " +
+			"Set --requirepass, bind to 127.0.0.1, or disable protected mode with --protected-mode=false.")
+		return false
+	}
+	cs := &connState{
+		id: nextConnID.Add(1), proto: 2, authed: n.cfg.RequirePass == "",
+		addr: c.RemoteAddr(), created: time.Now(),
+	}
+	if nc := c.NetConn(); nc != nil {
+		cs.laddr = nc.LocalAddr().String()
+	}
+	c.SetContext(cs)
+	n.clients.add(cs)
+	n.stats.connections.Add(1)
+	return true
+}
+
+func (n *Node) closed(c redcon.Conn, _ error) {
+	if cs, ok := c.Context().(*connState); ok {
+		n.clients.remove(cs)
+	}
+}
+
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// serveRESP handles one command and every command already pipelined behind
+// it: commands on disjoint keys run concurrently, commands sharing a key or
+// changing the session run in order, and replies go out in order in one
+// write (redcon flushes after the handler returns).
+func (n *Node) serveRESP(c redcon.Conn, cmd redcon.Command) {
+	cs := c.Context().(*connState)
+	cmds := append([]redcon.Command{cmd}, c.ReadPipeline()...)
+	replies, protos := n.runPipeline(cs, cmds)
+	var buf []byte
+	for i, r := range replies {
+		buf = r.AppendTo(buf, protos[i])
+		if isQuit(cmds[i].Args) {
+			c.WriteRaw(buf)
+			c.Close()
+			return
+		}
+	}
+	c.WriteRaw(buf)
+}
+
+func isQuit(args [][]byte) bool {
+	return len(args) > 0 && len(args[0]) == 4 && (args[0][0]|0x20) == 'q' && (args[0][1]|0x20) == 'u' &&
+		(args[0][2]|0x20) == 'i' && (args[0][3]|0x20) == 't'
+}
+
+// runPipeline executes cmds with the ordering rule of serveRESP and
+// returns each reply with the protocol version it is to be written in (a
+// HELLO in the pipeline changes it for the replies after it).
+func (n *Node) runPipeline(cs *connState, cmds []redcon.Command) ([]resp.Reply, []int) {
+	replies := make([]resp.Reply, len(cmds))
+	protos := make([]int, len(cmds))
+	if len(cmds) == 1 {
+		replies[0] = n.execute(context.Background(), cs, cmds[0].Args)
+		protos[0] = cs.proto
+		return replies, protos
+	}
+	var wg sync.WaitGroup
+	busy := map[string]*sync.WaitGroup{} // key → the command using it
+	for i, cmd := range cmds {
+		keys, concurrent := pipelineKeys(cmd.Args)
+		if !concurrent {
+			wg.Wait()
+			clear(busy)
+			replies[i] = n.execute(context.Background(), cs, cmd.Args)
+			protos[i] = cs.proto
+			continue
+		}
+		protos[i] = cs.proto
+		for _, k := range keys {
+			if w, ok := busy[string(k)]; ok {
+				w.Wait()
+			}
+		}
+		done := &sync.WaitGroup{}
+		done.Add(1)
+		for _, k := range keys {
+			busy[string(k)] = done
+		}
+		wg.Add(1)
+		go func(i int, args [][]byte) {
+			defer wg.Done()
+			defer done.Done()
+			replies[i] = n.execute(context.Background(), cs, args)
+		}(i, cmd.Args)
+	}
+	wg.Wait()
+	return replies, protos
+}
+
+// pipelineKeys returns a command's keys and whether it may run concurrently
+// with others of the pipeline: only key-addressed data commands may.
+func pipelineKeys(args [][]byte) ([][]byte, bool) {
+	spec, bad := resp.Resolve(args)
+	if bad.IsError() {
+		return nil, false
+	}
+	keys := spec.Keys(args)
+	return keys, len(keys) > 0
+}
+
+// clientRegistry lists open connections for CLIENT LIST and INFO clients.
+type clientRegistry struct {
+	mu sync.Mutex
+	m  map[int64]*connState
+}
+
+func (r *clientRegistry) add(cs *connState) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = make(map[int64]*connState)
+	}
+	r.m[cs.id] = cs
+}
+
+func (r *clientRegistry) remove(cs *connState) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, cs.id)
+}
+
+func (r *clientRegistry) list() []*connState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*connState, 0, len(r.m))
+	for _, cs := range r.m {
+		out = append(out, cs)
+	}
+	return out
+}

@@ -1,0 +1,279 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/store"
+)
+
+// This file is the coordinator's data path (DESIGN.md §3, Ring §5.2): every
+// key has one coordinator, which assigns versions, writes redundancy, and
+// commits in its primary store only after every redundancy node has
+// acknowledged. Readers read committed state; read-modify-writes wait until
+// no write of the key is in flight and retry if a newer write overtakes
+// them.
+
+// errOvertaken means a newer write committed between a read-modify-write's
+// read and its version check; the operation is retried from the start.
+var errOvertaken = errors.New("server: overtaken by a newer write")
+
+// maxAttempts bounds retries of an overtaken read-modify-write or of a split
+// read whose pieces were released under it.
+const maxAttempts = 16
+
+// current is a key's committed state as a read-modify-write sees it.
+type current struct {
+	exists bool
+	meta   store.Meta
+	value  []byte
+	entry  cluster.SchemeEntry
+}
+
+// writeOp is the new state of a key: a value under a scheme, or a deletion.
+type writeOp struct {
+	key      []byte
+	value    []byte
+	expireAt int64
+	entry    cluster.SchemeEntry
+	del      bool
+}
+
+// get returns the committed value of key. It does not wait for writes in
+// flight: the committed record changes only when a write commits, which is
+// before that write is acknowledged, so a read returns a value at least as
+// new as every write acknowledged before it began and never an
+// unacknowledged one (decision 0002 explains why Ring's wait is not needed).
+func (n *Node) get(ctx context.Context, key []byte) (current, error) {
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		cur, err := n.readCommitted(ctx, key)
+		if !errors.Is(err, errPieceGone) {
+			return cur, err
+		}
+	}
+	return current{}, fmt.Errorf("server: key %q kept changing under a read", key)
+}
+
+// readCommitted reads the committed record without waiting: locally for
+// none and rep, by gathering k shards for split.
+func (n *Node) readCommitted(ctx context.Context, key []byte) (current, error) {
+	val, meta, ok := n.primary.Get(key, nil)
+	if !ok {
+		return current{}, nil
+	}
+	if meta.ExpireAt != 0 && meta.ExpireAt <= nowMs() {
+		n.expireLater(key)
+		return current{}, nil
+	}
+	m := n.ctl.Map()
+	entry, ok := m.SchemeByID(meta.Scheme)
+	if !ok {
+		return current{}, fmt.Errorf("server: key %q uses unknown scheme id %d", key, meta.Scheme)
+	}
+	cur := current{exists: true, meta: meta, value: val, entry: entry}
+	if checksum(val) != meta.Aux {
+		return current{}, fmt.Errorf("server: checksum mismatch on key %q (corrupt record)", key)
+	}
+	if entry.Spec.Kind == scheme.Split {
+		v, err := n.gatherSplit(ctx, m, key, meta, entry)
+		if err != nil {
+			return current{}, err
+		}
+		cur.value = v
+	}
+	return cur, nil
+}
+
+// rmw runs a read-modify-write: fn sees the committed state with no write in
+// flight and returns the new state, or nil for no change.
+func (n *Node) rmw(ctx context.Context, key []byte, fn func(cur current) (*writeOp, error)) error {
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		err := n.rmwOnce(ctx, key, fn)
+		if !errors.Is(err, errOvertaken) && !errors.Is(err, errPieceGone) {
+			return err
+		}
+	}
+	return fmt.Errorf("server: key %q is written too often to update it atomically; retry", key)
+}
+
+func (n *Node) rmwOnce(ctx context.Context, key []byte, fn func(cur current) (*writeOp, error)) error {
+	s, err := n.inflight.waitQuiet(ctx, key)
+	if err != nil {
+		return err
+	}
+	p := s.begin(key, n.clock.next())
+	s.mu.Unlock()
+	cur, err := n.readCommitted(ctx, key)
+	if err == nil && cur.meta.Version > p.version {
+		err = errOvertaken
+	}
+	var op *writeOp
+	if err == nil {
+		op, err = fn(cur)
+	}
+	if err != nil || op == nil {
+		n.abort(key, p)
+		return err
+	}
+	return n.apply(ctx, p, op)
+}
+
+// writeLocked is a blind write (plain SET, MSET): it needs no earlier
+// state, so it begins at once; for none it commits at once. The caller holds
+// s.mu, which writeLocked releases.
+func (n *Node) writeLocked(ctx context.Context, s *inflightShard, op *writeOp) error {
+	if op.entry.Spec.Kind == scheme.None && !op.del {
+		if err := n.checkMemory(op); err != nil {
+			s.mu.Unlock()
+			return err
+		}
+		rel := n.commitLocked(s, op, n.clock.next(), nil)
+		s.mu.Unlock()
+		n.releaseAll(ctx, rel, false)
+		return nil
+	}
+	p := s.begin(op.key, n.clock.next())
+	s.mu.Unlock()
+	return n.apply(ctx, p, op)
+}
+
+// apply sends op's redundancy at p's version, then commits it.
+func (n *Node) apply(ctx context.Context, p *pending, op *writeOp) error {
+	if err := n.checkMemory(op); err != nil {
+		n.abort(op.key, p)
+		return err
+	}
+	sent, err := n.sendRedundancy(ctx, op, p.version)
+	if err != nil {
+		n.abort(op.key, p)
+		n.releaseAll(context.Background(), sent, false)
+		return err
+	}
+	s := n.inflight.shard(op.key)
+	s.mu.Lock()
+	rel := n.commitLocked(s, op, p.version, p)
+	s.mu.Unlock()
+	close(p.done)
+	// A deletion is acknowledged once its redundancy is released, so that
+	// no piece outlives an acknowledged DEL.
+	n.releaseAll(ctx, rel, op.del)
+	return nil
+}
+
+// abort drops a write that will not commit.
+func (n *Node) abort(key []byte, p *pending) {
+	s := n.inflight.shard(key)
+	s.mu.Lock()
+	s.end(key, p)
+	s.mu.Unlock()
+	close(p.done)
+}
+
+// commitLocked makes op at version v the committed state unless a newer
+// version already is, and returns the pieces that are no longer needed: the
+// replaced record's, or op's own if it lost. The caller holds s.mu.
+func (n *Node) commitLocked(s *inflightShard, op *writeOp, v uint64, p *pending) []release {
+	if p != nil {
+		s.end(op.key, p)
+	}
+	prev, had := n.primary.Meta(op.key)
+	prevSplitLen := n.splitLen(op.key, prev, had)
+	var applied bool
+	if op.del {
+		applied = n.primary.DeleteIf(op.key, func(m store.Meta) bool { return m.Version < v })
+	} else {
+		stored := primaryValue(op)
+		meta := store.Meta{Version: v, ExpireAt: op.expireAt, Scheme: op.entry.ID, Aux: checksum(stored)}
+		var err error
+		applied, err = n.primary.PutIfNewer(op.key, stored, meta)
+		if err != nil {
+			applied = false
+		}
+	}
+	m := n.ctl.Map()
+	if applied {
+		n.accountSplit(op, prev, prevSplitLen)
+		if had && needsRelease(m, prev.Scheme, op) {
+			return []release{{key: op.key, scheme: prev.Scheme, version: prev.Version}}
+		}
+		return nil
+	}
+	if !op.del && ownPiecesOrphaned(op, prev, had) {
+		return []release{{key: op.key, scheme: op.entry.ID, version: v}}
+	}
+	return nil
+}
+
+// primaryValue is what the coordinator keeps: the value for none and rep,
+// the value's length for split (its bytes live in the shards).
+func primaryValue(op *writeOp) []byte {
+	if op.entry.Spec.Kind != scheme.Split {
+		return op.value
+	}
+	return enc(nil).u64(uint64(len(op.value)))
+}
+
+// needsRelease says whether the pieces of the replaced record (in scheme
+// prevID) must be released once op commits. Split pieces are per version, so
+// they always go; replicas go when the key leaves the scheme.
+func needsRelease(m *cluster.Map, prevID uint16, op *writeOp) bool {
+	prev, ok := m.SchemeByID(prevID)
+	if !ok {
+		return false
+	}
+	switch prev.Spec.Kind {
+	case scheme.Split:
+		return true
+	case scheme.Rep:
+		return op.del || prevID != op.entry.ID
+	}
+	return false
+}
+
+// ownPiecesOrphaned says whether a write that lost to a newer one left
+// pieces nobody will release: always for split, for rep when the winner is
+// in another scheme.
+func ownPiecesOrphaned(op *writeOp, winner store.Meta, had bool) bool {
+	switch op.entry.Spec.Kind {
+	case scheme.Split:
+		return true
+	case scheme.Rep:
+		return !had || winner.Scheme != op.entry.ID
+	}
+	return false
+}
+
+func nowMs() int64 { return time.Now().UnixMilli() }
+
+// splitLen is the logical value length of a split record (its primary
+// value holds just that), or 0.
+func (n *Node) splitLen(key []byte, meta store.Meta, had bool) int64 {
+	if !had {
+		return 0
+	}
+	if e, ok := n.ctl.Map().SchemeByID(meta.Scheme); !ok || e.Spec.Kind != scheme.Split {
+		return 0
+	}
+	var buf [8]byte
+	v, _, ok := n.primary.Get(key, buf[:0])
+	if !ok || len(v) != 8 {
+		return 0
+	}
+	d := dec{b: v}
+	return int64(d.u64())
+}
+
+// accountSplit keeps the per-scheme logical byte counts of split keys,
+// whose values the primary store does not hold.
+func (n *Node) accountSplit(op *writeOp, prev store.Meta, prevLen int64) {
+	if prevLen != 0 {
+		n.stats.splitBytes(prev.Scheme).Add(-prevLen)
+	}
+	if !op.del && op.entry.Spec.Kind == scheme.Split {
+		n.stats.splitBytes(op.entry.ID).Add(int64(len(op.value)))
+	}
+}

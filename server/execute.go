@@ -1,0 +1,153 @@
+package server
+
+import (
+	"context"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/server/resp"
+)
+
+// handler runs one command whose arity has been checked and, for key
+// commands, whose keys this node coordinates.
+type handler func(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply
+
+// command is how the dispatcher treats a command family member.
+type command struct {
+	run handler
+	// fanout splits a command whose keys live on several coordinators into
+	// one sub-command per coordinator and merges the replies; nil means all
+	// keys must share a coordinator.
+	fanout handler
+	// noAuth commands run before AUTH (AUTH, HELLO, QUIT).
+	noAuth bool
+	// cluster commands need a formed cluster (data commands).
+	needsFormed bool
+}
+
+// commands is the dispatch table, filled by the cmd_*.go files' init.
+var commands = map[string]*command{}
+
+// register adds a command under its lower-case Redis name.
+func register(name string, c *command) { commands[name] = c }
+
+// execute runs one client command: lookup, arity, auth, then routing to the
+// key's coordinator (DESIGN.md §1: the first live node of the shard's
+// placement coordinates every key in it, whatever its scheme).
+func (n *Node) execute(ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	spec, bad := resp.Resolve(args)
+	if bad.IsError() {
+		if !cs.authed {
+			return errNoAuth
+		}
+		return bad
+	}
+	cmd := commands[topName(spec)]
+	if cmd == nil {
+		return resp.ErrUnknownCommand(string(args[0]), args[1:])
+	}
+	if !cs.authed && !cmd.noAuth {
+		return errNoAuth
+	}
+	cs.lastCmd.Store(spec.Name)
+	n.stats.commands.Add(1)
+	if len(args) > n.cfg.MaxArgs {
+		return resp.Err("ERR too many arguments")
+	}
+	if keys := spec.Keys(args); len(keys) > 0 {
+		return n.route(ctx, cs, cmd, args, keys)
+	}
+	if cmd.needsFormed {
+		if r, down := n.clusterDown(); down {
+			return r
+		}
+	}
+	return cmd.run(n, ctx, cs, args)
+}
+
+var errNoAuth = resp.Err("NOAUTH Authentication required.")
+
+// topName is the registry name of a command: a subcommand runs its
+// container's handler.
+func topName(spec *resp.CommandSpec) string {
+	if spec.Parent != nil {
+		return spec.Parent.Name
+	}
+	return spec.Name
+}
+
+// clusterDown answers -CLUSTERDOWN while the cluster is still forming.
+func (n *Node) clusterDown() (resp.Reply, bool) {
+	m := n.ctl.Map()
+	if m.State == cluster.OK {
+		return resp.Reply{}, false
+	}
+	return resp.Errorf("CLUSTERDOWN The cluster is forming (%d of %d nodes joined)", len(m.Nodes), m.Expect), true
+}
+
+// route runs a key command where its keys are coordinated: here, by
+// forwarding, by -MOVED in redirect mode, or split per coordinator.
+func (n *Node) route(ctx context.Context, cs *connState, cmd *command, args, keys [][]byte) resp.Reply {
+	if r, down := n.clusterDown(); down {
+		return r
+	}
+	m := n.ctl.Map()
+	owner, slot, single := coordinatorOf(m, keys)
+	if !single {
+		if cmd.fanout == nil {
+			return resp.Err("CROSSSLOT Keys in request don't hash to the same node")
+		}
+		return cmd.fanout(n, ctx, cs, args)
+	}
+	if owner.ID == n.id {
+		return cmd.run(n, ctx, cs, args)
+	}
+	if cs.forwarded {
+		return resp.Errorf("MOVED %d %s", slot, owner.ClientAddr)
+	}
+	if n.cfg.Redirect {
+		return resp.Errorf("MOVED %d %s", slot, owner.ClientAddr)
+	}
+	return n.forward(ctx, cs, owner, args)
+}
+
+// coordinatorOf returns the common coordinator of keys, or single=false.
+func coordinatorOf(m *cluster.Map, keys [][]byte) (owner cluster.Node, slot int, single bool) {
+	for i, k := range keys {
+		s := cluster.Slot(k)
+		node, ok := m.Coordinator(s)
+		if !ok {
+			return cluster.Node{}, s, false
+		}
+		if i == 0 {
+			owner, slot = node, s
+		} else if node.ID != owner.ID {
+			return cluster.Node{}, 0, false
+		}
+	}
+	return owner, slot, true
+}
+
+// forward runs args on owner and relays its reply. If the owner's map says
+// someone else coordinates the key (maps in flux), the reply is -MOVED and
+// this node retries once with its refreshed map.
+func (n *Node) forward(ctx context.Context, cs *connState, owner cluster.Node, args [][]byte) resp.Reply {
+	payload := forwardReq{Proto: cs.proto, Args: args}.encode(nil)
+	out, err := n.call(ctx, owner, msgForward, payload)
+	if err != nil {
+		return resp.Errorf("TRYAGAIN forwarding to the coordinator failed: %v", err)
+	}
+	r, _, err := resp.Parse(out)
+	if err != nil {
+		return resp.Errorf("ERR bad reply from coordinator %s: %v", owner.ClientAddr, err)
+	}
+	n.stats.forwarded.Add(1)
+	return r
+}
+
+// runOn executes args on node (locally or forwarded) for fan-out commands.
+func (n *Node) runOn(ctx context.Context, cs *connState, node cluster.Node, args [][]byte) resp.Reply {
+	if node.ID == n.id {
+		return n.execute(ctx, cs.sub(), args)
+	}
+	return n.forward(ctx, cs, node, args)
+}

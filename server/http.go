@@ -1,0 +1,170 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// httpServer serves /metrics (Prometheus text format) and /status (the
+// cluster as JSON, for `memgest status`).
+type httpServer struct {
+	srv *http.Server
+}
+
+func (n *Node) startHTTP() (*httpServer, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(n.cfg.Bind, strconv.Itoa(n.cfg.HTTPPort)))
+	if err != nil {
+		return nil, errors.New("server: http port: " + err.Error())
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(n.collector())
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/status", n.serveStatus)
+	h := &httpServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
+	go h.srv.Serve(l)
+	return h, nil
+}
+
+func (h *httpServer) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return h.srv.Shutdown(ctx)
+}
+
+// Status is the cluster as one node sees it: what `memgest status` prints.
+type Status struct {
+	Node    string         `json:"node"`
+	Epoch   uint64         `json:"epoch"`
+	State   string         `json:"state"`
+	Leader  string         `json:"leader"`
+	Nodes   []StatusNode   `json:"nodes"`
+	Schemes []StatusScheme `json:"schemes"`
+}
+
+// StatusNode is one node's line of the status.
+type StatusNode struct {
+	ID         string `json:"id"`
+	ClientAddr string `json:"client_addr"`
+	State      string `json:"state"`
+	Voter      bool   `json:"voter"`
+	Slots      int    `json:"slots"`
+	Keys       int64  `json:"keys"`
+	Bytes      int64  `json:"bytes"`
+	Error      string `json:"error,omitempty"`
+}
+
+// StatusScheme is one scheme's line of the status.
+type StatusScheme struct {
+	Name      string  `json:"name"`
+	Spec      string  `json:"spec"`
+	Default   bool    `json:"default"`
+	Tolerance int     `json:"tolerance"`
+	Keys      int64   `json:"keys"`
+	Logical   int64   `json:"logical_bytes"`
+	Stored    int64   `json:"stored_bytes"`
+	Overhead  float64 `json:"overhead"`
+}
+
+func (n *Node) serveStatus(w http.ResponseWriter, r *http.Request) {
+	st := n.status(r.Context())
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(st)
+}
+
+func (n *Node) status(ctx context.Context) Status {
+	m := n.ctl.Map()
+	_, leader, _ := n.ctl.Leader()
+	st := Status{Node: string(n.id), Epoch: m.Epoch, State: m.State.String(), Leader: leader}
+	stats, err := n.clusterStats(ctx)
+	byNode := map[string]nodeStats{}
+	for _, s := range stats {
+		byNode[string(s.Node)] = s
+	}
+	for _, node := range m.Nodes {
+		line := StatusNode{ID: string(node.ID), ClientAddr: node.ClientAddr, State: node.State.String(), Voter: node.Voter}
+		for _, sh := range m.Shards {
+			if c, ok := m.Coordinator(sh.First); ok && c.ID == node.ID {
+				line.Slots += sh.Last - sh.First + 1
+			}
+		}
+		if s, ok := byNode[string(node.ID)]; ok {
+			line.Keys, line.Bytes = s.Keys, s.PrimaryBytes+s.PieceBytes
+		} else if err != nil {
+			line.Error = err.Error()
+		}
+		st.Nodes = append(st.Nodes, line)
+	}
+	total := sumSchemes(stats)
+	def := m.DefaultScheme().ID
+	for _, e := range m.Schemes {
+		u := total[e.ID]
+		if u == nil {
+			u = &schemeUsage{}
+		}
+		line := StatusScheme{Name: e.Name(), Spec: e.Spec.String(), Default: e.ID == def, Tolerance: e.Spec.Tolerance(),
+			Keys: u.Keys, Logical: u.Logical, Stored: u.Stored}
+		if u.Logical > 0 {
+			line.Overhead = float64(u.Stored) / float64(u.Logical)
+		}
+		st.Schemes = append(st.Schemes, line)
+	}
+	return st
+}
+
+// nodeCollector exposes the node's counters and per-scheme usage.
+type nodeCollector struct {
+	n                                      *Node
+	commands, forwarded, expired           *prometheus.Desc
+	epoch, keys, logical, stored, overhead *prometheus.Desc
+}
+
+func (n *Node) collector() prometheus.Collector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("memgest_"+name, help, labels, nil)
+	}
+	return &nodeCollector{n: n,
+		commands:  d("commands_total", "Client commands processed by this node."),
+		forwarded: d("forwarded_commands_total", "Client commands forwarded to their coordinator."),
+		expired:   d("expired_keys_total", "Keys deleted because their TTL passed."),
+		epoch:     d("map_epoch", "Epoch of the cluster map this node has applied."),
+		keys:      d("scheme_keys", "Keys this node coordinates, by scheme.", "scheme"),
+		logical:   d("scheme_logical_bytes", "Key and value bytes of this node's keys, by scheme.", "scheme"),
+		stored:    d("scheme_stored_bytes", "Bytes this node stores (records and pieces), by scheme.", "scheme"),
+		overhead:  d("store_overhead_bytes_per_key", "Index and header bytes per record in the primary store."),
+	}
+}
+
+func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.commands, c.forwarded, c.expired, c.epoch, c.keys, c.logical, c.stored, c.overhead} {
+		ch <- d
+	}
+}
+
+func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
+	n := c.n
+	ch <- prometheus.MustNewConstMetric(c.commands, prometheus.CounterValue, float64(n.stats.commands.Load()))
+	ch <- prometheus.MustNewConstMetric(c.forwarded, prometheus.CounterValue, float64(n.stats.forwarded.Load()))
+	ch <- prometheus.MustNewConstMetric(c.expired, prometheus.CounterValue, float64(n.stats.expired.Load()))
+	m := n.ctl.Map()
+	ch <- prometheus.MustNewConstMetric(c.epoch, prometheus.GaugeValue, float64(m.Epoch))
+	st := n.localStats()
+	ch <- prometheus.MustNewConstMetric(c.overhead, prometheus.GaugeValue, st.OverheadPerKey)
+	for _, e := range m.Schemes {
+		u := st.Schemes[e.ID]
+		if u == nil {
+			u = &schemeUsage{}
+		}
+		ch <- prometheus.MustNewConstMetric(c.keys, prometheus.GaugeValue, float64(u.Keys), e.Name())
+		ch <- prometheus.MustNewConstMetric(c.logical, prometheus.GaugeValue, float64(u.Logical), e.Name())
+		ch <- prometheus.MustNewConstMetric(c.stored, prometheus.GaugeValue, float64(u.Stored), e.Name())
+	}
+}

@@ -1,0 +1,44 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+)
+
+// errOOM is Redis's reply when maxmemory is reached; deletions still work.
+var errOOM = errors.New("OOM command not allowed when used memory > 'maxmemory'.")
+
+// memGauge caches the bytes the stores hold, refreshed a few times a
+// second, so that the write path checks maxmemory without walking shards.
+type memGauge struct{ used atomic.Int64 }
+
+func (g *memGauge) refresh(n *Node) func(context.Context) {
+	return func(ctx context.Context) {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			g.used.Store(n.primary.Stats().MemoryBytes() + n.pieces.Stats().MemoryBytes())
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}
+}
+
+// checkMemory refuses a write that would grow the node beyond maxmemory.
+// The bound is checked against the last refresh plus this write, so it can
+// overshoot by one refresh interval of writes, like Redis's per-command
+// check overshoots by one command.
+func (n *Node) checkMemory(op *writeOp) error {
+	if n.cfg.MaxMemory == 0 || op.del {
+		return nil
+	}
+	if n.memUsed.used.Load()+int64(len(op.key)+len(op.value)) > n.cfg.MaxMemory {
+		return errOOM
+	}
+	return nil
+}

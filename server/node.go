@@ -1,0 +1,265 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/store"
+	"github.com/memgest/memgest/transport"
+	"github.com/tidwall/redcon"
+)
+
+// Version is memgest's version, reported by INFO and `memgest version`.
+var Version = "0.3.0-dev"
+
+// Node is one running memgest server: the composition root that wires the
+// stores, the control plane, the peer transport and the RESP listener.
+type Node struct {
+	cfg     Config
+	log     *slog.Logger
+	id      cluster.NodeID
+	started time.Time
+
+	ctl      *cluster.Control
+	primary  *store.Store // records of the keys this node coordinates
+	pieces   *store.Store // redundancy this node holds for coordinators
+	peers    *transport.Pool
+	inflight *inflight
+	clock    versionClock
+	stats    counters
+	clients  clientRegistry
+
+	mux      *transport.Mux
+	raftLn   net.Listener
+	framesLn net.Listener
+	peerSrv  *transport.Server
+	resp     *redcon.Server
+	respLn   net.Listener
+	http     *httpServer
+	memUsed  memGauge
+	expireQ  chan []byte
+	stop     context.CancelFunc
+	bg       sync.WaitGroup
+	closeErr error
+	once     sync.Once
+}
+
+// Start brings a node up: listeners, Raft (bootstrapping or joining), RESP
+// and HTTP. It returns once the node serves; the cluster may still be
+// forming (data commands answer -CLUSTERDOWN until it has formed).
+func Start(cfg Config, log *slog.Logger) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, log: log, started: time.Now(), inflight: newInflight(),
+		expireQ: make(chan []byte, expireQueueSize),
+		primary: store.New(store.WithMaxValueSize(int(cfg.MaxValueSize))),
+		pieces:  store.New(store.WithMaxValueSize(int(cfg.MaxValueSize) + 1024)),
+		peers:   transport.NewPool(transport.WithMaxPayload(int(cfg.MaxValueSize) + 64<<10)),
+	}
+	if err := n.start(); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *Node) start() error {
+	id, err := loadNodeID(n.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	n.id = id
+	if err := n.listenPeers(); err != nil {
+		return err
+	}
+	if err := n.startControl(); err != nil {
+		return err
+	}
+	// Peer frames are served only once the control plane exists: their
+	// handlers read the map. Connections wait in the listener until then.
+	go n.peerSrv.Serve(n.framesLn)
+	if err := n.listenClients(); err != nil {
+		return err
+	}
+	if n.cfg.HTTPPort != 0 {
+		if n.http, err = n.startHTTP(); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n.stop = cancel
+	n.background(ctx, n.expireCycle)
+	n.background(ctx, n.memUsed.refresh(n))
+	if n.cfg.Join != "" {
+		n.background(ctx, n.joinLoop)
+	}
+	return nil
+}
+
+func (n *Node) background(ctx context.Context, f func(context.Context)) {
+	n.bg.Add(1)
+	go func() {
+		defer n.bg.Done()
+		f(ctx)
+	}()
+}
+
+// self is this node as the cluster map records it.
+func (n *Node) self() cluster.Node {
+	return cluster.Node{ID: n.id, ClientAddr: n.cfg.clientAddr(), PeerAddr: n.cfg.peerAddr(), HTTPAddr: n.cfg.httpAddr()}
+}
+
+func (n *Node) listenPeers() error {
+	l, err := net.Listen("tcp", net.JoinHostPort(n.cfg.Bind, fmt.Sprint(n.cfg.PeerPort)))
+	if err != nil {
+		return fmt.Errorf("server: peer port: %w", err)
+	}
+	n.mux = transport.NewMux(l)
+	frames := n.mux.Listener(transport.TagFrames)
+	n.raftLn = n.mux.Listener(transport.TagRaft) // registered before Serve
+	n.peerSrv = transport.NewServer(n.handlePeer, transport.WithMaxPayload(int(n.cfg.MaxValueSize)+64<<10))
+	n.framesLn = frames
+	go n.mux.Serve()
+	return nil
+}
+
+func (n *Node) startControl() error {
+	ccfg := cluster.DefaultConfig()
+	ccfg.Self = n.self()
+	ccfg.DataDir = filepath.Join(n.cfg.DataDir, "raft")
+	ccfg.Bootstrap = n.cfg.Join == ""
+	ccfg.Expect = n.cfg.BootstrapExpect
+	ccfg.Voters = n.cfg.Voters
+	ccfg.Logger = raftLogger(n.cfg.LogLevel)
+	ccfg.Stream = &raftStream{Listener: n.raftLn, advertise: n.cfg.peerAddr()}
+	ctl, err := cluster.Start(ccfg)
+	if err != nil {
+		return err
+	}
+	n.ctl = ctl
+	return nil
+}
+
+// joinLoop asks the cluster to admit this node until it is in the map.
+func (n *Node) joinLoop(ctx context.Context) {
+	if _, ok := n.ctl.Map().Node(n.id); ok {
+		return // restarted member: Raft already has us
+	}
+	if err := n.join(ctx, n.self()); err != nil && ctx.Err() == nil {
+		n.log.Error("join failed", "via", n.cfg.Join, "err", err)
+	}
+}
+
+func (n *Node) listenClients() error {
+	l, err := net.Listen("tcp", net.JoinHostPort(n.cfg.Bind, fmt.Sprint(n.cfg.Port)))
+	if err != nil {
+		return fmt.Errorf("server: client port: %w", err)
+	}
+	n.respLn = &limitListener{Listener: l, maxBulk: n.cfg.MaxValueSize, maxArgs: int64(n.cfg.MaxArgs)}
+	n.resp = redcon.NewServerNetwork("tcp", "", n.serveRESP, n.accept, n.closed)
+	go n.resp.Serve(n.respLn)
+	return nil
+}
+
+// ID is this node's cluster id.
+func (n *Node) ID() cluster.NodeID { return n.id }
+
+// ClientAddr is the RESP address clients use.
+func (n *Node) ClientAddr() string { return n.cfg.clientAddr() }
+
+// Close stops serving and releases everything the node holds.
+func (n *Node) Close() error {
+	n.once.Do(func() {
+		if n.stop != nil {
+			n.stop()
+		}
+		var errs []error
+		if n.resp != nil {
+			errs = append(errs, n.resp.Close())
+		}
+		if n.http != nil {
+			errs = append(errs, n.http.close())
+		}
+		if n.ctl != nil {
+			errs = append(errs, n.ctl.Close())
+		}
+		if n.peerSrv != nil {
+			errs = append(errs, n.peerSrv.Close())
+		}
+		if n.mux != nil {
+			errs = append(errs, n.mux.Close())
+		}
+		errs = append(errs, n.peers.Close())
+		n.bg.Wait()
+		n.closeErr = errors.Join(errs...)
+	})
+	return n.closeErr
+}
+
+// loadNodeID reads the node id kept in dataDir, creating one on first start
+// so a restarted node keeps its identity.
+func loadNodeID(dataDir string) (cluster.NodeID, error) {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", fmt.Errorf("server: data dir: %w", err)
+	}
+	path := filepath.Join(dataDir, "node-id")
+	if b, err := os.ReadFile(path); err == nil {
+		id := cluster.NodeID(strings.TrimSpace(string(b)))
+		if !id.Valid() {
+			return "", fmt.Errorf("server: %s holds an invalid node id", path)
+		}
+		return id, nil
+	}
+	id := cluster.NewNodeID()
+	if err := os.WriteFile(path, []byte(string(id)+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("server: write node id: %w", err)
+	}
+	return id, nil
+}
+
+// raftStream is Raft's stream layer over the shared peer port: inbound Raft
+// connections come from the Mux, outbound ones are dialled with the Raft tag.
+type raftStream struct {
+	net.Listener
+	advertise string
+}
+
+// Dial opens a Raft connection to a member's peer port.
+func (s *raftStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return transport.DialTag(ctx, string(addr), transport.TagRaft, timeout)
+}
+
+// Addr is the address other members dial.
+func (s *raftStream) Addr() net.Addr { return advertised(s.advertise) }
+
+type advertised string
+
+func (a advertised) Network() string { return "tcp" }
+func (a advertised) String() string  { return string(a) }
+
+// raftLogger keeps Raft's routine warnings (elections, log catch-up) out of
+// the node's log unless debug or info logging is asked for.
+func raftLogger(level string) hclog.Logger {
+	l := hclog.Error
+	switch level {
+	case "debug":
+		l = hclog.Debug
+	case "info":
+		l = hclog.Warn
+	}
+	return hclog.New(&hclog.LoggerOptions{Name: "raft", Level: l, Output: os.Stderr})
+}

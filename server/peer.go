@@ -1,0 +1,169 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/transport"
+)
+
+// staleEpochPrefix starts the error a node returns for a frame made under an
+// older cluster map than its own (DESIGN.md §1 fencing).
+const staleEpochPrefix = "STALEEPOCH "
+
+// call sends one request to node under the current epoch. If the peer has a
+// newer map, call waits until this node has it too and retries, so a map
+// change (a new scheme, say) never fails a write; a peer with an older map
+// waits on its side (handlePeer).
+func (n *Node) call(ctx context.Context, node cluster.Node, typ uint8, payload []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.PeerTimeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		req := transport.Frame{Type: typ, Epoch: n.ctl.Map().Epoch, Payload: payload}
+		resp, err := n.peers.Get(node.PeerAddr).Call(ctx, req)
+		newer, stale := staleEpoch(err)
+		if !stale || attempt >= 3 {
+			if err != nil {
+				return nil, fmt.Errorf("node %s: %w", node.PeerAddr, err)
+			}
+			return resp.Payload, nil
+		}
+		if _, err := n.ctl.WaitEpoch(ctx, newer); err != nil {
+			return nil, fmt.Errorf("node %s has epoch %d: %w", node.PeerAddr, newer, err)
+		}
+	}
+}
+
+func staleEpoch(err error) (uint64, bool) {
+	var re *transport.RemoteError
+	if !errors.As(err, &re) || !strings.HasPrefix(re.Msg, staleEpochPrefix) {
+		return 0, false
+	}
+	e, perr := strconv.ParseUint(strings.TrimPrefix(re.Msg, staleEpochPrefix), 10, 64)
+	return e, perr == nil
+}
+
+// unfenced message types are accepted whatever their epoch: a joining node
+// has no map yet, and proposals are ordered by Raft itself.
+func unfenced(typ uint8) bool { return typ == msgJoin || typ == msgPropose }
+
+// handlePeer serves one frame from another node. Requests that may block
+// (waiting for a newer map, forwarded commands, proposals) run in their own
+// goroutine so the connection's read loop keeps going.
+func (n *Node) handlePeer(req transport.Frame, reply func(transport.Frame)) {
+	local := n.ctl.Map().Epoch
+	switch {
+	case unfenced(req.Type):
+		go n.servePeer(req, reply)
+	case req.Epoch < local:
+		reply(errFrame(errors.New(staleEpochPrefix + strconv.FormatUint(local, 10))))
+	case req.Epoch > local:
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if _, err := n.ctl.WaitEpoch(ctx, req.Epoch); err != nil {
+				reply(errFrame(fmt.Errorf("server: frame from epoch %d, this node is at %d", req.Epoch, n.ctl.Map().Epoch)))
+				return
+			}
+			n.servePeer(req, reply)
+		}()
+	case req.Type == msgForward || req.Type == msgScan || req.Type == msgStats || req.Type == msgFlush:
+		go n.servePeer(req, reply)
+	default:
+		n.servePeer(req, reply)
+	}
+}
+
+func errFrame(err error) transport.Frame {
+	return transport.Frame{Flags: transport.FlagError, Payload: []byte(err.Error())}
+}
+
+func (n *Node) servePeer(req transport.Frame, reply func(transport.Frame)) {
+	out, err := n.peerHandler(req.Type)(req.Payload)
+	if err != nil {
+		reply(errFrame(err))
+		return
+	}
+	reply(transport.Frame{Type: req.Type, Payload: out})
+}
+
+func (n *Node) peerHandler(typ uint8) func([]byte) ([]byte, error) {
+	switch typ {
+	case msgPutPiece:
+		return n.onPutPiece
+	case msgGetPiece:
+		return n.onGetPiece
+	case msgDelPiece:
+		return n.onDelPiece
+	case msgForward:
+		return n.onForward
+	case msgJoin:
+		return n.onJoin
+	case msgPropose:
+		return n.onPropose
+	case msgStats:
+		return n.onStats
+	case msgScan:
+		return n.onScan
+	case msgFlush:
+		return n.onFlush
+	}
+	return func([]byte) ([]byte, error) { return nil, fmt.Errorf("server: unknown peer message type %d", typ) }
+}
+
+func (n *Node) onPutPiece(b []byte) ([]byte, error) {
+	p, err := decodePiece(b)
+	if err != nil {
+		return nil, err
+	}
+	return nil, n.storePiece(p)
+}
+
+func (n *Node) onGetPiece(b []byte) ([]byte, error) {
+	r, err := decodePieceRef(b)
+	if err != nil {
+		return nil, err
+	}
+	return n.loadPiece(r)
+}
+
+func (n *Node) onDelPiece(b []byte) ([]byte, error) {
+	r, err := decodePieceRef(b)
+	if err != nil {
+		return nil, err
+	}
+	n.dropPieces(r)
+	return nil, nil
+}
+
+func (n *Node) onForward(b []byte) ([]byte, error) {
+	f, err := decodeForward(b)
+	if err != nil {
+		return nil, err
+	}
+	if f.Proto != 2 && f.Proto != 3 {
+		return nil, errMalformed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.PeerTimeout)
+	defer cancel()
+	cs := &connState{proto: f.Proto, authed: true, forwarded: true}
+	return n.execute(ctx, cs, f.Args).AppendTo(nil, f.Proto), nil
+}
+
+func (n *Node) onScan(b []byte) ([]byte, error) {
+	req, err := decodeScan(b)
+	if err != nil {
+		return nil, err
+	}
+	return n.scanLocal(req).encode(nil), nil
+}
+
+func (n *Node) onFlush([]byte) ([]byte, error) {
+	n.flushLocal()
+	return nil, nil
+}

@@ -1,0 +1,151 @@
+package server
+
+import "hash/crc32"
+
+// Peer message types (transport.Frame.Type). Payload layouts are the
+// encode/decode pairs below; docs/transport.md lists them under "Peer
+// messages".
+const (
+	msgPutPiece uint8 = iota + 1 // store one redundancy piece
+	msgGetPiece                  // read one piece (split gathers)
+	msgDelPiece                  // release pieces of a key up to a version
+	msgForward                   // run a client command on its coordinator
+	msgJoin                      // ask the leader to add a node
+	msgPropose                   // ask the leader to apply a map command
+	msgStats                     // per-scheme counts and bytes of a node
+	msgScan                      // one SCAN step over a node's coordinated keys
+	msgFlush                     // drop every key and piece of a node
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// checksum is the CRC32C every stored piece carries.
+func checksum(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+// piece is one unit of redundancy stored on a node: a replica of a value or
+// one shard of a split object. Versioned pieces (split) are stored under
+// their version so that the committed version stays readable while a newer
+// one is being written (Ring §5.2 keeps old versions until the new commits).
+type piece struct {
+	Key       []byte
+	Scheme    uint16
+	Version   uint64
+	ExpireAt  int64
+	Index     uint8 // replica number or shard index
+	Versioned bool
+	CRC       uint32
+	Data      []byte
+}
+
+func (p piece) encode(e enc) enc {
+	v := uint8(0)
+	if p.Versioned {
+		v = 1
+	}
+	return e.bytes(p.Key).u16(p.Scheme).u64(p.Version).i64(p.ExpireAt).u8(p.Index).u8(v).u32(p.CRC).bytes(p.Data)
+}
+
+func decodePiece(b []byte) (piece, error) {
+	d := dec{b: b}
+	p := piece{Key: d.bytes(), Scheme: d.u16(), Version: d.u64(), ExpireAt: d.i64(), Index: d.u8()}
+	p.Versioned = d.u8() == 1
+	p.CRC, p.Data = d.u32(), d.bytes()
+	return p, d.done()
+}
+
+// pieceRef names a piece, or with Release every piece of the key in that
+// scheme up to Version.
+type pieceRef struct {
+	Key       []byte
+	Scheme    uint16
+	Version   uint64
+	Versioned bool
+}
+
+func (r pieceRef) encode(e enc) enc {
+	v := uint8(0)
+	if r.Versioned {
+		v = 1
+	}
+	return e.bytes(r.Key).u16(r.Scheme).u64(r.Version).u8(v)
+}
+
+func decodePieceRef(b []byte) (pieceRef, error) {
+	d := dec{b: b}
+	r := pieceRef{Key: d.bytes(), Scheme: d.u16(), Version: d.u64()}
+	r.Versioned = d.u8() == 1
+	return r, d.done()
+}
+
+// forwardReq carries a client command to the key's coordinator; the reply
+// is the RESP encoding in the client's protocol version.
+type forwardReq struct {
+	Proto int
+	Args  [][]byte
+}
+
+func (f forwardReq) encode(e enc) enc {
+	e = e.u8(uint8(f.Proto)).u32(uint32(len(f.Args)))
+	for _, a := range f.Args {
+		e = e.bytes(a)
+	}
+	return e
+}
+
+func decodeForward(b []byte) (forwardReq, error) {
+	d := dec{b: b}
+	f := forwardReq{Proto: int(d.u8())}
+	n := int(d.u32())
+	if n > len(b) { // every argument takes at least one byte
+		return f, errMalformed
+	}
+	f.Args = make([][]byte, 0, n)
+	for i := 0; i < n && d.err == nil; i++ {
+		f.Args = append(f.Args, d.bytes())
+	}
+	return f, d.done()
+}
+
+// scanReq is one step of a cluster-wide SCAN on one node.
+type scanReq struct {
+	Cursor uint64
+	Count  int
+	Match  []byte
+	Type   string
+}
+
+func (s scanReq) encode(e enc) enc {
+	return e.u64(s.Cursor).u32(uint32(s.Count)).bytes(s.Match).str(s.Type)
+}
+
+func decodeScan(b []byte) (scanReq, error) {
+	d := dec{b: b}
+	s := scanReq{Cursor: d.u64(), Count: int(d.u32()), Match: d.bytes(), Type: d.str()}
+	return s, d.done()
+}
+
+type scanResp struct {
+	Next uint64
+	Keys [][]byte
+}
+
+func (s scanResp) encode(e enc) enc {
+	e = e.u64(s.Next).u32(uint32(len(s.Keys)))
+	for _, k := range s.Keys {
+		e = e.bytes(k)
+	}
+	return e
+}
+
+func decodeScanResp(b []byte) (scanResp, error) {
+	d := dec{b: b}
+	s := scanResp{Next: d.u64()}
+	n := int(d.u32())
+	if n > len(b) {
+		return s, errMalformed
+	}
+	for i := 0; i < n && d.err == nil; i++ {
+		s.Keys = append(s.Keys, d.bytes())
+	}
+	return s, d.done()
+}

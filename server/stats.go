@@ -1,0 +1,127 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme"
+)
+
+// counters are a node's running totals for INFO stats and /metrics.
+type counters struct {
+	commands    atomic.Int64
+	forwarded   atomic.Int64
+	connections atomic.Int64
+	expired     atomic.Int64
+	splitValues sync.Map // scheme id → *atomic.Int64: logical value bytes of split keys
+}
+
+func (c *counters) splitBytes(id uint16) *atomic.Int64 {
+	v, _ := c.splitValues.LoadOrStore(id, new(atomic.Int64))
+	return v.(*atomic.Int64)
+}
+
+// nodeStats is one node's share of the cluster's keys and bytes, sent in
+// reply to msgStats.
+type nodeStats struct {
+	Node    cluster.NodeID          `json:"node"`
+	Keys    int64                   `json:"keys"`
+	Schemes map[uint16]*schemeUsage `json:"schemes"`
+	// Bytes reserved by the two stores, overhead included.
+	PrimaryBytes int64 `json:"primary_bytes"`
+	PieceBytes   int64 `json:"piece_bytes"`
+	// OverheadPerKey is index+header bytes per primary record.
+	OverheadPerKey float64 `json:"overhead_per_key"`
+}
+
+// schemeUsage is what one scheme's keys occupy on one node (or summed).
+type schemeUsage struct {
+	Keys    int64 `json:"keys"`    // keys coordinated
+	Logical int64 `json:"logical"` // key + value bytes as the client sees them
+	Stored  int64 `json:"stored"`  // bytes kept: primary records and pieces
+}
+
+func (u *schemeUsage) add(o *schemeUsage) {
+	u.Keys += o.Keys
+	u.Logical += o.Logical
+	u.Stored += o.Stored
+}
+
+// localStats reads this node's stores' per-scheme counters.
+func (n *Node) localStats() nodeStats {
+	p, q := n.primary.Stats(), n.pieces.Stats()
+	st := nodeStats{Node: n.id, Keys: int64(p.Keys), Schemes: map[uint16]*schemeUsage{},
+		PrimaryBytes: p.MemoryBytes(), PieceBytes: q.MemoryBytes(), OverheadPerKey: p.IndexHeaderPerKey()}
+	m := n.ctl.Map()
+	usage := func(id uint16) *schemeUsage {
+		if st.Schemes[id] == nil {
+			st.Schemes[id] = &schemeUsage{}
+		}
+		return st.Schemes[id]
+	}
+	for id, s := range p.ByScheme {
+		u := usage(id)
+		u.Keys = int64(s.Keys)
+		u.Logical = int64(s.KeyBytes + s.ValueBytes)
+		if e, ok := m.SchemeByID(id); ok && e.Spec.Kind == scheme.Split {
+			u.Logical = int64(s.KeyBytes) + n.stats.splitBytes(id).Load()
+		} else {
+			u.Stored += int64(s.KeyBytes + s.ValueBytes)
+		}
+	}
+	for id, s := range q.ByScheme {
+		usage(id).Stored += int64(s.KeyBytes + s.ValueBytes)
+	}
+	return st
+}
+
+func (n *Node) onStats([]byte) ([]byte, error) {
+	return json.Marshal(n.localStats())
+}
+
+// clusterStats gathers nodeStats from every node in the map.
+func (n *Node) clusterStats(ctx context.Context) ([]nodeStats, error) {
+	m := n.ctl.Map()
+	out := make([]nodeStats, len(m.Nodes))
+	errs := make([]error, len(m.Nodes))
+	var wg sync.WaitGroup
+	for i, node := range m.Nodes {
+		if node.ID == n.id {
+			out[i] = n.localStats()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b, err := n.call(ctx, node, msgStats, nil)
+			if err == nil {
+				err = json.Unmarshal(b, &out[i])
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// sumSchemes adds up per-scheme usage over nodes.
+func sumSchemes(all []nodeStats) map[uint16]*schemeUsage {
+	total := map[uint16]*schemeUsage{}
+	for _, st := range all {
+		for id, u := range st.Schemes {
+			if total[id] == nil {
+				total[id] = &schemeUsage{}
+			}
+			total[id].add(u)
+		}
+	}
+	return total
+}

@@ -1,0 +1,229 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binary is the memgest executable built once for the whole package.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "memgest-tests-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "memgest")
+	build := exec.Command("go", "build", "-race", "-o", binary, "github.com/memgest/memgest/cmd/memgest")
+	if os.Getenv("MEMGEST_TEST_NORACE") != "" {
+		build = exec.Command("go", "build", "-o", binary, "github.com/memgest/memgest/cmd/memgest")
+	}
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building memgest:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// node is one memgest process of a test cluster.
+type node struct {
+	port, peerPort, httpPort int
+	cmd                      *exec.Cmd
+	log                      *syncBuffer
+	done                     chan struct{}
+}
+
+func (n *node) addr() string     { return "127.0.0.1:" + strconv.Itoa(n.port) }
+func (n *node) peerAddr() string { return "127.0.0.1:" + strconv.Itoa(n.peerPort) }
+
+// testCluster is a set of memgest processes started for one test.
+type testCluster struct {
+	t     *testing.T
+	nodes []*node
+}
+
+// clusterOptions tweak startCluster.
+type clusterOptions struct {
+	redirect bool
+	voters   int
+	extra    []string // flags for every node
+}
+
+// startCluster starts n nodes, waits until the cluster has formed, and
+// registers a cleanup that kills every process it started.
+func startCluster(t *testing.T, n int, o clusterOptions) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t}
+	t.Cleanup(c.stop)
+	ports := freePorts(t, 3*n)
+	voters := o.voters
+	if voters == 0 {
+		voters = 1
+		if n >= 3 {
+			voters = 3
+		}
+	}
+	for i := 0; i < n; i++ {
+		nd := &node{port: ports[3*i], peerPort: ports[3*i+1], httpPort: ports[3*i+2]}
+		args := []string{"server", "--bind", "127.0.0.1",
+			"--port", strconv.Itoa(nd.port), "--peer-port", strconv.Itoa(nd.peerPort),
+			"--http-port", strconv.Itoa(nd.httpPort), "--data-dir", t.TempDir(), "--log-level", "warn"}
+		if i == 0 {
+			args = append(args, "--bootstrap-expect", strconv.Itoa(n), "--voters", strconv.Itoa(voters))
+		} else {
+			args = append(args, "--join", c.nodes[0].peerAddr())
+		}
+		if o.redirect {
+			args = append(args, "--redirect")
+		}
+		c.start(nd, append(args, o.extra...))
+	}
+	c.waitFormed(60 * time.Second)
+	return c
+}
+
+func (c *testCluster) start(nd *node, args []string) {
+	c.t.Helper()
+	nd.log = &syncBuffer{}
+	nd.cmd = exec.Command(binary, args...)
+	nd.cmd.Stdout, nd.cmd.Stderr = nd.log, nd.log
+	if err := nd.cmd.Start(); err != nil {
+		c.t.Fatalf("start memgest: %v", err)
+	}
+	nd.done = make(chan struct{})
+	go func() { _ = nd.cmd.Wait(); close(nd.done) }()
+	c.nodes = append(c.nodes, nd)
+}
+
+// stop kills every process this cluster started, by PID, and prints the
+// logs of a failed test.
+func (c *testCluster) stop() {
+	for _, nd := range c.nodes {
+		_ = nd.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, nd := range c.nodes {
+		select {
+		case <-nd.done:
+		case <-time.After(5 * time.Second):
+			_ = nd.cmd.Process.Kill()
+			<-nd.done
+		}
+		if c.t.Failed() && nd.log.Len() > 0 {
+			c.t.Logf("log of node %s:\n%s", nd.addr(), nd.log.String())
+		}
+	}
+}
+
+// status is the part of /status the tests read.
+type status struct {
+	State   string                       `json:"state"`
+	Epoch   uint64                       `json:"epoch"`
+	Nodes   []struct{ ID, State string } `json:"nodes"`
+	Schemes []struct {
+		Name    string `json:"name"`
+		Keys    int64  `json:"keys"`
+		Logical int64  `json:"logical_bytes"`
+		Stored  int64  `json:"stored_bytes"`
+	} `json:"schemes"`
+}
+
+func (c *testCluster) status(i int) (status, error) {
+	var st status
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(c.nodes[i].httpPort) + "/status")
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	return st, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+// waitFormed waits until every node reports a formed cluster of all nodes.
+func (c *testCluster) waitFormed(timeout time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for i := range c.nodes {
+		for {
+			st, err := c.status(i)
+			if err == nil && st.State == "ok" && len(st.Nodes) == len(c.nodes) {
+				break
+			}
+			select {
+			case <-c.nodes[i].done:
+				c.t.Fatalf("node %d exited while forming:\n%s", i, c.nodes[i].log.String())
+			default:
+			}
+			if time.Now().After(deadline) {
+				c.t.Fatalf("cluster did not form in %s (node %d: %+v, %v)", timeout, i, st, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// freePorts reserves n distinct loopback ports by binding and releasing
+// them; the window in which another process could take one is small.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	ls := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for len(ports) < n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's output and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuffer) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
