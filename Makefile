@@ -8,12 +8,20 @@ CI_FUZZTIME ?= 10s
 BENCHTIME ?= 200ms
 ROUNDS    ?= 5
 
-.PHONY: all build test check fmt-check vet unit fuzz-short fuzz bench-ec bench-ec-raw clean
+.PHONY: all build dev test check fmt-check vet unit fuzz-short fuzz bench bench-ec bench-ec-raw bench-store clean
 
 all: build
 
 build:
 	$(GO) build $(PKGS)
+
+NODES     ?= 6
+BASE_PORT ?= 7001
+
+## dev: build memgest and run a local cluster of NODES processes (client ports BASE_PORT..); Ctrl-C stops it.
+dev:
+	$(GO) build -o bin/memgest ./cmd/memgest
+	./bin/memgest dev --nodes $(NODES) --base-port $(BASE_PORT)
 
 ## test: formatting, vet, every unit test with the race detector, and a short run of every fuzz target.
 test: check unit fuzz-short
@@ -47,5 +55,14 @@ bench-ec:
 bench-ec-raw:
 	$(GO) test ./ec -run '^$$' -bench . -benchmem
 
+## bench: redis-benchmark against memgest (none, rep:3, split:4+2) and redis-server, written to docs/benchmarks/cluster.md.
+bench:
+	scripts/bench-cluster.sh docs/benchmarks/cluster.md
+
+## bench-store: bytes of overhead per key and GC cost of the node-local store (docs/store.md).
+bench-store:
+	$(GO) test ./store -run '^TestStoreOverheadReport$$' -count=1 -v -store.report
+
 clean:
 	$(GO) clean -testcache -fuzzcache
+	rm -rf bin

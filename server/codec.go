@@ -65,12 +65,23 @@ func (d *dec) u64() uint64 {
 }
 func (d *dec) i64() int64 { return int64(d.u64()) }
 
+// flag reads a boolean byte, refusing anything but 0 and 1 so that every
+// payload has exactly one encoding.
+func (d *dec) flag() bool {
+	v := d.u8()
+	if v > 1 {
+		d.err = errMalformed
+	}
+	return v == 1
+}
+
 func (d *dec) bytes() []byte {
 	if d.err != nil {
 		return nil
 	}
 	n, k := binary.Uvarint(d.b)
-	if k <= 0 || n > uint64(len(d.b)-k) {
+	// A length must use its shortest encoding: one payload, one encoding.
+	if k <= 0 || k != uvarintLen(n) || n > uint64(len(d.b)-k) {
 		d.err = errMalformed
 		return nil
 	}
@@ -85,4 +96,9 @@ func (d *dec) done() error {
 		d.err = errMalformed
 	}
 	return d.err
+}
+
+func uvarintLen(n uint64) int {
+	var tmp [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(tmp[:], n)
 }

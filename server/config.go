@@ -80,6 +80,9 @@ func (c Config) Validate() error {
 	if net.ParseIP(c.Bind) == nil {
 		return fmt.Errorf("server: bind %q is not an IP address", c.Bind)
 	}
+	if ip := net.ParseIP(c.Bind); ip.IsUnspecified() && c.Advertise == "" {
+		return fmt.Errorf("server: bind %s listens on every interface; give --advertise HOST so other nodes and clients can reach this one", c.Bind)
+	}
 	if err := checkPort("port", c.Port, false); err != nil {
 		return err
 	}

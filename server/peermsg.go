@@ -48,7 +48,7 @@ func (p piece) encode(e enc) enc {
 func decodePiece(b []byte) (piece, error) {
 	d := dec{b: b}
 	p := piece{Key: d.bytes(), Scheme: d.u16(), Version: d.u64(), ExpireAt: d.i64(), Index: d.u8()}
-	p.Versioned = d.u8() == 1
+	p.Versioned = d.flag()
 	p.CRC, p.Data = d.u32(), d.bytes()
 	return p, d.done()
 }
@@ -73,7 +73,7 @@ func (r pieceRef) encode(e enc) enc {
 func decodePieceRef(b []byte) (pieceRef, error) {
 	d := dec{b: b}
 	r := pieceRef{Key: d.bytes(), Scheme: d.u16(), Version: d.u64()}
-	r.Versioned = d.u8() == 1
+	r.Versioned = d.flag()
 	return r, d.done()
 }
 

@@ -1,0 +1,37 @@
+package server
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("default config: %v", err)
+	}
+	for _, tc := range []struct {
+		change func(*Config)
+		want   string
+	}{
+		{func(c *Config) { c.Bind = "localhost" }, "not an IP"},
+		{func(c *Config) { c.Bind = "0.0.0.0" }, "--advertise"},
+		{func(c *Config) { c.Port = 70000 }, "port 70000"},
+		{func(c *Config) { c.PeerPort = c.Port }, "must differ"},
+		{func(c *Config) { c.DataDir = "" }, "data-dir"},
+		{func(c *Config) { c.BootstrapExpect = 0 }, "--join"},
+		{func(c *Config) { c.Join = "nohostport" }, "join"},
+		{func(c *Config) { c.Voters = 2 }, "voters"},
+		{func(c *Config) { c.MaxValueSize = 1 << 40 }, "max-value-size"},
+		{func(c *Config) { c.MaxMemory = -1 }, "maxmemory"},
+		{func(c *Config) { c.MaxArgs = 1 }, "max-args"},
+		{func(c *Config) { c.PeerTimeout = 0 }, "peer-timeout"},
+		{func(c *Config) { c.LogLevel = "loud" }, "log-level"},
+	} {
+		c := DefaultConfig()
+		tc.change(&c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("want error containing %q, got %v", tc.want, err)
+		}
+	}
+}
