@@ -44,10 +44,10 @@ func (n *Node) runGroups(ctx context.Context, cs *connState, groups []*group) []
 	var wg sync.WaitGroup
 	for i, g := range groups {
 		wg.Add(1)
-		go func() {
+		n.workers.Go(func() {
 			defer wg.Done()
 			out[i] = n.runOn(ctx, cs, g.node, g.args)
-		}()
+		})
 	}
 	wg.Wait()
 	return out
@@ -108,10 +108,10 @@ func cmdMSet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Re
 	var wg sync.WaitGroup
 	for i := 1; i < len(args); i += 2 {
 		wg.Add(1)
-		go func() {
+		n.workers.Go(func() {
 			defer wg.Done()
 			errs[i/2] = n.set(ctx, args[i], args[i+1], 0, false, nil)
-		}()
+		})
 	}
 	wg.Wait()
 	for _, err := range errs {

@@ -129,11 +129,12 @@ func (n *Node) runPipeline(cs *connState, cmds []redcon.Command) ([]resp.Reply, 
 			busy[string(k)] = done
 		}
 		wg.Add(1)
-		go func(i int, args [][]byte) {
+		args := cmd.Args
+		n.workers.Go(func() {
 			defer wg.Done()
 			defer done.Done()
 			replies[i] = n.execute(context.Background(), cs, args)
-		}(i, cmd.Args)
+		})
 	}
 	wg.Wait()
 	return replies, protos

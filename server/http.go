@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"time"
 
@@ -13,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// httpServer serves /metrics (Prometheus text format) and /status (the
-// cluster as JSON, for `memgest status`).
+// httpServer serves /metrics (Prometheus text format), /status (the
+// cluster as JSON, for `memgest status`) and Go's /debug/pprof profiles.
 type httpServer struct {
 	srv *http.Server
 }
@@ -29,6 +30,8 @@ func (n *Node) startHTTP() (*httpServer, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/status", n.serveStatus)
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	h := &httpServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
 	go h.srv.Serve(l)
 	return h, nil

@@ -36,6 +36,7 @@ type Node struct {
 	pieces   *store.Store // redundancy this node holds for coordinators
 	peers    *transport.Pool
 	inflight *inflight
+	workers  *workerPool
 	clock    versionClock
 	stats    counters
 	clients  clientRegistry
@@ -62,7 +63,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: log, started: time.Now(), inflight: newInflight(),
+	n := &Node{cfg: cfg, log: log, started: time.Now(), inflight: newInflight(), workers: newWorkerPool(),
 		expireQ: make(chan []byte, expireQueueSize),
 		primary: store.New(store.WithMaxValueSize(int(cfg.MaxValueSize))),
 		pieces:  store.New(store.WithMaxValueSize(int(cfg.MaxValueSize) + 1024)),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme"
@@ -74,20 +75,62 @@ func (n *Node) sendRedundancy(ctx context.Context, op *writeOp, v uint64) ([]rel
 		return nil, err
 	}
 	sent := []release{{key: op.key, scheme: op.entry.ID, version: v}}
-	errs := make([]error, len(pieces))
-	var wg sync.WaitGroup
+	reqs := make([]peerReq, len(pieces))
 	for i := range pieces {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			errs[i] = n.putPiece(ctx, targets[i].node, pieces[i])
-		}(i)
+		reqs[i] = peerReq{node: targets[i].node, typ: msgPutPiece, payload: pieces[i].encode(nil)}
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := n.callAll(ctx, reqs); err != nil {
 		return sent, fmt.Errorf("server: write of %q not acknowledged: %w", op.key, err)
 	}
 	return sent, nil
+}
+
+// peerReq is one request of a fan-out to several nodes.
+type peerReq struct {
+	node    cluster.Node
+	typ     uint8
+	payload []byte
+}
+
+// callAll sends every request at once and waits for all replies, without a
+// goroutine or timer per request: the write path of a replicated SET sends
+// R−1 of these per command. Requests to this node run locally; a request
+// refused for a stale epoch is retried through call, which catches up first.
+func (n *Node) callAll(ctx context.Context, reqs []peerReq) error {
+	epoch := n.ctl.Map().Epoch
+	errs := make([]error, len(reqs))
+	done := make(chan int, len(reqs))
+	for i, r := range reqs {
+		if r.node.ID == n.id {
+			_, errs[i] = n.peerHandler(r.typ)(r.payload)
+			done <- i
+			continue
+		}
+		frame := transport.Frame{Type: r.typ, Epoch: epoch, Payload: r.payload}
+		n.peers.Get(r.node.PeerAddr).Go(frame, func(_ transport.Frame, err error) {
+			errs[i] = err
+			done <- i
+		})
+	}
+	timeout := time.NewTimer(n.cfg.PeerTimeout)
+	defer timeout.Stop()
+	for range reqs {
+		select {
+		case <-done:
+		case <-timeout.C:
+			return fmt.Errorf("no reply within %s", n.cfg.PeerTimeout)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	for i, err := range errs {
+		if _, stale := staleEpoch(err); stale {
+			_, errs[i] = n.call(ctx, reqs[i].node, reqs[i].typ, reqs[i].payload)
+		} else if err != nil {
+			errs[i] = fmt.Errorf("node %s: %w", reqs[i].node.PeerAddr, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func makePieces(op *writeOp, v uint64, spec scheme.Spec, targets []target) ([]piece, error) {
@@ -111,15 +154,6 @@ func makePieces(op *writeOp, v uint64, spec scheme.Spec, targets []target) ([]pi
 		out[i].Index, out[i].CRC, out[i].Data = uint8(i), checksum(shards[i]), shards[i]
 	}
 	return out, nil
-}
-
-// putPiece stores p on node, locally when node is this one.
-func (n *Node) putPiece(ctx context.Context, node cluster.Node, p piece) error {
-	if node.ID == n.id {
-		return n.storePiece(p)
-	}
-	_, err := n.call(ctx, node, msgPutPiece, p.encode(nil))
-	return err
 }
 
 // storePiece keeps a piece sent by a coordinator (or by this node to itself).
