@@ -55,39 +55,49 @@ func hostPort(addr string) (string, int) {
 	return host, p
 }
 
-func clusterSlots(m *cluster.Map) resp.Reply {
-	items := make([]resp.Reply, 0, len(m.Shards))
+// master is a shard with its coordinator's client address, as the
+// routing commands report it.
+type master struct {
+	shard cluster.Shard
+	node  cluster.Node
+	host  string
+	port  int
+}
+
+func masters(m *cluster.Map) []master {
+	out := make([]master, 0, len(m.Shards))
 	for _, sh := range m.Shards {
-		node, ok := m.Coordinator(sh.First)
-		if !ok {
-			continue
+		if node, ok := m.Coordinator(sh.First); ok {
+			host, port := hostPort(node.ClientAddr)
+			out = append(out, master{shard: sh, node: node, host: host, port: port})
 		}
-		host, port := hostPort(node.ClientAddr)
-		items = append(items, resp.Array(resp.Int(int64(sh.First)), resp.Int(int64(sh.Last)),
-			resp.Array(resp.BulkString(host), resp.Int(int64(port)), resp.BulkString(string(node.ID)))))
+	}
+	return out
+}
+
+func clusterSlots(m *cluster.Map) resp.Reply {
+	var items []resp.Reply
+	for _, ms := range masters(m) {
+		items = append(items, resp.Array(resp.Int(int64(ms.shard.First)), resp.Int(int64(ms.shard.Last)),
+			resp.Array(resp.BulkString(ms.host), resp.Int(int64(ms.port)), resp.BulkString(string(ms.node.ID)))))
 	}
 	return resp.Array(items...)
 }
 
 func clusterShards(m *cluster.Map) resp.Reply {
-	items := make([]resp.Reply, 0, len(m.Shards))
-	for _, sh := range m.Shards {
-		node, ok := m.Coordinator(sh.First)
-		if !ok {
-			continue
-		}
-		host, port := hostPort(node.ClientAddr)
+	var items []resp.Reply
+	for _, ms := range masters(m) {
 		nodeInfo := resp.Map(
-			resp.BulkString("id"), resp.BulkString(string(node.ID)),
-			resp.BulkString("port"), resp.Int(int64(port)),
-			resp.BulkString("ip"), resp.BulkString(host),
-			resp.BulkString("endpoint"), resp.BulkString(host),
+			resp.BulkString("id"), resp.BulkString(string(ms.node.ID)),
+			resp.BulkString("port"), resp.Int(int64(ms.port)),
+			resp.BulkString("ip"), resp.BulkString(ms.host),
+			resp.BulkString("endpoint"), resp.BulkString(ms.host),
 			resp.BulkString("role"), resp.BulkString("master"),
 			resp.BulkString("replication-offset"), resp.Int(0),
 			resp.BulkString("health"), resp.BulkString("online"),
 		)
 		items = append(items, resp.Map(
-			resp.BulkString("slots"), resp.Array(resp.Int(int64(sh.First)), resp.Int(int64(sh.Last))),
+			resp.BulkString("slots"), resp.Array(resp.Int(int64(ms.shard.First)), resp.Int(int64(ms.shard.Last))),
 			resp.BulkString("nodes"), resp.Array(nodeInfo),
 		))
 	}
