@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/tidwall/redcon"
 )
@@ -109,7 +111,7 @@ func (n *Node) runPipeline(cs *connState, cmds []redcon.Command) ([]resp.Reply, 
 	var wg sync.WaitGroup
 	busy := map[string]*sync.WaitGroup{} // key → the command using it
 	for i, cmd := range cmds {
-		keys, concurrent := pipelineKeys(cmd.Args)
+		spec, keys, concurrent := pipelineKeys(cmd.Args)
 		if !concurrent {
 			wg.Wait()
 			clear(busy)
@@ -122,6 +124,10 @@ func (n *Node) runPipeline(cs *connState, cmds []redcon.Command) ([]resp.Reply, 
 			if w, ok := busy[string(k)]; ok {
 				w.Wait()
 			}
+		}
+		if n.runsLocally(spec, cmd.Args, keys) {
+			replies[i] = n.execute(context.Background(), cs, cmd.Args)
+			continue
 		}
 		done := &sync.WaitGroup{}
 		done.Add(1)
@@ -142,13 +148,49 @@ func (n *Node) runPipeline(cs *connState, cmds []redcon.Command) ([]resp.Reply, 
 
 // pipelineKeys returns a command's keys and whether it may run concurrently
 // with others of the pipeline: only key-addressed data commands may.
-func pipelineKeys(args [][]byte) ([][]byte, bool) {
+func pipelineKeys(args [][]byte) (*resp.CommandSpec, [][]byte, bool) {
 	spec, bad := resp.Resolve(args)
 	if bad.IsError() {
-		return nil, false
+		return nil, nil, false
 	}
 	keys := spec.Keys(args)
-	return keys, len(keys) > 0
+	return spec, keys, len(keys) > 0
+}
+
+// runsLocally says whether a pipelined command will finish without waiting
+// on another node, so running it inline costs less than handing it to a
+// worker: every key is coordinated here, no write of it is in flight, and
+// it is a read of a key whose value is local (not split) or a write whose
+// scheme is none. A wrong guess only costs concurrency, never correctness.
+func (n *Node) runsLocally(spec *resp.CommandSpec, args, keys [][]byte) bool {
+	m := n.ctl.Map()
+	if m.State != cluster.OK || (spec.Name == "set" && len(args) > 3) {
+		return false // SET with options may name a scheme
+	}
+	write := spec.HasFlag("write")
+	for _, k := range keys {
+		if c, ok := m.Coordinator(cluster.Slot(k)); !ok || c.ID != n.id {
+			return false
+		}
+		s := n.inflight.shard(k)
+		s.mu.Lock()
+		busy := s.newest(k) != nil
+		s.mu.Unlock()
+		if busy {
+			return false
+		}
+		kind := m.DefaultScheme().Spec.Kind
+		if meta, ok := n.primary.Meta(k); ok {
+			e, _ := m.SchemeByID(meta.Scheme)
+			kind = e.Spec.Kind
+		} else if !write {
+			continue
+		}
+		if kind == scheme.Split || (write && kind != scheme.None) {
+			return false
+		}
+	}
+	return true
 }
 
 // clientRegistry lists open connections for CLIENT LIST and INFO clients.

@@ -75,7 +75,7 @@ func (n *Node) readCommitted(ctx context.Context, key []byte) (current, error) {
 		return current{}, fmt.Errorf("server: key %q uses unknown scheme id %d", key, meta.Scheme)
 	}
 	cur := current{exists: true, meta: meta, value: val, entry: entry}
-	if checksum(val) != meta.Aux {
+	if entry.Spec.Kind != scheme.Split && checksum(val) != meta.Aux {
 		return current{}, fmt.Errorf("server: checksum mismatch on key %q (corrupt record)", key)
 	}
 	if entry.Spec.Kind == scheme.Split {
@@ -180,23 +180,21 @@ func (n *Node) commitLocked(s *inflightShard, op *writeOp, v uint64, p *pending)
 	if p != nil {
 		s.end(op.key, p)
 	}
-	prev, had := n.primary.Meta(op.key)
-	prevSplitLen := n.splitLen(op.key, prev, had)
-	var applied bool
+	var prev store.Meta
+	var applied, had bool
 	if op.del {
+		prev, had = n.primary.Meta(op.key)
 		applied = n.primary.DeleteIf(op.key, func(m store.Meta) bool { return m.Version < v })
 	} else {
-		stored := primaryValue(op)
-		meta := store.Meta{Version: v, ExpireAt: op.expireAt, Scheme: op.entry.ID, Aux: checksum(stored)}
+		stored, meta := primaryRecord(op, v)
 		var err error
-		applied, err = n.primary.PutIfNewer(op.key, stored, meta)
-		if err != nil {
+		if applied, prev, had, err = n.primary.Exchange(op.key, stored, meta); err != nil {
 			applied = false
 		}
 	}
 	m := n.ctl.Map()
 	if applied {
-		n.accountSplit(op, prev, prevSplitLen)
+		n.accountSplit(m, op, prev, had)
 		if had && needsRelease(m, prev.Scheme, op) {
 			return []release{{key: op.key, scheme: prev.Scheme, version: prev.Version}}
 		}
@@ -208,13 +206,17 @@ func (n *Node) commitLocked(s *inflightShard, op *writeOp, v uint64, p *pending)
 	return nil
 }
 
-// primaryValue is what the coordinator keeps: the value for none and rep,
-// the value's length for split (its bytes live in the shards).
-func primaryValue(op *writeOp) []byte {
-	if op.entry.Spec.Kind != scheme.Split {
-		return op.value
+// primaryRecord is what the coordinator keeps for op at version v: the value
+// and its CRC32C for none and rep; for split no bytes (the value lives in
+// the shards, each with its own CRC32C) and the value's length in Aux.
+func primaryRecord(op *writeOp, v uint64) ([]byte, store.Meta) {
+	meta := store.Meta{Version: v, ExpireAt: op.expireAt, Scheme: op.entry.ID}
+	if op.entry.Spec.Kind == scheme.Split {
+		meta.Aux = uint32(len(op.value))
+		return nil, meta
 	}
-	return enc(nil).u64(uint64(len(op.value)))
+	meta.Aux = checksum(op.value)
+	return op.value, meta
 }
 
 // needsRelease says whether the pieces of the replaced record (in scheme
@@ -249,29 +251,13 @@ func ownPiecesOrphaned(op *writeOp, winner store.Meta, had bool) bool {
 
 func nowMs() int64 { return time.Now().UnixMilli() }
 
-// splitLen is the logical value length of a split record (its primary
-// value holds just that), or 0.
-func (n *Node) splitLen(key []byte, meta store.Meta, had bool) int64 {
-	if !had {
-		return 0
-	}
-	if e, ok := n.ctl.Map().SchemeByID(meta.Scheme); !ok || e.Spec.Kind != scheme.Split {
-		return 0
-	}
-	var buf [8]byte
-	v, _, ok := n.primary.Get(key, buf[:0])
-	if !ok || len(v) != 8 {
-		return 0
-	}
-	d := dec{b: v}
-	return int64(d.u64())
-}
-
 // accountSplit keeps the per-scheme logical byte counts of split keys,
-// whose values the primary store does not hold.
-func (n *Node) accountSplit(op *writeOp, prev store.Meta, prevLen int64) {
-	if prevLen != 0 {
-		n.stats.splitBytes(prev.Scheme).Add(-prevLen)
+// whose values the primary store does not hold (their lengths are in Aux).
+func (n *Node) accountSplit(m *cluster.Map, op *writeOp, prev store.Meta, had bool) {
+	if had {
+		if e, ok := m.SchemeByID(prev.Scheme); ok && e.Spec.Kind == scheme.Split {
+			n.stats.splitBytes(prev.Scheme).Add(-int64(prev.Aux))
+		}
 	}
 	if !op.del && op.entry.Spec.Kind == scheme.Split {
 		n.stats.splitBytes(op.entry.ID).Add(int64(len(op.value)))

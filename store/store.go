@@ -96,6 +96,30 @@ func (s *Store) PutIfNewer(key, val []byte, m Meta) (applied bool, err error) {
 	return s.put(key, val, &m, true)
 }
 
+// Exchange is PutIfNewer that also returns the meta of the record it was
+// compared with (and replaced, when applied), sparing the caller a lookup
+// under its own lock: the coordinator's commit needs the replaced record's
+// scheme and version to release its redundancy.
+func (s *Store) Exchange(key, val []byte, m Meta) (applied bool, prev Meta, existed bool, err error) {
+	if err := s.check(key, val); err != nil {
+		return false, Meta{}, false, err
+	}
+	sh, p := s.locate(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if i := sh.find(p, key); i >= 0 {
+		prev, existed = sh.rec(sh.tab.slots[i]).meta(), true
+		if m.Version <= prev.Version {
+			return false, prev, true, nil
+		}
+		err = sh.replace(i, key, val, &m)
+	} else {
+		err = sh.insert(p, key, val, &m)
+	}
+	sh.maybeClean()
+	return err == nil, prev, existed, err
+}
+
 func (s *Store) put(key, val []byte, m *Meta, ifNewer bool) (bool, error) {
 	if err := s.check(key, val); err != nil {
 		return false, err

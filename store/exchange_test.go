@@ -1,0 +1,30 @@
+package store
+
+import "testing"
+
+func TestExchangeReturnsWhatItComparedWith(t *testing.T) {
+	s := New()
+	k := []byte("k")
+	applied, prev, existed, err := s.Exchange(k, []byte("a"), Meta{Version: 5, Scheme: 2, Aux: 9})
+	if err != nil || !applied || existed || prev != (Meta{}) {
+		t.Fatalf("insert: %v %+v %v %v", applied, prev, existed, err)
+	}
+	applied, prev, existed, _ = s.Exchange(k, []byte("b"), Meta{Version: 4})
+	if applied || !existed || prev.Version != 5 || prev.Scheme != 2 || prev.Aux != 9 {
+		t.Fatalf("older version: %v %+v %v", applied, prev, existed)
+	}
+	applied, prev, existed, _ = s.Exchange(k, []byte("ccc"), Meta{Version: 6, Scheme: 3})
+	if !applied || !existed || prev.Version != 5 {
+		t.Fatalf("newer version: %v %+v %v", applied, prev, existed)
+	}
+	v, m, ok := s.Get(k, nil)
+	if !ok || string(v) != "ccc" || m.Version != 6 || m.Scheme != 3 {
+		t.Fatalf("after exchange: %q %+v %v", v, m, ok)
+	}
+	if st := s.Stats(); st.Keys != 1 || st.ValueBytes != 3 || st.ByScheme[3].Keys != 1 || st.ByScheme[2].Keys != 0 {
+		t.Fatalf("stats after exchange: %+v", st)
+	}
+	if _, _, _, err := s.Exchange(make([]byte, MaxKeySize+1), nil, Meta{}); err == nil {
+		t.Fatal("oversize key accepted")
+	}
+}
