@@ -35,3 +35,26 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestProtectedMode(t *testing.T) {
+	c := DefaultConfig()
+	c.Bind, c.Advertise = "0.0.0.0", "10.0.0.1"
+	if !c.protectedRefuses("10.0.0.2:5000") {
+		t.Fatal("remote client served without a password on a public bind")
+	}
+	if c.protectedRefuses("127.0.0.1:5000") || c.protectedRefuses("[::1]:5000") {
+		t.Fatal("loopback client refused")
+	}
+	c.RequirePass = "x"
+	if c.protectedRefuses("10.0.0.2:5000") {
+		t.Fatal("refused although a password is set")
+	}
+	c.RequirePass, c.ProtectedMode = "", false
+	if c.protectedRefuses("10.0.0.2:5000") {
+		t.Fatal("refused with protected mode off")
+	}
+	c.ProtectedMode, c.Bind = true, "127.0.0.1"
+	if c.protectedRefuses("10.0.0.2:5000") {
+		t.Fatal("loopback bind refuses (nothing remote can reach it anyway)")
+	}
+}

@@ -39,7 +39,7 @@ func (cs *connState) sub() *connState {
 // accept applies protected mode: with no password and a non-loopback bind,
 // only loopback clients are served, as Redis does.
 func (n *Node) accept(c redcon.Conn) bool {
-	if n.cfg.ProtectedMode && n.cfg.RequirePass == "" && !n.cfg.isLoopback() && !isLoopbackAddr(c.RemoteAddr()) {
+	if n.cfg.protectedRefuses(c.RemoteAddr()) {
 		c.WriteError("DENIED memgest is running in protected mode because no password is set and it is bound beyond loopback. " +
 			"Set --requirepass, bind to 127.0.0.1, or disable protected mode with --protected-mode=false.")
 		return false
@@ -61,6 +61,11 @@ func (n *Node) closed(c redcon.Conn, _ error) {
 	if cs, ok := c.Context().(*connState); ok {
 		n.clients.remove(cs)
 	}
+}
+
+// protectedRefuses applies protected mode to a client address.
+func (c Config) protectedRefuses(remote string) bool {
+	return c.ProtectedMode && c.RequirePass == "" && !c.isLoopback() && !isLoopbackAddr(remote)
 }
 
 func isLoopbackAddr(addr string) bool {

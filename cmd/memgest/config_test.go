@@ -1,0 +1,72 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestConfigSourcesPrecedence: flags win over MEMGEST_* variables, which
+// win over the config file; bad settings are refused with their origin.
+func TestConfigSourcesPrecedence(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "memgest.conf")
+	conf := "# a comment\nport 7100\nmaxmemory 1000\nrequirepass \"from-file\"\nredirect true\n"
+	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MEMGEST_MAXMEMORY", "2000")
+	cmd := serverCmd()
+	if err := cmd.Flags().Parse([]string{"--requirepass", "from-flag"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyConfigSources(cmd.Flags(), file); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"port": "7100", "maxmemory": "2000", "requirepass": "from-flag", "redirect": "true", "bind": "127.0.0.1"} {
+		if got := cmd.Flags().Lookup(name).Value.String(); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestConfigSourcesRefuseBadSettings(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ conf, env, want string }{
+		{"no-such-flag 1\n", "", "unknown setting"},
+		{"port seven\n", "", "port"},
+		{"", "x", "MEMGEST_VOTERS"},
+	} {
+		file := filepath.Join(dir, "c.conf")
+		if err := os.WriteFile(file, []byte(tc.conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if tc.env != "" {
+			t.Setenv("MEMGEST_VOTERS", tc.env)
+		}
+		err := applyConfigSources(serverCmd().Flags(), file)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q / %q: got %v, want error with %q", tc.conf, tc.env, err, tc.want)
+		}
+	}
+}
+
+func TestDevArgs(t *testing.T) {
+	o := devOptions{nodes: 6, basePort: 7001}
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	first := strings.Join(devArgs(o, 0, "/d"), " ")
+	if !strings.Contains(first, "--bootstrap-expect 6") || !strings.Contains(first, "--voters 3") || !strings.Contains(first, "--peer-port 17001") {
+		t.Fatalf("first node: %s", first)
+	}
+	third := strings.Join(devArgs(o, 2, "/d"), " ")
+	if !strings.Contains(third, "--port 7003") || !strings.Contains(third, "--join 127.0.0.1:17001") || !strings.Contains(third, "--http-port 27003") {
+		t.Fatalf("third node: %s", third)
+	}
+	for _, bad := range []devOptions{{nodes: 0, basePort: 7001}, {nodes: 6, basePort: 60000}} {
+		if bad.validate() == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
