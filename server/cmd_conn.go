@@ -46,12 +46,14 @@ func cmdHello(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.R
 	if !cs.authed {
 		return resp.ErrHelloNoAuth
 	}
+	cs.mu.Lock()
 	if a.Proto != 0 {
 		cs.proto = a.Proto
 	}
 	if a.SetName != nil {
 		cs.name = *a.SetName
 	}
+	cs.mu.Unlock()
 	return resp.Map(
 		resp.BulkString("server"), resp.BulkString("redis"),
 		resp.BulkString("version"), resp.BulkString(redisVersion),
@@ -136,12 +138,16 @@ func clientSetName(cs *connState, args [][]byte) resp.Reply {
 			return resp.Err("ERR Client names cannot contain spaces, newlines or special characters.")
 		}
 	}
+	cs.mu.Lock()
 	cs.name = string(args[2])
+	cs.mu.Unlock()
 	return resp.OK()
 }
 
 // clientLine is one CLIENT LIST line with the fields clients parse.
 func clientLine(cs *connState, now time.Time) string {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
 	last, _ := cs.lastCmd.Load().(string)
 	if last == "" {
 		last = "NULL"

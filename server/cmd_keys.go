@@ -44,7 +44,7 @@ func cmdDel(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Rep
 // deletion whose redundancy is released before it is acknowledged.
 func (n *Node) del(ctx context.Context, key []byte) (bool, error) {
 	var existed bool
-	err := n.rmw(ctx, key, func(cur current) (*writeOp, error) {
+	err := n.rmwMeta(ctx, key, func(cur current) (*writeOp, error) {
 		existed = cur.exists
 		if !cur.exists {
 			return nil, nil
@@ -57,11 +57,7 @@ func (n *Node) del(ctx context.Context, key []byte) (bool, error) {
 func cmdExists(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	var count int64
 	for _, key := range args[1:] {
-		cur, err := n.get(ctx, key)
-		if err != nil {
-			return errReply(err)
-		}
-		if cur.exists {
+		if cur, _ := n.metaCommitted(ctx, key); cur.exists {
 			count++
 		}
 	}
@@ -207,8 +203,19 @@ func cmdFlush(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.R
 	return resp.OK()
 }
 
-// flushLocal drops every key this node coordinates and every piece it holds.
+// flushLocal drops every key this node coordinates and every piece it
+// holds. It holds every inflight shard lock meanwhile, so no commit on this
+// node interleaves with it; writes in flight across nodes can still leave a
+// piece or a record behind (docs/decisions/0002, "Known gaps").
 func (n *Node) flushLocal() {
+	for i := range n.inflight.shards {
+		n.inflight.shards[i].mu.Lock()
+	}
+	defer func() {
+		for i := range n.inflight.shards {
+			n.inflight.shards[i].mu.Unlock()
+		}
+	}()
 	n.primary.Clear()
 	n.pieces.Clear()
 	n.stats.splitValues.Clear()

@@ -105,8 +105,12 @@ func cmdMSet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Re
 		}
 	}
 	errs := make([]error, len(args)/2)
+	last := lastOccurrence(args)
 	var wg sync.WaitGroup
 	for i := 1; i < len(args); i += 2 {
+		if last[string(args[i])] != i {
+			continue // a later pair sets this key: Redis keeps the last
+		}
 		wg.Add(1)
 		n.workers.Go(func() {
 			defer wg.Done()
@@ -130,6 +134,16 @@ func fanMSet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Re
 		return r
 	}
 	return resp.OK()
+}
+
+// lastOccurrence maps each key of an MSET argument list to the index of its
+// last pair, so that pairs run in parallel still leave the last value.
+func lastOccurrence(args [][]byte) map[string]int {
+	last := make(map[string]int, len(args)/2)
+	for i := 1; i < len(args); i += 2 {
+		last[string(args[i])] = i
+	}
+	return last
 }
 
 // MSETNX sets all keys only if none exists. The check and the writes are

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"strconv"
+	"strings"
 
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
@@ -15,6 +16,10 @@ import (
 // skip a node that joined or left in between.
 const scanNodeBits = 10
 
+// maxScanCount caps SCAN's COUNT hint: one step visits at most this many
+// records, which also keeps the peer message's 32-bit field honest.
+const maxScanCount = 1 << 20
+
 func cmdScan(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	a, bad := resp.ParseScan(args)
 	if bad.IsError() {
@@ -26,7 +31,7 @@ func cmdScan(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Re
 	if idx >= len(nodes) {
 		return scanReply(0, nil)
 	}
-	req := scanReq{Cursor: local, Count: a.Count, Match: a.Match, Type: a.Type}
+	req := scanReq{Cursor: local, Count: min(a.Count, maxScanCount), Match: a.Match, Type: a.Type}
 	var res scanResp
 	if nodes[idx].ID == n.id {
 		res = n.scanLocal(req)
@@ -65,7 +70,7 @@ func (n *Node) scanLocal(req scanReq) scanResp {
 	}
 	now := nowMs()
 	var out scanResp
-	typeOK := req.Type == "" || req.Type == "string"
+	typeOK := req.Type == "" || strings.EqualFold(req.Type, "string")
 	out.Next = n.primary.Scan(req.Cursor, count, func(key []byte, m store.Meta) bool {
 		if !typeOK || (m.ExpireAt != 0 && m.ExpireAt <= now) {
 			return true

@@ -26,12 +26,12 @@ func init() {
 // cmdSchemeContainer serves the space-separated spelling (SCHEME CREATE ...)
 // by running the dotted command.
 func cmdSchemeContainer(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	sub := strings.ToUpper(string(args[1]))
-	if sub == "HELP" {
+	sub := strings.ToLower(string(args[1]))
+	if sub == "help" {
 		return schemeHelp()
 	}
-	dotted := append([][]byte{[]byte("SCHEME." + sub)}, args[2:]...)
-	if _, ok := commands["SCHEME."+sub]; !ok {
+	dotted := append([][]byte{[]byte("scheme." + sub)}, args[2:]...)
+	if _, ok := commands["scheme."+sub]; !ok {
 		return resp.Errorf("ERR unknown subcommand '%s'. Try SCHEME HELP.", args[1])
 	}
 	return n.execute(ctx, cs, dotted)
@@ -223,7 +223,8 @@ func cmdSchemeMove(n *Node, ctx context.Context, cs *connState, args [][]byte) r
 		if !moved {
 			return nil, nil
 		}
-		return &writeOp{key: args[1], value: cur.value, expireAt: cur.meta.ExpireAt, entry: target}, nil
+		return &writeOp{key: args[1], value: cur.value, expireAt: cur.meta.ExpireAt, entry: target,
+			shrinks: target.Spec.Overhead() <= cur.entry.Spec.Overhead()}, nil
 	})
 	switch {
 	case err != nil:

@@ -208,7 +208,7 @@ func (n *Node) retimeOp(cur current, key []byte, expireAt int64) *writeOp {
 	if expireAt != 0 && expireAt <= nowMs() {
 		return &writeOp{key: key, del: true, entry: cur.entry}
 	}
-	return &writeOp{key: key, value: cur.value, expireAt: expireAt, entry: cur.entry}
+	return &writeOp{key: key, value: cur.value, expireAt: expireAt, entry: cur.entry, shrinks: true}
 }
 
 func cmdAppend(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {

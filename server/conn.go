@@ -15,7 +15,11 @@ import (
 
 // connState is one client connection's session: protocol version, auth,
 // name. Forwarded commands run under a synthetic state with forwarded set.
+// The connection's own goroutines read it freely (session commands never
+// run concurrently with others of the same connection); mu orders its
+// writes of name and proto with CLIENT LIST on other connections.
 type connState struct {
+	mu        sync.Mutex
 	id        int64
 	proto     int
 	authed    bool
@@ -84,6 +88,12 @@ func isLoopbackAddr(addr string) bool {
 func (n *Node) serveRESP(c redcon.Conn, cmd redcon.Command) {
 	cs := c.Context().(*connState)
 	cmds := append([]redcon.Command{cmd}, c.ReadPipeline()...)
+	for i := range cmds {
+		if isQuit(cmds[i].Args) {
+			cmds = cmds[:i+1] // nothing after QUIT runs
+			break
+		}
+	}
 	replies, protos := n.runPipeline(cs, cmds)
 	var buf []byte
 	for i, r := range replies {

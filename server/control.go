@@ -35,7 +35,13 @@ func (n *Node) propose(ctx context.Context, cmd cluster.Command) (*cluster.Map, 
 	if err != nil {
 		return nil, fmt.Errorf("server: bad propose reply %q", out)
 	}
-	return n.ctl.WaitEpoch(ctx, epoch)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	m, err := n.ctl.WaitEpoch(ctx, epoch)
+	if err != nil {
+		return nil, fmt.Errorf("server: the change was committed at epoch %d but this node has not applied it yet: %w", epoch, err)
+	}
+	return m, nil
 }
 
 // toLeader runs a control request on the leader: locally when this node

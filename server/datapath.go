@@ -41,6 +41,10 @@ type writeOp struct {
 	expireAt int64
 	entry    cluster.SchemeEntry
 	del      bool
+	// shrinks marks a write that stores no more than the record it replaces
+	// (a new TTL, a move to a cheaper scheme); maxmemory never refuses it,
+	// as Redis does not refuse EXPIRE or PERSIST.
+	shrinks bool
 }
 
 // get returns the committed value of key. It does not wait for writes in
@@ -91,23 +95,54 @@ func (n *Node) readCommitted(ctx context.Context, key []byte) (current, error) {
 // rmw runs a read-modify-write: fn sees the committed state with no write in
 // flight and returns the new state, or nil for no change.
 func (n *Node) rmw(ctx context.Context, key []byte, fn func(cur current) (*writeOp, error)) error {
+	return n.rmwWith(ctx, key, n.readCommitted, fn)
+}
+
+// rmwMeta is rmw for operations that need only the key's metadata (DEL,
+// expiry): the value is not read, so a split key costs no shard gathering
+// and a key whose value cannot be read can still be deleted.
+func (n *Node) rmwMeta(ctx context.Context, key []byte, fn func(cur current) (*writeOp, error)) error {
+	return n.rmwWith(ctx, key, n.metaCommitted, fn)
+}
+
+// metaCommitted is readCommitted without the value.
+func (n *Node) metaCommitted(_ context.Context, key []byte) (current, error) {
+	meta, ok := n.primary.Meta(key)
+	if !ok || (meta.ExpireAt != 0 && meta.ExpireAt <= nowMs()) {
+		return current{}, nil
+	}
+	entry, ok := n.ctl.Map().SchemeByID(meta.Scheme)
+	if !ok {
+		return current{}, fmt.Errorf("server: key %q uses unknown scheme id %d", key, meta.Scheme)
+	}
+	return current{exists: true, meta: meta, entry: entry}, nil
+}
+
+type readFunc func(ctx context.Context, key []byte) (current, error)
+
+func (n *Node) rmwWith(ctx context.Context, key []byte, read readFunc, fn func(cur current) (*writeOp, error)) error {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		err := n.rmwOnce(ctx, key, fn)
-		if !errors.Is(err, errOvertaken) && !errors.Is(err, errPieceGone) {
+		err := n.rmwOnce(ctx, key, read, fn)
+		if errors.Is(err, errPieceGone) {
+			// Writes of the key are serialised here, so the committed
+			// version's pieces cannot be released under us: they are lost.
+			return fmt.Errorf("server: pieces of %q are missing; the key cannot be read", key)
+		}
+		if !errors.Is(err, errOvertaken) {
 			return err
 		}
 	}
 	return fmt.Errorf("server: key %q is written too often to update it atomically; retry", key)
 }
 
-func (n *Node) rmwOnce(ctx context.Context, key []byte, fn func(cur current) (*writeOp, error)) error {
+func (n *Node) rmwOnce(ctx context.Context, key []byte, read readFunc, fn func(cur current) (*writeOp, error)) error {
 	s, err := n.inflight.waitQuiet(ctx, key)
 	if err != nil {
 		return err
 	}
 	p := s.begin(key, n.clock.next())
 	s.mu.Unlock()
-	cur, err := n.readCommitted(ctx, key)
+	cur, err := read(ctx, key)
 	if err == nil && cur.meta.Version > p.version {
 		err = errOvertaken
 	}
@@ -131,10 +166,10 @@ func (n *Node) writeLocked(ctx context.Context, s *inflightShard, op *writeOp) e
 			s.mu.Unlock()
 			return err
 		}
-		rel := n.commitLocked(s, op, n.clock.next(), nil)
+		rel, err := n.commitLocked(s, op, n.clock.next(), nil)
 		s.mu.Unlock()
 		n.releaseAll(ctx, rel, false)
-		return nil
+		return err
 	}
 	p := s.begin(op.key, n.clock.next())
 	s.mu.Unlock()
@@ -155,9 +190,13 @@ func (n *Node) apply(ctx context.Context, p *pending, op *writeOp) error {
 	}
 	s := n.inflight.shard(op.key)
 	s.mu.Lock()
-	rel := n.commitLocked(s, op, p.version, p)
+	rel, err := n.commitLocked(s, op, p.version, p)
 	s.mu.Unlock()
 	close(p.done)
+	if err != nil {
+		n.releaseAll(context.Background(), sent, false)
+		return err
+	}
 	// A deletion is acknowledged once its redundancy is released, so that
 	// no piece outlives an acknowledged DEL.
 	n.releaseAll(ctx, rel, op.del)
@@ -176,7 +215,7 @@ func (n *Node) abort(key []byte, p *pending) {
 // commitLocked makes op at version v the committed state unless a newer
 // version already is, and returns the pieces that are no longer needed: the
 // replaced record's, or op's own if it lost. The caller holds s.mu.
-func (n *Node) commitLocked(s *inflightShard, op *writeOp, v uint64, p *pending) []release {
+func (n *Node) commitLocked(s *inflightShard, op *writeOp, v uint64, p *pending) ([]release, error) {
 	if p != nil {
 		s.end(op.key, p)
 	}
@@ -189,21 +228,21 @@ func (n *Node) commitLocked(s *inflightShard, op *writeOp, v uint64, p *pending)
 		stored, meta := primaryRecord(op, v)
 		var err error
 		if applied, prev, had, err = n.primary.Exchange(op.key, stored, meta); err != nil {
-			applied = false
+			return nil, fmt.Errorf("server: storing %q: %w", op.key, err)
 		}
 	}
 	m := n.ctl.Map()
 	if applied {
 		n.accountSplit(m, op, prev, had)
 		if had && needsRelease(m, prev.Scheme, op) {
-			return []release{{key: op.key, scheme: prev.Scheme, version: prev.Version}}
+			return []release{{key: op.key, scheme: prev.Scheme, version: prev.Version}}, nil
 		}
-		return nil
+		return nil, nil
 	}
 	if !op.del && ownPiecesOrphaned(op, prev, had) {
-		return []release{{key: op.key, scheme: op.entry.ID, version: v}}
+		return []release{{key: op.key, scheme: op.entry.ID, version: v, exact: true}}, nil
 	}
-	return nil
+	return nil, nil
 }
 
 // primaryRecord is what the coordinator keeps for op at version v: the value

@@ -5,6 +5,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/server/resp"
+	"github.com/memgest/memgest/store"
 )
 
 // handler runs one command whose arity has been checked and, for key
@@ -54,6 +55,11 @@ func (n *Node) execute(ctx context.Context, cs *connState, args [][]byte) resp.R
 		return resp.Err("ERR too many arguments")
 	}
 	if keys := spec.Keys(args); len(keys) > 0 {
+		for _, k := range keys {
+			if len(k) > MaxKeySize {
+				return resp.Errorf("ERR memgest: key of %d bytes exceeds the %d-byte limit", len(k), MaxKeySize)
+			}
+		}
 		return n.route(ctx, cs, cmd, args, keys)
 	}
 	if cmd.needsFormed {
@@ -65,6 +71,11 @@ func (n *Node) execute(ctx context.Context, cs *connState, args [][]byte) resp.R
 }
 
 var errNoAuth = resp.Err("NOAUTH Authentication required.")
+
+// MaxKeySize is the longest key memgest accepts: what the store holds less
+// the piece prefix (scheme, flag, version) that redundancy adds, so every
+// key can move to every scheme.
+const MaxKeySize = store.MaxKeySize - 11
 
 // topName is the registry name of a command: a subcommand runs its
 // container's handler.
@@ -128,13 +139,15 @@ func coordinatorOf(m *cluster.Map, keys [][]byte) (owner cluster.Node, slot int,
 }
 
 // forward runs args on owner and relays its reply. If the owner's map says
-// someone else coordinates the key (maps in flux), the reply is -MOVED and
-// this node retries once with its refreshed map.
+// someone else coordinates the key (maps in flux), its -MOVED reaches the
+// client, which retries. A failed forward is not -TRYAGAIN: the command may
+// have run before the reply was lost, and clients retry TRYAGAIN by
+// themselves, which would apply an INCR twice.
 func (n *Node) forward(ctx context.Context, cs *connState, owner cluster.Node, args [][]byte) resp.Reply {
 	payload := forwardReq{Proto: cs.proto, Args: args}.encode(nil)
 	out, err := n.call(ctx, owner, msgForward, payload)
 	if err != nil {
-		return resp.Errorf("TRYAGAIN forwarding to the coordinator failed: %v", err)
+		return resp.Errorf("ERR memgest: forwarding to coordinator %s failed; the command may or may not have run: %v", owner.ClientAddr, err)
 	}
 	r, _, err := resp.Parse(out)
 	if err != nil {

@@ -56,7 +56,7 @@ func (n *Node) expireSample(ctx context.Context) {
 // expireKey deletes key if it is still expired when its turn comes.
 func (n *Node) expireKey(ctx context.Context, key []byte) {
 	expired := false
-	err := n.rmw(ctx, key, func(cur current) (*writeOp, error) {
+	err := n.rmwMeta(ctx, key, func(cur current) (*writeOp, error) {
 		meta, ok := n.primary.Meta(key)
 		if !ok || meta.ExpireAt == 0 || meta.ExpireAt > nowMs() {
 			return nil, nil

@@ -34,7 +34,7 @@ func (g *memGauge) refresh(n *Node) func(context.Context) {
 // overshoot by one refresh interval of writes, like Redis's per-command
 // check overshoots by one command.
 func (n *Node) checkMemory(op *writeOp) error {
-	if n.cfg.MaxMemory == 0 || op.del {
+	if n.cfg.MaxMemory == 0 || op.del || op.shrinks {
 		return nil
 	}
 	if n.memUsed.used.Load()+int64(len(op.key)+len(op.value)) > n.cfg.MaxMemory {

@@ -149,7 +149,8 @@ func (n *Node) onForward(b []byte) ([]byte, error) {
 	if f.Proto != 2 && f.Proto != 3 {
 		return nil, errMalformed
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.PeerTimeout)
+	// Finish (or give up) before the forwarding node stops waiting.
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.PeerTimeout*4/5)
 	defer cancel()
 	cs := &connState{proto: f.Proto, authed: true, forwarded: true}
 	return n.execute(ctx, cs, f.Args).AppendTo(nil, f.Proto), nil

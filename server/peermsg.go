@@ -53,27 +53,32 @@ func decodePiece(b []byte) (piece, error) {
 	return p, d.done()
 }
 
-// pieceRef names a piece, or with Release every piece of the key in that
-// scheme up to Version.
+// pieceRef names a piece. To a release (msgDelPiece) an unversioned ref
+// means every replica of the key in that scheme up to Version, or with Exact
+// only the replica of that very version.
 type pieceRef struct {
 	Key       []byte
 	Scheme    uint16
 	Version   uint64
 	Versioned bool
+	Exact     bool
 }
 
 func (r pieceRef) encode(e enc) enc {
-	v := uint8(0)
-	if r.Versioned {
-		v = 1
+	return e.bytes(r.Key).u16(r.Scheme).u64(r.Version).u8(boolByte(r.Versioned)).u8(boolByte(r.Exact))
+}
+
+func boolByte(b bool) uint8 {
+	if b {
+		return 1
 	}
-	return e.bytes(r.Key).u16(r.Scheme).u64(r.Version).u8(v)
+	return 0
 }
 
 func decodePieceRef(b []byte) (pieceRef, error) {
 	d := dec{b: b}
 	r := pieceRef{Key: d.bytes(), Scheme: d.u16(), Version: d.u64()}
-	r.Versioned = d.flag()
+	r.Versioned, r.Exact = d.flag(), d.flag()
 	return r, d.done()
 }
 

@@ -18,12 +18,15 @@ import (
 // commit; the read starts again from the primary record.
 var errPieceGone = errors.New("server: piece released under a read")
 
-// release names pieces that are no longer needed: replicas up to a version,
-// or the shards of one split version.
+// release names pieces that are no longer needed: replicas up to a version
+// (or of exactly one version, for a write that did not commit: its release
+// must not touch the committed replicas), or the shards of one split
+// version.
 type release struct {
 	key     []byte
 	scheme  uint16
 	version uint64
+	exact   bool
 }
 
 // target is one placement node that holds a piece of a key.
@@ -74,7 +77,7 @@ func (n *Node) sendRedundancy(ctx context.Context, op *writeOp, v uint64) ([]rel
 	if err != nil {
 		return nil, err
 	}
-	sent := []release{{key: op.key, scheme: op.entry.ID, version: v}}
+	sent := []release{{key: op.key, scheme: op.entry.ID, version: v, exact: true}}
 	reqs := make([]peerReq, len(pieces))
 	for i := range pieces {
 		reqs[i] = peerReq{node: targets[i].node, typ: msgPutPiece, payload: pieces[i].encode(nil)}
@@ -199,7 +202,12 @@ func (n *Node) dropPieces(r pieceRef) {
 		n.pieces.Delete(r.storeKey())
 		return
 	}
-	n.pieces.DeleteIf(r.storeKey(), func(m store.Meta) bool { return m.Version <= r.Version })
+	n.pieces.DeleteIf(r.storeKey(), func(m store.Meta) bool {
+		if r.Exact {
+			return m.Version == r.Version
+		}
+		return m.Version <= r.Version
+	})
 }
 
 // gatherSplit fetches the k data shards of a committed split object in
@@ -282,7 +290,7 @@ func (n *Node) releaseOne(ctx context.Context, r release) {
 	if err != nil {
 		return
 	}
-	ref := pieceRef{Key: r.key, Scheme: r.scheme, Version: r.version, Versioned: entry.Spec.Kind == scheme.Split}
+	ref := pieceRef{Key: r.key, Scheme: r.scheme, Version: r.version, Versioned: entry.Spec.Kind == scheme.Split, Exact: r.exact}
 	var wg sync.WaitGroup
 	for _, t := range targets {
 		if t.node.ID == n.id {
