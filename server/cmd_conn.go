@@ -148,9 +148,9 @@ func clientSetName(cs *connState, args [][]byte) resp.Reply {
 func clientLine(cs *connState, now time.Time) string {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	last, _ := cs.lastCmd.Load().(string)
-	if last == "" {
-		last = "NULL"
+	last := "NULL"
+	if spec := cs.lastCmd.Load(); spec != nil {
+		last = spec.Name
 	}
 	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%s",
 		cs.id, cs.addr, cs.laddr, cs.name, int(now.Sub(cs.created).Seconds()), last, strconv.Itoa(cs.proto))

@@ -28,7 +28,8 @@ type connState struct {
 	addr      string
 	laddr     string
 	created   time.Time
-	lastCmd   atomic.Value // string
+	lastCmd   atomic.Pointer[resp.CommandSpec]
+	out       []byte // reply buffer reused across pipelines (conn goroutine only)
 	db        int
 }
 
@@ -95,7 +96,12 @@ func (n *Node) serveRESP(c redcon.Conn, cmd redcon.Command) {
 		}
 	}
 	replies, protos := n.runPipeline(cs, cmds)
-	var buf []byte
+	buf := cs.out[:0] // redcon copies what WriteRaw gets, so the buffer is reused
+	defer func() {
+		if cap(buf) <= 1<<20 {
+			cs.out = buf
+		}
+	}()
 	for i, r := range replies {
 		buf = r.AppendTo(buf, protos[i])
 		if isQuit(cmds[i].Args) {
@@ -124,9 +130,10 @@ func (n *Node) runPipeline(cs *connState, cmds []redcon.Command) ([]resp.Reply, 
 		return replies, protos
 	}
 	var wg sync.WaitGroup
-	busy := map[string]*sync.WaitGroup{} // key → the command using it
+	var busy map[string]*sync.WaitGroup // key → the concurrent command using it
 	for i, cmd := range cmds {
-		spec, keys, concurrent := pipelineKeys(cmd.Args)
+		p := parseCommand(cmd.Args)
+		spec, keys, concurrent := p.spec, p.keys, len(p.keys) > 0
 		if !concurrent {
 			wg.Wait()
 			clear(busy)
@@ -141,11 +148,15 @@ func (n *Node) runPipeline(cs *connState, cmds []redcon.Command) ([]resp.Reply, 
 			}
 		}
 		if n.runsLocally(spec, cmd.Args, keys) {
-			replies[i] = n.execute(context.Background(), cs, cmd.Args)
+			p.local = true
+			replies[i] = n.executeParsed(context.Background(), cs, cmd.Args, p)
 			continue
 		}
 		done := &sync.WaitGroup{}
 		done.Add(1)
+		if busy == nil {
+			busy = make(map[string]*sync.WaitGroup)
+		}
 		for _, k := range keys {
 			busy[string(k)] = done
 		}
@@ -154,22 +165,11 @@ func (n *Node) runPipeline(cs *connState, cmds []redcon.Command) ([]resp.Reply, 
 		n.workers.Go(func() {
 			defer wg.Done()
 			defer done.Done()
-			replies[i] = n.execute(context.Background(), cs, args)
+			replies[i] = n.executeParsed(context.Background(), cs, args, p)
 		})
 	}
 	wg.Wait()
 	return replies, protos
-}
-
-// pipelineKeys returns a command's keys and whether it may run concurrently
-// with others of the pipeline: only key-addressed data commands may.
-func pipelineKeys(args [][]byte) (*resp.CommandSpec, [][]byte, bool) {
-	spec, bad := resp.Resolve(args)
-	if bad.IsError() {
-		return nil, nil, false
-	}
-	keys := spec.Keys(args)
-	return spec, keys, len(keys) > 0
 }
 
 // runsLocally says whether a pipelined command will finish without waiting

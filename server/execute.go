@@ -35,7 +35,29 @@ func register(name string, c *command) { commands[name] = c }
 // key's coordinator (DESIGN.md §1: the first live node of the shard's
 // placement coordinates every key in it, whatever its scheme).
 func (n *Node) execute(ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	return n.executeParsed(ctx, cs, args, parseCommand(args))
+}
+
+// parsed is a command resolved once: its spec, its keys, and whether the
+// pipeline found every key coordinated here.
+type parsed struct {
+	spec  *resp.CommandSpec
+	bad   resp.Reply
+	keys  [][]byte
+	local bool
+}
+
+func parseCommand(args [][]byte) parsed {
 	spec, bad := resp.Resolve(args)
+	if bad.IsError() {
+		return parsed{bad: bad}
+	}
+	return parsed{spec: spec, keys: spec.Keys(args)}
+}
+
+// executeParsed is execute for a command the pipeline has already parsed.
+func (n *Node) executeParsed(ctx context.Context, cs *connState, args [][]byte, p parsed) resp.Reply {
+	spec, bad, keys := p.spec, p.bad, p.keys
 	if bad.IsError() {
 		if !cs.authed {
 			return errNoAuth
@@ -49,16 +71,19 @@ func (n *Node) execute(ctx context.Context, cs *connState, args [][]byte) resp.R
 	if !cs.authed && !cmd.noAuth {
 		return errNoAuth
 	}
-	cs.lastCmd.Store(spec.Name)
+	cs.lastCmd.Store(spec)
 	n.stats.commands.Add(1)
 	if len(args) > n.cfg.MaxArgs {
 		return resp.Err("ERR too many arguments")
 	}
-	if keys := spec.Keys(args); len(keys) > 0 {
+	if len(keys) > 0 {
 		for _, k := range keys {
 			if len(k) > MaxKeySize {
 				return resp.Errorf("ERR memgest: key of %d bytes exceeds the %d-byte limit", len(k), MaxKeySize)
 			}
+		}
+		if p.local {
+			return cmd.run(n, ctx, cs, args)
 		}
 		return n.route(ctx, cs, cmd, args, keys)
 	}
