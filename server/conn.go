@@ -30,6 +30,7 @@ type connState struct {
 	created   time.Time
 	lastCmd   atomic.Pointer[resp.CommandSpec]
 	out       []byte // reply buffer reused across pipelines (conn goroutine only)
+	limits    *limitConn
 	db        int
 }
 
@@ -55,6 +56,10 @@ func (n *Node) accept(c redcon.Conn) bool {
 	}
 	if nc := c.NetConn(); nc != nil {
 		cs.laddr = nc.LocalAddr().String()
+		if lc, ok := nc.(*limitConn); ok {
+			cs.limits = lc
+			lc.preAuth.Store(!cs.authed)
+		}
 	}
 	c.SetContext(cs)
 	n.clients.add(cs)

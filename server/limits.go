@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 )
 
 // redcon enforces no limits on declared lengths: a client announcing a
@@ -17,6 +18,11 @@ import (
 const (
 	maxInline     = 64 << 10 // Redis PROTO_INLINE_MAX_SIZE
 	maxHeaderLine = 32       // "*<count>" or "$<len>" with room for digits
+	// Before AUTH succeeds a client may send only small requests, as in
+	// Redis 7, so that an unauthenticated peer cannot make the node buffer
+	// large commands it will refuse anyway.
+	preAuthMaxArgs = 10
+	preAuthMaxBulk = 16 << 10
 )
 
 // limitListener wraps accepted connections in limitConn.
@@ -30,15 +36,18 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &limitConn{Conn: c, t: framing{maxBulk: l.maxBulk, maxArgs: l.maxArgs}}, nil
+	lc := &limitConn{Conn: c}
+	lc.t = framing{maxBulk: l.maxBulk, maxArgs: l.maxArgs, preAuth: &lc.preAuth}
+	return lc, nil
 }
 
 // limitConn refuses requests whose framing exceeds the limits.
 type limitConn struct {
 	net.Conn
-	mu  sync.Mutex
-	t   framing
-	bad bool
+	mu      sync.Mutex
+	t       framing
+	bad     bool
+	preAuth atomic.Bool // the client has not authenticated yet
 }
 
 var errProtocolLimit = errors.New("server: protocol limit exceeded")
@@ -69,7 +78,10 @@ type framing struct {
 	skip             int64  // payload bytes (plus CRLF) still to pass
 	inline           int    // bytes of the current inline request
 	headerStart      bool   // a bulk header's '$' is still expected
+	preAuth          *atomic.Bool
 }
+
+func (f *framing) unauthenticated() bool { return f.preAuth != nil && f.preAuth.Load() }
 
 const (
 	atCommand uint8 = iota
@@ -153,6 +165,9 @@ func (f *framing) headerByte(c byte) string {
 	if v < 0 || v > f.maxBulk {
 		return "invalid bulk length"
 	}
+	if v > preAuthMaxBulk && f.unauthenticated() {
+		return "unauthenticated bulk length"
+	}
 	f.state, f.skip = inPayload, v+2
 	return ""
 }
@@ -160,6 +175,9 @@ func (f *framing) headerByte(c byte) string {
 func (f *framing) multibulk(n int64) string {
 	if n > f.maxArgs {
 		return "invalid multibulk length"
+	}
+	if n > preAuthMaxArgs && f.unauthenticated() {
+		return "unauthenticated multibulk length"
 	}
 	if n <= 0 {
 		f.state = atCommand

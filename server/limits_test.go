@@ -2,6 +2,7 @@ package server
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -20,6 +21,28 @@ func TestFramingAcceptsValidStreams(t *testing.T) {
 		if f.state != atCommand {
 			t.Fatalf("chunk %d: stream ended in state %d", chunk, f.state)
 		}
+	}
+}
+
+func TestFramingPreAuthLimits(t *testing.T) {
+	f := newFraming()
+	f.maxBulk, f.maxArgs = 1<<20, 100
+	var pre atomic.Bool
+	pre.Store(true)
+	f.preAuth = &pre
+	if got := f.feed([]byte("*11\r\n")); got != "unauthenticated multibulk length" {
+		t.Fatalf("11 args before AUTH: %q", got)
+	}
+	g := newFraming()
+	g.maxBulk, g.preAuth = 1<<20, &pre
+	if got := g.feed([]byte("*2\r\n$4\r\nAUTH\r\n$20000\r\n")); got != "unauthenticated bulk length" {
+		t.Fatalf("20000-byte bulk before AUTH: %q", got)
+	}
+	pre.Store(false)
+	h := newFraming()
+	h.maxBulk, h.maxArgs, h.preAuth = 1<<20, 100, &pre
+	if got := h.feed([]byte("*11\r\n$1\r\na\r\n$20000\r\n")); got != "" {
+		t.Fatalf("after AUTH: %q", got)
 	}
 }
 

@@ -169,6 +169,9 @@ func TestAuthAndLimits(t *testing.T) {
 	if err := good.Set(ctx, "k", strings.Repeat("x", 1000), 0).Err(); err == nil || !strings.HasPrefix(err.Error(), "OOM") {
 		t.Fatalf("write beyond maxmemory: %v", err)
 	}
+	if got := rawExchange(t, c.nodes[0].addr(), "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$20000\r\n"); got != "-ERR Protocol error: unauthenticated bulk length" {
+		t.Fatalf("large request before AUTH: %q", got)
+	}
 	info := good.Info(ctx, "server").Val()
 	for _, field := range []string{"process_id:", "tcp_port:", "run_id:", "redis_version:"} {
 		if !strings.Contains(info, field) {
