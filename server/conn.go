@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"sync"
@@ -31,7 +32,6 @@ type connState struct {
 	lastCmd   atomic.Pointer[resp.CommandSpec]
 	out       []byte // reply buffer reused across pipelines (conn goroutine only)
 	limits    *limitConn
-	db        int
 }
 
 var nextConnID atomic.Int64
@@ -119,8 +119,7 @@ func (n *Node) serveRESP(c redcon.Conn, cmd redcon.Command) {
 }
 
 func isQuit(args [][]byte) bool {
-	return len(args) > 0 && len(args[0]) == 4 && (args[0][0]|0x20) == 'q' && (args[0][1]|0x20) == 'u' &&
-		(args[0][2]|0x20) == 'i' && (args[0][3]|0x20) == 't'
+	return len(args) > 0 && bytes.EqualFold(args[0], []byte("quit"))
 }
 
 // runPipeline executes cmds with the ordering rule of serveRESP and
@@ -142,7 +141,7 @@ func (n *Node) runPipeline(cs *connState, cmds []redcon.Command) ([]resp.Reply, 
 		if !concurrent {
 			wg.Wait()
 			clear(busy)
-			replies[i] = n.execute(context.Background(), cs, cmd.Args)
+			replies[i] = n.executeParsed(context.Background(), cs, cmd.Args, p)
 			protos[i] = cs.proto
 			continue
 		}

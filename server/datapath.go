@@ -14,16 +14,12 @@ import (
 // This file is the coordinator's data path (DESIGN.md §3, Ring §5.2): every
 // key has one coordinator, which assigns versions, writes redundancy, and
 // commits in its primary store only after every redundancy node has
-// acknowledged. Readers read committed state; read-modify-writes wait until
-// no write of the key is in flight and retry if a newer write overtakes
-// them.
+// acknowledged. Readers read committed state; every write of a key waits
+// until no other write of it is in flight, so writes of one key never
+// overlap and commit in version order.
 
-// errOvertaken means a newer write committed between a read-modify-write's
-// read and its version check; the operation is retried from the start.
-var errOvertaken = errors.New("server: overtaken by a newer write")
-
-// maxAttempts bounds retries of an overtaken read-modify-write or of a split
-// read whose pieces were released under it.
+// maxAttempts bounds retries of a split read whose pieces a newer commit
+// released under it.
 const maxAttempts = 16
 
 // current is a key's committed state as a read-modify-write sees it.
@@ -120,22 +116,12 @@ func (n *Node) metaCommitted(_ context.Context, key []byte) (current, error) {
 
 type readFunc func(ctx context.Context, key []byte) (current, error)
 
+// rmwWith runs one read-modify-write. Every write of a key registers in the
+// inflight table and a write finding one in flight waits (Node.set falls
+// back to rmw), so once waitQuiet returns no other write of the key can
+// commit before this one: the committed state read here is the state the
+// new version replaces.
 func (n *Node) rmwWith(ctx context.Context, key []byte, read readFunc, fn func(cur current) (*writeOp, error)) error {
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		err := n.rmwOnce(ctx, key, read, fn)
-		if errors.Is(err, errPieceGone) {
-			// Writes of the key are serialised here, so the committed
-			// version's pieces cannot be released under us: they are lost.
-			return fmt.Errorf("server: pieces of %q are missing; the key cannot be read", key)
-		}
-		if !errors.Is(err, errOvertaken) {
-			return err
-		}
-	}
-	return fmt.Errorf("server: key %q is written too often to update it atomically; retry", key)
-}
-
-func (n *Node) rmwOnce(ctx context.Context, key []byte, read readFunc, fn func(cur current) (*writeOp, error)) error {
 	s, err := n.inflight.waitQuiet(ctx, key)
 	if err != nil {
 		return err
@@ -143,8 +129,10 @@ func (n *Node) rmwOnce(ctx context.Context, key []byte, read readFunc, fn func(c
 	p := s.begin(key, n.clock.next())
 	s.mu.Unlock()
 	cur, err := read(ctx, key)
-	if err == nil && cur.meta.Version > p.version {
-		err = errOvertaken
+	if errors.Is(err, errPieceGone) {
+		// Nothing can release the committed version's pieces while this
+		// write is in flight: they are lost.
+		err = fmt.Errorf("server: pieces of %q are missing; the key cannot be read", key)
 	}
 	var op *writeOp
 	if err == nil {

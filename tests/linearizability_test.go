@@ -119,9 +119,8 @@ func TestLinearizableAcrossSchemes(t *testing.T) {
 		}(id)
 	}
 	wg.Wait()
-	res, info := porcupine.CheckOperationsVerbose(kvModel, history, 60*time.Second)
+	res := porcupine.CheckOperationsTimeout(kvModel, history, 60*time.Second)
 	if res == porcupine.Illegal {
-		_ = info
 		t.Fatalf("history of %d operations is not linearizable", len(history))
 	}
 	t.Logf("%d operations: %s", len(history), res)
