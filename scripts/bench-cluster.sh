@@ -111,16 +111,30 @@ redis-cli -p "$sp" DEL probe >/dev/null
 run_target "memgest none, 1 node" "$sp"
 kill "$single"
 
-base=$(free_base)
-./bin/memgest dev --nodes 6 --base-port "$base" >"$work/memgest.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 600); do grep -q "cluster ready" "$work/memgest.log" && break; sleep 0.1; done
-grep -q "cluster ready" "$work/memgest.log" || { cat "$work/memgest.log"; exit 1; }
+# start_dev N LOG: starts an N-node dev cluster, sets $base and $dev.
+start_dev() {
+	base=$(free_base)
+	./bin/memgest dev --nodes "$1" --base-port "$base" >"$2" 2>&1 &
+	dev=$!
+	pids+=($dev)
+	for _ in $(seq 1 600); do grep -q "cluster ready" "$2" && break; sleep 0.1; done
+	grep -q "cluster ready" "$2" || { cat "$2"; exit 1; }
+}
+
+start_dev 6 "$work/memgest6.log"
 for scheme in none rep:3 split:4+2; do
 	redis-cli -p "$base" FLUSHALL >/dev/null
 	redis-cli -p "$base" SCHEME.DEFAULT "$scheme" >/dev/null
 	run_target "memgest $scheme" "$base" --cluster
 done
+kill "$dev"; wait "$dev" 2>/dev/null || true
+
+# rep:3 on three nodes: three processes holding three copies, like Redis
+# with two replicas.
+start_dev 3 "$work/memgest3.log"
+redis-cli -p "$base" SCHEME.DEFAULT rep:3 >/dev/null
+run_target "memgest rep:3, 3 nodes" "$base" --cluster
+kill "$dev"; wait "$dev" 2>/dev/null || true
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b>0) printf "%.2f", a/b; else print "n/a" }'; }
 {
@@ -132,12 +146,12 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b>0) printf "%.2f", a/b; else prin
 	echo "redis-benchmark -t set,get -d 100 -r $KEYSPACE -n $REQUESTS -c $CLIENTS -P {1,16};"
 	echo "memgest runs 6 \`memgest server\` processes (\`memgest dev\`) and is driven with"
 	echo "\`--cluster\`, so the benchmark sends each key to its coordinator. Everything"
-	echo "shares the same $(nproc) cores: Redis is one process, memgest six (one for"
-	echo "the single-node row)."
+	echo "shares the same $(nproc) cores: Redis is one process (three with replicas),"
+	echo "memgest six (one for the single-node row, three for the 3-node row)."
 	echo
 	echo "| target | SET -P1 | GET -P1 | SET -P16 | GET -P16 |"
 	echo "|---|---:|---:|---:|---:|"
-	for t in redis redis+2replicas "memgest none, 1 node" "memgest none" "memgest rep:3" "memgest split:4+2"; do
+	for t in redis redis+2replicas "memgest none, 1 node" "memgest none" "memgest rep:3" "memgest split:4+2" "memgest rep:3, 3 nodes"; do
 		echo "| $t | ${rps[$t,SET,1]} | ${rps[$t,GET,1]} | ${rps[$t,SET,16]} | ${rps[$t,GET,16]} |"
 	done
 	echo
@@ -149,7 +163,8 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b>0) printf "%.2f", a/b; else prin
 		echo "| memgest none (1 node) $op / redis $op | $(ratio "${rps[memgest none, 1 node,$op,1]}" "${rps[redis,$op,1]}") | $(ratio "${rps[memgest none, 1 node,$op,16]}" "${rps[redis,$op,16]}") | ≥ 1.0 |"
 		echo "| memgest none (6 nodes) $op / redis $op | $(ratio "${rps[memgest none,$op,1]}" "${rps[redis,$op,1]}") | $(ratio "${rps[memgest none,$op,16]}" "${rps[redis,$op,16]}") | ≥ 1.0 |"
 	done
-	echo "| memgest rep:3 SET / redis+2 replicas SET | $(ratio "${rps[memgest rep:3,SET,1]}" "${rps[redis+2replicas,SET,1]}") | $(ratio "${rps[memgest rep:3,SET,16]}" "${rps[redis+2replicas,SET,16]}") | ≥ 0.8 |"
+	echo "| memgest rep:3 (6 nodes) SET / redis+2 replicas SET | $(ratio "${rps[memgest rep:3,SET,1]}" "${rps[redis+2replicas,SET,1]}") | $(ratio "${rps[memgest rep:3,SET,16]}" "${rps[redis+2replicas,SET,16]}") | ≥ 0.8 |"
+	echo "| memgest rep:3 (3 nodes) SET / redis+2 replicas SET | $(ratio "${rps[memgest rep:3, 3 nodes,SET,1]}" "${rps[redis+2replicas,SET,1]}") | $(ratio "${rps[memgest rep:3, 3 nodes,SET,16]}" "${rps[redis+2replicas,SET,16]}") | ≥ 0.8 |"
 	echo "| memgest rep:3 GET / memgest none GET | $(ratio "${rps[memgest rep:3,GET,1]}" "${rps[memgest none,GET,1]}") | $(ratio "${rps[memgest rep:3,GET,16]}" "${rps[memgest none,GET,16]}") | ≥ 0.9 |"
 	echo "| memgest split:4+2 GET / memgest none GET | $(ratio "${rps[memgest split:4+2,GET,1]}" "${rps[memgest none,GET,1]}") | $(ratio "${rps[memgest split:4+2,GET,16]}" "${rps[memgest none,GET,16]}") | (no target) |"
 } >"$report"

@@ -104,23 +104,17 @@ func cmdMSet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Re
 			return r
 		}
 	}
-	errs := make([]error, len(args)/2)
 	last := lastOccurrence(args)
-	var wg sync.WaitGroup
+	ws := make([]blindWrite, 0, len(args)/2)
 	for i := 1; i < len(args); i += 2 {
-		if last[string(args[i])] != i {
-			continue // a later pair sets this key: Redis keeps the last
+		if last[string(args[i])] == i { // a later pair sets this key: Redis keeps the last
+			ws = append(ws, blindWrite{key: args[i], value: args[i+1]})
 		}
-		wg.Add(1)
-		n.workers.Go(func() {
-			defer wg.Done()
-			errs[i/2] = n.set(ctx, args[i], args[i+1], 0, false, nil)
-		})
 	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return errReply(err)
+	n.writeBlind(ctx, ws)
+	for _, w := range ws {
+		if w.err != nil {
+			return errReply(w.err)
 		}
 	}
 	return resp.OK()

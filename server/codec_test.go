@@ -37,10 +37,46 @@ func TestPeerPayloadRefusesTruncationAndTrailingBytes(t *testing.T) {
 	}
 }
 
+func TestPutPiecesRoundTripsAndRefusesDamage(t *testing.T) {
+	pieces := []piece{
+		{Key: []byte("a"), Scheme: 2, Version: 10, Index: 1, CRC: 5, Data: []byte("value")},
+		{Key: []byte("b"), Scheme: 3, Version: 11, Index: 4, Versioned: true, Data: nil},
+	}
+	b := encodePutPieces(pieces)
+	got, err := decodePutPieces(b)
+	if err != nil || len(got) != 2 || string(got[0].Data) != "value" || !got[1].Versioned || got[1].Index != 4 {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	for i := 0; i < len(b); i++ {
+		if _, err := decodePutPieces(b[:i]); err == nil {
+			t.Fatalf("truncated batch of %d bytes decoded", i)
+		}
+	}
+	if _, err := decodePutPieces(append(b, 0)); err == nil {
+		t.Fatal("trailing byte accepted")
+	}
+	huge := append(enc(nil).u32(1<<31), b[4:]...)
+	if _, err := decodePutPieces(huge); err == nil {
+		t.Fatal("a count beyond the payload was accepted")
+	}
+	resp := encodePutPiecesResp([]string{"", "full"})
+	if rs, err := decodePutPiecesResp(resp, 2); err != nil || rs[0] != "" || rs[1] != "full" {
+		t.Fatalf("reply: %q, %v", rs, err)
+	}
+	if _, err := decodePutPiecesResp(resp, 3); err == nil {
+		t.Fatal("a reply with too few refusals was accepted")
+	}
+	if _, err := decodePutPiecesResp(resp, 1); err == nil {
+		t.Fatal("a reply with too many refusals was accepted")
+	}
+}
+
 // FuzzPeerPayloads: no decoder panics on arbitrary bytes, and whatever
 // decodes re-encodes to the same bytes.
 func FuzzPeerPayloads(f *testing.F) {
 	f.Add([]byte(piece{Key: []byte("k"), Data: []byte("v")}.encode(nil)))
+	f.Add([]byte(encodePutPieces([]piece{{Key: []byte("a"), Data: []byte("1")}, {Key: []byte("b"), Versioned: true}})))
+	f.Add([]byte(encodePutPiecesResp([]string{"", "refused"})))
 	f.Add([]byte(forwardReq{Proto: 2, Args: [][]byte{[]byte("GET"), []byte("k")}}.encode(nil)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if p, err := decodePiece(b); err == nil && !bytes.Equal(p.encode(nil), b) {
@@ -48,6 +84,12 @@ func FuzzPeerPayloads(f *testing.F) {
 		}
 		if r, err := decodePieceRef(b); err == nil && !bytes.Equal(r.encode(nil), b) {
 			t.Fatal("ref does not re-encode")
+		}
+		if ps, err := decodePutPieces(b); err == nil && !bytes.Equal(encodePutPieces(ps), b) {
+			t.Fatal("PutPieces does not re-encode")
+		}
+		if rs, err := decodePutPiecesResp(b, 2); err == nil && !bytes.Equal(encodePutPiecesResp(rs), b) {
+			t.Fatal("PutPieces reply does not re-encode")
 		}
 		_, _ = decodeForward(b)
 		_, _ = decodeScan(b)

@@ -135,25 +135,35 @@ func (n *Node) runPipeline(cs *connState, cmds []redcon.Command) ([]resp.Reply, 
 	}
 	var wg sync.WaitGroup
 	var busy map[string]*sync.WaitGroup // key → the concurrent command using it
+	var group setGroup
+	ctx := context.Background()
 	for i, cmd := range cmds {
 		p := parseCommand(cmd.Args)
 		spec, keys, concurrent := p.spec, p.keys, len(p.keys) > 0
 		if !concurrent {
+			group.flush(n, ctx, cs, replies)
 			wg.Wait()
 			clear(busy)
-			replies[i] = n.executeParsed(context.Background(), cs, cmd.Args, p)
+			replies[i] = n.executeParsed(ctx, cs, cmd.Args, p)
 			protos[i] = cs.proto
 			continue
 		}
 		protos[i] = cs.proto
+		if group.touches(keys) || len(group.writes) == maxSetGroup {
+			group.flush(n, ctx, cs, replies)
+		}
 		for _, k := range keys {
 			if w, ok := busy[string(k)]; ok {
 				w.Wait()
 			}
 		}
+		if n.joins(cs, p, cmd.Args) {
+			group.add(i, cmd.Args[1], cmd.Args[2])
+			continue
+		}
 		if n.runsLocally(spec, cmd.Args, keys) {
 			p.local = true
-			replies[i] = n.executeParsed(context.Background(), cs, cmd.Args, p)
+			replies[i] = n.executeParsed(ctx, cs, cmd.Args, p)
 			continue
 		}
 		done := &sync.WaitGroup{}
@@ -169,9 +179,10 @@ func (n *Node) runPipeline(cs *connState, cmds []redcon.Command) ([]resp.Reply, 
 		n.workers.Go(func() {
 			defer wg.Done()
 			defer done.Done()
-			replies[i] = n.executeParsed(context.Background(), cs, args, p)
+			replies[i] = n.executeParsed(ctx, cs, args, p)
 		})
 	}
+	group.flush(n, ctx, cs, replies)
 	wg.Wait()
 	return replies, protos
 }

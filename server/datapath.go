@@ -176,6 +176,12 @@ func (n *Node) apply(ctx context.Context, p *pending, op *writeOp) error {
 		n.releaseAll(context.Background(), sent, false)
 		return err
 	}
+	return n.commit(ctx, p, op, sent)
+}
+
+// commit makes op the key's committed state once its redundancy (sent) is
+// stored, then releases what the commit replaced.
+func (n *Node) commit(ctx context.Context, p *pending, op *writeOp, sent []release) error {
 	s := n.inflight.shard(op.key)
 	s.mu.Lock()
 	rel, err := n.commitLocked(s, op, p.version, p)

@@ -36,6 +36,7 @@ type Node struct {
 	pieces   *store.Store // redundancy this node holds for coordinators
 	peers    *transport.Pool
 	inflight *inflight
+	groups   commitGroups // redundancy of concurrent writes, sent together
 	workers  *workerPool
 	clock    versionClock
 	stats    counters

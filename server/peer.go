@@ -94,8 +94,8 @@ func (n *Node) servePeer(req transport.Frame, reply func(transport.Frame)) {
 
 func (n *Node) peerHandler(typ uint8) func([]byte) ([]byte, error) {
 	switch typ {
-	case msgPutPiece:
-		return n.onPutPiece
+	case msgPutPieces:
+		return n.onPutPieces
 	case msgGetPiece:
 		return n.onGetPiece
 	case msgDelPiece:
@@ -116,12 +116,21 @@ func (n *Node) peerHandler(typ uint8) func([]byte) ([]byte, error) {
 	return func([]byte) ([]byte, error) { return nil, fmt.Errorf("server: unknown peer message type %d", typ) }
 }
 
-func (n *Node) onPutPiece(b []byte) ([]byte, error) {
-	p, err := decodePiece(b)
+// onPutPieces stores a batch of pieces. A malformed batch stores none; a
+// piece the store refuses (checksum, size) is reported in its slot of the
+// reply and fails only the write it belongs to.
+func (n *Node) onPutPieces(b []byte) ([]byte, error) {
+	pieces, err := decodePutPieces(b)
 	if err != nil {
 		return nil, err
 	}
-	return nil, n.storePiece(p)
+	refusals := make([]string, len(pieces))
+	for i, p := range pieces {
+		if err := n.storePiece(p); err != nil {
+			refusals[i] = err.Error()
+		}
+	}
+	return encodePutPiecesResp(refusals), nil
 }
 
 func (n *Node) onGetPiece(b []byte) ([]byte, error) {

@@ -6,15 +6,15 @@ import "hash/crc32"
 // encode/decode pairs below; docs/transport.md lists them under "Peer
 // messages".
 const (
-	msgPutPiece uint8 = iota + 1 // store one redundancy piece
-	msgGetPiece                  // read one piece (split gathers)
-	msgDelPiece                  // release pieces of a key up to a version
-	msgForward                   // run a client command on its coordinator
-	msgJoin                      // ask the leader to add a node
-	msgPropose                   // ask the leader to apply a map command
-	msgStats                     // per-scheme counts and bytes of a node
-	msgScan                      // one SCAN step over a node's coordinated keys
-	msgFlush                     // drop every key and piece of a node
+	msgPutPieces uint8 = iota + 1 // store redundancy pieces (one or many writes')
+	msgGetPiece                   // read one piece (split gathers)
+	msgDelPiece                   // release pieces of a key up to a version
+	msgForward                    // run a client command on its coordinator
+	msgJoin                       // ask the leader to add a node
+	msgPropose                    // ask the leader to apply a map command
+	msgStats                      // per-scheme counts and bytes of a node
+	msgScan                       // one SCAN step over a node's coordinated keys
+	msgFlush                      // drop every key and piece of a node
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -47,10 +47,62 @@ func (p piece) encode(e enc) enc {
 
 func decodePiece(b []byte) (piece, error) {
 	d := dec{b: b}
+	p := readPiece(&d)
+	return p, d.done()
+}
+
+// readPiece reads one piece; pieces are self-delimiting, so a PutPieces
+// payload is a count and the pieces back to back.
+func readPiece(d *dec) piece {
 	p := piece{Key: d.bytes(), Scheme: d.u16(), Version: d.u64(), ExpireAt: d.i64(), Index: d.u8()}
 	p.Versioned = d.flag()
 	p.CRC, p.Data = d.u32(), d.bytes()
-	return p, d.done()
+	return p
+}
+
+// putPiecesHeader is the size of a PutPieces payload's count.
+const putPiecesHeader = 4
+
+// encodePutPieces is a PutPieces payload (tests and fuzz seeds; the write
+// path appends pieces to a pieceDest directly).
+func encodePutPieces(pieces []piece) enc {
+	e := enc(nil).u32(uint32(len(pieces)))
+	for _, p := range pieces {
+		e = p.encode(e)
+	}
+	return e
+}
+
+func decodePutPieces(b []byte) ([]piece, error) {
+	d := dec{b: b}
+	count := int(d.u32())
+	if count > len(b) { // every piece takes more than one byte
+		return nil, errMalformed
+	}
+	out := make([]piece, 0, count)
+	for i := 0; i < count && d.err == nil; i++ {
+		out = append(out, readPiece(&d))
+	}
+	return out, d.done()
+}
+
+// A PutPieces reply has one refusal per piece, in order: empty when the
+// piece was stored, else why not.
+func encodePutPiecesResp(refusals []string) enc {
+	var e enc
+	for _, r := range refusals {
+		e = e.str(r)
+	}
+	return e
+}
+
+func decodePutPiecesResp(b []byte, count int) ([]string, error) {
+	d := dec{b: b}
+	out := make([]string, count)
+	for i := range out {
+		out[i] = d.str()
+	}
+	return out, d.done()
 }
 
 // pieceRef names a piece. To a release (msgDelPiece) an unversioned ref

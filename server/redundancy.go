@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -63,29 +65,155 @@ func pieceTargets(m *cluster.Map, key []byte, spec scheme.Spec) ([]target, error
 
 // sendRedundancy stores op's pieces at version v on their nodes and waits
 // for every acknowledgement. It returns what was sent, for release on error.
+// Writes that arrive together from different connections share frames
+// (commitGroups).
 func (n *Node) sendRedundancy(ctx context.Context, op *writeOp, v uint64) ([]release, error) {
-	spec := op.entry.Spec
-	if op.del || spec.Kind == scheme.None {
+	if op.del || op.entry.Spec.Kind == scheme.None {
 		return nil, nil
 	}
-	m := n.ctl.Map()
-	targets, err := pieceTargets(m, op.key, spec)
-	if err != nil {
-		return nil, err
-	}
-	pieces, err := makePieces(op, v, spec, targets)
+	targets, pieces, err := planPieces(n.ctl.Map(), op, v)
 	if err != nil {
 		return nil, err
 	}
 	sent := []release{{key: op.key, scheme: op.entry.ID, version: v, exact: true}}
-	reqs := make([]peerReq, len(pieces))
-	for i := range pieces {
-		reqs[i] = peerReq{node: targets[i].node, typ: msgPutPiece, payload: pieces[i].encode(nil)}
-	}
-	if err := n.callAll(ctx, reqs); err != nil {
-		return sent, fmt.Errorf("server: write of %q not acknowledged: %w", op.key, err)
+	if err := n.groups.send(ctx, n, targets, pieces); err != nil {
+		return sent, notAcknowledged(op.key, err)
 	}
 	return sent, nil
+}
+
+// commitGroups is group commit for redundancy: the first write to arrive
+// opens a group and yields the processor once, so that writes from other
+// connections that are ready to run join it; then it sends the group's
+// pieces, one PutPieces frame per node, and hands every member its result.
+// Under load this divides the frames, wake-ups and replies of replicated
+// writes by the group size; an idle node pays one Gosched.
+type commitGroups struct {
+	mu   sync.Mutex
+	open *commitGroup
+}
+
+type commitGroup struct {
+	batch   pieceBatch
+	members int
+	errs    []error
+	done    chan struct{}
+}
+
+// send stores pieces (for targets) as part of a group and returns this
+// write's error.
+func (gs *commitGroups) send(ctx context.Context, n *Node, targets []target, pieces []piece) error {
+	gs.mu.Lock()
+	g, lead := gs.open, gs.open == nil
+	if lead {
+		g = &commitGroup{done: make(chan struct{})}
+		gs.open = g
+	}
+	member := g.members
+	g.members++
+	g.batch.put(targets, pieces, member)
+	gs.mu.Unlock()
+	if !lead {
+		<-g.done // the leader finishes within the peer timeout
+		return g.errs[member]
+	}
+	runtime.Gosched()
+	gs.mu.Lock()
+	gs.open = nil
+	gs.mu.Unlock()
+	g.errs = n.sendBatch(ctx, &g.batch, g.members)
+	close(g.done)
+	return g.errs[member]
+}
+
+// pieceBatch gathers the redundancy pieces of one or more writes by node, so
+// that each node receives all of them in one PutPieces frame and
+// acknowledges them in one reply: a pipeline of R-way SETs costs R−1 frames
+// each way, not R−1 per command.
+type pieceBatch struct {
+	dests []*pieceDest
+}
+
+// pieceDest is what one node receives: PutPieces payload (a count, filled
+// in by sendBatch, then the pieces) and the write each piece belongs to.
+type pieceDest struct {
+	node    cluster.Node
+	payload enc
+	owners  []int
+}
+
+// add queues the pieces of op at version v, on behalf of write owner.
+func (b *pieceBatch) add(m *cluster.Map, op *writeOp, v uint64, owner int) error {
+	targets, pieces, err := planPieces(m, op, v)
+	if err != nil {
+		return err
+	}
+	b.put(targets, pieces, owner)
+	return nil
+}
+
+// put queues pieces (one per target) on behalf of write owner.
+func (b *pieceBatch) put(targets []target, pieces []piece, owner int) {
+	for i, t := range targets {
+		d := b.dest(t.node)
+		d.payload = pieces[i].encode(d.payload)
+		d.owners = append(d.owners, owner)
+	}
+}
+
+// planPieces returns where op's pieces at version v go, and the pieces.
+func planPieces(m *cluster.Map, op *writeOp, v uint64) ([]target, []piece, error) {
+	targets, err := pieceTargets(m, op.key, op.entry.Spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	pieces, err := makePieces(op, v, op.entry.Spec, targets)
+	return targets, pieces, err
+}
+
+func (b *pieceBatch) dest(node cluster.Node) *pieceDest {
+	for _, d := range b.dests {
+		if d.node.ID == node.ID {
+			return d
+		}
+	}
+	d := &pieceDest{node: node, payload: make(enc, putPiecesHeader, 512)}
+	b.dests = append(b.dests, d)
+	return d
+}
+
+// sendBatch sends every node its pieces at once, waits for the replies, and
+// returns each owner's error (nil when all its pieces were stored).
+func (n *Node) sendBatch(ctx context.Context, b *pieceBatch, owners int) []error {
+	reqs := make([]peerReq, len(b.dests))
+	for i, d := range b.dests {
+		binary.BigEndian.PutUint32(d.payload, uint32(len(d.owners)))
+		reqs[i] = peerReq{node: d.node, typ: msgPutPieces, payload: d.payload}
+	}
+	replies, errs := n.callEach(ctx, reqs)
+	out := make([][]error, owners)
+	for i, d := range b.dests {
+		refusals, err := decodePutPiecesResp(replies[i], len(d.owners))
+		for j, owner := range d.owners {
+			switch {
+			case errs[i] != nil:
+				out[owner] = append(out[owner], errs[i])
+			case err != nil:
+				out[owner] = append(out[owner], fmt.Errorf("node %s: %w", d.node.PeerAddr, err))
+			case refusals[j] != "":
+				out[owner] = append(out[owner], fmt.Errorf("node %s: %s", d.node.PeerAddr, refusals[j]))
+			}
+		}
+	}
+	joined := make([]error, owners)
+	for i, e := range out {
+		joined[i] = errors.Join(e...)
+	}
+	return joined
+}
+
+func notAcknowledged(key []byte, err error) error {
+	return fmt.Errorf("server: write of %q not acknowledged: %w", key, err)
 }
 
 // peerReq is one request of a fan-out to several nodes.
@@ -95,45 +223,75 @@ type peerReq struct {
 	payload []byte
 }
 
-// callAll sends every request at once and waits for all replies, without a
-// goroutine or timer per request: the write path of a replicated SET sends
-// R−1 of these per command. Requests to this node run locally; a request
-// refused for a stale epoch is retried through call, which catches up first.
-func (n *Node) callAll(ctx context.Context, reqs []peerReq) error {
+// peerResult is one reply of a fan-out.
+type peerResult struct {
+	i       int
+	payload []byte
+	err     error
+}
+
+// callEach sends every request at once and returns each reply or error,
+// without a goroutine or timer per request. Requests to this node run
+// locally; a request refused for a stale epoch is retried through call,
+// which catches up first. Requests unanswered within the peer timeout fail.
+func (n *Node) callEach(ctx context.Context, reqs []peerReq) ([][]byte, []error) {
 	epoch := n.ctl.Map().Epoch
+	replies := make([][]byte, len(reqs))
 	errs := make([]error, len(reqs))
-	done := make(chan int, len(reqs))
+	answered := make([]bool, len(reqs))
+	done := make(chan peerResult, len(reqs))
+	waiting := 0
 	for i, r := range reqs {
 		if r.node.ID == n.id {
-			_, errs[i] = n.peerHandler(r.typ)(r.payload)
-			done <- i
+			replies[i], errs[i] = n.peerHandler(r.typ)(r.payload)
+			answered[i] = true
 			continue
 		}
+		waiting++
 		frame := transport.Frame{Type: r.typ, Epoch: epoch, Payload: r.payload}
-		n.peers.Get(r.node.PeerAddr).Go(frame, func(_ transport.Frame, err error) {
-			errs[i] = err
-			done <- i
+		n.peers.Get(r.node.PeerAddr).Go(frame, func(resp transport.Frame, err error) {
+			done <- peerResult{i: i, payload: resp.Payload, err: err}
 		})
 	}
-	timeout := time.NewTimer(n.cfg.PeerTimeout)
-	defer timeout.Stop()
-	for range reqs {
-		select {
-		case <-done:
-		case <-timeout.C:
-			return fmt.Errorf("no reply within %s", n.cfg.PeerTimeout)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if waiting > 0 {
+		n.collect(ctx, done, waiting, answered, replies, errs)
 	}
 	for i, err := range errs {
 		if _, stale := staleEpoch(err); stale {
-			_, errs[i] = n.call(ctx, reqs[i].node, reqs[i].typ, reqs[i].payload)
-		} else if err != nil {
+			replies[i], errs[i] = n.call(ctx, reqs[i].node, reqs[i].typ, reqs[i].payload)
+		} else if err != nil && reqs[i].node.ID != n.id {
 			errs[i] = fmt.Errorf("node %s: %w", reqs[i].node.PeerAddr, err)
 		}
 	}
-	return errors.Join(errs...)
+	return replies, errs
+}
+
+// collect gathers want results from done into replies and errs, marking
+// them answered; those still unanswered at the timeout or cancellation fail
+// with that cause. Late results land in done's buffer and are dropped.
+func (n *Node) collect(ctx context.Context, done <-chan peerResult, want int, answered []bool, replies [][]byte, errs []error) {
+	timeout := time.NewTimer(n.cfg.PeerTimeout)
+	defer timeout.Stop()
+	var cause error
+	for got := 0; got < want && cause == nil; {
+		select {
+		case r := <-done:
+			replies[r.i], errs[r.i], answered[r.i] = r.payload, r.err, true
+			got++
+		case <-timeout.C:
+			cause = fmt.Errorf("no reply within %s", n.cfg.PeerTimeout)
+		case <-ctx.Done():
+			cause = ctx.Err()
+		}
+	}
+	if cause == nil {
+		return
+	}
+	for i := range errs {
+		if !answered[i] {
+			errs[i] = cause
+		}
+	}
 }
 
 func makePieces(op *writeOp, v uint64, spec scheme.Spec, targets []target) ([]piece, error) {

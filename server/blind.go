@@ -1,0 +1,167 @@
+package server
+
+import (
+	"context"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/server/resp"
+)
+
+// blindWrite is one plain SET (or one MSET pair): it needs no earlier state
+// of the key, unless a write of the key is in flight.
+type blindWrite struct {
+	key, value []byte
+	op         *writeOp
+	p          *pending // set while the write waits for its redundancy
+	err        error
+}
+
+// writeBlind runs plain SETs together: a pipeline's, or an MSET's keys on
+// this coordinator. Each key gets Node.set's semantics, but every write
+// takes its version first, the redundancy of all of them goes out in one
+// PutPieces frame per node, and each commits once the replies are in, so a
+// batch of rep:3 SETs costs two frames each way instead of two per key. A
+// key with a write already in flight, or repeated in the batch, is written
+// afterwards through Node.set, which waits for that write.
+func (n *Node) writeBlind(ctx context.Context, ws []blindWrite) {
+	var later []int
+	var batch pieceBatch
+	m := n.ctl.Map()
+	for i := range ws {
+		w := &ws[i]
+		if !n.beginBlind(ctx, w) {
+			later = append(later, i)
+			continue
+		}
+		if w.p == nil {
+			continue // committed already (none) or failed
+		}
+		if err := batch.add(m, w.op, w.p.version, i); err != nil {
+			n.abort(w.key, w.p)
+			w.p, w.err = nil, err
+		}
+	}
+	if len(batch.dests) > 0 {
+		errs := n.sendBatch(ctx, &batch, len(ws))
+		for i := range ws {
+			if ws[i].p != nil {
+				n.finishBlind(ctx, &ws[i], errs[i])
+			}
+		}
+	}
+	for _, i := range later {
+		ws[i].err = n.set(ctx, ws[i].key, ws[i].value, 0, false, nil)
+	}
+}
+
+// beginBlind starts w unless a write of its key is in flight (false). A
+// write in scheme none commits at once; any other takes a version and
+// registers in flight.
+func (n *Node) beginBlind(ctx context.Context, w *blindWrite) bool {
+	s := n.inflight.shard(w.key)
+	s.mu.Lock()
+	if s.newest(w.key) != nil {
+		s.mu.Unlock()
+		return false
+	}
+	w.op = n.valueOp(n.peekLocked(w.key), w.key, w.value, 0, false, nil)
+	if w.op.entry.Spec.Kind == scheme.None {
+		w.err = n.writeLocked(ctx, s, w.op) // commits and unlocks
+		return true
+	}
+	w.p = s.begin(w.key, n.clock.next())
+	s.mu.Unlock()
+	if err := n.checkMemory(w.op); err != nil {
+		n.abort(w.key, w.p)
+		w.p, w.err = nil, err
+	}
+	return true
+}
+
+// finishBlind commits w if all its pieces were stored (sendErr nil), else
+// aborts it and releases whatever pieces did get stored.
+func (n *Node) finishBlind(ctx context.Context, w *blindWrite, sendErr error) {
+	sent := []release{{key: w.key, scheme: w.op.entry.ID, version: w.p.version, exact: true}}
+	if sendErr != nil {
+		n.abort(w.key, w.p)
+		n.releaseAll(context.Background(), sent, false)
+		w.err = notAcknowledged(w.key, sendErr)
+		return
+	}
+	w.err = n.commit(ctx, w.p, w.op, sent)
+}
+
+// setGroup gathers the plain SETs of a pipeline whose keys this node
+// coordinates, to be written together by writeBlind. The pipeline flushes
+// it before any command that must see those writes: a command on one of its
+// keys, a session command, or the end of the pipeline.
+type setGroup struct {
+	writes []blindWrite
+	at     []int // each write's position in the pipeline
+	keys   map[string]struct{}
+}
+
+// setSpec is SET's command spec, recorded as the connection's last command.
+var setSpec, _ = resp.Lookup([]byte("set"))
+
+// maxSetGroup bounds a group, so a very long pipeline is acknowledged to
+// its peers in pieces of reasonable size.
+const maxSetGroup = 256
+
+// joins says whether the pipelined command p (args) can join the group: a
+// plain SET, authenticated, of an acceptable key and value that this node
+// coordinates in a formed cluster. Anything else runs the usual way.
+func (n *Node) joins(cs *connState, p parsed, args [][]byte) bool {
+	if !cs.authed || p.spec == nil || p.spec.Name != "set" || len(args) != 3 ||
+		len(args[1]) > MaxKeySize || int64(len(args[2])) > n.cfg.MaxValueSize {
+		return false
+	}
+	m := n.ctl.Map()
+	c, ok := m.Coordinator(cluster.Slot(args[1]))
+	return m.State == cluster.OK && ok && c.ID == n.id
+}
+
+func (g *setGroup) has(key []byte) bool {
+	_, ok := g.keys[string(key)]
+	return ok
+}
+
+func (g *setGroup) add(at int, key, value []byte) {
+	if g.keys == nil {
+		g.keys = make(map[string]struct{})
+	}
+	g.keys[string(key)] = struct{}{}
+	g.writes = append(g.writes, blindWrite{key: key, value: value})
+	g.at = append(g.at, at)
+}
+
+// touches says whether any of keys is in the group.
+func (g *setGroup) touches(keys [][]byte) bool {
+	for _, k := range keys {
+		if g.has(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// flush writes the group and files each SET's reply.
+func (g *setGroup) flush(n *Node, ctx context.Context, cs *connState, replies []resp.Reply) {
+	if len(g.writes) == 0 {
+		return
+	}
+	n.writeBlind(ctx, g.writes)
+	cs.lastCmd.Store(setSpec)
+	n.stats.commands.Add(int64(len(g.writes)))
+	for i, w := range g.writes {
+		if w.err != nil {
+			replies[g.at[i]] = errReply(w.err)
+		} else {
+			replies[g.at[i]] = resp.OK()
+		}
+	}
+	clear(g.writes)
+	g.writes, g.at = g.writes[:0], g.at[:0]
+	clear(g.keys)
+}
