@@ -126,6 +126,10 @@ func cmdClient(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.
 			b.WriteString(clientLine(c, time.Now()) + "\n")
 		}
 		return resp.Verbatim("txt", b.String())
+	case "KILL":
+		return n.clientKill(cs, args)
+	case "HELP":
+		return resp.BulkStrings(clientHelp...)
 	case "SETINFO", "NO-EVICT", "NO-TOUCH", "REPLY":
 		return resp.OK()
 	}
@@ -157,4 +161,130 @@ func clientLine(cs *connState, now time.Time) string {
 	}
 	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%s",
 		cs.id, cs.addr, cs.laddr, cs.name, int(now.Sub(cs.created).Seconds()), last, strconv.Itoa(cs.proto))
+}
+
+var clientHelp = []string{
+	"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"GETNAME", "    Return the name of the current connection.",
+	"ID", "    Return the ID of the current connection.",
+	"INFO", "    Return information about the current client connection.",
+	"KILL <ip:port>", "    Kill connection made from <ip:port>.",
+	"KILL <option> <value> [<option> <value> [...]]",
+	"    Kill connections. Options are: ID <client-id>, ADDR <ip:port>, LADDR <ip:port>,",
+	"    TYPE normal, USER default, MAXAGE <seconds>, SKIPME (YES|NO) (default YES).",
+	"LIST", "    Return information about client connections.",
+	"SETNAME <name>", "    Assign the name <name> to the current connection.",
+	"HELP", "    Print this help.",
+}
+
+// killFilter is CLIENT KILL's new-style filter; zero fields match all.
+type killFilter struct {
+	id           int64
+	addr, laddr  string
+	maxAge       int64
+	skipMe       bool
+	matchNothing bool // TYPE or USER that no memgest client has
+}
+
+// clientKill is CLIENT KILL: the old form closes the client at an address
+// and answers OK; the filter form closes every matching client and counts
+// them. A client killing itself gets its reply, then is closed.
+func (n *Node) clientKill(cs *connState, args [][]byte) resp.Reply {
+	if len(args) == 3 {
+		for _, c := range n.clients.list() {
+			if c.addr == string(args[2]) {
+				kill(cs, c)
+				return resp.OK()
+			}
+		}
+		return resp.Err("ERR No such client")
+	}
+	f, bad := parseKillFilter(args[2:])
+	if bad.IsError() {
+		return bad
+	}
+	killed := 0
+	for _, c := range n.clients.list() {
+		if f.matches(c, cs, time.Now()) {
+			kill(cs, c)
+			killed++
+		}
+	}
+	return resp.Int(int64(killed))
+}
+
+func parseKillFilter(args [][]byte) (killFilter, resp.Reply) {
+	f := killFilter{skipMe: true}
+	if len(args)%2 != 0 {
+		return f, resp.Err("ERR syntax error")
+	}
+	for i := 0; i < len(args); i += 2 {
+		v := string(args[i+1])
+		switch strings.ToUpper(string(args[i])) {
+		case "ID":
+			id, ok := resp.ParseInt(args[i+1])
+			if !ok || id < 1 {
+				return f, resp.Err("ERR client-id should be greater than 0")
+			}
+			f.id = id
+		case "ADDR":
+			f.addr = v
+		case "LADDR":
+			f.laddr = v
+		case "MAXAGE":
+			age, ok := resp.ParseInt(args[i+1])
+			if !ok {
+				return f, resp.Err("ERR syntax error")
+			}
+			f.maxAge = age
+		case "SKIPME":
+			switch strings.ToLower(v) {
+			case "yes":
+				f.skipMe = true
+			case "no":
+				f.skipMe = false
+			default:
+				return f, resp.Err("ERR syntax error")
+			}
+		case "TYPE":
+			switch strings.ToLower(v) {
+			case "normal":
+			case "master", "replica", "slave", "pubsub":
+				f.matchNothing = true
+			default:
+				return f, resp.Errorf("ERR Unknown client type '%s'", v)
+			}
+		case "USER":
+			if v != "default" {
+				return f, resp.Errorf("ERR No such user '%s'", v)
+			}
+		default:
+			return f, resp.Err("ERR syntax error")
+		}
+	}
+	return f, resp.Reply{}
+}
+
+func (f killFilter) matches(c, self *connState, now time.Time) bool {
+	switch {
+	case f.matchNothing, f.skipMe && c == self:
+		return false
+	case f.id != 0 && c.id != f.id, f.addr != "" && c.addr != f.addr, f.laddr != "" && c.laddr != f.laddr:
+		return false
+	case f.maxAge > 0 && int64(now.Sub(c.created).Seconds()) < f.maxAge:
+		return false
+	}
+	return true
+}
+
+// kill closes c: at once for another connection (its read loop then ends),
+// after the reply for the connection running the command.
+func kill(self, c *connState) {
+	if c == self {
+		c.killed.Store(true)
+		return
+	}
+	if c.conn != nil {
+		_ = c.conn.Close()
+	}
 }

@@ -32,6 +32,8 @@ type connState struct {
 	lastCmd   atomic.Pointer[resp.CommandSpec]
 	out       []byte // reply buffer reused across pipelines (conn goroutine only)
 	limits    *limitConn
+	conn      net.Conn    // what CLIENT KILL from another connection closes
+	killed    atomic.Bool // CLIENT KILL of itself: close after the reply
 }
 
 var nextConnID atomic.Int64
@@ -55,6 +57,7 @@ func (n *Node) accept(c redcon.Conn) bool {
 		addr: c.RemoteAddr(), created: time.Now(),
 	}
 	if nc := c.NetConn(); nc != nil {
+		cs.conn = nc
 		cs.laddr = nc.LocalAddr().String()
 		if lc, ok := nc.(*limitConn); ok {
 			cs.limits = lc
@@ -110,12 +113,13 @@ func (n *Node) serveRESP(c redcon.Conn, cmd redcon.Command) {
 	for i, r := range replies {
 		buf = r.AppendTo(buf, protos[i])
 		if isQuit(cmds[i].Args) {
-			c.WriteRaw(buf)
-			c.Close()
-			return
+			break
 		}
 	}
 	c.WriteRaw(buf)
+	if isQuit(cmds[len(cmds)-1].Args) || cs.killed.Load() {
+		c.Close()
+	}
 }
 
 func isQuit(args [][]byte) bool {
