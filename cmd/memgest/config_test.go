@@ -70,3 +70,16 @@ func TestDevArgs(t *testing.T) {
 		}
 	}
 }
+
+func TestDevEnvDividesCores(t *testing.T) {
+	last := func(env []string) string { return env[len(env)-1] }
+	if got := last(devEnv([]string{"PATH=/bin"}, 2, 6)); got != "GOMAXPROCS=1" {
+		t.Errorf("2 cores, 6 nodes: %s", got)
+	}
+	if got := last(devEnv([]string{"PATH=/bin"}, 16, 3)); got != "GOMAXPROCS=5" {
+		t.Errorf("16 cores, 3 nodes: %s", got)
+	}
+	if got := devEnv([]string{"GOMAXPROCS=7", "PATH=/bin"}, 2, 6); len(got) != 2 || got[0] != "GOMAXPROCS=7" {
+		t.Errorf("a GOMAXPROCS the user set was changed: %v", got)
+	}
+}

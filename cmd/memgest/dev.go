@@ -10,7 +10,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -87,6 +89,7 @@ func runDev(o devOptions) error {
 	for i := 0; i < o.nodes; i++ {
 		cmd := exec.Command(exe, append(devArgs(o, i, dir), o.extra...)...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		cmd.Env = devEnv(os.Environ(), runtime.NumCPU(), o.nodes)
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("start node %d: %w", i+1, err)
 		}
@@ -105,6 +108,19 @@ func runDev(o devOptions) error {
 		return fmt.Errorf("node %d (pid %d) exited: %v", i+1, procs[i].Process.Pid, procs[i].ProcessState)
 	}
 	return nil
+}
+
+// devEnv is the environment of a dev node. The nodes share one machine, so
+// unless GOMAXPROCS is set they divide its cores: six Go schedulers each
+// spinning on every core of a 2-core machine cost 10% of throughput at
+// pipeline depth 1 (docs/benchmarks/cluster-analysis.md).
+func devEnv(env []string, cpus, nodes int) []string {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "GOMAXPROCS=") {
+			return env
+		}
+	}
+	return append(env, "GOMAXPROCS="+strconv.Itoa(max(1, cpus/nodes)))
 }
 
 func devArgs(o devOptions, i int, dir string) []string {
