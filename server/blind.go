@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"hash/maphash"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme"
@@ -98,9 +99,12 @@ func (n *Node) finishBlind(ctx context.Context, w *blindWrite, sendErr error) {
 // keys, a session command, or the end of the pipeline.
 type setGroup struct {
 	writes []blindWrite
-	at     []int // each write's position in the pipeline
-	keys   map[string]struct{}
+	at     []int               // each write's position in the pipeline
+	keys   map[uint64]struct{} // hashes of the keys: a collision only flushes early
 }
+
+// groupSeed hashes the keys of setGroups.
+var groupSeed = maphash.MakeSeed()
 
 // setSpec is SET's command spec, recorded as the connection's last command.
 var setSpec, _ = resp.Lookup([]byte("set"))
@@ -123,15 +127,15 @@ func (n *Node) joins(cs *connState, p parsed, args [][]byte) bool {
 }
 
 func (g *setGroup) has(key []byte) bool {
-	_, ok := g.keys[string(key)]
+	_, ok := g.keys[maphash.Bytes(groupSeed, key)]
 	return ok
 }
 
 func (g *setGroup) add(at int, key, value []byte) {
 	if g.keys == nil {
-		g.keys = make(map[string]struct{})
+		g.keys = make(map[uint64]struct{})
 	}
-	g.keys[string(key)] = struct{}{}
+	g.keys[maphash.Bytes(groupSeed, key)] = struct{}{}
 	g.writes = append(g.writes, blindWrite{key: key, value: value})
 	g.at = append(g.at, at)
 }
