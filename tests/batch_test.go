@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -25,6 +26,7 @@ func TestPipelinedWritesAreBatched(t *testing.T) {
 		formula float64
 	}{{"none", 1}, {"rep:3", 3}, {"split:2+1", 1.5}} {
 		must(t, plain.Do(ctx, "SCHEME.DEFAULT", sch.name).Err())
+		c.waitDefault(sch.name)
 		key := func(i int) string { return fmt.Sprintf("batch:%s:%d", sch.name, i) }
 		// Each key twice in one pipeline: the second SET must win.
 		cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -100,6 +102,27 @@ func checkPipelineOrder(t *testing.T, rdb *redis.ClusterClient, sch string) {
 		}
 		if got != want[i] {
 			t.Fatalf("%s: reply %d (%v) = %q, want %q", sch, i, cmd.Args(), got, want[i])
+		}
+	}
+}
+
+// waitDefault waits until every node's map has the default scheme name: a
+// map change reaches the other nodes shortly after the node that made it.
+func (c *testCluster) waitDefault(name string) {
+	c.t.Helper()
+	ctx := ctxT(c.t)
+	for i := range c.nodes {
+		rdb := c.plainClient(i, 2)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got, err := rdb.Do(ctx, "SCHEME.DEFAULT").Text()
+			if err == nil && got == name {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.t.Fatalf("node %d: default scheme %q, %v; want %q", i, got, err, name)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	}
 }
