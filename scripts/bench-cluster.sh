@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # bench-cluster.sh REPORT: redis-benchmark (SET and GET, 100-byte values,
 # -P 1 and -P 16) against a 6-node memgest cluster with the default scheme
-# set to none, rep:3 and split:4+2, and against a redis-server started here
-# (alone, and with two asynchronous replicas for the rep:3 comparison), all
-# in one run; writes a Markdown report with ratios to REPORT.
+# set to none, rep:3 and split:4+2 (and rep:3 on 3 nodes), and against
+# redis-servers started here (alone, with two asynchronous replicas for the
+# rep:3 comparison, and as a 3-master Redis Cluster), all in one run; writes
+# a Markdown report with ratios to REPORT.
 #
 # Everything started here runs on 127.0.0.1 with free ports and is stopped
 # by PID on exit. Installs Debian's redis-server/redis-tools if missing.
@@ -29,6 +30,27 @@ cleanup() {
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# free_cluster_port finds a free port whose Redis Cluster bus port (+10000)
+# is free too.
+free_cluster_port() {
+	python3 - <<'PY'
+import socket
+for p in range(30001, 55000, 7):
+    ok = True
+    for q in (p, p + 10000):
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", q))
+        except OSError:
+            ok = False
+        finally:
+            s.close()
+    if ok:
+        print(p)
+        break
+PY
+}
 
 # free_base finds a base port whose client, peer (+10000) and HTTP (+20000)
 # ranges are free for 6 nodes.
@@ -97,6 +119,26 @@ sleep 1
 redis-cli -p "$rport" FLUSHALL >/dev/null
 run_target redis+2replicas "$rport"
 
+# A Redis Cluster of three masters, driven with --cluster like memgest: the
+# like-for-like reference for a sharded memgest cluster.
+cports=()
+for i in 1 2 3; do
+	p=$(free_cluster_port)
+	mkdir -p "$work/rc$i"
+	(cd "$work/rc$i" && exec redis-server --port "$p" --bind 127.0.0.1 --cluster-enabled yes \
+		--cluster-config-file nodes.conf --save "" --appendonly no >log 2>&1) &
+	pids+=($!)
+	cports+=("$p")
+	wait_port "$p" # bound before the next port is chosen
+done
+echo yes | redis-cli --cluster create "${cports[@]/#/127.0.0.1:}" --cluster-replicas 0 >"$work/rc.log" 2>&1
+for _ in $(seq 1 100); do redis-cli -p "${cports[0]}" CLUSTER INFO | grep -q cluster_state:ok && break; sleep 0.1; done
+run_target "redis cluster (3 masters)" "${cports[0]}" --cluster
+# Stop every Redis before memgest runs, so idle servers take no CPU from it.
+for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+wait 2>/dev/null || true
+pids=()
+
 # memgest: one node alone (the like-for-like comparison with one Redis
 # process), then a 6-node dev cluster; each scheme as the default, keys flushed in
 # between so every key written is in that scheme.
@@ -146,12 +188,12 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b>0) printf "%.2f", a/b; else prin
 	echo "redis-benchmark -t set,get -d 100 -r $KEYSPACE -n $REQUESTS -c $CLIENTS -P {1,16};"
 	echo "memgest runs 6 \`memgest server\` processes (\`memgest dev\`) and is driven with"
 	echo "\`--cluster\`, so the benchmark sends each key to its coordinator. Everything"
-	echo "shares the same $(nproc) cores: Redis is one process (three with replicas),"
+	echo "shares the same $(nproc) cores: Redis is one process (three with replicas or as a cluster),"
 	echo "memgest six (one for the single-node row, three for the 3-node row)."
 	echo
 	echo "| target | SET -P1 | GET -P1 | SET -P16 | GET -P16 |"
 	echo "|---|---:|---:|---:|---:|"
-	for t in redis redis+2replicas "memgest none, 1 node" "memgest none" "memgest rep:3" "memgest split:4+2" "memgest rep:3, 3 nodes"; do
+	for t in redis redis+2replicas "redis cluster (3 masters)" "memgest none, 1 node" "memgest none" "memgest rep:3" "memgest split:4+2" "memgest rep:3, 3 nodes"; do
 		echo "| $t | ${rps[$t,SET,1]} | ${rps[$t,GET,1]} | ${rps[$t,SET,16]} | ${rps[$t,GET,16]} |"
 	done
 	echo
@@ -162,6 +204,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b>0) printf "%.2f", a/b; else prin
 	for op in SET GET; do
 		echo "| memgest none (1 node) $op / redis $op | $(ratio "${rps[memgest none, 1 node,$op,1]}" "${rps[redis,$op,1]}") | $(ratio "${rps[memgest none, 1 node,$op,16]}" "${rps[redis,$op,16]}") | ≥ 1.0 |"
 		echo "| memgest none (6 nodes) $op / redis $op | $(ratio "${rps[memgest none,$op,1]}" "${rps[redis,$op,1]}") | $(ratio "${rps[memgest none,$op,16]}" "${rps[redis,$op,16]}") | ≥ 1.0 |"
+		echo "| memgest none (6 nodes) $op / redis cluster $op | $(ratio "${rps[memgest none,$op,1]}" "${rps[redis cluster (3 masters),$op,1]}") | $(ratio "${rps[memgest none,$op,16]}" "${rps[redis cluster (3 masters),$op,16]}") | (reference) |"
 	done
 	echo "| memgest rep:3 (6 nodes) SET / redis+2 replicas SET | $(ratio "${rps[memgest rep:3,SET,1]}" "${rps[redis+2replicas,SET,1]}") | $(ratio "${rps[memgest rep:3,SET,16]}" "${rps[redis+2replicas,SET,16]}") | ≥ 0.8 |"
 	echo "| memgest rep:3 (3 nodes) SET / redis+2 replicas SET | $(ratio "${rps[memgest rep:3, 3 nodes,SET,1]}" "${rps[redis+2replicas,SET,1]}") | $(ratio "${rps[memgest rep:3, 3 nodes,SET,16]}" "${rps[redis+2replicas,SET,16]}") | ≥ 0.8 |"
