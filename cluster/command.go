@@ -7,7 +7,7 @@ import (
 )
 
 // Command is a change to the map. The concrete commands are Init, AddNode,
-// CreateScheme, DropScheme and SetDefault; Apply applies one, and
+// CreateScheme, DropScheme, SetDefault, MarkFailed and ShardRecovered; Apply applies one, and
 // EncodeCommand/DecodeCommand carry one through the Raft log or to the
 // leader over the peer protocol.
 type Command interface {
@@ -51,11 +51,13 @@ type SetDefault struct {
 	Name string `json:"name"`
 }
 
-func (Init) op() string         { return "init" }
-func (AddNode) op() string      { return "add_node" }
-func (CreateScheme) op() string { return "create_scheme" }
-func (DropScheme) op() string   { return "drop_scheme" }
-func (SetDefault) op() string   { return "set_default" }
+func (Init) op() string           { return "init" }
+func (AddNode) op() string        { return "add_node" }
+func (CreateScheme) op() string   { return "create_scheme" }
+func (DropScheme) op() string     { return "drop_scheme" }
+func (SetDefault) op() string     { return "set_default" }
+func (MarkFailed) op() string     { return "mark_failed" }
+func (ShardRecovered) op() string { return "shard_recovered" }
 
 type envelope struct {
 	Op   string          `json:"op"`
@@ -91,6 +93,10 @@ func DecodeCommand(b []byte) (Command, error) {
 		return decodeArgs[DropScheme](env)
 	case "set_default":
 		return decodeArgs[SetDefault](env)
+	case "mark_failed":
+		return decodeArgs[MarkFailed](env)
+	case "shard_recovered":
+		return decodeArgs[ShardRecovered](env)
 	}
 	return nil, errorf(ErrBadCommand, "unknown command %q", env.Op)
 }

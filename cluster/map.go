@@ -63,6 +63,11 @@ type Shard struct {
 	First     int      `json:"first"` // first slot, inclusive
 	Last      int      `json:"last"`  // last slot, inclusive
 	Placement []NodeID `json:"placement"`
+	// Recovering is set when the shard's coordinator failed: the next up
+	// node of the placement coordinates it, but serves it only once it has
+	// recovered the shard's metadata and proposed ShardRecovered (Ring §5.5,
+	// metadata first).
+	Recovering bool `json:"recovering,omitempty"`
 }
 
 // SchemeEntry is one scheme of the catalogue. Its ID is what objects carry;

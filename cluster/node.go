@@ -46,7 +46,8 @@ const (
 	// Spare nodes joined after the cluster formed: known, up, holding
 	// nothing, ready to replace a failed node (Ring §5.5; used by issue 4).
 	Spare
-	// Failed is reserved for the failure detector (issue 4).
+	// Failed nodes were marked by the leader's failure detector
+	// (MarkFailed): they coordinate nothing and hold no live pieces.
 	Failed
 	// Left is reserved for nodes removed by an operator.
 	Left

@@ -123,7 +123,11 @@ func (n *Node) joins(cs *connState, p parsed, args [][]byte) bool {
 	}
 	m := n.ctl.Map()
 	c, ok := m.Coordinator(cluster.Slot(args[1]))
-	return m.State == cluster.OK && ok && c.ID == n.id
+	if m.State != cluster.OK || !ok || c.ID != n.id {
+		return false
+	}
+	_, refused := n.refuseKeys(m, args[1:2])
+	return !refused // a refused SET runs the usual way, to get its error
 }
 
 func (g *setGroup) has(key []byte) bool {

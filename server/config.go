@@ -50,6 +50,13 @@ type Config struct {
 	MaxArgs int
 	// PeerTimeout bounds one node-to-node request.
 	PeerTimeout time.Duration
+	// HeartbeatInterval is how often a node reports to the Raft leader,
+	// renewing its lease to serve.
+	HeartbeatInterval time.Duration
+	// FailureTimeout is how long the leader waits without a node's
+	// heartbeat before marking it failed; a node whose lease (0.9 of this)
+	// lapses stops serving its keys first (docs/failure-model.md).
+	FailureTimeout time.Duration
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
 	// ConfigFile is the file the configuration was read from, if any
@@ -72,6 +79,9 @@ func DefaultConfig() Config {
 		MaxArgs:         1 << 20,
 		PeerTimeout:     5 * time.Second,
 		LogLevel:        "warn",
+
+		HeartbeatInterval: 200 * time.Millisecond,
+		FailureTimeout:    1500 * time.Millisecond,
 	}
 }
 
@@ -120,6 +130,9 @@ func (c Config) Validate() error {
 	}
 	if c.PeerTimeout <= 0 {
 		return errors.New("server: peer-timeout must be positive")
+	}
+	if c.HeartbeatInterval <= 0 || c.FailureTimeout < 3*c.HeartbeatInterval {
+		return fmt.Errorf("server: failure-timeout (%s) must be at least 3 heartbeat-intervals (%s), both positive", c.FailureTimeout, c.HeartbeatInterval)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

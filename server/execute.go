@@ -82,6 +82,9 @@ func (n *Node) executeParsed(ctx context.Context, cs *connState, args [][]byte, 
 				return resp.Errorf("ERR memgest: key of %d bytes exceeds the %d-byte limit", len(k), MaxKeySize)
 			}
 		}
+		if r, refused := n.refuseKeys(n.ctl.Map(), keys); refused {
+			return r
+		}
 		if p.local {
 			return cmd.run(n, ctx, cs, args)
 		}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/memgest/memgest/cluster"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -44,6 +45,16 @@ func (h *httpServer) close() error {
 }
 
 // Status is the cluster as one node sees it: what `memgest status` prints.
+// Serving reports whether every up node answered and holds a fresh lease.
+func (st Status) Serving() bool {
+	for _, n := range st.Nodes {
+		if n.State == "up" && !n.Serving {
+			return false
+		}
+	}
+	return len(st.Nodes) > 0
+}
+
 type Status struct {
 	Node    string         `json:"node"`
 	Epoch   uint64         `json:"epoch"`
@@ -62,7 +73,9 @@ type StatusNode struct {
 	Slots      int    `json:"slots"`
 	Keys       int64  `json:"keys"`
 	Bytes      int64  `json:"bytes"`
-	Error      string `json:"error,omitempty"`
+	// Serving: the node answered and holds a fresh lease to serve its keys.
+	Serving bool   `json:"serving"`
+	Error   string `json:"error,omitempty"`
 }
 
 // StatusScheme is one scheme's line of the status.
@@ -100,9 +113,9 @@ func (n *Node) status(ctx context.Context) Status {
 			}
 		}
 		if s, ok := byNode[string(node.ID)]; ok {
-			line.Keys, line.Bytes = s.Keys, s.PrimaryBytes+s.PieceBytes
-		} else if err != nil {
-			line.Error = err.Error()
+			line.Keys, line.Bytes, line.Serving = s.Keys, s.PrimaryBytes+s.PieceBytes, s.Serving
+		} else if err != nil && node.State != cluster.Failed {
+			line.Error = "no answer within the failure timeout"
 		}
 		st.Nodes = append(st.Nodes, line)
 	}

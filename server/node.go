@@ -42,6 +42,10 @@ type Node struct {
 	stats    counters
 	clients  clientRegistry
 
+	incarnation uint64   // this run of the node (failure.go)
+	lease       lease    // permission to serve, renewed by heartbeats
+	detector    detector // the leader's failure detector
+
 	mux      *transport.Mux
 	raftLn   net.Listener
 	framesLn net.Listener
@@ -64,7 +68,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: log, started: time.Now(), inflight: newInflight(), workers: newWorkerPool(),
+	n := &Node{cfg: cfg, log: log, started: time.Now(), incarnation: newIncarnation(), inflight: newInflight(), workers: newWorkerPool(),
 		expireQ: make(chan []byte, expireQueueSize),
 		primary: store.New(store.WithMaxValueSize(int(cfg.MaxValueSize))),
 		pieces:  store.New(store.WithMaxValueSize(int(cfg.MaxValueSize) + 1024)),
@@ -104,6 +108,7 @@ func (n *Node) start() error {
 	n.stop = cancel
 	n.background(ctx, n.expireCycle)
 	n.background(ctx, n.memUsed.refresh(n))
+	n.background(ctx, n.heartbeatLoop)
 	if n.cfg.Join != "" {
 		n.background(ctx, n.joinLoop)
 	}

@@ -49,8 +49,9 @@ func staleEpoch(err error) (uint64, bool) {
 }
 
 // unfenced message types are accepted whatever their epoch: a joining node
-// has no map yet, and proposals are ordered by Raft itself.
-func unfenced(typ uint8) bool { return typ == msgJoin || typ == msgPropose }
+// has no map yet, proposals are ordered by Raft itself, and a heartbeat is
+// how a node with an old map learns it was fenced.
+func unfenced(typ uint8) bool { return typ == msgJoin || typ == msgPropose || typ == msgHeartbeat }
 
 // handlePeer serves one frame from another node. Requests that may block
 // (waiting for a newer map, forwarded commands, proposals) run in their own
@@ -112,6 +113,8 @@ func (n *Node) peerHandler(typ uint8) func([]byte) ([]byte, error) {
 		return n.onScan
 	case msgFlush:
 		return n.onFlush
+	case msgHeartbeat:
+		return n.onHeartbeat
 	}
 	return func([]byte) ([]byte, error) { return nil, fmt.Errorf("server: unknown peer message type %d", typ) }
 }

@@ -15,6 +15,7 @@ const (
 	msgStats                      // per-scheme counts and bytes of a node
 	msgScan                       // one SCAN step over a node's coordinated keys
 	msgFlush                      // drop every key and piece of a node
+	msgHeartbeat                  // a node reports to the Raft leader (failure.go)
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"sync/atomic"
 
@@ -35,6 +36,8 @@ type nodeStats struct {
 	PieceBytes   int64 `json:"piece_bytes"`
 	// OverheadPerKey is index+header bytes per primary record.
 	OverheadPerKey float64 `json:"overhead_per_key"`
+	// Serving says the node holds a fresh lease (failure.go).
+	Serving bool `json:"serving"`
 }
 
 // schemeUsage is what one scheme's keys occupy on one node (or summed).
@@ -54,7 +57,8 @@ func (u *schemeUsage) add(o *schemeUsage) {
 func (n *Node) localStats() nodeStats {
 	p, q := n.primary.Stats(), n.pieces.Stats()
 	st := nodeStats{Node: n.id, Keys: int64(p.Keys), Schemes: map[uint16]*schemeUsage{},
-		PrimaryBytes: p.MemoryBytes(), PieceBytes: q.MemoryBytes(), OverheadPerKey: p.IndexHeaderPerKey()}
+		PrimaryBytes: p.MemoryBytes(), PieceBytes: q.MemoryBytes(), OverheadPerKey: p.IndexHeaderPerKey(),
+		Serving: n.serving()}
 	m := n.ctl.Map()
 	usage := func(id uint16) *schemeUsage {
 		if st.Schemes[id] == nil {
@@ -82,35 +86,50 @@ func (n *Node) onStats([]byte) ([]byte, error) {
 	return json.Marshal(n.localStats())
 }
 
-// clusterStats gathers nodeStats from every node in the map.
+// clusterStats gathers nodeStats from every live node in the map (failed
+// nodes hold nothing that counts). It returns what the nodes that answered
+// within the failure timeout reported, and an error naming the others.
 func (n *Node) clusterStats(ctx context.Context) ([]nodeStats, error) {
 	m := n.ctl.Map()
 	out := make([]nodeStats, len(m.Nodes))
 	errs := make([]error, len(m.Nodes))
+	ctx, cancel := context.WithTimeout(ctx, min(n.cfg.PeerTimeout, n.cfg.FailureTimeout))
+	defer cancel()
 	var wg sync.WaitGroup
 	for i, node := range m.Nodes {
-		if node.ID == n.id {
+		switch {
+		case node.State == cluster.Failed || node.State == cluster.Left:
+			errs[i] = errSkipped
+		case node.ID == n.id:
 			out[i] = n.localStats()
-			continue
+		default:
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				b, err := n.call(ctx, node, msgStats, nil)
+				if err == nil {
+					err = json.Unmarshal(b, &out[i])
+				}
+				errs[i] = err
+			}()
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			b, err := n.call(ctx, node, msgStats, nil)
-			if err == nil {
-				err = json.Unmarshal(b, &out[i])
-			}
-			errs[i] = err
-		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
+	var answered []nodeStats
+	var failed []error
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			answered = append(answered, out[i])
+		case err != errSkipped:
+			failed = append(failed, err)
 		}
 	}
-	return out, nil
+	return answered, errors.Join(failed...)
 }
+
+// errSkipped marks a node clusterStats did not ask.
+var errSkipped = errors.New("server: node skipped")
 
 // sumSchemes adds up per-scheme usage over nodes.
 func sumSchemes(all []nodeStats) map[uint16]*schemeUsage {

@@ -83,7 +83,10 @@ func startCluster(t *testing.T, n int, o clusterOptions) *testCluster {
 		nd := &node{port: ports[3*i], peerPort: ports[3*i+1], httpPort: ports[3*i+2]}
 		args := []string{"server", "--bind", "127.0.0.1",
 			"--port", strconv.Itoa(nd.port), "--peer-port", strconv.Itoa(nd.peerPort),
-			"--http-port", strconv.Itoa(nd.httpPort), "--data-dir", t.TempDir(), "--log-level", "warn"}
+			"--http-port", strconv.Itoa(nd.httpPort), "--data-dir", t.TempDir(), "--log-level", "warn",
+			// A generous timeout, so that a race-built node starved of CPU
+			// is not marked failed; failure tests pass their own.
+			"--failure-timeout", "5s"}
 		if i == 0 {
 			args = append(args, "--bootstrap-expect", strconv.Itoa(n), "--voters", strconv.Itoa(voters))
 		} else {
@@ -132,15 +135,30 @@ func (c *testCluster) stop() {
 
 // status is the part of /status the tests read.
 type status struct {
-	State   string                       `json:"state"`
-	Epoch   uint64                       `json:"epoch"`
-	Nodes   []struct{ ID, State string } `json:"nodes"`
+	State string `json:"state"`
+	Epoch uint64 `json:"epoch"`
+	Nodes []struct {
+		ID, State  string
+		ClientAddr string `json:"client_addr"`
+		Serving    bool   `json:"serving"`
+		Voter      bool   `json:"voter"`
+	} `json:"nodes"`
 	Schemes []struct {
 		Name    string `json:"name"`
 		Keys    int64  `json:"keys"`
 		Logical int64  `json:"logical_bytes"`
 		Stored  int64  `json:"stored_bytes"`
 	} `json:"schemes"`
+}
+
+// serving says every up node holds a fresh lease to serve its keys.
+func (st status) serving() bool {
+	for _, n := range st.Nodes {
+		if n.State == "up" && !n.Serving {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *testCluster) status(i int) (status, error) {
@@ -160,7 +178,7 @@ func (c *testCluster) waitFormed(timeout time.Duration) {
 	for i := range c.nodes {
 		for {
 			st, err := c.status(i)
-			if err == nil && st.State == "ok" && len(st.Nodes) == len(c.nodes) {
+			if err == nil && st.State == "ok" && len(st.Nodes) == len(c.nodes) && st.serving() {
 				break
 			}
 			select {

@@ -167,7 +167,7 @@ func waitFormed(o devOptions, sig chan os.Signal, exited chan int) (server.Statu
 	deadline := time.After(o.timeout)
 	url := fmt.Sprintf("http://127.0.0.1:%d/status", o.basePort+httpOffset)
 	for {
-		if st, err := fetchStatus(url); err == nil && st.State == "ok" && len(st.Nodes) == o.nodes {
+		if st, err := fetchStatus(url); err == nil && st.State == "ok" && len(st.Nodes) == o.nodes && st.Serving() {
 			return st, nil
 		}
 		select {

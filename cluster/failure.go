@@ -1,0 +1,50 @@
+package cluster
+
+// MarkFailed records the failure detector's decision that a node is gone
+// (DESIGN.md §4: the control plane decides, bumps the epoch, and only then
+// does anyone act). The node leaves every placement's live set, so each
+// shard it coordinated passes to the next up node of its placement, marked
+// Recovering until that node has recovered the shard's metadata.
+type MarkFailed struct {
+	ID NodeID `json:"id"`
+}
+
+// ShardRecovered ends a shard's recovery. Only the shard's current
+// coordinator may end it (By), so a proposal made under an older map, for a
+// coordinator that has since failed too, changes nothing.
+type ShardRecovered struct {
+	Shard int    `json:"shard"`
+	By    NodeID `json:"by"`
+}
+
+func (c MarkFailed) apply(m *Map) (*Map, error) {
+	n, ok := m.Node(c.ID)
+	if !ok {
+		return nil, errorf(ErrBadNode, "no node %s", c.ID)
+	}
+	if n.State == Failed || n.State == Left {
+		return m, nil
+	}
+	next := m.Clone()
+	next.Nodes[m.index().node[c.ID]].State = Failed
+	for i, sh := range m.Shards {
+		if coord, ok := m.Coordinator(sh.First); ok && coord.ID == c.ID {
+			next.Shards[i].Recovering = true
+		}
+	}
+	return next, nil
+}
+
+func (c ShardRecovered) apply(m *Map) (*Map, error) {
+	if c.Shard < 0 || c.Shard >= len(m.Shards) {
+		return nil, errorf(ErrBadCommand, "no shard %d", c.Shard)
+	}
+	sh := m.Shards[c.Shard]
+	coord, ok := m.Coordinator(sh.First)
+	if !sh.Recovering || !ok || coord.ID != c.By {
+		return m, nil
+	}
+	next := m.Clone()
+	next.Shards[c.Shard].Recovering = false
+	return next, nil
+}

@@ -1,0 +1,70 @@
+package cluster
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestMarkFailedHandsShardsToTheNextNode(t *testing.T) {
+	m := formed(t, 4, 0)
+	victim := m.Nodes[1].ID
+	var owned []int
+	for i, sh := range m.Shards {
+		if c, _ := m.Coordinator(sh.First); c.ID == victim {
+			owned = append(owned, i)
+		}
+	}
+	if len(owned) == 0 {
+		t.Fatal("the victim coordinates no shard")
+	}
+	next := mustApply(t, m, MarkFailed{ID: victim})
+	checkValid(t, next)
+	if next.Epoch != m.Epoch+1 {
+		t.Fatalf("epoch %d → %d", m.Epoch, next.Epoch)
+	}
+	if n, _ := next.Node(victim); n.State != Failed {
+		t.Fatalf("victim state %v", n.State)
+	}
+	for i, sh := range next.Shards {
+		c, ok := next.Coordinator(sh.First)
+		if !ok || c.ID == victim {
+			t.Fatalf("shard %d still coordinated by the failed node", i)
+		}
+		isOwned := slices.Contains(owned, i)
+		if sh.Recovering != isOwned {
+			t.Fatalf("shard %d recovering=%v, owned by the victim=%v", i, sh.Recovering, isOwned)
+		}
+		if isOwned && c.ID != sh.Placement[1] {
+			t.Fatalf("shard %d went to %s, not the placement's next node %s", i, c.ID, sh.Placement[1])
+		}
+	}
+	if again := mustApply(t, next, MarkFailed{ID: victim}); again.Epoch != next.Epoch {
+		t.Fatal("marking a failed node again changed the map")
+	}
+
+	sh := next.Shards[owned[0]]
+	heir := sh.Placement[1]
+	if same := mustApply(t, next, ShardRecovered{Shard: sh.ID, By: victim}); same.Epoch != next.Epoch {
+		t.Fatal("a recovery reported by a node that is not the coordinator was applied")
+	}
+	done := mustApply(t, next, ShardRecovered{Shard: sh.ID, By: heir})
+	checkValid(t, done)
+	if done.Shards[owned[0]].Recovering {
+		t.Fatal("ShardRecovered by the coordinator left the shard recovering")
+	}
+	if _, err := Apply(next, ShardRecovered{Shard: len(next.Shards), By: heir}); err == nil {
+		t.Fatal("a recovery of a shard that does not exist was accepted")
+	}
+	if _, err := Apply(next, MarkFailed{ID: testNode(99).ID}); err == nil {
+		t.Fatal("an unknown node was marked failed")
+	}
+	for _, c := range []Command{MarkFailed{ID: victim}, ShardRecovered{Shard: 2, By: heir}} {
+		b, err := EncodeCommand(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := DecodeCommand(b); err != nil || got != c {
+			t.Fatalf("round trip of %+v: %+v, %v", c, got, err)
+		}
+	}
+}
