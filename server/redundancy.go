@@ -16,6 +16,10 @@ import (
 	"github.com/memgest/memgest/transport"
 )
 
+// errNodeFailed fails a request to a node the map marks failed at once,
+// rather than after the peer timeout.
+var errNodeFailed = errors.New("marked failed by the control plane")
+
 // errPieceGone means a split read found a shard already released by a newer
 // commit; the read starts again from the primary record.
 var errPieceGone = errors.New("server: piece released under a read")
@@ -247,6 +251,10 @@ func (n *Node) callEach(ctx context.Context, reqs []peerReq) ([][]byte, []error)
 			answered[i] = true
 			continue
 		}
+		if r.node.State == cluster.Failed {
+			errs[i], answered[i] = errNodeFailed, true
+			continue
+		}
 		waiting++
 		frame := transport.Frame{Type: r.typ, Epoch: epoch, Payload: r.payload}
 		n.peers.Get(r.node.PeerAddr).Go(frame, func(resp transport.Frame, err error) {
@@ -410,6 +418,9 @@ func (n *Node) getPiece(ctx context.Context, node cluster.Node, r pieceRef) ([]b
 	if node.ID == n.id {
 		return n.loadPiece(r)
 	}
+	if node.State == cluster.Failed {
+		return nil, fmt.Errorf("node %s: %w", node.PeerAddr, errNodeFailed)
+	}
 	resp, err := n.call(ctx, node, msgGetPiece, r.encode(nil))
 	var re *transport.RemoteError
 	if errors.As(err, &re) && re.Msg == errPieceGone.Error() {
@@ -454,6 +465,9 @@ func (n *Node) releaseOne(ctx context.Context, r release) {
 		if t.node.ID == n.id {
 			n.dropPieces(ref)
 			continue
+		}
+		if t.node.State == cluster.Failed {
+			continue // its pieces went with it
 		}
 		wg.Add(1)
 		go func(node cluster.Node) {

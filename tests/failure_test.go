@@ -44,24 +44,26 @@ func (c *testCluster) nonVoters() []int {
 	return out
 }
 
-// waitNodeState waits until node from's map gives node who the state, and
-// returns how long that took.
-func (c *testCluster) waitNodeState(from, who int, state string, timeout time.Duration) time.Duration {
+// waitFailed waits until node from's CLUSTER NODES flags node who failed,
+// and returns how long that took. (CLUSTER NODES reads only the local map;
+// /status would also wait for the paused node's statistics.)
+func (c *testCluster) waitFailed(from, who int, timeout time.Duration) time.Duration {
 	c.t.Helper()
+	ctx := ctxT(c.t)
+	rdb := c.plainClient(from, 2)
 	start := time.Now()
 	for {
-		st, err := c.status(from)
-		if err == nil {
-			for _, n := range st.Nodes {
-				if n.State == state && n.ClientAddr == c.nodes[who].addr() {
-					return time.Since(start)
-				}
+		out, err := rdb.Do(ctx, "CLUSTER", "NODES").Text()
+		for _, line := range strings.Split(out, "\n") {
+			f := strings.Fields(line)
+			if len(f) > 2 && strings.HasPrefix(f[1], c.nodes[who].addr()+"@") && strings.Contains(f[2], "fail") {
+				return time.Since(start)
 			}
 		}
 		if time.Since(start) > timeout {
-			c.t.Fatalf("node %d not %s in node %d's map after %s: %+v, %v", who, state, from, timeout, st, err)
+			c.t.Fatalf("node %d not failed in node %d's CLUSTER NODES after %s: %v\n%s", who, from, timeout, err, out)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -92,9 +94,23 @@ func TestFailureDetectionAndFencing(t *testing.T) {
 	for _, k := range []string{onKilled, onPaused, elsewhere} {
 		must(t, rdb.Set(ctx, k, "v:"+k, 0).Err())
 	}
+	// split:3+1 keys coordinated by each voter: the first four nodes of a
+	// rotated placement hold the shards, so for at least two of the three
+	// voters the node killed below holds one.
+	var splitKeys []string
+	for i := range c.nodes {
+		if slices.Contains(nonVoters, i) {
+			continue
+		}
+		for j := 0; j < 5; j++ {
+			k := c.keyOn(t, rdb, i, fmt.Sprintf("split%d.%d:", i, j))
+			must(t, rdb.Do(ctx, "SET", k, "s:"+k, "SCHEME", "split:3+1").Err())
+			splitKeys = append(splitKeys, k)
+		}
+	}
 
 	must(t, c.nodes[killed].cmd.Process.Kill())
-	took := c.waitNodeState(watcher, killed, "failed", 15*time.Second)
+	took := c.waitFailed(watcher, killed, 15*time.Second)
 	t.Logf("kill -9 detected and the node marked failed in %s (timeout 1s)", took)
 	viaWatcher := c.plainClient(watcher, 2)
 	err := viaWatcher.Get(ctx, onKilled).Err()
@@ -104,9 +120,36 @@ func TestFailureDetectionAndFencing(t *testing.T) {
 	if v, err := viaWatcher.Get(ctx, elsewhere).Result(); err != nil || v != "v:"+elsewhere {
 		t.Fatalf("GET of a key on a live node = %q, %v", v, err)
 	}
+	for _, k := range splitKeys { // degraded reads decode from the parity
+		if v, err := viaWatcher.Get(ctx, k).Result(); err != nil || v != "s:"+k {
+			t.Fatalf("GET of split key %s with a shard on the failed node = %q, %v", k, v, err)
+		}
+	}
+	// A write that needs a piece on the failed node fails at once and says
+	// why (re-placing redundancy is the rest of issue 4); the old value stays.
+	start, refused := time.Now(), 0
+	for _, k := range splitKeys {
+		err := viaWatcher.Set(ctx, k, "new", 0).Err()
+		if err == nil {
+			continue // this key's shards avoid the failed node
+		}
+		refused++
+		if !strings.Contains(err.Error(), "marked failed") {
+			t.Fatalf("SET of %s needing the failed node: %v", k, err)
+		}
+		if v, err := viaWatcher.Get(ctx, k).Result(); err != nil || v != "s:"+k {
+			t.Fatalf("a refused SET changed %s: %q, %v", k, v, err)
+		}
+	}
+	if refused == 0 {
+		t.Fatal("no split key had a shard on the failed node")
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("%d SETs touching a failed node took %s: they should fail at once, not wait out the 5 s peer timeout each", refused, took)
+	}
 
 	must(t, c.nodes[paused].cmd.Process.Signal(syscall.SIGSTOP))
-	took = c.waitNodeState(watcher, paused, "failed", 15*time.Second)
+	took = c.waitFailed(watcher, paused, 15*time.Second)
 	t.Logf("SIGSTOP detected and the node marked failed in %s", took)
 	must(t, c.nodes[paused].cmd.Process.Signal(syscall.SIGCONT))
 	direct := c.plainClient(paused, 2)
