@@ -71,6 +71,34 @@ func TestPutPiecesRoundTripsAndRefusesDamage(t *testing.T) {
 	}
 }
 
+func TestListPiecesCodecAndPieceKeys(t *testing.T) {
+	resp := listResp{Next: 9, Entries: []pieceEntry{
+		{Key: []byte("a"), Scheme: 2, Version: 5, Index: 1, ExpireAt: 77},
+		{Key: []byte("b"), Scheme: 3, Version: 6, Versioned: true, Index: 4},
+	}}
+	got, err := decodeListResp(resp.encode(nil))
+	if err != nil || !reflect.DeepEqual(got, resp) {
+		t.Fatalf("list reply: %+v, %v", got, err)
+	}
+	req := listReq{First: 10, Last: 20, Cursor: 3}
+	if r, err := decodeListReq(req.encode(nil)); err != nil || r != req {
+		t.Fatalf("list request: %+v, %v", r, err)
+	}
+	for _, ref := range []pieceRef{
+		{Key: []byte("k"), Scheme: 7},
+		{Key: []byte("key"), Scheme: 9, Versioned: true, Version: 1 << 62},
+		{Key: []byte{}, Scheme: 1},
+	} {
+		back, ok := parsePieceKey(ref.storeKey())
+		if !ok || !bytes.Equal(back.Key, ref.Key) || back.Scheme != ref.Scheme || back.Versioned != ref.Versioned || back.Version != ref.Version {
+			t.Fatalf("piece key of %+v parsed as %+v, %v", ref, back, ok)
+		}
+	}
+	if _, ok := parsePieceKey([]byte{0, 1, 1, 0}); ok {
+		t.Fatal("a versioned piece key too short for its version parsed")
+	}
+}
+
 // FuzzPeerPayloads: no decoder panics on arbitrary bytes, and whatever
 // decodes re-encodes to the same bytes.
 func FuzzPeerPayloads(f *testing.F) {
@@ -91,6 +119,12 @@ func FuzzPeerPayloads(f *testing.F) {
 		if rs, err := decodePutPiecesResp(b, 2); err == nil && !bytes.Equal(encodePutPiecesResp(rs), b) {
 			t.Fatal("PutPieces reply does not re-encode")
 		}
+		if r, err := decodeListResp(b); err == nil && !bytes.Equal(r.encode(nil), b) {
+			t.Fatal("ListPieces reply does not re-encode")
+		}
+		_, _ = decodeListReq(b)
+		_, _ = parsePieceKey(b)
+		_, _ = decodeHeartbeat(b)
 		_, _ = decodeForward(b)
 		_, _ = decodeScan(b)
 		_, _ = decodeScanResp(b)

@@ -73,6 +73,7 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 	for {
 		n.heartbeat(ctx)
 		n.detectFailures(ctx)
+		n.startRecoveries(ctx)
 		select {
 		case <-ctx.Done():
 			return

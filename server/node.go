@@ -45,6 +45,7 @@ type Node struct {
 	incarnation uint64   // this run of the node (failure.go)
 	lease       lease    // permission to serve, renewed by heartbeats
 	detector    detector // the leader's failure detector
+	recovering  recoveries
 
 	mux      *transport.Mux
 	raftLn   net.Listener

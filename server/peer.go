@@ -73,7 +73,7 @@ func (n *Node) handlePeer(req transport.Frame, reply func(transport.Frame)) {
 			}
 			n.servePeer(req, reply)
 		}()
-	case req.Type == msgForward || req.Type == msgScan || req.Type == msgStats || req.Type == msgFlush:
+	case req.Type == msgForward || req.Type == msgScan || req.Type == msgStats || req.Type == msgFlush || req.Type == msgListPieces:
 		go n.servePeer(req, reply)
 	default:
 		n.servePeer(req, reply)
@@ -115,6 +115,8 @@ func (n *Node) peerHandler(typ uint8) func([]byte) ([]byte, error) {
 		return n.onFlush
 	case msgHeartbeat:
 		return n.onHeartbeat
+	case msgListPieces:
+		return n.onListPieces
 	}
 	return func([]byte) ([]byte, error) { return nil, fmt.Errorf("server: unknown peer message type %d", typ) }
 }

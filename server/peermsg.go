@@ -6,16 +6,17 @@ import "hash/crc32"
 // encode/decode pairs below; docs/transport.md lists them under "Peer
 // messages".
 const (
-	msgPutPieces uint8 = iota + 1 // store redundancy pieces (one or many writes')
-	msgGetPiece                   // read one piece (split gathers)
-	msgDelPiece                   // release pieces of a key up to a version
-	msgForward                    // run a client command on its coordinator
-	msgJoin                       // ask the leader to add a node
-	msgPropose                    // ask the leader to apply a map command
-	msgStats                      // per-scheme counts and bytes of a node
-	msgScan                       // one SCAN step over a node's coordinated keys
-	msgFlush                      // drop every key and piece of a node
-	msgHeartbeat                  // a node reports to the Raft leader (failure.go)
+	msgPutPieces  uint8 = iota + 1 // store redundancy pieces (one or many writes')
+	msgGetPiece                    // read one piece (split gathers)
+	msgDelPiece                    // release pieces of a key up to a version
+	msgForward                     // run a client command on its coordinator
+	msgJoin                        // ask the leader to add a node
+	msgPropose                     // ask the leader to apply a map command
+	msgStats                       // per-scheme counts and bytes of a node
+	msgScan                        // one SCAN step over a node's coordinated keys
+	msgFlush                       // drop every key and piece of a node
+	msgHeartbeat                   // a node reports to the Raft leader (failure.go)
+	msgListPieces                  // one page of the pieces held for a slot range (recovery.go)
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

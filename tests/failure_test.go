@@ -67,11 +67,41 @@ func (c *testCluster) waitFailed(from, who int, timeout time.Duration) time.Dura
 	}
 }
 
+// waitRecovered reads every key until all read back their values. Until a
+// key's shard is recovered the only acceptable answer is TRYAGAIN: never
+// nil, never another value.
+func waitRecovered(t *testing.T, rdb *redis.Client, want map[string]string) time.Duration {
+	t.Helper()
+	ctx := ctxT(t)
+	start := time.Now()
+	for pending := len(want); pending > 0; {
+		pending = 0
+		for k, v := range want {
+			got, err := rdb.Get(ctx, k).Result()
+			switch {
+			case err == nil && got == v:
+			case err != nil && strings.HasPrefix(err.Error(), "TRYAGAIN"):
+				pending++
+			default:
+				t.Fatalf("GET %s during recovery = %d bytes, %v; want its value or TRYAGAIN", k, len(got), err)
+			}
+		}
+		if time.Since(start) > 20*time.Second {
+			t.Fatalf("%d keys still recovering after 20 s", pending)
+		}
+		if pending > 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return time.Since(start)
+}
+
 // TestFailureDetectionAndFencing kills one node and pauses another past the
 // failure timeout. The control plane marks each failed; the shards they
-// coordinated are refused with TRYAGAIN (recovering), never answered with a
-// missing or stale value; every other key keeps working; and the paused
-// node, resumed, serves nothing.
+// coordinated are refused with TRYAGAIN until their next node has recovered
+// them from the survivors' pieces, then serve every rep:3 and split:3+1 key
+// with its value (never nil or stale); every other key keeps working; and
+// the paused node, resumed, serves nothing.
 func TestFailureDetectionAndFencing(t *testing.T) {
 	c := startCluster(t, 5, clusterOptions{extra: []string{"--failure-timeout", "1s", "--heartbeat-interval", "100ms"}})
 	ctx := ctxT(t)
@@ -109,14 +139,26 @@ func TestFailureDetectionAndFencing(t *testing.T) {
 		}
 	}
 
+	// Keys the node killed below coordinates, in rep:3 and split:3+1: its
+	// shard's next node must recover them (metadata first) before serving.
+	deadKeys := map[string]string{onKilled: "v:" + onKilled}
+	for i := 0; i < 60; i++ {
+		k := c.keyOn(t, rdb, killed, fmt.Sprintf("deadrep%d:", i))
+		deadKeys[k] = strings.Repeat("r", i) + k
+		must(t, rdb.Set(ctx, k, deadKeys[k], 0).Err())
+	}
+	for i := 0; i < 20; i++ {
+		k := c.keyOn(t, rdb, killed, fmt.Sprintf("deadsplit%d:", i))
+		deadKeys[k] = strings.Repeat("s", 100*i) + k
+		must(t, rdb.Do(ctx, "SET", k, deadKeys[k], "SCHEME", "split:3+1").Err())
+	}
+
 	must(t, c.nodes[killed].cmd.Process.Kill())
 	took := c.waitFailed(watcher, killed, 15*time.Second)
 	t.Logf("kill -9 detected and the node marked failed in %s (timeout 1s)", took)
 	viaWatcher := c.plainClient(watcher, 2)
-	err := viaWatcher.Get(ctx, onKilled).Err()
-	if err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") {
-		t.Fatalf("GET of a key of the failed node's shard = %v; want TRYAGAIN (recovering), never a value or nil", err)
-	}
+	recovered := waitRecovered(t, viaWatcher, deadKeys)
+	t.Logf("the failed coordinator's %d rep:3 and split:3+1 keys served again %s after the failure was marked", len(deadKeys), recovered)
 	if v, err := viaWatcher.Get(ctx, elsewhere).Result(); err != nil || v != "v:"+elsewhere {
 		t.Fatalf("GET of a key on a live node = %q, %v", v, err)
 	}
@@ -166,6 +208,7 @@ func TestFailureDetectionAndFencing(t *testing.T) {
 	if v, err := viaWatcher.Get(ctx, elsewhere).Result(); err != nil || v != "v:"+elsewhere {
 		t.Fatalf("GET of a key on a live node after the pause = %q, %v", v, err)
 	}
+	waitRecovered(t, viaWatcher, map[string]string{onPaused: "v:" + onPaused})
 	if out, err := viaWatcher.Do(ctx, "CLUSTER", "NODES").Text(); err != nil || strings.Count(out, ",fail") != 2 {
 		t.Fatalf("CLUSTER NODES does not flag both failed nodes: %v\n%s", err, out)
 	}

@@ -1,0 +1,307 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/store"
+)
+
+// This file is metadata-first recovery of a shard whose coordinator failed
+// (Ring §5.5, DESIGN.md §4). The shard's next up node becomes coordinator
+// with the shard marked Recovering, and answers TRYAGAIN for its keys until
+// it has rebuilt the shard's primary records from the pieces the live
+// placement nodes hold:
+//
+//   - every live node of the placement lists the pieces it holds for the
+//     shard's slots (ListPieces: key, scheme, version, shard index, expiry);
+//   - for each key the newest version that can still be read wins: a rep
+//     version any live node holds a replica of, or a split version with at
+//     least k distinct shards;
+//   - a rep record is restored from a replica (its CRC32C checked), a split
+//     record by decoding the shards (which also yields its length);
+//   - the version clock moves past every recovered version, then the node
+//     proposes ShardRecovered and serves the shard.
+//
+// A version that was sent but never committed may win: its write was never
+// acknowledged, so it may take effect. Keys in scheme none had no pieces and
+// are gone with their node; reporting them lost is still to come.
+
+// recoveries tracks the shards this node is recovering, so each runs once.
+type recoveries struct {
+	mu      sync.Mutex
+	running map[int]bool
+}
+
+// claim marks shard as being recovered; false if it already is.
+func (r *recoveries) claim(shard int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running == nil {
+		r.running = map[int]bool{}
+	}
+	if r.running[shard] {
+		return false
+	}
+	r.running[shard] = true
+	return true
+}
+
+func (r *recoveries) release(shard int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.running, shard)
+}
+
+// startRecoveries begins recovering every shard the map has handed to this
+// node; a recovery that fails is retried at the next call.
+func (n *Node) startRecoveries(ctx context.Context) {
+	m := n.ctl.Map()
+	if m.State != cluster.OK || !n.serving() {
+		return
+	}
+	for _, sh := range m.Shards {
+		if c, ok := m.Coordinator(sh.First); !sh.Recovering || !ok || c.ID != n.id || !n.recovering.claim(sh.ID) {
+			continue
+		}
+		go func(sh cluster.Shard) {
+			defer n.recovering.release(sh.ID)
+			if err := n.recoverShard(ctx, m, sh); err != nil {
+				n.log.Warn("shard recovery failed; retrying", "shard", sh.ID, "err", err)
+				return
+			}
+			if _, err := n.propose(ctx, cluster.ShardRecovered{Shard: sh.ID, By: n.id}); err != nil {
+				n.log.Warn("shard recovered, proposal failed; retrying", "shard", sh.ID, "err", err)
+			}
+		}(sh)
+	}
+}
+
+// pieceEntry is one piece a node holds, as ListPieces reports it.
+type pieceEntry struct {
+	Key       []byte
+	Scheme    uint16
+	Version   uint64
+	Versioned bool
+	Index     uint8
+	ExpireAt  int64
+}
+
+// candidate is one readable version of a key found during recovery.
+type candidate struct {
+	scheme   uint16
+	version  uint64
+	expireAt int64
+	holder   cluster.Node   // a node with a replica (rep)
+	shards   map[uint8]bool // shard indexes present (split)
+}
+
+// recoverShard rebuilds the primary records of sh's keys from the pieces
+// of its live placement nodes.
+func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shard) error {
+	found := map[string][]*candidate{}
+	for _, id := range sh.Placement {
+		node, ok := m.Node(id)
+		if !ok || node.State == cluster.Failed {
+			continue
+		}
+		entries, err := n.listPieces(ctx, node, sh.First, sh.Last)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			addCandidate(found, node, e)
+		}
+	}
+	now := nowMs()
+	restored := 0
+	for key, cands := range found {
+		best := newestReadable(m, cands)
+		if best == nil || (best.expireAt != 0 && best.expireAt <= now) {
+			continue
+		}
+		if err := n.restore(ctx, m, []byte(key), best); err != nil {
+			return err
+		}
+		restored++
+	}
+	n.log.Info("shard recovered", "shard", sh.ID, "keys", restored)
+	return nil
+}
+
+func addCandidate(found map[string][]*candidate, node cluster.Node, e pieceEntry) {
+	key := string(e.Key)
+	for _, c := range found[key] {
+		if c.scheme == e.Scheme && c.version == e.Version {
+			c.shards[e.Index] = true
+			return
+		}
+	}
+	c := &candidate{scheme: e.Scheme, version: e.Version, expireAt: e.ExpireAt, holder: node, shards: map[uint8]bool{e.Index: true}}
+	found[key] = append(found[key], c)
+}
+
+// newestReadable returns the highest-versioned candidate that can be read:
+// any replica for rep, at least k shards for split.
+func newestReadable(m *cluster.Map, cands []*candidate) *candidate {
+	var best *candidate
+	for _, c := range cands {
+		e, ok := m.SchemeByID(c.scheme)
+		if !ok || (e.Spec.Kind == scheme.Split && len(c.shards) < e.Spec.K) {
+			continue
+		}
+		if best == nil || c.version > best.version {
+			best = c
+		}
+	}
+	return best
+}
+
+// restore writes key's primary record for the chosen version.
+func (n *Node) restore(ctx context.Context, m *cluster.Map, key []byte, c *candidate) error {
+	entry, _ := m.SchemeByID(c.scheme)
+	meta := store.Meta{Version: c.version, ExpireAt: c.expireAt, Scheme: c.scheme}
+	var value []byte
+	switch entry.Spec.Kind {
+	case scheme.Rep:
+		data, err := n.getPiece(ctx, c.holder, pieceRef{Key: key, Scheme: c.scheme, Version: c.version})
+		if err != nil {
+			return fmt.Errorf("server: recovering %q from %s: %w", key, c.holder.PeerAddr, err)
+		}
+		value, meta.Aux = data, checksum(data)
+	case scheme.Split:
+		v, err := n.gatherSplit(ctx, m, key, meta, entry)
+		if err != nil {
+			return fmt.Errorf("server: recovering %q: %w", key, err)
+		}
+		meta.Aux = uint32(len(v))
+	default:
+		return nil
+	}
+	n.clock.observe(c.version)
+	applied, err := n.primary.PutIfNewer(key, value, meta)
+	if err != nil {
+		return fmt.Errorf("server: recovering %q: %w", key, err)
+	}
+	if applied && entry.Spec.Kind == scheme.Split {
+		n.stats.splitBytes(c.scheme).Add(int64(meta.Aux))
+	}
+	return nil
+}
+
+// listPieces asks node for every piece it holds in slots first..last.
+func (n *Node) listPieces(ctx context.Context, node cluster.Node, first, last int) ([]pieceEntry, error) {
+	var out []pieceEntry
+	req := listReq{First: uint16(first), Last: uint16(last)}
+	for {
+		var b []byte
+		var err error
+		if node.ID == n.id {
+			b, err = n.onListPieces(req.encode(nil))
+		} else {
+			b, err = n.call(ctx, node, msgListPieces, req.encode(nil))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("server: listing the pieces of %s: %w", node.PeerAddr, err)
+		}
+		page, err := decodeListResp(b)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page.Entries...)
+		if page.Next == 0 {
+			return out, nil
+		}
+		req.Cursor = page.Next
+	}
+}
+
+// listReq asks for one page of the pieces held in a slot range.
+type listReq struct {
+	First, Last uint16
+	Cursor      uint64
+}
+
+func (r listReq) encode(e enc) enc { return e.u16(r.First).u16(r.Last).u64(r.Cursor) }
+
+func decodeListReq(b []byte) (listReq, error) {
+	d := dec{b: b}
+	r := listReq{First: d.u16(), Last: d.u16(), Cursor: d.u64()}
+	return r, d.done()
+}
+
+type listResp struct {
+	Next    uint64
+	Entries []pieceEntry
+}
+
+func (r listResp) encode(e enc) enc {
+	e = e.u64(r.Next).u32(uint32(len(r.Entries)))
+	for _, p := range r.Entries {
+		e = e.bytes(p.Key).u16(p.Scheme).u64(p.Version).u8(boolByte(p.Versioned)).u8(p.Index).i64(p.ExpireAt)
+	}
+	return e
+}
+
+func decodeListResp(b []byte) (listResp, error) {
+	d := dec{b: b}
+	r := listResp{Next: d.u64()}
+	count := int(d.u32())
+	if count > len(b) {
+		return r, errMalformed
+	}
+	for i := 0; i < count && d.err == nil; i++ {
+		p := pieceEntry{Key: d.bytes(), Scheme: d.u16(), Version: d.u64()}
+		p.Versioned = d.flag()
+		p.Index, p.ExpireAt = d.u8(), d.i64()
+		r.Entries = append(r.Entries, p)
+	}
+	return r, d.done()
+}
+
+// listPageSize is how many pieces one ListPieces reply visits.
+const listPageSize = 4096
+
+// onListPieces serves one page of the pieces this node holds whose keys
+// fall in a slot range.
+func (n *Node) onListPieces(b []byte) ([]byte, error) {
+	req, err := decodeListReq(b)
+	if err != nil {
+		return nil, err
+	}
+	var out listResp
+	out.Next = n.pieces.Scan(req.Cursor, listPageSize, func(k []byte, meta store.Meta) bool {
+		ref, ok := parsePieceKey(k)
+		if !ok {
+			return true
+		}
+		if slot := cluster.Slot(ref.Key); slot < int(req.First) || slot > int(req.Last) {
+			return true
+		}
+		out.Entries = append(out.Entries, pieceEntry{Key: append([]byte(nil), ref.Key...), Scheme: ref.Scheme,
+			Version: meta.Version, Versioned: ref.Versioned, Index: meta.Flags, ExpireAt: meta.ExpireAt})
+		return true
+	})
+	return out.encode(nil), nil
+}
+
+// parsePieceKey reads what pieceRef.storeKey wrote.
+func parsePieceKey(k []byte) (pieceRef, bool) {
+	if len(k) < 3 {
+		return pieceRef{}, false
+	}
+	r := pieceRef{Scheme: binary.BigEndian.Uint16(k), Versioned: k[2] == 1}
+	k = k[3:]
+	if r.Versioned {
+		if len(k) < 8 {
+			return pieceRef{}, false
+		}
+		r.Version, k = binary.BigEndian.Uint64(k), k[8:]
+	}
+	r.Key = k
+	return r, true
+}
