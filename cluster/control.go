@@ -159,6 +159,19 @@ func (c *Control) WaitEpoch(ctx context.Context, epoch uint64) (*Map, error) {
 // IsLeader reports whether this node is the Raft leader now.
 func (c *Control) IsLeader() bool { return c.raft.State() == raft.Leader }
 
+// VerifyLeader confirms with a quorum of voters that this node is still
+// the leader, so that a deposed leader that has not noticed yet cannot
+// vouch for anything (the failure detector's leases rely on it).
+func (c *Control) VerifyLeader() error {
+	if err := c.leading(); err != nil {
+		return err
+	}
+	if err := c.raft.VerifyLeader().Error(); err != nil {
+		return ErrNotLeader
+	}
+	return nil
+}
+
 // leading is nil on the leader, ErrClosed after Close, else ErrNotLeader.
 func (c *Control) leading() error {
 	switch c.raft.State() {

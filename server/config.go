@@ -54,7 +54,7 @@ type Config struct {
 	// renewing its lease to serve.
 	HeartbeatInterval time.Duration
 	// FailureTimeout is how long the leader waits without a node's
-	// heartbeat before marking it failed; a node whose lease (0.9 of this)
+	// heartbeat before marking it failed; a node whose lease (0.95 of this)
 	// lapses stops serving its keys first (docs/failure-model.md).
 	FailureTimeout time.Duration
 	// LogLevel is debug, info, warn or error.

@@ -18,7 +18,7 @@ import (
 //   - Every node sends a heartbeat to the Raft leader every
 //     HeartbeatInterval. An acknowledged heartbeat renews the node's lease:
 //     it may serve the keys it coordinates until the heartbeat's send time
-//     plus 0.9 × FailureTimeout.
+//     plus 0.95 × FailureTimeout.
 //   - The leader's detector marks a node failed (cluster.MarkFailed, through
 //     Raft) once it has not heard from it for FailureTimeout since the later
 //     of its last heartbeat and the leader's own election, or at once when
@@ -26,8 +26,11 @@ import (
 //   - So a node that was paused or cut off has stopped serving before the
 //     control plane hands its shards on: its lease ran out first, measured
 //     on its own monotonic clock from a send time that precedes the
-//     leader's receipt. When it comes back, the leader answers its
-//     heartbeat with "fenced" if it was marked failed.
+//     leader's receipt. Leases are granted only after the leader has
+//     verified its leadership with a quorum, so a deposed leader cannot
+//     grant one that outlives a new leader's timeout. When a node comes
+//     back, the leader answers its heartbeat with "fenced" if it was marked
+//     failed.
 
 // incarnation tells two runs of one node id apart: a node restarted with
 // the same data directory keeps its id but lost its memory.
@@ -35,7 +38,7 @@ func newIncarnation() uint64 { return uint64(time.Now().UnixNano()) }
 
 // leaseFraction is the share of FailureTimeout a heartbeat's lease lasts;
 // the rest absorbs clock-rate differences between nodes.
-const leaseFraction = 0.9
+const leaseFraction = 0.95
 
 // lease is a node's permission to serve its keys, in nanoseconds of the
 // node's monotonic clock (time since start).
@@ -66,42 +69,53 @@ func (n *Node) serving() bool {
 var errFenced = resp.Err("CLUSTERDOWN memgest: this node has no fresh lease from the control plane " +
 	"(paused, partitioned or marked failed); it serves no keys until it renews it")
 
-// heartbeatLoop reports to the leader every HeartbeatInterval.
+// heartbeatLoop reports to the leader every HeartbeatInterval. After a
+// heartbeat that renewed nothing (no leader yet, say, after the leader
+// died) it tries again every retryInterval, so a new leader renews the
+// lease as soon as it is elected rather than a full interval later.
 func (n *Node) heartbeatLoop(ctx context.Context) {
-	t := time.NewTicker(n.cfg.HeartbeatInterval)
-	defer t.Stop()
 	for {
-		n.heartbeat(ctx)
+		wait := n.cfg.HeartbeatInterval
+		if !n.heartbeat(ctx) {
+			wait = min(wait, retryInterval)
+		}
 		n.detectFailures(ctx)
 		n.startRecoveries(ctx)
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(wait):
 		}
 	}
 }
 
-// heartbeat sends one heartbeat and renews the lease if the leader took it.
-func (n *Node) heartbeat(ctx context.Context) {
+// retryInterval is how soon a heartbeat that renewed nothing is retried.
+const retryInterval = 25 * time.Millisecond
+
+// heartbeat sends one heartbeat and renews the lease if the leader took it;
+// it reports whether it did.
+func (n *Node) heartbeat(ctx context.Context) bool {
 	sent := n.monoNow()
 	m := n.ctl.Map()
 	if n.ctl.IsLeader() {
 		if self, ok := m.Node(n.id); ok && self.State == cluster.Failed {
 			n.lease.fenced.Store(true)
-			return
+			return false
+		}
+		if n.ctl.VerifyLeader() != nil {
+			return false
 		}
 		n.detector.seen(n.id, n.incarnation)
 		n.renew(sent)
-		return
+		return true
 	}
 	id, _, ok := n.ctl.Leader()
 	if !ok {
-		return
+		return false
 	}
 	leader, ok := m.Node(id)
 	if !ok {
-		return
+		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.FailureTimeout/2)
 	defer cancel()
@@ -109,11 +123,13 @@ func (n *Node) heartbeat(ctx context.Context) {
 	switch {
 	case err == nil:
 		n.renew(sent)
+		return true
 	case isFencedReply(err):
 		if !n.lease.fenced.Swap(true) {
 			n.log.Warn("the control plane marked this node failed; it serves no keys", "node", n.id)
 		}
 	}
+	return false
 }
 
 // heartbeatReq is a heartbeat's payload.
@@ -145,8 +161,11 @@ func (n *Node) onHeartbeat(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !n.ctl.IsLeader() {
-		return nil, cluster.ErrNotLeader
+	// A leader that lost its quorum may not know it yet; only a verified
+	// leader grants leases, so no lease outlives the moment another leader
+	// could be elected (failure-model.md).
+	if err := n.ctl.VerifyLeader(); err != nil {
+		return nil, err
 	}
 	if node, ok := n.ctl.Map().Node(h.ID); ok && node.State == cluster.Failed {
 		return nil, errors.New(fencedMsg)

@@ -101,13 +101,24 @@ func runDev(o devOptions) error {
 		return err
 	}
 	printCluster(st, procs, o)
-	select {
-	case s := <-sig:
-		fmt.Printf("\n%s: stopping %d nodes\n", s, len(procs))
-	case i := <-exited:
-		return fmt.Errorf("node %d (pid %d) exited: %v", i+1, procs[i].Process.Pid, procs[i].ProcessState)
+	return watchNodes(procs, sig, exited)
+}
+
+// watchNodes runs until Ctrl-C/SIGTERM or until every node has exited. A
+// node that exits (say, killed to watch the cluster fail over) is reported
+// and the others keep running.
+func watchNodes(procs []*exec.Cmd, sig chan os.Signal, exited chan int) error {
+	for alive := len(procs); alive > 0; alive-- {
+		select {
+		case s := <-sig:
+			fmt.Printf("\n%s: stopping %d nodes\n", s, len(procs))
+			return nil
+		case i := <-exited:
+			fmt.Fprintf(os.Stderr, "memgest dev: node %d (pid %d) exited: %v; the others keep running\n",
+				i+1, procs[i].Process.Pid, procs[i].ProcessState)
+		}
 	}
-	return nil
+	return errors.New("every node exited")
 }
 
 // devEnv is the environment of a dev node. The nodes share one machine, so
