@@ -76,7 +76,7 @@ var errFenced = resp.Err("CLUSTERDOWN memgest: this node has no fresh lease from
 func (n *Node) heartbeatLoop(ctx context.Context) {
 	for {
 		wait := n.cfg.HeartbeatInterval
-		if !n.heartbeat(ctx) {
+		if !n.heartbeat(ctx) && !n.lease.fenced.Load() {
 			wait = min(wait, retryInterval)
 		}
 		n.detectFailures(ctx)
@@ -161,14 +161,14 @@ func (n *Node) onHeartbeat(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if node, ok := n.ctl.Map().Node(h.ID); ok && node.State == cluster.Failed {
+		return nil, errors.New(fencedMsg)
+	}
 	// A leader that lost its quorum may not know it yet; only a verified
 	// leader grants leases, so no lease outlives the moment another leader
 	// could be elected (failure-model.md).
 	if err := n.ctl.VerifyLeader(); err != nil {
 		return nil, err
-	}
-	if node, ok := n.ctl.Map().Node(h.ID); ok && node.State == cluster.Failed {
-		return nil, errors.New(fencedMsg)
 	}
 	n.detector.seen(h.ID, h.Incarnation)
 	return binary.BigEndian.AppendUint64(nil, n.ctl.Map().Epoch), nil
