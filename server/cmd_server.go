@@ -169,6 +169,9 @@ func (n *Node) infoMemgest(ctx context.Context) resp.InfoSection {
 		{"cluster_state", m.State.String()},
 		{"nodes", strconv.Itoa(len(m.Nodes))},
 		{"raft_leader", strconv.FormatBool(n.ctl.IsLeader())},
+		{"node_state", n.selfState(m)},
+		{"serving", strconv.FormatBool(n.serving())},
+		{"shards_recovering", strconv.Itoa(recoveringShards(m))},
 		{"default_scheme", m.DefaultScheme().Name()},
 		{"redirect", strconv.FormatBool(n.cfg.Redirect)},
 	}

@@ -279,3 +279,31 @@ func (n *Node) refuseKeys(m *cluster.Map, keys [][]byte) (resp.Reply, bool) {
 	}
 	return resp.Reply{}, false
 }
+
+// recoveringShards counts the shards of m still being recovered.
+func recoveringShards(m *cluster.Map) int {
+	count := 0
+	for _, sh := range m.Shards {
+		if sh.Recovering {
+			count++
+		}
+	}
+	return count
+}
+
+// nodeStates counts the nodes of m by state name.
+func nodeStates(m *cluster.Map) map[string]int {
+	out := map[string]int{}
+	for _, node := range m.Nodes {
+		out[node.State.String()]++
+	}
+	return out
+}
+
+// selfState is this node's state in m ("unknown" before it joined).
+func (n *Node) selfState(m *cluster.Map) string {
+	if self, ok := m.Node(n.id); ok {
+		return self.State.String()
+	}
+	return "unknown"
+}

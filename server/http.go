@@ -141,6 +141,7 @@ type nodeCollector struct {
 	n                                      *Node
 	commands, forwarded, expired           *prometheus.Desc
 	epoch, keys, logical, stored, overhead *prometheus.Desc
+	serving, nodes, recovering             *prometheus.Desc
 }
 
 func (n *Node) collector() prometheus.Collector {
@@ -148,19 +149,22 @@ func (n *Node) collector() prometheus.Collector {
 		return prometheus.NewDesc("memgest_"+name, help, labels, nil)
 	}
 	return &nodeCollector{n: n,
-		commands:  d("commands_total", "Client commands processed by this node."),
-		forwarded: d("forwarded_commands_total", "Client commands forwarded to their coordinator."),
-		expired:   d("expired_keys_total", "Keys deleted because their TTL passed."),
-		epoch:     d("map_epoch", "Epoch of the cluster map this node has applied."),
-		keys:      d("scheme_keys", "Keys this node coordinates, by scheme.", "scheme"),
-		logical:   d("scheme_logical_bytes", "Key and value bytes of this node's keys, by scheme.", "scheme"),
-		stored:    d("scheme_stored_bytes", "Bytes this node stores (records and pieces), by scheme.", "scheme"),
-		overhead:  d("store_overhead_bytes_per_key", "Index and header bytes per record in the primary store."),
+		commands:   d("commands_total", "Client commands processed by this node."),
+		forwarded:  d("forwarded_commands_total", "Client commands forwarded to their coordinator."),
+		expired:    d("expired_keys_total", "Keys deleted because their TTL passed."),
+		epoch:      d("map_epoch", "Epoch of the cluster map this node has applied."),
+		keys:       d("scheme_keys", "Keys this node coordinates, by scheme.", "scheme"),
+		logical:    d("scheme_logical_bytes", "Key and value bytes of this node's keys, by scheme.", "scheme"),
+		stored:     d("scheme_stored_bytes", "Bytes this node stores (records and pieces), by scheme.", "scheme"),
+		overhead:   d("store_overhead_bytes_per_key", "Index and header bytes per record in the primary store."),
+		serving:    d("serving", "1 while this node holds a fresh lease to serve its keys, else 0."),
+		nodes:      d("nodes", "Nodes of the cluster map, by state.", "state"),
+		recovering: d("shards_recovering", "Shards whose coordinator failed and whose records are being recovered."),
 	}
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.commands, c.forwarded, c.expired, c.epoch, c.keys, c.logical, c.stored, c.overhead} {
+	for _, d := range []*prometheus.Desc{c.commands, c.forwarded, c.expired, c.epoch, c.keys, c.logical, c.stored, c.overhead, c.serving, c.nodes, c.recovering} {
 		ch <- d
 	}
 }
@@ -172,6 +176,11 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.expired, prometheus.CounterValue, float64(n.stats.expired.Load()))
 	m := n.ctl.Map()
 	ch <- prometheus.MustNewConstMetric(c.epoch, prometheus.GaugeValue, float64(m.Epoch))
+	ch <- prometheus.MustNewConstMetric(c.serving, prometheus.GaugeValue, float64(boolByte(n.serving())))
+	ch <- prometheus.MustNewConstMetric(c.recovering, prometheus.GaugeValue, float64(recoveringShards(m)))
+	for state, count := range nodeStates(m) {
+		ch <- prometheus.MustNewConstMetric(c.nodes, prometheus.GaugeValue, float64(count), state)
+	}
 	st := n.localStats()
 	ch <- prometheus.MustNewConstMetric(c.overhead, prometheus.GaugeValue, st.OverheadPerKey)
 	for _, e := range m.Schemes {

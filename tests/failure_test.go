@@ -3,8 +3,10 @@ package tests
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -30,6 +32,17 @@ func (c *testCluster) keyOn(t *testing.T, rdb *redis.ClusterClient, i int, prefi
 	}
 	t.Fatalf("no key found on node %d", i)
 	return ""
+}
+
+// metrics returns node i's /metrics page.
+func (c *testCluster) metrics(i int) string {
+	c.t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", c.nodes[i].httpPort))
+	must(c.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	must(c.t, err)
+	return string(b)
 }
 
 // nonVoters lists the indexes of the nodes that are not Raft voters.
@@ -163,6 +176,16 @@ func TestFailureDetectionAndFencing(t *testing.T) {
 	viaWatcher := c.plainClient(watcher, 2)
 	recovered := waitRecovered(t, viaWatcher, deadKeys)
 	t.Logf("the failed coordinator's %d rep:3 and split:3+1 keys served again %s after the failure was marked", len(deadKeys), recovered)
+	info := viaWatcher.Info(ctx, "memgest").Val()
+	for _, want := range []string{"node_state:up", "serving:true", "shards_recovering:0"} {
+		if !strings.Contains(info, want) {
+			t.Fatalf("INFO memgest lacks %q after recovery:\n%s", want, info)
+		}
+	}
+	if metrics := c.metrics(watcher); !strings.Contains(metrics, `memgest_nodes{state="failed"} 1`) ||
+		!strings.Contains(metrics, "memgest_serving 1") || !strings.Contains(metrics, "memgest_shards_recovering 0") {
+		t.Fatalf("/metrics does not show one failed node, serving, nothing recovering:\n%s", metrics)
+	}
 	if v, err := viaWatcher.Get(ctx, elsewhere).Result(); err != nil || v != "v:"+elsewhere {
 		t.Fatalf("GET of a key on a live node = %q, %v", v, err)
 	}
@@ -199,6 +222,9 @@ func TestFailureDetectionAndFencing(t *testing.T) {
 	t.Logf("SIGSTOP detected and the node marked failed in %s", took)
 	must(t, c.nodes[paused].cmd.Process.Signal(syscall.SIGCONT))
 	direct := c.plainClient(paused, 2)
+	if info := direct.Info(ctx, "memgest").Val(); !strings.Contains(info, "serving:false") {
+		t.Fatalf("the resumed, fenced node's INFO does not say it is not serving:\n%s", info)
+	}
 	for i := 0; i < 20; i++ {
 		v, err := direct.Get(ctx, onPaused).Result()
 		if err == nil || errors.Is(err, redis.Nil) {
