@@ -79,7 +79,7 @@ func (n *Node) readCommitted(ctx context.Context, key []byte) (current, error) {
 		return current{}, fmt.Errorf("server: checksum mismatch on key %q (corrupt record)", key)
 	}
 	if entry.Spec.Kind == scheme.Split {
-		v, err := n.gatherSplit(ctx, m, key, meta, entry)
+		v, err := n.gatherSplit(ctx, m, key, meta, entry, false)
 		if err != nil {
 			return current{}, err
 		}

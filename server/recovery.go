@@ -174,7 +174,7 @@ func (n *Node) restore(ctx context.Context, m *cluster.Map, key []byte, c *candi
 		}
 		value, meta.Aux = data, checksum(data)
 	case scheme.Split:
-		v, err := n.gatherSplit(ctx, m, key, meta, entry)
+		v, err := n.gatherSplit(ctx, m, key, meta, entry, true)
 		if err != nil {
 			return fmt.Errorf("server: recovering %q: %w", key, err)
 		}

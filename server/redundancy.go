@@ -378,7 +378,9 @@ func (n *Node) dropPieces(r pieceRef) {
 
 // gatherSplit fetches the k data shards of a committed split object in
 // parallel, falls back to parity shards for any that fail, and decodes.
-func (n *Node) gatherSplit(ctx context.Context, m *cluster.Map, key []byte, meta store.Meta, entry cluster.SchemeEntry) ([]byte, error) {
+// With recovering (a shard's new coordinator rebuilding its records, which
+// have no primary record yet) a missing piece is always treated as lost.
+func (n *Node) gatherSplit(ctx context.Context, m *cluster.Map, key []byte, meta store.Meta, entry cluster.SchemeEntry, recovering bool) ([]byte, error) {
 	spec := entry.Spec
 	targets, err := pieceTargets(m, key, spec)
 	if err != nil {
@@ -400,10 +402,8 @@ func (n *Node) gatherSplit(ctx context.Context, m *cluster.Map, key []byte, meta
 	}
 	fetch(seq(0, spec.K))
 	if missing := failed(errs[:spec.K]); len(missing) > 0 {
-		for _, err := range errs {
-			if errors.Is(err, errPieceGone) {
-				return nil, errPieceGone
-			}
+		if !recovering && n.superseded(key, meta.Version) {
+			return nil, errPieceGone // a newer commit released them: read again
 		}
 		fetch(seq(spec.K, spec.K+spec.M))
 	}
@@ -412,6 +412,15 @@ func (n *Node) gatherSplit(ctx context.Context, m *cluster.Map, key []byte, meta
 		return nil, fmt.Errorf("server: key %q cannot be read: %w", key, errors.Join(append([]error{err}, errs...)...))
 	}
 	return v, nil
+}
+
+// superseded says whether key's committed version is no longer v (a newer
+// write or a deletion committed): then missing pieces of v were released,
+// not lost, and a read starts again. Otherwise they went with a failed node
+// (or were never rebuilt on its replacement) and the parity stands in.
+func (n *Node) superseded(key []byte, v uint64) bool {
+	cur, ok := n.primary.Meta(key)
+	return !ok || cur.Version != v
 }
 
 func (n *Node) getPiece(ctx context.Context, node cluster.Node, r pieceRef) ([]byte, error) {
