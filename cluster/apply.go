@@ -64,7 +64,7 @@ func (c AddNode) apply(m *Map) (*Map, error) {
 	if old, ok := m.Node(n.ID); ok {
 		return m.updateNode(old, n), nil
 	}
-	return m.admit(n), nil
+	return m.admit(n, c.Spare), nil
 }
 
 // checkNode refuses malformed node descriptions.
@@ -107,20 +107,31 @@ func (m *Map) updateNode(old, n Node) *Map {
 }
 
 // admit adds a new node: up while forming (fixing the placement when the
-// Expect-th node arrives), a spare afterwards.
-func (m *Map) admit(n Node) *Map {
+// Expect-th up node arrives), a spare afterwards or when asked to be one.
+func (m *Map) admit(n Node, spare bool) *Map {
 	next := m.Clone()
-	if m.State == OK {
+	if m.State == OK || spare {
 		n.State = Spare
 		next.Nodes = append(next.Nodes, n)
 		return next
 	}
 	n.State = Up
 	next.Nodes = append(next.Nodes, n)
-	if len(next.Nodes) >= next.Expect {
+	if next.countState(Up) >= next.Expect {
 		next.form()
 	}
 	return next
+}
+
+// countState counts the nodes in state s.
+func (m *Map) countState(s NodeState) int {
+	count := 0
+	for _, n := range m.Nodes {
+		if n.State == s {
+			count++
+		}
+	}
+	return count
 }
 
 // form fixes the placement over the Up nodes in join order.

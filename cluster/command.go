@@ -26,9 +26,12 @@ type Init struct {
 }
 
 // AddNode admits a node, or updates the addresses of a known one. Only ID,
-// the addresses and Voter are read; Apply decides the state.
+// the addresses and Voter are read; Apply decides the state: up while the
+// cluster forms, spare after, or spare at once with Spare set (a node
+// started with --spare does not count toward the expected nodes).
 type AddNode struct {
-	Node Node
+	Node  Node
+	Spare bool
 }
 
 // CreateScheme registers a scheme: an alias for Spec, or with Alias "" the
@@ -115,12 +118,13 @@ type addNodeJSON struct {
 	PeerAddr   string `json:"peer_addr"`
 	HTTPAddr   string `json:"http_addr,omitempty"`
 	Voter      bool   `json:"voter"`
+	Spare      bool   `json:"spare,omitempty"`
 }
 
 // MarshalJSON encodes the fields AddNode reads (not the state).
 func (c AddNode) MarshalJSON() ([]byte, error) {
 	n := c.Node
-	return json.Marshal(addNodeJSON{n.ID, n.ClientAddr, n.PeerAddr, n.HTTPAddr, n.Voter})
+	return json.Marshal(addNodeJSON{n.ID, n.ClientAddr, n.PeerAddr, n.HTTPAddr, n.Voter, c.Spare})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -130,6 +134,7 @@ func (c *AddNode) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	c.Node = Node{ID: j.ID, ClientAddr: j.ClientAddr, PeerAddr: j.PeerAddr, HTTPAddr: j.HTTPAddr, Voter: j.Voter}
+	c.Spare = j.Spare
 	return nil
 }
 

@@ -223,14 +223,15 @@ func (c *Control) Propose(ctx context.Context, cmd Command) (*Map, error) {
 	return nil, fmt.Errorf("cluster: unexpected state machine response %T", f.Response())
 }
 
-// AddMember admits node n (leader only): it joins Raft as a voter while
-// there are fewer than Map().Voters voters, else as a non-voter, and then
-// AddNode{n} is committed. A known member keeps its suffrage (its address
+// AddMember admits the node of add (leader only): it joins Raft as a voter
+// while there are fewer than Map().Voters voters, else as a non-voter, and
+// then add is committed (with add.Spare the node joins the map as a spare). A known member keeps its suffrage (its address
 // is updated if it changed), so a restarted node may call it again. The
 // command is checked against the current map first, so a refused node never
 // becomes a Raft member. AddMember is idempotent: on ErrNotLeader (also
 // when leadership is lost midway) retry it on the new leader.
-func (c *Control) AddMember(ctx context.Context, n Node) (*Map, error) {
+func (c *Control) AddMember(ctx context.Context, add AddNode) (*Map, error) {
+	n := add.Node
 	if err := c.leading(); err != nil {
 		return nil, err
 	}
@@ -241,7 +242,8 @@ func (c *Control) AddMember(ctx context.Context, n Node) (*Map, error) {
 		return nil, err
 	}
 	n.Voter = voter
-	if _, err := Apply(c.Map(), AddNode{Node: n}); err != nil {
+	add.Node = n
+	if _, err := Apply(c.Map(), add); err != nil {
 		return nil, err
 	}
 	if change != nil {
@@ -249,7 +251,7 @@ func (c *Control) AddMember(ctx context.Context, n Node) (*Map, error) {
 			return nil, raftError(err)
 		}
 	}
-	return c.Propose(ctx, AddNode{Node: n})
+	return c.Propose(ctx, add)
 }
 
 type membershipChange func(raft.ServerID, raft.ServerAddress, uint64, time.Duration) raft.IndexFuture

@@ -168,7 +168,7 @@ func checkFollowers(t *testing.T, voters []*testMember) {
 		if _, err := f.ctl.Propose(ctxT(t), SetDefault{Name: "none"}); !errors.Is(err, ErrNotLeader) {
 			t.Fatalf("follower Propose: %v, want ErrNotLeader", err)
 		}
-		if _, err := f.ctl.AddMember(ctxT(t), testNode(9)); !errors.Is(err, ErrNotLeader) {
+		if _, err := f.ctl.AddMember(ctxT(t), AddNode{Node: testNode(9)}); !errors.Is(err, ErrNotLeader) {
 			t.Fatalf("follower AddMember: %v, want ErrNotLeader", err)
 		}
 	}
@@ -218,7 +218,7 @@ func waitSame(t *testing.T, members []*testMember, cond func(*Map) bool) *Map {
 func addMember(t *testing.T, members []*testMember, n Node) {
 	t.Helper()
 	retryOnLeader(t, members, func(c *Control) error {
-		_, err := c.AddMember(ctxT(t), n)
+		_, err := c.AddMember(ctxT(t), AddNode{Node: n})
 		return err
 	})
 }
@@ -327,7 +327,7 @@ func TestAddMemberRefusedNodeStaysOut(t *testing.T) {
 	a.start(t, bootstrapWith(3, 3))
 	clash := testNode(5)
 	clash.PeerAddr = a.node.PeerAddr
-	if _, err := a.ctl.AddMember(ctxT(t), clash); !errors.Is(err, ErrBadNode) {
+	if _, err := a.ctl.AddMember(ctxT(t), AddNode{Node: clash}); !errors.Is(err, ErrBadNode) {
 		t.Fatalf("AddMember with a taken address: %v", err)
 	}
 	checkSuffrage(t, a.ctl, 1, 0)

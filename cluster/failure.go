@@ -2,9 +2,12 @@ package cluster
 
 // MarkFailed records the failure detector's decision that a node is gone
 // (DESIGN.md §4: the control plane decides, bumps the epoch, and only then
-// does anyone act). The node leaves every placement's live set, so each
-// shard it coordinated passes to the next up node of its placement, marked
-// Recovering until that node has recovered the shard's metadata.
+// does anyone act). If a spare is available, the first one (in join order)
+// takes the failed node's place in every placement and becomes up (Ring
+// §5.5); otherwise the node just leaves every placement's live set. Either
+// way each shard it coordinated passes to a new coordinator (the spare, or
+// the next up node of its placement), marked Recovering until that node has
+// recovered the shard's records.
 type MarkFailed struct {
 	ID NodeID `json:"id"`
 }
@@ -27,12 +30,33 @@ func (c MarkFailed) apply(m *Map) (*Map, error) {
 	}
 	next := m.Clone()
 	next.Nodes[m.index().node[c.ID]].State = Failed
+	spare := m.firstSpare()
+	if spare >= 0 {
+		next.Nodes[spare].State = Up
+	}
 	for i, sh := range m.Shards {
 		if coord, ok := m.Coordinator(sh.First); ok && coord.ID == c.ID {
 			next.Shards[i].Recovering = true
 		}
+		if spare >= 0 {
+			for j, id := range sh.Placement {
+				if id == c.ID {
+					next.Shards[i].Placement[j] = m.Nodes[spare].ID
+				}
+			}
+		}
 	}
 	return next, nil
+}
+
+// firstSpare is the position in Nodes of the first spare, or -1.
+func (m *Map) firstSpare() int {
+	for i, n := range m.Nodes {
+		if n.State == Spare {
+			return i
+		}
+	}
+	return -1
 }
 
 func (c ShardRecovered) apply(m *Map) (*Map, error) {

@@ -68,3 +68,53 @@ func TestMarkFailedHandsShardsToTheNextNode(t *testing.T) {
 		}
 	}
 }
+
+func TestSpareTakesTheFailedNodesPlaces(t *testing.T) {
+	m := NewMap(3, 3)
+	spare := testNode(9)
+	m = mustApply(t, m, AddNode{Node: testNode(0)}, AddNode{Node: spare, Spare: true}, AddNode{Node: testNode(1)})
+	if m.State != Forming {
+		t.Fatal("a spare counted toward the expected nodes")
+	}
+	m = mustApply(t, m, AddNode{Node: testNode(2)})
+	if m.State != OK {
+		t.Fatal("three up nodes did not form the cluster")
+	}
+	if n, _ := m.Node(spare.ID); n.State != Spare {
+		t.Fatalf("a node added as a spare is %v", n.State)
+	}
+	victim := testNode(1).ID
+	next := mustApply(t, m, MarkFailed{ID: victim})
+	checkValid(t, next)
+	if n, _ := next.Node(spare.ID); n.State != Up {
+		t.Fatalf("the spare is %v after replacing a failed node", n.State)
+	}
+	for i, sh := range next.Shards {
+		if !slices.Contains(sh.Placement, spare.ID) || slices.Contains(sh.Placement, victim) {
+			t.Fatalf("shard %d placement %v: the spare did not take the failed node's place", i, sh.Placement)
+		}
+		j := slices.Index(m.Shards[i].Placement, victim)
+		if next.Shards[i].Placement[j] != spare.ID {
+			t.Fatalf("shard %d: the spare is not at the failed node's position %d", i, j)
+		}
+		if wasCoord := j == 0; sh.Recovering != wasCoord {
+			t.Fatalf("shard %d recovering=%v, failed node was its coordinator=%v", i, sh.Recovering, wasCoord)
+		}
+		if c, _ := next.Coordinator(sh.First); j == 0 && c.ID != spare.ID {
+			t.Fatalf("shard %d: coordinator %s, want the spare", i, c.ID)
+		}
+	}
+	// A second failure with no spare left: the next node takes over.
+	again := mustApply(t, next, MarkFailed{ID: testNode(2).ID})
+	checkValid(t, again)
+	if again.countState(Up) != 2 {
+		t.Fatalf("%d nodes up after a second failure without spares", again.countState(Up))
+	}
+	b, err := EncodeCommand(AddNode{Node: spare, Spare: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := DecodeCommand(b); err != nil || !got.(AddNode).Spare {
+		t.Fatalf("AddNode round trip lost Spare: %+v, %v", got, err)
+	}
+}

@@ -34,6 +34,9 @@ type Config struct {
 	BootstrapExpect int
 	// Voters is the number of Raft voters: 1, 3 or 5.
 	Voters int
+	// Spare joins the node as a spare: it holds nothing until it replaces a
+	// failed node (Ring §5.5). Needs Join.
+	Spare bool
 	// Redirect makes a node answer -MOVED for keys it does not coordinate,
 	// like Redis Cluster, instead of forwarding the command.
 	Redirect bool
@@ -115,6 +118,9 @@ func (c Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.Join); err != nil {
 			return fmt.Errorf("server: join %q: want host:port of a member's peer port", c.Join)
 		}
+	}
+	if c.Spare && c.Join == "" {
+		return errors.New("server: --spare needs --join: a spare joins an existing cluster")
 	}
 	if c.Voters != 1 && c.Voters != 3 && c.Voters != 5 {
 		return fmt.Errorf("server: voters must be 1, 3 or 5, not %d", c.Voters)

@@ -108,7 +108,7 @@ func (n *Node) onJoin(b []byte) ([]byte, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	m, err := n.ctl.AddMember(ctx, add.Node)
+	m, err := n.ctl.AddMember(ctx, add)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +123,7 @@ func (n *Node) notLeader() error {
 // join asks the cluster at cfg.Join to admit this node, retrying until a
 // leader accepts or ctx ends.
 func (n *Node) join(ctx context.Context, self cluster.Node) error {
-	b, err := cluster.EncodeCommand(cluster.AddNode{Node: self})
+	b, err := cluster.EncodeCommand(cluster.AddNode{Node: self, Spare: n.cfg.Spare})
 	if err != nil {
 		return err
 	}

@@ -391,3 +391,60 @@ func TestLeaderLossChangesNothingElsewhere(t *testing.T) {
 	took := waitRecovered(t, cl, onLeader)
 	t.Logf("%d reads of other nodes' keys while the leader died: all answered; the leader's keys served again %s after it was marked failed", reads, took)
 }
+
+// TestSpareReplacesFailedNode kills a node of a cluster with a spare. The
+// spare takes the failed node's place in every placement: it recovers the
+// shards the failed node coordinated (metadata first, from the survivors'
+// pieces), old split keys with a shard now expected on the spare still
+// decode from the others, and writes that needed the failed node work again.
+func TestSpareReplacesFailedNode(t *testing.T) {
+	c := startCluster(t, 4, clusterOptions{spares: 1, extra: []string{"--failure-timeout", "1s", "--heartbeat-interval", "100ms"}})
+	ctx := ctxT(t)
+	rdb := c.clusterClient()
+	spare := len(c.nodes) - 1
+	victim := c.nonVoters()[0]
+	if victim == spare {
+		t.Fatal("the spare coordinates nothing and cannot be the victim")
+	}
+	onVictim, others := map[string]string{}, map[string]string{}
+	for i := 0; i < spare; i++ {
+		for j := 0; j < 8; j++ {
+			for _, sch := range []string{"rep:3", "split:2+1"} {
+				k := c.keyOn(t, rdb, i, fmt.Sprintf("sp%d.%d.%s:", i, j, sch))
+				v := strings.Repeat(sch, 50) + k
+				must(t, rdb.Do(ctx, "SET", k, v, "SCHEME", sch).Err())
+				if i == victim {
+					onVictim[k] = v
+				} else {
+					others[k] = v
+				}
+			}
+		}
+	}
+	must(t, c.nodes[victim].cmd.Process.Kill())
+	watcher := slices.IndexFunc(c.nodes, func(nd *node) bool { return nd != c.nodes[victim] && nd != c.nodes[spare] })
+	c.waitFailed(watcher, victim, 15*time.Second)
+	cl := c.plainClient(watcher, 2)
+	took := waitRecovered(t, cl, onVictim)
+	t.Logf("the spare served the failed node's %d keys %s after the failure was marked", len(onVictim), took)
+	st, err := c.status(watcher)
+	must(t, err)
+	for _, n := range st.Nodes {
+		if n.ClientAddr == c.nodes[spare].addr() && n.State != "up" {
+			t.Fatalf("the spare is %q after replacing the failed node", n.State)
+		}
+	}
+	for k, v := range others { // old split shards the spare never got decode from the rest
+		if got, err := cl.Get(ctx, k).Result(); err != nil || got != v {
+			t.Fatalf("GET %s after the spare replaced a node = %d bytes, %v", k, len(got), err)
+		}
+	}
+	for k := range others { // every placement is whole again: writes succeed
+		if err := cl.Set(ctx, k, "new:"+k, 0).Err(); err != nil {
+			t.Fatalf("SET %s with the spare in place: %v", k, err)
+		}
+		if got, err := cl.Get(ctx, k).Result(); err != nil || got != "new:"+k {
+			t.Fatalf("GET %s after the write = %q, %v", k, got, err)
+		}
+	}
+}

@@ -62,16 +62,18 @@ type testCluster struct {
 type clusterOptions struct {
 	redirect bool
 	voters   int
+	spares   int      // nodes started with --spare after the n nodes
 	extra    []string // flags for every node
 }
 
-// startCluster starts n nodes, waits until the cluster has formed, and
-// registers a cleanup that kills every process it started.
+// startCluster starts n nodes (and o.spares spares), waits until the
+// cluster has formed, and registers a cleanup that kills every process it
+// started.
 func startCluster(t *testing.T, n int, o clusterOptions) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t}
 	t.Cleanup(c.stop)
-	ports := freePorts(t, 3*n)
+	ports := freePorts(t, 3*(n+o.spares))
 	voters := o.voters
 	if voters == 0 {
 		voters = 1
@@ -79,7 +81,7 @@ func startCluster(t *testing.T, n int, o clusterOptions) *testCluster {
 			voters = 3
 		}
 	}
-	for i := 0; i < n; i++ {
+	for i := 0; i < n+o.spares; i++ {
 		nd := &node{port: ports[3*i], peerPort: ports[3*i+1], httpPort: ports[3*i+2]}
 		args := []string{"server", "--bind", "127.0.0.1",
 			"--port", strconv.Itoa(nd.port), "--peer-port", strconv.Itoa(nd.peerPort),
@@ -94,6 +96,9 @@ func startCluster(t *testing.T, n int, o clusterOptions) *testCluster {
 		}
 		if o.redirect {
 			args = append(args, "--redirect")
+		}
+		if i >= n {
+			args = append(args, "--spare")
 		}
 		c.start(nd, append(args, o.extra...))
 	}

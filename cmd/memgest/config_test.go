@@ -64,7 +64,14 @@ func TestDevArgs(t *testing.T) {
 	if !strings.Contains(third, "--port 7003") || !strings.Contains(third, "--join 127.0.0.1:17001") || !strings.Contains(third, "--http-port 27003") {
 		t.Fatalf("third node: %s", third)
 	}
-	for _, bad := range []devOptions{{nodes: 0, basePort: 7001}, {nodes: 6, basePort: 60000}} {
+	withSpare := devOptions{nodes: 3, spares: 1, basePort: 7001}
+	if spare := strings.Join(devArgs(withSpare, 3, "/d"), " "); !strings.Contains(spare, "--spare") || !strings.Contains(spare, "--port 7004") {
+		t.Fatalf("spare node: %s", spare)
+	}
+	if first := strings.Join(devArgs(withSpare, 0, "/d"), " "); strings.Contains(first, "--spare") || !strings.Contains(first, "--bootstrap-expect 3") {
+		t.Fatalf("first node with a spare: %s", first)
+	}
+	for _, bad := range []devOptions{{nodes: 0, basePort: 7001}, {nodes: 6, basePort: 60000}, {nodes: 3, spares: -1, basePort: 7001}} {
 		if bad.validate() == nil {
 			t.Errorf("%+v accepted", bad)
 		}

@@ -29,11 +29,12 @@ const (
 )
 
 type devOptions struct {
-	nodes, basePort int
-	dataDir         string
-	redirect        bool
-	extra           []string
-	timeout         time.Duration
+	nodes, spares int
+	basePort      int
+	dataDir       string
+	redirect      bool
+	extra         []string
+	timeout       time.Duration
 }
 
 func devCmd() *cobra.Command {
@@ -44,12 +45,15 @@ func devCmd() *cobra.Command {
 		Long: `Start N memgest server processes on 127.0.0.1 (client ports P..P+N-1, peer
 ports P+10000.., HTTP ports P+20000..), wait until the cluster serves, print
 each node's address and PID, and stop them all on Ctrl-C or SIGTERM. The first
-three nodes are Raft voters.`,
+three nodes are Raft voters. With --spares S, S more nodes join as spares
+(after the N nodes' ports): they hold nothing until one replaces a failed
+node. A node that exits is reported and the others keep running.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDev(o) },
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.nodes, "nodes", 6, "number of nodes")
+	f.IntVar(&o.spares, "spares", 0, "number of spare nodes, beyond --nodes")
 	f.IntVar(&o.basePort, "base-port", 7001, "client port of the first node")
 	f.StringVar(&o.dataDir, "data-dir", "", "parent of the nodes' Raft directories (default: a temporary directory, removed on exit)")
 	f.BoolVar(&o.redirect, "redirect", false, "nodes answer -MOVED instead of forwarding")
@@ -62,8 +66,11 @@ func (o devOptions) validate() error {
 	if o.nodes < 1 || o.nodes > 100 {
 		return fmt.Errorf("--nodes must be 1..100, not %d", o.nodes)
 	}
-	if o.basePort < 1 || o.basePort+httpOffset+o.nodes > 65535 {
-		return fmt.Errorf("--base-port %d leaves no room for %d nodes' HTTP ports (base+%d)", o.basePort, o.nodes, httpOffset)
+	if o.spares < 0 || o.spares > 100 {
+		return fmt.Errorf("--spares must be 0..100, not %d", o.spares)
+	}
+	if o.basePort < 1 || o.basePort+httpOffset+o.total() > 65535 {
+		return fmt.Errorf("--base-port %d leaves no room for %d nodes' HTTP ports (base+%d)", o.basePort, o.total(), httpOffset)
 	}
 	return nil
 }
@@ -83,13 +90,13 @@ func runDev(o devOptions) error {
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	procs := make([]*exec.Cmd, 0, o.nodes)
+	procs := make([]*exec.Cmd, 0, o.total())
 	defer func() { stopAll(procs) }()
-	exited := make(chan int, o.nodes)
-	for i := 0; i < o.nodes; i++ {
+	exited := make(chan int, o.total())
+	for i := 0; i < o.total(); i++ {
 		cmd := exec.Command(exe, append(devArgs(o, i, dir), o.extra...)...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		cmd.Env = devEnv(os.Environ(), runtime.NumCPU(), o.nodes)
+		cmd.Env = devEnv(os.Environ(), runtime.NumCPU(), o.total())
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("start node %d: %w", i+1, err)
 		}
@@ -151,8 +158,14 @@ func devArgs(o devOptions, i int, dir string) []string {
 	if o.redirect {
 		args = append(args, "--redirect")
 	}
+	if i >= o.nodes {
+		args = append(args, "--spare")
+	}
 	return args
 }
+
+// total is the number of processes dev starts: nodes and spares.
+func (o devOptions) total() int { return o.nodes + o.spares }
 
 // devVoters is 3 Raft voters when there are at least 3 nodes, else 1.
 func devVoters(n int) int {
@@ -178,7 +191,7 @@ func waitFormed(o devOptions, sig chan os.Signal, exited chan int) (server.Statu
 	deadline := time.After(o.timeout)
 	url := fmt.Sprintf("http://127.0.0.1:%d/status", o.basePort+httpOffset)
 	for {
-		if st, err := fetchStatus(url); err == nil && st.State == "ok" && len(st.Nodes) == o.nodes && st.Serving() {
+		if st, err := fetchStatus(url); err == nil && st.State == "ok" && len(st.Nodes) == o.total() && st.Serving() {
 			return st, nil
 		}
 		select {
@@ -209,8 +222,12 @@ func fetchStatus(url string) (server.Status, error) {
 func printCluster(st server.Status, procs []*exec.Cmd, o devOptions) {
 	fmt.Printf("memgest dev cluster ready: %d nodes, epoch %d, default scheme %s\n", len(procs), st.Epoch, defaultScheme(st))
 	for i, p := range procs {
-		fmt.Printf("  node %d  redis://127.0.0.1:%d  pid %d  http://127.0.0.1:%d/metrics\n",
-			i+1, o.basePort+i, p.Process.Pid, o.basePort+httpOffset+i)
+		role := ""
+		if i >= o.nodes {
+			role = "  (spare)"
+		}
+		fmt.Printf("  node %d  redis://127.0.0.1:%d  pid %d  http://127.0.0.1:%d/metrics%s\n",
+			i+1, o.basePort+i, p.Process.Pid, o.basePort+httpOffset+i, role)
 	}
 	fmt.Printf("Try: redis-cli -p %d SET greeting hello SCHEME rep:3   (Ctrl-C stops the cluster)\n", o.basePort)
 }
