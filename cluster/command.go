@@ -7,7 +7,8 @@ import (
 )
 
 // Command is a change to the map. The concrete commands are Init, AddNode,
-// CreateScheme, DropScheme, SetDefault, MarkFailed and ShardRecovered; Apply applies one, and
+// CreateScheme, DropScheme, SetDefault, MarkFailed, ShardRecovered and
+// RebuildDone; Apply applies one, and
 // EncodeCommand/DecodeCommand carry one through the Raft log or to the
 // leader over the peer protocol.
 type Command interface {
@@ -61,6 +62,7 @@ func (DropScheme) op() string     { return "drop_scheme" }
 func (SetDefault) op() string     { return "set_default" }
 func (MarkFailed) op() string     { return "mark_failed" }
 func (ShardRecovered) op() string { return "shard_recovered" }
+func (RebuildDone) op() string    { return "rebuild_done" }
 
 type envelope struct {
 	Op   string          `json:"op"`
@@ -100,6 +102,8 @@ func DecodeCommand(b []byte) (Command, error) {
 		return decodeArgs[MarkFailed](env)
 	case "shard_recovered":
 		return decodeArgs[ShardRecovered](env)
+	case "rebuild_done":
+		return decodeArgs[RebuildDone](env)
 	}
 	return nil, errorf(ErrBadCommand, "unknown command %q", env.Op)
 }

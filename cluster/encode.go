@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/memgest/memgest/scheme"
@@ -137,6 +138,11 @@ func validatePlacement(sh Shard, known map[NodeID]bool) error {
 			return errorf(ErrBadMap, "shard %d: node %q unknown or repeated in its placement", sh.ID, id)
 		}
 		seen[id] = true
+	}
+	for i, p := range sh.Rebuild {
+		if p < 0 || p >= len(sh.Placement) || slices.Contains(sh.Rebuild[:i], p) {
+			return errorf(ErrBadMap, "shard %d: rebuild position %d out of range or repeated", sh.ID, p)
+		}
 	}
 	return nil
 }

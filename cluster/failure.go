@@ -1,5 +1,7 @@
 package cluster
 
+import "slices"
+
 // MarkFailed records the failure detector's decision that a node is gone
 // (DESIGN.md §4: the control plane decides, bumps the epoch, and only then
 // does anyone act). If a spare is available, the first one (in join order)
@@ -42,6 +44,9 @@ func (c MarkFailed) apply(m *Map) (*Map, error) {
 			for j, id := range sh.Placement {
 				if id == c.ID {
 					next.Shards[i].Placement[j] = m.Nodes[spare].ID
+					if !slices.Contains(next.Shards[i].Rebuild, j) {
+						next.Shards[i].Rebuild = append(next.Shards[i].Rebuild, j)
+					}
 				}
 			}
 		}
@@ -70,5 +75,35 @@ func (c ShardRecovered) apply(m *Map) (*Map, error) {
 	}
 	next := m.Clone()
 	next.Shards[c.Shard].Recovering = false
+	return next, nil
+}
+
+// RebuildDone records that the shard's coordinator (By) has re-created the
+// pieces of the listed placement positions; positions added by a later
+// failure stay listed.
+type RebuildDone struct {
+	Shard     int    `json:"shard"`
+	By        NodeID `json:"by"`
+	Positions []int  `json:"positions"`
+}
+
+func (c RebuildDone) apply(m *Map) (*Map, error) {
+	if c.Shard < 0 || c.Shard >= len(m.Shards) {
+		return nil, errorf(ErrBadCommand, "no shard %d", c.Shard)
+	}
+	sh := m.Shards[c.Shard]
+	coord, ok := m.Coordinator(sh.First)
+	if !ok || coord.ID != c.By || len(sh.Rebuild) == 0 {
+		return m, nil
+	}
+	left := slices.DeleteFunc(slices.Clone(sh.Rebuild), func(p int) bool { return slices.Contains(c.Positions, p) })
+	if len(left) == len(sh.Rebuild) {
+		return m, nil
+	}
+	next := m.Clone()
+	next.Shards[c.Shard].Rebuild = left
+	if len(left) == 0 {
+		next.Shards[c.Shard].Rebuild = nil
+	}
 	return next, nil
 }

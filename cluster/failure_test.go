@@ -104,6 +104,26 @@ func TestSpareTakesTheFailedNodesPlaces(t *testing.T) {
 			t.Fatalf("shard %d: coordinator %s, want the spare", i, c.ID)
 		}
 	}
+	for i, sh := range next.Shards {
+		j := slices.Index(m.Shards[i].Placement, victim)
+		if !slices.Equal(sh.Rebuild, []int{j}) {
+			t.Fatalf("shard %d rebuild %v, want the spare's position [%d]", i, sh.Rebuild, j)
+		}
+	}
+	sh0 := next.Shards[0]
+	coord, _ := next.Coordinator(sh0.First)
+	other := testNode(0).ID
+	if other == coord.ID {
+		other = testNode(2).ID
+	}
+	if same := mustApply(t, next, RebuildDone{Shard: 0, By: other, Positions: sh0.Rebuild}); same.Epoch != next.Epoch {
+		t.Fatal("RebuildDone from a node that is not the coordinator was applied")
+	}
+	done := mustApply(t, next, RebuildDone{Shard: 0, By: coord.ID, Positions: sh0.Rebuild})
+	checkValid(t, done)
+	if done.Shards[0].Rebuild != nil || done.Shards[1].Rebuild == nil {
+		t.Fatalf("RebuildDone cleared %v and %v", done.Shards[0].Rebuild, done.Shards[1].Rebuild)
+	}
 	// A second failure with no spare left: the next node takes over.
 	again := mustApply(t, next, MarkFailed{ID: testNode(2).ID})
 	checkValid(t, again)

@@ -68,6 +68,10 @@ type Shard struct {
 	// recovered the shard's metadata and proposed ShardRecovered (Ring §5.5,
 	// metadata first).
 	Recovering bool `json:"recovering,omitempty"`
+	// Rebuild lists placement positions whose pieces were lost with a
+	// failed node and must be re-created on the node now in that position
+	// (a spare); the coordinator rebuilds them and proposes RebuildDone.
+	Rebuild []int `json:"rebuild,omitempty"`
 }
 
 // SchemeEntry is one scheme of the catalogue. Its ID is what objects carry;
@@ -277,6 +281,7 @@ func (m *Map) Clone() *Map {
 	c.Shards = slices.Clone(m.Shards)
 	for i := range c.Shards {
 		c.Shards[i].Placement = slices.Clone(m.Shards[i].Placement)
+		c.Shards[i].Rebuild = slices.Clone(m.Shards[i].Rebuild)
 	}
 	return &c
 }

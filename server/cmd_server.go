@@ -172,6 +172,10 @@ func (n *Node) infoMemgest(ctx context.Context) resp.InfoSection {
 		{"node_state", n.selfState(m)},
 		{"serving", strconv.FormatBool(n.serving())},
 		{"shards_recovering", strconv.Itoa(recoveringShards(m))},
+		{"shards_rebuilding", strconv.Itoa(rebuildingShards(m))},
+		{"rebuild_keys_done", strconv.FormatInt(n.rebuild.keysDone.Load(), 10)},
+		{"rebuild_keys_total", strconv.FormatInt(n.rebuild.keysTotal.Load(), 10)},
+		{"rebuild_bytes_done", strconv.FormatInt(n.rebuild.bytesDone.Load(), 10)},
 		{"default_scheme", m.DefaultScheme().Name()},
 		{"redirect", strconv.FormatBool(n.cfg.Redirect)},
 	}

@@ -60,6 +60,9 @@ type Config struct {
 	// heartbeat before marking it failed; a node whose lease (0.95 of this)
 	// lapses stops serving its keys first (docs/failure-model.md).
 	FailureTimeout time.Duration
+	// RebuildRate bounds the bytes per second a node sends to rebuild lost
+	// pieces (0: no bound).
+	RebuildRate int64
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
 	// ConfigFile is the file the configuration was read from, if any
@@ -85,6 +88,7 @@ func DefaultConfig() Config {
 
 		HeartbeatInterval: 200 * time.Millisecond,
 		FailureTimeout:    1500 * time.Millisecond,
+		RebuildRate:       256 << 20,
 	}
 }
 
@@ -130,6 +134,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxMemory < 0 {
 		return errors.New("server: maxmemory must be ≥ 0")
+	}
+	if c.RebuildRate < 0 {
+		return errors.New("server: rebuild-rate must be ≥ 0 (0: no bound)")
 	}
 	if c.MaxArgs < 2 {
 		return errors.New("server: max-args must be ≥ 2")

@@ -81,6 +81,7 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 		}
 		n.detectFailures(ctx)
 		n.startRecoveries(ctx)
+		n.startRebuilds(ctx)
 		select {
 		case <-ctx.Done():
 			return

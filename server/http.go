@@ -142,6 +142,7 @@ type nodeCollector struct {
 	commands, forwarded, expired           *prometheus.Desc
 	epoch, keys, logical, stored, overhead *prometheus.Desc
 	serving, nodes, recovering             *prometheus.Desc
+	rebuilding, rebuildKeys, rebuildBytes  *prometheus.Desc
 }
 
 func (n *Node) collector() prometheus.Collector {
@@ -149,22 +150,25 @@ func (n *Node) collector() prometheus.Collector {
 		return prometheus.NewDesc("memgest_"+name, help, labels, nil)
 	}
 	return &nodeCollector{n: n,
-		commands:   d("commands_total", "Client commands processed by this node."),
-		forwarded:  d("forwarded_commands_total", "Client commands forwarded to their coordinator."),
-		expired:    d("expired_keys_total", "Keys deleted because their TTL passed."),
-		epoch:      d("map_epoch", "Epoch of the cluster map this node has applied."),
-		keys:       d("scheme_keys", "Keys this node coordinates, by scheme.", "scheme"),
-		logical:    d("scheme_logical_bytes", "Key and value bytes of this node's keys, by scheme.", "scheme"),
-		stored:     d("scheme_stored_bytes", "Bytes this node stores (records and pieces), by scheme.", "scheme"),
-		overhead:   d("store_overhead_bytes_per_key", "Index and header bytes per record in the primary store."),
-		serving:    d("serving", "1 while this node holds a fresh lease to serve its keys, else 0."),
-		nodes:      d("nodes", "Nodes of the cluster map, by state.", "state"),
-		recovering: d("shards_recovering", "Shards whose coordinator failed and whose records are being recovered."),
+		commands:     d("commands_total", "Client commands processed by this node."),
+		forwarded:    d("forwarded_commands_total", "Client commands forwarded to their coordinator."),
+		expired:      d("expired_keys_total", "Keys deleted because their TTL passed."),
+		epoch:        d("map_epoch", "Epoch of the cluster map this node has applied."),
+		keys:         d("scheme_keys", "Keys this node coordinates, by scheme.", "scheme"),
+		logical:      d("scheme_logical_bytes", "Key and value bytes of this node's keys, by scheme.", "scheme"),
+		stored:       d("scheme_stored_bytes", "Bytes this node stores (records and pieces), by scheme.", "scheme"),
+		overhead:     d("store_overhead_bytes_per_key", "Index and header bytes per record in the primary store."),
+		serving:      d("serving", "1 while this node holds a fresh lease to serve its keys, else 0."),
+		nodes:        d("nodes", "Nodes of the cluster map, by state.", "state"),
+		recovering:   d("shards_recovering", "Shards whose coordinator failed and whose records are being recovered."),
+		rebuilding:   d("shards_rebuilding", "Shards with pieces lost with a failed node still to re-create."),
+		rebuildKeys:  d("rebuild_keys", "Keys this node has to rebuild and has rebuilt, by state (total, done).", "state"),
+		rebuildBytes: d("rebuild_bytes_total", "Bytes of pieces this node has re-created."),
 	}
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.commands, c.forwarded, c.expired, c.epoch, c.keys, c.logical, c.stored, c.overhead, c.serving, c.nodes, c.recovering} {
+	for _, d := range []*prometheus.Desc{c.commands, c.forwarded, c.expired, c.epoch, c.keys, c.logical, c.stored, c.overhead, c.serving, c.nodes, c.recovering, c.rebuilding, c.rebuildKeys, c.rebuildBytes} {
 		ch <- d
 	}
 }
@@ -178,6 +182,10 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.epoch, prometheus.GaugeValue, float64(m.Epoch))
 	ch <- prometheus.MustNewConstMetric(c.serving, prometheus.GaugeValue, float64(boolByte(n.serving())))
 	ch <- prometheus.MustNewConstMetric(c.recovering, prometheus.GaugeValue, float64(recoveringShards(m)))
+	ch <- prometheus.MustNewConstMetric(c.rebuilding, prometheus.GaugeValue, float64(rebuildingShards(m)))
+	ch <- prometheus.MustNewConstMetric(c.rebuildKeys, prometheus.GaugeValue, float64(n.rebuild.keysTotal.Load()), "total")
+	ch <- prometheus.MustNewConstMetric(c.rebuildKeys, prometheus.GaugeValue, float64(n.rebuild.keysDone.Load()), "done")
+	ch <- prometheus.MustNewConstMetric(c.rebuildBytes, prometheus.CounterValue, float64(n.rebuild.bytesDone.Load()))
 	for state, count := range nodeStates(m) {
 		ch <- prometheus.MustNewConstMetric(c.nodes, prometheus.GaugeValue, float64(count), state)
 	}

@@ -395,8 +395,10 @@ func TestLeaderLossChangesNothingElsewhere(t *testing.T) {
 // TestSpareReplacesFailedNode kills a node of a cluster with a spare. The
 // spare takes the failed node's place in every placement: it recovers the
 // shards the failed node coordinated (metadata first, from the survivors'
-// pieces), old split keys with a shard now expected on the spare still
-// decode from the others, and writes that needed the failed node work again.
+// pieces), old split keys whose shard is now expected on the spare decode
+// from the others until the rebuild re-creates every lost piece, after which
+// each scheme stores its formula's bytes again. Writes that needed the
+// failed node work again, and a second node can then fail with no key lost.
 func TestSpareReplacesFailedNode(t *testing.T) {
 	c := startCluster(t, 4, clusterOptions{spares: 1, extra: []string{"--failure-timeout", "1s", "--heartbeat-interval", "100ms"}})
 	ctx := ctxT(t)
@@ -411,7 +413,7 @@ func TestSpareReplacesFailedNode(t *testing.T) {
 		for j := 0; j < 8; j++ {
 			for _, sch := range []string{"rep:3", "split:2+1"} {
 				k := c.keyOn(t, rdb, i, fmt.Sprintf("sp%d.%d.%s:", i, j, sch))
-				v := strings.Repeat(sch, 50) + k
+				v := strings.Repeat(sch, 1000) + k
 				must(t, rdb.Do(ctx, "SET", k, v, "SCHEME", sch).Err())
 				if i == victim {
 					onVictim[k] = v
@@ -427,24 +429,60 @@ func TestSpareReplacesFailedNode(t *testing.T) {
 	cl := c.plainClient(watcher, 2)
 	took := waitRecovered(t, cl, onVictim)
 	t.Logf("the spare served the failed node's %d keys %s after the failure was marked", len(onVictim), took)
-	st, err := c.status(watcher)
-	must(t, err)
-	for _, n := range st.Nodes {
-		if n.ClientAddr == c.nodes[spare].addr() && n.State != "up" {
-			t.Fatalf("the spare is %q after replacing the failed node", n.State)
-		}
-	}
-	for k, v := range others { // old split shards the spare never got decode from the rest
+	for k, v := range others { // shards now expected on the spare decode from the rest
 		if got, err := cl.Get(ctx, k).Result(); err != nil || got != v {
 			t.Fatalf("GET %s after the spare replaced a node = %d bytes, %v", k, len(got), err)
 		}
 	}
-	for k := range others { // every placement is whole again: writes succeed
-		if err := cl.Set(ctx, k, "new:"+k, 0).Err(); err != nil {
-			t.Fatalf("SET %s with the spare in place: %v", k, err)
+	took = c.waitRebuilt(watcher, 20*time.Second)
+	t.Logf("rebuild finished %s after recovery", took)
+	for sch, formula := range map[string]float64{"rep:3": 3, "split:2+1": 1.5} {
+		info, err := cl.Do(ctx, "SCHEME.INFO", sch).Slice()
+		must(t, err)
+		f := map[string]int64{}
+		for j := 0; j+1 < len(info); j += 2 {
+			if v, ok := info[j+1].(int64); ok {
+				f[info[j].(string)] = v
+			}
 		}
-		if got, err := cl.Get(ctx, k).Result(); err != nil || got != "new:"+k {
-			t.Fatalf("GET %s after the write = %q, %v", k, got, err)
+		if ratio := float64(f["stored_bytes"]) / float64(f["logical_bytes"]); ratio < formula || ratio > formula*1.05 {
+			t.Errorf("%s stores %.3f bytes per logical byte after the rebuild, formula %.2f", sch, ratio, formula)
 		}
+	}
+	all := map[string]string{}
+	for k, v := range others { // every placement is whole again: writes succeed
+		must(t, cl.Set(ctx, k, "new:"+v, 0).Err())
+		all[k] = "new:" + v
+	}
+	for k, v := range onVictim {
+		all[k] = v
+	}
+
+	// A second failure, after the rebuild and with no spare left, loses
+	// nothing: every rep:3 and split:2+1 key still has enough pieces.
+	second := slices.IndexFunc(c.nodes, func(nd *node) bool {
+		return nd != c.nodes[victim] && nd != c.nodes[spare] && nd != c.nodes[watcher]
+	})
+	must(t, c.nodes[second].cmd.Process.Kill())
+	c.waitFailed(watcher, second, 15*time.Second)
+	took = waitRecovered(t, cl, all)
+	t.Logf("after a second failure all %d keys read back, %s after it was marked", len(all), took)
+}
+
+// waitRebuilt waits until node i reports no shard left to rebuild.
+func (c *testCluster) waitRebuilt(i int, timeout time.Duration) time.Duration {
+	c.t.Helper()
+	ctx := ctxT(c.t)
+	rdb := c.plainClient(i, 2)
+	start := time.Now()
+	for {
+		info, err := rdb.Info(ctx, "memgest").Result()
+		if err == nil && strings.Contains(info, "shards_rebuilding:0") {
+			return time.Since(start)
+		}
+		if time.Since(start) > timeout {
+			c.t.Fatalf("shards still rebuilding after %s: %v\n%s", timeout, err, info)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -53,6 +53,7 @@ the file.`,
 	f.Int64Var(&cfg.MaxValueSize, "max-value-size", cfg.MaxValueSize, "largest value and bulk argument in bytes (proto-max-bulk-len)")
 	f.IntVar(&cfg.MaxArgs, "max-args", cfg.MaxArgs, "most arguments in one command")
 	f.DurationVar(&cfg.PeerTimeout, "peer-timeout", cfg.PeerTimeout, "bound on one node-to-node request")
+	f.Int64Var(&cfg.RebuildRate, "rebuild-rate", cfg.RebuildRate, "bytes per second a node sends to rebuild lost pieces (0: no bound)")
 	f.BoolVar(&cfg.Spare, "spare", cfg.Spare, "join as a spare: hold nothing until replacing a failed node")
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", cfg.HeartbeatInterval, "how often a node reports to the control-plane leader")
 	f.DurationVar(&cfg.FailureTimeout, "failure-timeout", cfg.FailureTimeout, "silence after which the leader marks a node failed (≥ 3 heartbeat intervals)")

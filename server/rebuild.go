@@ -1,0 +1,154 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/store"
+)
+
+// This file is rebuild (DESIGN.md §4, issue 4): when a spare takes a failed
+// node's place, the map lists the placement positions of each shard whose
+// pieces went with the failed node (Shard.Rebuild). The shard's coordinator
+// re-creates them: for every key it coordinates in the shard, the replica
+// or split shard the key keeps at such a position is made again from the
+// committed value (a rep value is local; a split value is decoded from any
+// k shards) and stored on the node now at that position. Each key is
+// rebuilt as a read-modify-write that writes nothing, so no write of the
+// key runs meanwhile and the piece sent is of the committed version. When
+// the whole shard is done, the coordinator proposes RebuildDone.
+//
+// Still simple: one shard at a time per node, keys in store order, paced by
+// --rebuild-rate; a rebuild interrupted by another failure starts over.
+
+// rebuildProgress counts a node's rebuild work for INFO, /metrics and
+// memgest status.
+type rebuildProgress struct {
+	keysTotal, keysDone, bytesDone atomic.Int64
+}
+
+// startRebuilds begins rebuilding every shard this node coordinates whose
+// map entry lists lost positions, once its records are recovered.
+func (n *Node) startRebuilds(ctx context.Context) {
+	m := n.ctl.Map()
+	if m.State != cluster.OK || !n.serving() {
+		return
+	}
+	for _, sh := range m.Shards {
+		c, ok := m.Coordinator(sh.First)
+		if len(sh.Rebuild) == 0 || sh.Recovering || !ok || c.ID != n.id || !n.recovering.claim(-1-sh.ID) {
+			continue
+		}
+		go func(sh cluster.Shard) {
+			defer n.recovering.release(-1 - sh.ID)
+			if err := n.rebuildShard(ctx, m, sh); err != nil {
+				n.log.Warn("shard rebuild failed; retrying", "shard", sh.ID, "err", err)
+				return
+			}
+			done := cluster.RebuildDone{Shard: sh.ID, By: n.id, Positions: sh.Rebuild}
+			if _, err := n.propose(ctx, done); err != nil {
+				n.log.Warn("shard rebuilt, proposal failed; retrying", "shard", sh.ID, "err", err)
+			}
+		}(sh)
+	}
+}
+
+// rebuildShard re-creates the pieces at sh.Rebuild's positions for every key
+// of sh this node coordinates.
+func (n *Node) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.Shard) error {
+	keys := n.keysInSlots(sh.First, sh.Last)
+	n.rebuild.keysTotal.Add(int64(len(keys)))
+	start := time.Now()
+	var sent int64
+	for _, key := range keys {
+		b, err := n.rebuildKey(ctx, key, sh.Rebuild)
+		if err != nil {
+			return err
+		}
+		sent += int64(b)
+		n.rebuild.keysDone.Add(1)
+		n.rebuild.bytesDone.Add(int64(b))
+		n.pace(ctx, start, sent)
+	}
+	n.log.Info("shard rebuilt", "shard", sh.ID, "keys", len(keys), "bytes", sent, "took", time.Since(start))
+	return nil
+}
+
+// pace sleeps as long as sending sent bytes since start has outrun
+// --rebuild-rate, so rebuild leaves room for clients.
+func (n *Node) pace(ctx context.Context, start time.Time, sent int64) {
+	if n.cfg.RebuildRate <= 0 {
+		return
+	}
+	due := time.Duration(float64(sent) / float64(n.cfg.RebuildRate) * float64(time.Second))
+	if ahead := due - time.Since(start); ahead > 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(ahead):
+		}
+	}
+}
+
+// keysInSlots lists the keys of this node's primary store in a slot range.
+func (n *Node) keysInSlots(first, last int) [][]byte {
+	var out [][]byte
+	var cursor uint64
+	for {
+		cursor = n.primary.Scan(cursor, 1024, func(k []byte, _ store.Meta) bool {
+			if s := cluster.Slot(k); s >= first && s <= last {
+				out = append(out, append([]byte(nil), k...))
+			}
+			return true
+		})
+		if cursor == 0 {
+			return out
+		}
+	}
+}
+
+// rebuildKey stores key's pieces for the given placement positions again,
+// at its committed version, and returns the bytes sent.
+func (n *Node) rebuildKey(ctx context.Context, key []byte, positions []int) (int, error) {
+	sent := 0
+	err := n.rmw(ctx, key, func(cur current) (*writeOp, error) {
+		if !cur.exists {
+			return nil, nil
+		}
+		m := n.ctl.Map()
+		op := &writeOp{key: key, value: cur.value, expireAt: cur.meta.ExpireAt, entry: cur.entry}
+		targets, pieces, err := planPieces(m, op, cur.meta.Version)
+		if err != nil {
+			return nil, err
+		}
+		var b pieceBatch
+		for i, t := range targets {
+			if slices.Contains(positions, t.index) {
+				b.put(targets[i:i+1], pieces[i:i+1], 0)
+				sent += len(pieces[i].Data)
+			}
+		}
+		if len(b.dests) == 0 {
+			return nil, nil
+		}
+		if err := n.sendBatch(ctx, &b, 1)[0]; err != nil {
+			return nil, fmt.Errorf("server: rebuilding %q: %w", key, err)
+		}
+		return nil, nil // nothing to commit: the key keeps its version
+	})
+	return sent, err
+}
+
+// rebuildingShards counts the shards of m with pieces still to rebuild.
+func rebuildingShards(m *cluster.Map) int {
+	count := 0
+	for _, sh := range m.Shards {
+		if len(sh.Rebuild) > 0 {
+			count++
+		}
+	}
+	return count
+}
