@@ -42,10 +42,11 @@ type Node struct {
 	stats    counters
 	clients  clientRegistry
 
-	incarnation uint64     // this run of the node (failure.go)
-	lease       lease      // permission to serve, renewed by heartbeats
-	detector    detector   // the leader's failure detector
-	recovering  recoveries // shards being recovered (≥ 0) or rebuilt (−1−id)
+	incarnation uint64      // this run of the node (failure.go)
+	lease       lease       // permission to serve, renewed by heartbeats
+	detector    detector    // the leader's failure detector
+	recovering  shardClaims // shards whose records are being recovered
+	rebuilding  shardClaims // shards whose lost pieces are being rebuilt
 	rebuild     rebuildProgress
 
 	mux      *transport.Mux

@@ -40,11 +40,11 @@ func (n *Node) startRebuilds(ctx context.Context) {
 	}
 	for _, sh := range m.Shards {
 		c, ok := m.Coordinator(sh.First)
-		if len(sh.Rebuild) == 0 || sh.Recovering || !ok || c.ID != n.id || !n.recovering.claim(-1-sh.ID) {
+		if len(sh.Rebuild) == 0 || sh.Recovering || !ok || c.ID != n.id || !n.rebuilding.claim(sh.ID) {
 			continue
 		}
 		go func(sh cluster.Shard) {
-			defer n.recovering.release(-1 - sh.ID)
+			defer n.rebuilding.release(sh.ID)
 			if err := n.rebuildShard(ctx, m, sh); err != nil {
 				n.log.Warn("shard rebuild failed; retrying", "shard", sh.ID, "err", err)
 				return

@@ -31,14 +31,15 @@ import (
 // acknowledged, so it may take effect. Keys in scheme none had no pieces and
 // are gone with their node; reporting them lost is still to come.
 
-// recoveries tracks the shards this node is recovering, so each runs once.
-type recoveries struct {
+// shardClaims tracks the shards a node is working on (recovering, or
+// rebuilding), so that each job runs once at a time.
+type shardClaims struct {
 	mu      sync.Mutex
 	running map[int]bool
 }
 
-// claim marks shard as being recovered; false if it already is.
-func (r *recoveries) claim(shard int) bool {
+// claim marks shard as taken; false if it already is.
+func (r *shardClaims) claim(shard int) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.running == nil {
@@ -51,7 +52,7 @@ func (r *recoveries) claim(shard int) bool {
 	return true
 }
 
-func (r *recoveries) release(shard int) {
+func (r *shardClaims) release(shard int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.running, shard)
