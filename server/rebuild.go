@@ -34,27 +34,12 @@ type rebuildProgress struct {
 // startRebuilds begins rebuilding every shard this node coordinates whose
 // map entry lists lost positions, once its records are recovered.
 func (n *Node) startRebuilds(ctx context.Context) {
-	m := n.ctl.Map()
-	if m.State != cluster.OK || !n.serving() {
-		return
-	}
-	for _, sh := range m.Shards {
-		c, ok := m.Coordinator(sh.First)
-		if len(sh.Rebuild) == 0 || sh.Recovering || !ok || c.ID != n.id || !n.rebuilding.claim(sh.ID) {
-			continue
-		}
-		go func(sh cluster.Shard) {
-			defer n.rebuilding.release(sh.ID)
-			if err := n.rebuildShard(ctx, m, sh); err != nil {
-				n.log.Warn("shard rebuild failed; retrying", "shard", sh.ID, "err", err)
-				return
-			}
-			done := cluster.RebuildDone{Shard: sh.ID, By: n.id, Positions: sh.Rebuild}
-			if _, err := n.propose(ctx, done); err != nil {
-				n.log.Warn("shard rebuilt, proposal failed; retrying", "shard", sh.ID, "err", err)
-			}
-		}(sh)
-	}
+	n.startShardJobs(ctx, "rebuild", &n.rebuilding,
+		func(sh cluster.Shard) bool { return len(sh.Rebuild) > 0 && !sh.Recovering },
+		n.rebuildShard,
+		func(sh cluster.Shard) cluster.Command {
+			return cluster.RebuildDone{Shard: sh.ID, By: n.id, Positions: sh.Rebuild}
+		})
 }
 
 // rebuildShard re-creates the pieces at sh.Rebuild's positions for every key

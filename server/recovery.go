@@ -61,22 +61,34 @@ func (r *shardClaims) release(shard int) {
 // startRecoveries begins recovering every shard the map has handed to this
 // node; a recovery that fails is retried at the next call.
 func (n *Node) startRecoveries(ctx context.Context) {
+	n.startShardJobs(ctx, "recovery", &n.recovering,
+		func(sh cluster.Shard) bool { return sh.Recovering },
+		n.recoverShard,
+		func(sh cluster.Shard) cluster.Command { return cluster.ShardRecovered{Shard: sh.ID, By: n.id} })
+}
+
+// startShardJobs runs job for every shard of the current map that wants
+// it and that this node coordinates, one job per shard at a time (claims),
+// and proposes done(shard) when the job succeeds. A failed job or proposal
+// is retried at the next call (every heartbeat tick).
+func (n *Node) startShardJobs(ctx context.Context, what string, claims *shardClaims, wants func(cluster.Shard) bool,
+	job func(context.Context, *cluster.Map, cluster.Shard) error, done func(cluster.Shard) cluster.Command) {
 	m := n.ctl.Map()
 	if m.State != cluster.OK || !n.serving() {
 		return
 	}
 	for _, sh := range m.Shards {
-		if c, ok := m.Coordinator(sh.First); !sh.Recovering || !ok || c.ID != n.id || !n.recovering.claim(sh.ID) {
+		if c, ok := m.Coordinator(sh.First); !wants(sh) || !ok || c.ID != n.id || !claims.claim(sh.ID) {
 			continue
 		}
 		go func(sh cluster.Shard) {
-			defer n.recovering.release(sh.ID)
-			if err := n.recoverShard(ctx, m, sh); err != nil {
-				n.log.Warn("shard recovery failed; retrying", "shard", sh.ID, "err", err)
+			defer claims.release(sh.ID)
+			if err := job(ctx, m, sh); err != nil {
+				n.log.Warn("shard "+what+" failed; retrying", "shard", sh.ID, "err", err)
 				return
 			}
-			if _, err := n.propose(ctx, cluster.ShardRecovered{Shard: sh.ID, By: n.id}); err != nil {
-				n.log.Warn("shard recovered, proposal failed; retrying", "shard", sh.ID, "err", err)
+			if _, err := n.propose(ctx, done(sh)); err != nil {
+				n.log.Warn("shard "+what+" done, proposal failed; retrying", "shard", sh.ID, "err", err)
 			}
 		}(sh)
 	}

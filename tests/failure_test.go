@@ -286,7 +286,7 @@ func TestLinearizableUnderCoordinatorPause(t *testing.T) {
 			cl := c.plainClient(clientsAt[id%len(clientsAt)], 2)
 			rng := rand.New(rand.NewSource(int64(id) + 42))
 			for i := 0; time.Now().Before(stop); i++ {
-				in := pauseInput(rng, keys, id, i)
+				in := randomInput(rng, keys, []string{"rep:3", "split:3+1"}, id, i)
 				call := time.Since(start).Nanoseconds()
 				out, err := runInput(ctx, cl, in)
 				ret := time.Since(start).Nanoseconds()
@@ -325,23 +325,6 @@ func TestLinearizableUnderCoordinatorPause(t *testing.T) {
 		t.Fatalf("history of %d operations under a coordinator pause is not linearizable", len(history))
 	}
 	t.Logf("%d operations under a coordinator pause: %s", len(history), res)
-}
-
-func pauseInput(rng *rand.Rand, keys []string, id, i int) kvInput {
-	key := keys[rng.Intn(len(keys))]
-	sch := []string{"rep:3", "split:3+1"}[rng.Intn(2)]
-	switch r := rng.Intn(10); {
-	case r < 3:
-		return kvInput{key: key, op: "set", value: fmt.Sprintf("%d.%d", id, i), scheme: sch}
-	case r < 7:
-		return kvInput{key: key, op: "get"}
-	case r < 8:
-		return kvInput{key: key, op: "append", value: "+"}
-	case r < 9:
-		return kvInput{key: key, op: "del"}
-	default:
-		return kvInput{key: key, op: "move", scheme: sch}
-	}
 }
 
 // TestLeaderLossChangesNothingElsewhere kills the Raft leader, a voter that
