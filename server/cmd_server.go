@@ -176,6 +176,7 @@ func (n *Node) infoMemgest(ctx context.Context) resp.InfoSection {
 		{"rebuild_keys_done", strconv.FormatInt(n.rebuild.keysDone.Load(), 10)},
 		{"rebuild_keys_total", strconv.FormatInt(n.rebuild.keysTotal.Load(), 10)},
 		{"rebuild_bytes_done", strconv.FormatInt(n.rebuild.bytesDone.Load(), 10)},
+		{"lost_keys", strconv.Itoa(n.lost.count())},
 		{"default_scheme", m.DefaultScheme().Name()},
 		{"redirect", strconv.FormatBool(n.cfg.Redirect)},
 	}

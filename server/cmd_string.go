@@ -280,7 +280,10 @@ const maxInt64 = 1<<63 - 1
 // errReply turns an error into a Redis-style reply: errors that already
 // carry a Redis prefix pass through, others become "ERR memgest: ...".
 func errReply(err error) resp.Reply {
+	var lost *lostError
 	switch {
+	case errors.As(err, &lost):
+		return resp.Err(lost.Error())
 	case errors.Is(err, errNotInt), errors.Is(err, errOverflow), errors.Is(err, errTooBig):
 		return resp.Err(err.Error())
 	case errors.Is(err, errOOM):

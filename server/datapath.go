@@ -63,6 +63,9 @@ func (n *Node) get(ctx context.Context, key []byte) (current, error) {
 func (n *Node) readCommitted(ctx context.Context, key []byte) (current, error) {
 	val, meta, ok := n.primary.Get(key, nil)
 	if !ok {
+		if lost, isLost := n.lost.get(key); isLost {
+			return current{}, lost.err()
+		}
 		return current{}, nil
 	}
 	if meta.ExpireAt != 0 && meta.ExpireAt <= nowMs() {
@@ -104,6 +107,10 @@ func (n *Node) rmwMeta(ctx context.Context, key []byte, fn func(cur current) (*w
 // metaCommitted is readCommitted without the value.
 func (n *Node) metaCommitted(_ context.Context, key []byte) (current, error) {
 	meta, ok := n.primary.Meta(key)
+	if _, isLost := n.lost.get(key); !ok && isLost {
+		// A lost key exists, unreadable: DEL removes it, EXISTS counts it.
+		return current{exists: true, entry: n.ctl.Map().DefaultScheme()}, nil
+	}
 	if !ok || (meta.ExpireAt != 0 && meta.ExpireAt <= nowMs()) {
 		return current{}, nil
 	}
@@ -213,6 +220,7 @@ func (n *Node) commitLocked(s *inflightShard, op *writeOp, v uint64, p *pending)
 	if p != nil {
 		s.end(op.key, p)
 	}
+	n.lost.forget(op.key) // written or deleted: no longer reported lost
 	var prev store.Meta
 	var applied, had bool
 	if op.del {

@@ -62,6 +62,10 @@ type Status struct {
 	Leader  string         `json:"leader"`
 	Nodes   []StatusNode   `json:"nodes"`
 	Schemes []StatusScheme `json:"schemes"`
+	// Lost lists keys lost beyond their scheme's tolerance (up to 100 per
+	// node); LostCount counts them all.
+	Lost      []LostKey `json:"lost,omitempty"`
+	LostCount int       `json:"lost_count,omitempty"`
 }
 
 // StatusNode is one node's line of the status.
@@ -104,6 +108,8 @@ func (n *Node) status(ctx context.Context) Status {
 	byNode := map[string]nodeStats{}
 	for _, s := range stats {
 		byNode[string(s.Node)] = s
+		st.Lost = append(st.Lost, s.Lost...)
+		st.LostCount += s.LostCount
 	}
 	for _, node := range m.Nodes {
 		line := StatusNode{ID: string(node.ID), ClientAddr: node.ClientAddr, State: node.State.String(), Voter: node.Voter}

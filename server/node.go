@@ -48,6 +48,7 @@ type Node struct {
 	recovering  shardClaims // shards whose records are being recovered
 	rebuilding  shardClaims // shards whose lost pieces are being rebuilt
 	rebuild     rebuildProgress
+	lost        lostKeys // keys recovery found beyond their scheme's tolerance
 
 	mux      *transport.Mux
 	raftLn   net.Listener

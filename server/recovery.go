@@ -134,7 +134,11 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	restored := 0
 	for key, cands := range found {
 		best := newestReadable(m, cands)
-		if best == nil || (best.expireAt != 0 && best.expireAt <= now) {
+		if best == nil {
+			n.lost.add(lostReport(m, key, cands))
+			continue
+		}
+		if best.expireAt != 0 && best.expireAt <= now {
 			continue
 		}
 		if err := n.restore(ctx, m, []byte(key), best); err != nil {
@@ -317,4 +321,18 @@ func parsePieceKey(k []byte) (pieceRef, bool) {
 	}
 	r.Key = k
 	return r, true
+}
+
+// lostReport describes a key none of whose versions can be read: its newest
+// version's scheme and how many of its pieces are gone.
+func lostReport(m *cluster.Map, key string, cands []*candidate) LostKey {
+	newest := cands[0]
+	for _, c := range cands {
+		if c.version > newest.version {
+			newest = c
+		}
+	}
+	e, _ := m.SchemeByID(newest.scheme)
+	total := e.Spec.K + e.Spec.M
+	return LostKey{Key: key, Scheme: e.Name(), Lost: total - len(newest.shards), Total: total}
 }

@@ -409,6 +409,15 @@ func (n *Node) gatherSplit(ctx context.Context, m *cluster.Map, key []byte, meta
 	}
 	v, err := split.Decode(shards, key, spec.K, spec.M)
 	if err != nil {
+		lost := 0
+		for _, e := range errs {
+			if isLoss(e) {
+				lost++
+			}
+		}
+		if lost > spec.M {
+			return nil, &lostError{key: key, scheme: entry.Name(), lost: lost, total: spec.K + spec.M}
+		}
 		return nil, fmt.Errorf("server: key %q cannot be read: %w", key, errors.Join(append([]error{err}, errs...)...))
 	}
 	return v, nil

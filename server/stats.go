@@ -38,7 +38,14 @@ type nodeStats struct {
 	OverheadPerKey float64 `json:"overhead_per_key"`
 	// Serving says the node holds a fresh lease (failure.go).
 	Serving bool `json:"serving"`
+	// Lost lists (up to lostListMax of) the LostCount keys this node
+	// coordinates that are lost beyond their scheme's tolerance.
+	Lost      []LostKey `json:"lost,omitempty"`
+	LostCount int       `json:"lost_count,omitempty"`
 }
+
+// lostListMax bounds the lost keys a node reports in its statistics.
+const lostListMax = 100
 
 // schemeUsage is what one scheme's keys occupy on one node (or summed).
 type schemeUsage struct {
@@ -59,6 +66,7 @@ func (n *Node) localStats() nodeStats {
 	st := nodeStats{Node: n.id, Keys: int64(p.Keys), Schemes: map[uint16]*schemeUsage{},
 		PrimaryBytes: p.MemoryBytes(), PieceBytes: q.MemoryBytes(), OverheadPerKey: p.IndexHeaderPerKey(),
 		Serving: n.serving()}
+	st.Lost, st.LostCount = n.lost.list(lostListMax)
 	m := n.ctl.Map()
 	usage := func(id uint16) *schemeUsage {
 		if st.Schemes[id] == nil {

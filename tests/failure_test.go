@@ -469,3 +469,83 @@ func (c *testCluster) waitRebuilt(i int, timeout time.Duration) time.Duration {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestBeyondToleranceReportsLostKeys kills two of the three nodes holding
+// the pieces of some split:2+1 keys (their coordinator and one more). Those
+// keys answer -LOST naming the scheme and the pieces gone, never nil or
+// wrong bytes; memgest status lists them; the rep:3 keys of the same
+// coordinator survive on their last replica; and DEL clears a lost key.
+func TestBeyondToleranceReportsLostKeys(t *testing.T) {
+	c := startCluster(t, 4, clusterOptions{extra: []string{"--failure-timeout", "1s", "--heartbeat-interval", "100ms"}})
+	ctx := ctxT(t)
+	rdb := c.clusterClient()
+	victim := c.nonVoters()[0]
+	splitKeys, repKeys := map[string]bool{}, map[string]string{}
+	for j := 0; j < 6; j++ {
+		k := c.keyOn(t, rdb, victim, fmt.Sprintf("gone%d:", j))
+		must(t, rdb.Do(ctx, "SET", k, "s:"+k, "SCHEME", "split:2+1").Err())
+		splitKeys[k] = true
+		r := c.keyOn(t, rdb, victim, fmt.Sprintf("kept%d:", j))
+		must(t, rdb.Do(ctx, "SET", r, "r:"+r, "SCHEME", "rep:3").Err())
+		repKeys[r] = "r:" + r
+	}
+	var anySplit string
+	for k := range splitKeys {
+		anySplit = k
+		break
+	}
+	second := c.pieceHolder(t, anySplit, 1)
+	must(t, c.nodes[victim].cmd.Process.Kill())
+	must(t, c.nodes[second].cmd.Process.Kill())
+	watcher := slices.IndexFunc(c.nodes, func(nd *node) bool { return nd != c.nodes[victim] && nd != c.nodes[second] })
+	c.waitFailed(watcher, victim, 15*time.Second)
+	c.waitFailed(watcher, second, 15*time.Second)
+	cl := c.plainClient(watcher, 2)
+	waitRecovered(t, cl, repKeys)
+	for k := range splitKeys {
+		var err error
+		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if err = cl.Get(ctx, k).Err(); err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") {
+				break
+			}
+		}
+		if err == nil || !strings.HasPrefix(err.Error(), "LOST") || !strings.Contains(err.Error(), "split:2+1 lost 2 of 3 pieces") {
+			t.Fatalf("GET of %s with 2 of its 3 pieces gone = %v; want -LOST … split:2+1 lost 2 of 3 pieces", k, err)
+		}
+	}
+	st, err := c.status(watcher)
+	must(t, err)
+	if st.LostCount < len(splitKeys) {
+		t.Fatalf("status reports %d lost keys, want at least %d: %+v", st.LostCount, len(splitKeys), st.Lost)
+	}
+	if n, err := cl.Del(ctx, anySplit).Result(); err != nil || n != 1 {
+		t.Fatalf("DEL of a lost key = %d, %v", n, err)
+	}
+	if err := cl.Get(ctx, anySplit).Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("GET after DEL of a lost key = %v, want nil", err)
+	}
+}
+
+// pieceHolder returns the index of the node holding piece i of key, read
+// from SCHEME.OF (in RESP2, a flat field/value array).
+func (c *testCluster) pieceHolder(t *testing.T, key string, i int) int {
+	t.Helper()
+	of, err := c.plainClient(0, 2).Do(ctxT(t), "SCHEME.OF", key).Slice()
+	must(t, err)
+	for j := 0; j+1 < len(of); j += 2 {
+		if of[j] != "pieces" {
+			continue
+		}
+		for _, p := range of[j+1].([]any) {
+			f := p.([]any)
+			if f[0] == "shard" && f[1] == int64(i) {
+				addr := f[3].(string)
+				if n := slices.IndexFunc(c.nodes, func(nd *node) bool { return nd.addr() == addr }); n >= 0 {
+					return n
+				}
+			}
+		}
+	}
+	t.Fatalf("no holder of piece %d of %s in SCHEME.OF: %v", i, key, of)
+	return -1
+}

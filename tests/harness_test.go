@@ -140,10 +140,14 @@ func (c *testCluster) stop() {
 
 // status is the part of /status the tests read.
 type status struct {
-	State  string `json:"state"`
-	Leader string `json:"leader"` // the Raft leader's peer address
-	Epoch  uint64 `json:"epoch"`
-	Nodes  []struct {
+	State     string `json:"state"`
+	Leader    string `json:"leader"` // the Raft leader's peer address
+	LostCount int    `json:"lost_count"`
+	Lost      []struct {
+		Key, Scheme string
+	} `json:"lost"`
+	Epoch uint64 `json:"epoch"`
+	Nodes []struct {
 		ID, State  string
 		ClientAddr string `json:"client_addr"`
 		Serving    bool   `json:"serving"`

@@ -50,4 +50,11 @@ func printStatus(st server.Status) {
 		fmt.Fprintf(w, "%s\t%s\t%v\t%d\t%d\t%d\t%d\t%.2fx\n", s.Name, s.Spec, s.Default, s.Tolerance, s.Keys, s.Logical, s.Stored, s.Overhead)
 	}
 	w.Flush()
+	if st.LostCount > 0 {
+		fmt.Printf("\nLOST KEYS: %d beyond their scheme's tolerance (GET answers -LOST; SET or DEL clears)\n", st.LostCount)
+		for _, k := range st.Lost {
+			fmt.Fprintf(w, "  %s\t%s\tlost %d of %d pieces\n", k.Key, k.Scheme, k.Lost, k.Total)
+		}
+		w.Flush()
+	}
 }
