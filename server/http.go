@@ -66,6 +66,10 @@ type Status struct {
 	// node); LostCount counts them all.
 	Lost      []LostKey `json:"lost,omitempty"`
 	LostCount int       `json:"lost_count,omitempty"`
+	// Rebuild sums the nodes' rebuild progress; ShardsRebuilding counts
+	// the shards with lost pieces still to re-create.
+	Rebuild          RebuildReport `json:"rebuild"`
+	ShardsRebuilding int           `json:"shards_rebuilding"`
 }
 
 // StatusNode is one node's line of the status.
@@ -103,13 +107,14 @@ func (n *Node) serveStatus(w http.ResponseWriter, r *http.Request) {
 func (n *Node) status(ctx context.Context) Status {
 	m := n.ctl.Map()
 	_, leader, _ := n.ctl.Leader()
-	st := Status{Node: string(n.id), Epoch: m.Epoch, State: m.State.String(), Leader: leader}
+	st := Status{Node: string(n.id), Epoch: m.Epoch, State: m.State.String(), Leader: leader, ShardsRebuilding: rebuildingShards(m)}
 	stats, err := n.clusterStats(ctx)
 	byNode := map[string]nodeStats{}
 	for _, s := range stats {
 		byNode[string(s.Node)] = s
 		st.Lost = append(st.Lost, s.Lost...)
 		st.LostCount += s.LostCount
+		st.Rebuild = st.Rebuild.add(s.Rebuild)
 	}
 	for _, node := range m.Nodes {
 		line := StatusNode{ID: string(node.ID), ClientAddr: node.ClientAddr, State: node.State.String(), Voter: node.Voter}

@@ -42,6 +42,8 @@ type nodeStats struct {
 	// coordinates that are lost beyond their scheme's tolerance.
 	Lost      []LostKey `json:"lost,omitempty"`
 	LostCount int       `json:"lost_count,omitempty"`
+	// Rebuild is the node's rebuild progress.
+	Rebuild RebuildReport `json:"rebuild"`
 }
 
 // lostListMax bounds the lost keys a node reports in its statistics.
@@ -67,6 +69,7 @@ func (n *Node) localStats() nodeStats {
 		PrimaryBytes: p.MemoryBytes(), PieceBytes: q.MemoryBytes(), OverheadPerKey: p.IndexHeaderPerKey(),
 		Serving: n.serving()}
 	st.Lost, st.LostCount = n.lost.list(lostListMax)
+	st.Rebuild = n.rebuild.report()
 	m := n.ctl.Map()
 	usage := func(id uint16) *schemeUsage {
 		if st.Schemes[id] == nil {

@@ -419,6 +419,11 @@ func TestSpareReplacesFailedNode(t *testing.T) {
 	}
 	took = c.waitRebuilt(watcher, 20*time.Second)
 	t.Logf("rebuild finished %s after recovery", took)
+	st, err := c.status(watcher)
+	must(t, err)
+	if r := st.Rebuild; st.ShardsRebuilding != 0 || r.KeysTotal == 0 || r.KeysDone != r.KeysTotal {
+		t.Fatalf("status after the rebuild: %d shards rebuilding, keys %d of %d", st.ShardsRebuilding, r.KeysDone, r.KeysTotal)
+	}
 	for sch, formula := range map[string]float64{"rep:3": 3, "split:2+1": 1.5} {
 		info, err := cl.Do(ctx, "SCHEME.INFO", sch).Slice()
 		must(t, err)

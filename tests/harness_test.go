@@ -143,7 +143,12 @@ type status struct {
 	State     string `json:"state"`
 	Leader    string `json:"leader"` // the Raft leader's peer address
 	LostCount int    `json:"lost_count"`
-	Lost      []struct {
+	Rebuild   struct {
+		KeysDone  int64 `json:"keys_done"`
+		KeysTotal int64 `json:"keys_total"`
+	} `json:"rebuild"`
+	ShardsRebuilding int `json:"shards_rebuilding"`
+	Lost             []struct {
 		Key, Scheme string
 	} `json:"lost"`
 	Epoch uint64 `json:"epoch"`

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/memgest/memgest/server"
 	"github.com/spf13/cobra"
@@ -50,6 +52,7 @@ func printStatus(st server.Status) {
 		fmt.Fprintf(w, "%s\t%s\t%v\t%d\t%d\t%d\t%d\t%.2fx\n", s.Name, s.Spec, s.Default, s.Tolerance, s.Keys, s.Logical, s.Stored, s.Overhead)
 	}
 	w.Flush()
+	printRebuild(st)
 	if st.LostCount > 0 {
 		fmt.Printf("\nLOST KEYS: %d beyond their scheme's tolerance (GET answers -LOST; SET or DEL clears)\n", st.LostCount)
 		for _, k := range st.Lost {
@@ -57,4 +60,39 @@ func printStatus(st server.Status) {
 		}
 		w.Flush()
 	}
+}
+
+// printRebuild shows rebuild progress: a bar, keys and bytes done, rate and
+// ETA while shards are rebuilding, a one-line summary once done.
+func printRebuild(st server.Status) {
+	r := st.Rebuild
+	if r.KeysTotal == 0 && st.ShardsRebuilding == 0 {
+		return
+	}
+	if st.ShardsRebuilding == 0 {
+		fmt.Printf("\nREBUILD done: %d keys, %s in %.1fs\n", r.KeysDone, humanBytes(r.BytesDone), r.Seconds)
+		return
+	}
+	const width = 30
+	frac := 0.0
+	if r.KeysTotal > 0 {
+		frac = float64(r.KeysDone) / float64(r.KeysTotal)
+	}
+	bar := strings.Repeat("#", int(frac*width)) + strings.Repeat("-", width-int(frac*width))
+	fmt.Printf("\nREBUILD [%s] %3.0f%%  keys %d/%d  %s  %s/s  ETA %s  (%d shards left)\n",
+		bar, frac*100, r.KeysDone, r.KeysTotal, humanBytes(r.BytesDone), humanBytes(int64(r.Rate())), r.ETA().Round(time.Second), st.ShardsRebuilding)
+}
+
+// humanBytes renders a byte count in binary units.
+func humanBytes(b int64) string {
+	const unit = 1024
+	if b < unit {
+		return fmt.Sprintf("%d B", b)
+	}
+	div, exp := int64(unit), 0
+	for x := b / unit; x >= unit; x /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
 }
