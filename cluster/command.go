@@ -7,8 +7,8 @@ import (
 )
 
 // Command is a change to the map. The concrete commands are Init, AddNode,
-// CreateScheme, DropScheme, SetDefault, MarkFailed, ShardRecovered and
-// RebuildDone; Apply applies one, and
+// CreateScheme, DropScheme, SetDefault, MarkFailed, ShardRecovered,
+// RebuildDone and SetVoters; Apply applies one, and
 // EncodeCommand/DecodeCommand carry one through the Raft log or to the
 // leader over the peer protocol.
 type Command interface {
@@ -63,6 +63,7 @@ func (SetDefault) op() string     { return "set_default" }
 func (MarkFailed) op() string     { return "mark_failed" }
 func (ShardRecovered) op() string { return "shard_recovered" }
 func (RebuildDone) op() string    { return "rebuild_done" }
+func (SetVoters) op() string      { return "set_voters" }
 
 type envelope struct {
 	Op   string          `json:"op"`
@@ -104,6 +105,8 @@ func DecodeCommand(b []byte) (Command, error) {
 		return decodeArgs[ShardRecovered](env)
 	case "rebuild_done":
 		return decodeArgs[RebuildDone](env)
+	case "set_voters":
+		return decodeArgs[SetVoters](env)
 	}
 	return nil, errorf(ErrBadCommand, "unknown command %q", env.Op)
 }

@@ -254,6 +254,26 @@ func (c *Control) AddMember(ctx context.Context, add AddNode) (*Map, error) {
 	return c.Propose(ctx, add)
 }
 
+// ReplaceVoter keeps the control plane at its size of voters after a voter
+// failed (leader only): the failed node leaves the Raft configuration, the
+// live node with takes its vote (a non-voter promoted in place), and the
+// map's voter flags follow. Without it a second voter failure would cost
+// the quorum of three.
+func (c *Control) ReplaceVoter(ctx context.Context, failed NodeID, with Node) (*Map, error) {
+	if err := c.leading(); err != nil {
+		return nil, err
+	}
+	c.member.Lock()
+	defer c.member.Unlock()
+	if err := await(ctx, c.raft.RemoveServer(raft.ServerID(failed), 0, timeoutOf(ctx))); err != nil {
+		return nil, raftError(err)
+	}
+	if err := await(ctx, c.raft.AddVoter(raft.ServerID(with.ID), raft.ServerAddress(with.PeerAddr), 0, timeoutOf(ctx))); err != nil {
+		return nil, raftError(err)
+	}
+	return c.Propose(ctx, SetVoters{Nodes: []VoterFlag{{ID: failed, Voter: false}, {ID: with.ID, Voter: true}}})
+}
+
 type membershipChange func(raft.ServerID, raft.ServerAddress, uint64, time.Duration) raft.IndexFuture
 
 // suffrage decides whether n votes and which Raft change admits it (nil

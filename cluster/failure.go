@@ -107,3 +107,32 @@ func (c RebuildDone) apply(m *Map) (*Map, error) {
 	}
 	return next, nil
 }
+
+// SetVoters records Raft suffrage changes in the map (ReplaceVoter).
+type SetVoters struct {
+	Nodes []VoterFlag `json:"nodes"`
+}
+
+// VoterFlag is one node's suffrage.
+type VoterFlag struct {
+	ID    NodeID `json:"id"`
+	Voter bool   `json:"voter"`
+}
+
+func (c SetVoters) apply(m *Map) (*Map, error) {
+	next := m.Clone()
+	changed := false
+	for _, f := range c.Nodes {
+		i, ok := m.index().node[f.ID]
+		if !ok {
+			return nil, errorf(ErrBadNode, "no node %s", f.ID)
+		}
+		if next.Nodes[i].Voter != f.Voter {
+			next.Nodes[i].Voter, changed = f.Voter, true
+		}
+	}
+	if !changed {
+		return m, nil
+	}
+	return next, nil
+}

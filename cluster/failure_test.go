@@ -138,3 +138,22 @@ func TestSpareTakesTheFailedNodesPlaces(t *testing.T) {
 		t.Fatalf("AddNode round trip lost Spare: %+v, %v", got, err)
 	}
 }
+
+func TestSetVotersRecordsSuffrage(t *testing.T) {
+	m := formed(t, 4, 0)
+	a, b := m.Nodes[0].ID, m.Nodes[3].ID
+	next := mustApply(t, m, SetVoters{Nodes: []VoterFlag{{ID: a, Voter: false}, {ID: b, Voter: true}}})
+	checkValid(t, next)
+	if na, _ := next.Node(a); na.Voter {
+		t.Fatal("the old voter kept its flag")
+	}
+	if nb, _ := next.Node(b); !nb.Voter {
+		t.Fatal("the new voter has no flag")
+	}
+	if same := mustApply(t, next, SetVoters{Nodes: []VoterFlag{{ID: b, Voter: true}}}); same.Epoch != next.Epoch {
+		t.Fatal("an unchanged flag changed the map")
+	}
+	if _, err := Apply(next, SetVoters{Nodes: []VoterFlag{{ID: testNode(99).ID, Voter: true}}}); err == nil {
+		t.Fatal("an unknown node was made a voter")
+	}
+}

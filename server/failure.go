@@ -252,11 +252,15 @@ func (n *Node) detectFailures(ctx context.Context) {
 			defer n.detector.setMarking(id, false)
 			pctx, cancel := context.WithTimeout(ctx, n.cfg.PeerTimeout)
 			defer cancel()
-			if _, err := n.ctl.Propose(pctx, cluster.MarkFailed{ID: id}); err != nil {
+			m, err := n.ctl.Propose(pctx, cluster.MarkFailed{ID: id})
+			if err != nil {
 				n.log.Warn("marking a node failed", "node", id, "err", err)
 				return
 			}
 			n.log.Warn("node marked failed", "node", id)
+			if failed, _ := m.Node(id); failed.Voter {
+				n.replaceVoter(pctx, m, id)
+			}
 		}()
 	}
 }
@@ -307,4 +311,30 @@ func (n *Node) selfState(m *cluster.Map) string {
 		return self.State.String()
 	}
 	return "unknown"
+}
+
+// replaceVoter gives a failed voter's vote to a live non-voter that the
+// detector heard from recently, so the control plane keeps its size of
+// voters and survives another failure.
+func (n *Node) replaceVoter(ctx context.Context, m *cluster.Map, failed cluster.NodeID) {
+	for _, node := range m.Nodes {
+		if node.Voter || (node.State != cluster.Up && node.State != cluster.Spare) || !n.detector.fresh(node.ID, n.cfg.FailureTimeout/2) {
+			continue
+		}
+		if _, err := n.ctl.ReplaceVoter(ctx, failed, node); err != nil {
+			n.log.Warn("replacing a failed voter", "failed", failed, "with", node.ID, "err", err)
+			return
+		}
+		n.log.Warn("voter replaced", "failed", failed, "with", node.ID)
+		return
+	}
+	n.log.Warn("no live non-voter to replace a failed voter", "failed", failed)
+}
+
+// fresh says whether the detector heard from id in the last within.
+func (d *detector) fresh(id cluster.NodeID, within time.Duration) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t, ok := d.last[id]
+	return ok && time.Since(t) < within
 }

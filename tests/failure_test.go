@@ -554,3 +554,55 @@ func (c *testCluster) pieceHolder(t *testing.T, key string, i int) int {
 	t.Fatalf("no holder of piece %d of %s in SCHEME.OF: %v", i, key, of)
 	return -1
 }
+
+// TestVoterReplacedAfterFailure kills a Raft voter: its vote passes to a
+// live non-voter, so a second voter can then die too and the cluster keeps
+// deciding (it marks the second failure) and serving the other keys.
+func TestVoterReplacedAfterFailure(t *testing.T) {
+	c := startCluster(t, 5, clusterOptions{extra: []string{"--failure-timeout", "1s", "--heartbeat-interval", "100ms"}})
+	ctx := ctxT(t)
+	rdb := c.clusterClient()
+	voters := func(from int) []int {
+		st, err := c.status(from)
+		must(t, err)
+		var out []int
+		for i, nd := range c.nodes {
+			for _, n := range st.Nodes {
+				if n.ClientAddr == nd.addr() && n.Voter && n.State == "up" {
+					out = append(out, i)
+				}
+			}
+		}
+		return out
+	}
+	nonVoters := c.nonVoters()
+	first, second := -1, -1
+	for _, v := range voters(nonVoters[0]) {
+		if first < 0 {
+			first = v
+		} else if second < 0 {
+			second = v
+		}
+	}
+	watcher := nonVoters[0]
+	keys := map[string]string{}
+	for i := range c.nodes {
+		if i != first && i != second {
+			k := c.keyOn(t, rdb, i, fmt.Sprintf("vr%d:", i))
+			must(t, rdb.Do(ctx, "SET", k, "v:"+k, "SCHEME", "rep:3").Err())
+			keys[k] = "v:" + k
+		}
+	}
+	must(t, c.nodes[first].cmd.Process.Kill())
+	c.waitFailed(watcher, first, 15*time.Second)
+	deadline := time.Now().Add(15 * time.Second)
+	for len(voters(watcher)) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the failed voter's vote was not passed on: live voters %v", voters(watcher))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	must(t, c.nodes[second].cmd.Process.Kill())
+	c.waitFailed(watcher, second, 15*time.Second) // a decision needs a quorum
+	waitRecovered(t, c.plainClient(watcher, 2), keys)
+}
