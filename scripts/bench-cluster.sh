@@ -156,7 +156,8 @@ kill "$single"
 # start_dev N LOG: starts an N-node dev cluster, sets $base and $dev.
 start_dev() {
 	base=$(free_base)
-	./bin/memgest dev --nodes "$1" --base-port "$base" >"$2" 2>&1 &
+	# A long failure timeout: a saturated 2-core machine must not fail a node.
+	./bin/memgest dev --nodes "$1" --base-port "$base" --server-arg=--failure-timeout=10s >"$2" 2>&1 &
 	dev=$!
 	pids+=($dev)
 	for _ in $(seq 1 600); do grep -q "cluster ready" "$2" && break; sleep 0.1; done
