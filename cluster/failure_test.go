@@ -38,6 +38,9 @@ func TestMarkFailedHandsShardsToTheNextNode(t *testing.T) {
 			t.Fatalf("shard %d went to %s, not the placement's next node %s", i, c.ID, sh.Placement[1])
 		}
 	}
+	if next.RecoveringShards() != len(owned) || m.RecoveringShards() != 0 {
+		t.Fatalf("RecoveringShards %d, want %d", next.RecoveringShards(), len(owned))
+	}
 	if again := mustApply(t, next, MarkFailed{ID: victim}); again.Epoch != next.Epoch {
 		t.Fatal("marking a failed node again changed the map")
 	}
@@ -121,6 +124,9 @@ func TestSpareTakesTheFailedNodesPlaces(t *testing.T) {
 	}
 	done := mustApply(t, next, RebuildDone{Shard: 0, By: coord.ID, Positions: sh0.Rebuild})
 	checkValid(t, done)
+	if next.RebuildingShards() != len(next.Shards) || done.RebuildingShards() != len(next.Shards)-1 {
+		t.Fatalf("RebuildingShards %d then %d", next.RebuildingShards(), done.RebuildingShards())
+	}
 	if done.Shards[0].Rebuild != nil || done.Shards[1].Rebuild == nil {
 		t.Fatalf("RebuildDone cleared %v and %v", done.Shards[0].Rebuild, done.Shards[1].Rebuild)
 	}

@@ -111,8 +111,10 @@ type Map struct {
 
 // index holds tables derived from the exported fields.
 type index struct {
-	slotShard []uint16 // slot → position in Shards; nil when there are no shards
-	node      map[NodeID]int
+	slotShard  []uint16 // slot → position in Shards; nil when there are no shards
+	node       map[NodeID]int
+	recovering int // shards flagged Recovering
+	rebuilding int // shards with positions to Rebuild
 }
 
 // noShard marks a slot without a shard in index.slotShard.
@@ -162,10 +164,23 @@ func buildIndex(m *Map) *index {
 			for s := max(sh.First, 0); s <= min(sh.Last, Slots-1); s++ {
 				ix.slotShard[s] = uint16(i)
 			}
+			if sh.Recovering {
+				ix.recovering++
+			}
+			if len(sh.Rebuild) > 0 {
+				ix.rebuilding++
+			}
 		}
 	}
 	return ix
 }
+
+// RecoveringShards counts the shards whose records are being recovered
+// after their coordinator failed.
+func (m *Map) RecoveringShards() int { return m.index().recovering }
+
+// RebuildingShards counts the shards with lost pieces still to re-create.
+func (m *Map) RebuildingShards() int { return m.index().rebuilding }
 
 // Node returns the node with the given id.
 func (m *Map) Node(id NodeID) (Node, bool) {

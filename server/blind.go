@@ -83,14 +83,10 @@ func (n *Node) beginBlind(ctx context.Context, w *blindWrite) bool {
 // finishBlind commits w if all its pieces were stored (sendErr nil), else
 // aborts it and releases whatever pieces did get stored.
 func (n *Node) finishBlind(ctx context.Context, w *blindWrite, sendErr error) {
-	sent := []release{{key: w.key, scheme: w.op.entry.ID, version: w.p.version, exact: true}}
 	if sendErr != nil {
-		n.abort(w.key, w.p)
-		n.releaseAll(context.Background(), sent, false)
-		w.err = notAcknowledged(w.key, sendErr)
-		return
+		sendErr = notAcknowledged(w.key, sendErr)
 	}
-	w.err = n.commit(ctx, w.p, w.op, sent)
+	w.err = n.settle(ctx, w.p, w.op, ownPieces(w.op, w.p.version), sendErr)
 }
 
 // setGroup gathers the plain SETs of a pipeline whose keys this node

@@ -125,11 +125,11 @@ func (n *Node) infoMemory() resp.InfoSection {
 	used := st.PrimaryBytes + st.PieceBytes
 	return resp.InfoSection{Name: "Memory", Fields: [][2]string{
 		{"used_memory", strconv.FormatInt(used, 10)},
-		{"used_memory_human", humanBytes(used)},
+		{"used_memory_human", HumanBytes(used)},
 		{"used_memory_rss", strconv.FormatUint(ms.Sys, 10)},
 		{"used_memory_peak", strconv.FormatUint(ms.HeapSys, 10)},
 		{"maxmemory", strconv.FormatInt(n.cfg.MaxMemory, 10)},
-		{"maxmemory_human", humanBytes(n.cfg.MaxMemory)},
+		{"maxmemory_human", HumanBytes(n.cfg.MaxMemory)},
 		{"maxmemory_policy", "noeviction"},
 		{"memgest_primary_bytes", strconv.FormatInt(st.PrimaryBytes, 10)},
 		{"memgest_piece_bytes", strconv.FormatInt(st.PieceBytes, 10)},
@@ -171,8 +171,8 @@ func (n *Node) infoMemgest(ctx context.Context) resp.InfoSection {
 		{"raft_leader", strconv.FormatBool(n.ctl.IsLeader())},
 		{"node_state", n.selfState(m)},
 		{"serving", strconv.FormatBool(n.serving())},
-		{"shards_recovering", strconv.Itoa(recoveringShards(m))},
-		{"shards_rebuilding", strconv.Itoa(rebuildingShards(m))},
+		{"shards_recovering", strconv.Itoa(m.RecoveringShards())},
+		{"shards_rebuilding", strconv.Itoa(m.RebuildingShards())},
 		{"rebuild_keys_done", strconv.FormatInt(n.rebuild.keysDone.Load(), 10)},
 		{"rebuild_keys_total", strconv.FormatInt(n.rebuild.keysTotal.Load(), 10)},
 		{"rebuild_bytes_done", strconv.FormatInt(n.rebuild.bytesDone.Load(), 10)},
@@ -193,7 +193,9 @@ func (n *Node) infoMemgest(ctx context.Context) resp.InfoSection {
 	return resp.InfoSection{Name: "Memgest", Fields: fields}
 }
 
-func humanBytes(b int64) string {
+// HumanBytes renders a byte count as Redis's *_human INFO fields do
+// ("1.50M"); memgest status uses it too.
+func HumanBytes(b int64) string {
 	const unit = 1024
 	if b < unit {
 		return strconv.FormatInt(b, 10) + "B"

@@ -178,10 +178,16 @@ func (n *Node) apply(ctx context.Context, p *pending, op *writeOp) error {
 		return err
 	}
 	sent, err := n.sendRedundancy(ctx, op, p.version)
-	if err != nil {
+	return n.settle(ctx, p, op, sent, err)
+}
+
+// settle ends a write whose redundancy went out: it commits when sending
+// succeeded (sendErr nil), else aborts and releases what was sent.
+func (n *Node) settle(ctx context.Context, p *pending, op *writeOp, sent []release, sendErr error) error {
+	if sendErr != nil {
 		n.abort(op.key, p)
 		n.releaseAll(context.Background(), sent, false)
-		return err
+		return sendErr
 	}
 	return n.commit(ctx, p, op, sent)
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -172,7 +171,7 @@ func (n *Node) onHeartbeat(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	n.detector.seen(h.ID, h.Incarnation)
-	return binary.BigEndian.AppendUint64(nil, n.ctl.Map().Epoch), nil
+	return nil, nil
 }
 
 // detector is the leader's record of heartbeats.
@@ -186,13 +185,18 @@ type detector struct {
 	marking map[cluster.NodeID]bool // a MarkFailed is being proposed
 }
 
-func (d *detector) seen(id cluster.NodeID, incarnation uint64) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+// makeMaps gives a zero detector its maps; the caller holds d.mu.
+func (d *detector) makeMaps() {
 	if d.last == nil {
 		d.last, d.incarn = map[cluster.NodeID]time.Time{}, map[cluster.NodeID]uint64{}
 		d.restart, d.marking = map[cluster.NodeID]bool{}, map[cluster.NodeID]bool{}
 	}
+}
+
+func (d *detector) seen(id cluster.NodeID, incarnation uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.makeMaps()
 	if old, ok := d.incarn[id]; ok && old != incarnation {
 		d.restart[id] = true
 	}
@@ -234,9 +238,7 @@ func (d *detector) suspects(m *cluster.Map, self cluster.NodeID, leader bool, ti
 func (d *detector) setMarking(id cluster.NodeID, on bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.marking == nil {
-		d.marking = map[cluster.NodeID]bool{}
-	}
+	d.makeMaps()
 	d.marking[id] = on
 }
 
@@ -274,6 +276,9 @@ func (n *Node) refuseKeys(m *cluster.Map, keys [][]byte) (resp.Reply, bool) {
 	if !n.serving() {
 		return errFenced, true
 	}
+	if m.RecoveringShards() == 0 {
+		return resp.Reply{}, false // the common case: no slot hashing here
+	}
 	for _, k := range keys {
 		slot := cluster.Slot(k)
 		if sh := m.ShardOf(slot); sh != nil && sh.Recovering {
@@ -283,17 +288,6 @@ func (n *Node) refuseKeys(m *cluster.Map, keys [][]byte) (resp.Reply, bool) {
 		}
 	}
 	return resp.Reply{}, false
-}
-
-// recoveringShards counts the shards of m still being recovered.
-func recoveringShards(m *cluster.Map) int {
-	count := 0
-	for _, sh := range m.Shards {
-		if sh.Recovering {
-			count++
-		}
-	}
-	return count
 }
 
 // nodeStates counts the nodes of m by state name.

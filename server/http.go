@@ -107,7 +107,7 @@ func (n *Node) serveStatus(w http.ResponseWriter, r *http.Request) {
 func (n *Node) status(ctx context.Context) Status {
 	m := n.ctl.Map()
 	_, leader, _ := n.ctl.Leader()
-	st := Status{Node: string(n.id), Epoch: m.Epoch, State: m.State.String(), Leader: leader, ShardsRebuilding: rebuildingShards(m)}
+	st := Status{Node: string(n.id), Epoch: m.Epoch, State: m.State.String(), Leader: leader, ShardsRebuilding: m.RebuildingShards()}
 	stats, err := n.clusterStats(ctx)
 	byNode := map[string]nodeStats{}
 	for _, s := range stats {
@@ -192,8 +192,8 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	m := n.ctl.Map()
 	ch <- prometheus.MustNewConstMetric(c.epoch, prometheus.GaugeValue, float64(m.Epoch))
 	ch <- prometheus.MustNewConstMetric(c.serving, prometheus.GaugeValue, float64(boolByte(n.serving())))
-	ch <- prometheus.MustNewConstMetric(c.recovering, prometheus.GaugeValue, float64(recoveringShards(m)))
-	ch <- prometheus.MustNewConstMetric(c.rebuilding, prometheus.GaugeValue, float64(rebuildingShards(m)))
+	ch <- prometheus.MustNewConstMetric(c.recovering, prometheus.GaugeValue, float64(m.RecoveringShards()))
+	ch <- prometheus.MustNewConstMetric(c.rebuilding, prometheus.GaugeValue, float64(m.RebuildingShards()))
 	ch <- prometheus.MustNewConstMetric(c.rebuildKeys, prometheus.GaugeValue, float64(n.rebuild.keysTotal.Load()), "total")
 	ch <- prometheus.MustNewConstMetric(c.rebuildKeys, prometheus.GaugeValue, float64(n.rebuild.keysDone.Load()), "done")
 	ch <- prometheus.MustNewConstMetric(c.rebuildBytes, prometheus.CounterValue, float64(n.rebuild.bytesDone.Load()))

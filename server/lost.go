@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // This file reports keys lost beyond their scheme's tolerance (DESIGN.md §4,
@@ -36,9 +37,13 @@ type LostKey struct {
 }
 
 // lostKeys is the set of keys this node's recoveries found unrecoverable.
+// Every commit forgets its key and every read of a missing key looks it up,
+// so size lets both skip the lock while the set is empty, as it nearly
+// always is.
 type lostKeys struct {
-	mu sync.Mutex
-	m  map[string]LostKey
+	mu   sync.Mutex
+	m    map[string]LostKey
+	size atomic.Int64 // len(m)
 }
 
 func (l *lostKeys) add(k LostKey) {
@@ -48,9 +53,13 @@ func (l *lostKeys) add(k LostKey) {
 		l.m = map[string]LostKey{}
 	}
 	l.m[k.Key] = k
+	l.size.Store(int64(len(l.m)))
 }
 
 func (l *lostKeys) get(key []byte) (LostKey, bool) {
+	if l.size.Load() == 0 {
+		return LostKey{}, false
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	k, ok := l.m[string(key)]
@@ -58,16 +67,16 @@ func (l *lostKeys) get(key []byte) (LostKey, bool) {
 }
 
 func (l *lostKeys) forget(key []byte) {
+	if l.size.Load() == 0 {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.m, string(key))
+	l.size.Store(int64(len(l.m)))
 }
 
-func (l *lostKeys) count() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.m)
-}
+func (l *lostKeys) count() int { return int(l.size.Load()) }
 
 // list returns up to limit lost keys, sorted, and how many there are.
 func (l *lostKeys) list(limit int) ([]LostKey, int) {
@@ -81,7 +90,7 @@ func (l *lostKeys) list(limit int) ([]LostKey, int) {
 	return out[:min(limit, len(out))], len(out)
 }
 
-// lostErr is the read error of a key in the lost set.
+// err is the read error of a key in the lost set.
 func (k LostKey) err() error {
 	return &lostError{key: []byte(k.Key), scheme: k.Scheme, lost: k.Lost, total: k.Total}
 }

@@ -150,31 +150,21 @@ func (n *Node) rebuildKey(ctx context.Context, key []byte, positions []int) (int
 		if err != nil {
 			return nil, err
 		}
-		var b pieceBatch
+		var lostTargets []target
+		var lostPieces []piece
 		for i, t := range targets {
 			if slices.Contains(positions, t.index) {
-				b.put(targets[i:i+1], pieces[i:i+1], 0)
+				lostTargets, lostPieces = append(lostTargets, t), append(lostPieces, pieces[i])
 				sent += len(pieces[i].Data)
 			}
 		}
-		if len(b.dests) == 0 {
+		if len(lostTargets) == 0 {
 			return nil, nil
 		}
-		if err := n.sendBatch(ctx, &b, 1)[0]; err != nil {
+		if err := n.groups.send(ctx, n, lostTargets, lostPieces); err != nil {
 			return nil, fmt.Errorf("server: rebuilding %q: %w", key, err)
 		}
 		return nil, nil // nothing to commit: the key keeps its version
 	})
 	return sent, err
-}
-
-// rebuildingShards counts the shards of m with pieces still to rebuild.
-func rebuildingShards(m *cluster.Map) int {
-	count := 0
-	for _, sh := range m.Shards {
-		if len(sh.Rebuild) > 0 {
-			count++
-		}
-	}
-	return count
 }

@@ -79,11 +79,17 @@ func (n *Node) sendRedundancy(ctx context.Context, op *writeOp, v uint64) ([]rel
 	if err != nil {
 		return nil, err
 	}
-	sent := []release{{key: op.key, scheme: op.entry.ID, version: v, exact: true}}
+	sent := ownPieces(op, v)
 	if err := n.groups.send(ctx, n, targets, pieces); err != nil {
 		return sent, notAcknowledged(op.key, err)
 	}
 	return sent, nil
+}
+
+// ownPieces names the pieces a write of op at version v stores, for their
+// release if it does not commit.
+func ownPieces(op *writeOp, v uint64) []release {
+	return []release{{key: op.key, scheme: op.entry.ID, version: v, exact: true}}
 }
 
 // commitGroups is group commit for redundancy: the first write to arrive
@@ -197,13 +203,17 @@ func (n *Node) sendBatch(ctx context.Context, b *pieceBatch, owners int) []error
 	replies, errs := n.callEach(ctx, reqs)
 	out := make([][]error, owners)
 	for i, d := range b.dests {
-		refusals, err := decodePutPiecesResp(replies[i], len(d.owners))
+		err := errs[i]
+		var refusals []string
+		if err == nil {
+			if refusals, err = decodePutPiecesResp(replies[i], len(d.owners)); err != nil {
+				err = fmt.Errorf("node %s: %w", d.node.PeerAddr, err)
+			}
+		}
 		for j, owner := range d.owners {
 			switch {
-			case errs[i] != nil:
-				out[owner] = append(out[owner], errs[i])
 			case err != nil:
-				out[owner] = append(out[owner], fmt.Errorf("node %s: %w", d.node.PeerAddr, err))
+				out[owner] = append(out[owner], err)
 			case refusals[j] != "":
 				out[owner] = append(out[owner], fmt.Errorf("node %s: %s", d.node.PeerAddr, refusals[j]))
 			}

@@ -70,7 +70,7 @@ func printRebuild(st server.Status) {
 		return
 	}
 	if st.ShardsRebuilding == 0 {
-		fmt.Printf("\nREBUILD done: %d keys, %s in %.1fs\n", r.KeysDone, humanBytes(r.BytesDone), r.Seconds)
+		fmt.Printf("\nREBUILD done: %d keys, %s in %.1fs\n", r.KeysDone, server.HumanBytes(r.BytesDone), r.Seconds)
 		return
 	}
 	const width = 30
@@ -80,19 +80,5 @@ func printRebuild(st server.Status) {
 	}
 	bar := strings.Repeat("#", int(frac*width)) + strings.Repeat("-", width-int(frac*width))
 	fmt.Printf("\nREBUILD [%s] %3.0f%%  keys %d/%d  %s  %s/s  ETA %s  (%d shards left)\n",
-		bar, frac*100, r.KeysDone, r.KeysTotal, humanBytes(r.BytesDone), humanBytes(int64(r.Rate())), r.ETA().Round(time.Second), st.ShardsRebuilding)
-}
-
-// humanBytes renders a byte count in binary units.
-func humanBytes(b int64) string {
-	const unit = 1024
-	if b < unit {
-		return fmt.Sprintf("%d B", b)
-	}
-	div, exp := int64(unit), 0
-	for x := b / unit; x >= unit; x /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
+		bar, frac*100, r.KeysDone, r.KeysTotal, server.HumanBytes(r.BytesDone), server.HumanBytes(int64(r.Rate())), r.ETA().Round(time.Second), st.ShardsRebuilding)
 }
