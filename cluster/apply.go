@@ -113,6 +113,7 @@ func (m *Map) admit(n Node, spare bool) *Map {
 	if m.State == OK || spare {
 		n.State = Spare
 		next.Nodes = append(next.Nodes, n)
+		next.fillFromSpares() // a failed node may be waiting for a spare
 		return next
 	}
 	n.State = Up

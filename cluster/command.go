@@ -8,7 +8,7 @@ import (
 
 // Command is a change to the map. The concrete commands are Init, AddNode,
 // CreateScheme, DropScheme, SetDefault, MarkFailed, ShardRecovered,
-// RebuildDone and SetVoters; Apply applies one, and
+// RebuildDone, SetVoters and Rejoin; Apply applies one, and
 // EncodeCommand/DecodeCommand carry one through the Raft log or to the
 // leader over the peer protocol.
 type Command interface {
@@ -64,6 +64,7 @@ func (MarkFailed) op() string     { return "mark_failed" }
 func (ShardRecovered) op() string { return "shard_recovered" }
 func (RebuildDone) op() string    { return "rebuild_done" }
 func (SetVoters) op() string      { return "set_voters" }
+func (Rejoin) op() string         { return "rejoin" }
 
 type envelope struct {
 	Op   string          `json:"op"`
@@ -107,6 +108,8 @@ func DecodeCommand(b []byte) (Command, error) {
 		return decodeArgs[RebuildDone](env)
 	case "set_voters":
 		return decodeArgs[SetVoters](env)
+	case "rejoin":
+		return decodeArgs[Rejoin](env)
 	}
 	return nil, errorf(ErrBadCommand, "unknown command %q", env.Op)
 }

@@ -6,10 +6,11 @@ import "slices"
 // (DESIGN.md §4: the control plane decides, bumps the epoch, and only then
 // does anyone act). If a spare is available, the first one (in join order)
 // takes the failed node's place in every placement and becomes up (Ring
-// §5.5); otherwise the node just leaves every placement's live set. Either
-// way each shard it coordinated passes to a new coordinator (the spare, or
-// the next up node of its placement), marked Recovering until that node has
-// recovered the shard's records.
+// §5.5); otherwise the node stays in the placements and the survivors stand
+// in for its positions (Map.Holders). Either way each shard it coordinated
+// passes to a new coordinator (the spare, or the next up node of its
+// placement), marked Recovering until that node has recovered the shard's
+// records, and every position it held is listed for rebuild.
 type MarkFailed struct {
 	ID NodeID `json:"id"`
 }
@@ -33,25 +34,34 @@ func (c MarkFailed) apply(m *Map) (*Map, error) {
 	next := m.Clone()
 	next.Nodes[m.index().node[c.ID]].State = Failed
 	spare := m.firstSpare()
-	if spare >= 0 {
-		next.Nodes[spare].State = Up
-	}
 	for i, sh := range m.Shards {
 		if coord, ok := m.Coordinator(sh.First); ok && coord.ID == c.ID {
 			next.Shards[i].Recovering = true
 		}
-		if spare >= 0 {
-			for j, id := range sh.Placement {
-				if id == c.ID {
-					next.Shards[i].Placement[j] = m.Nodes[spare].ID
-					if !slices.Contains(next.Shards[i].Rebuild, j) {
-						next.Shards[i].Rebuild = append(next.Shards[i].Rebuild, j)
-					}
-				}
+		for j, id := range sh.Placement {
+			if id != c.ID {
+				continue
 			}
+			if spare >= 0 {
+				// The failed node coordinated here or not: either way
+				// the spare takes its very place (a shard it coordinated
+				// is Recovering, and the spare recovers it).
+				next.Shards[i].Placement[j] = m.Nodes[spare].ID
+			}
+			next.Shards[i].addRebuild(j)
 		}
 	}
+	if spare >= 0 {
+		next.Nodes[spare].State = Up
+	}
 	return next, nil
+}
+
+// addRebuild lists placement position p for rebuild.
+func (sh *Shard) addRebuild(p int) {
+	if !slices.Contains(sh.Rebuild, p) {
+		sh.Rebuild = append(sh.Rebuild, p)
+	}
 }
 
 // firstSpare is the position in Nodes of the first spare, or -1.
@@ -62,6 +72,102 @@ func (m *Map) firstSpare() int {
 		}
 	}
 	return -1
+}
+
+// placed says whether id is in some shard's placement.
+func (m *Map) placed(id NodeID) bool {
+	for _, sh := range m.Shards {
+		if slices.Contains(sh.Placement, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// fillFromSpares gives the places of failed nodes still in placements to
+// spares, one failed node per spare, in join order. m is a Clone being
+// edited.
+func (m *Map) fillFromSpares() {
+	for _, f := range m.Nodes {
+		if f.State != Failed || !m.placed(f.ID) {
+			continue
+		}
+		spare := m.firstSpare()
+		if spare < 0 {
+			return
+		}
+		m.Nodes[spare].State = Up
+		m.takePlaces(f.ID, m.Nodes[spare].ID)
+	}
+}
+
+// takePlaces puts node to (up, holding nothing yet) in every position of
+// from, which failed some time ago. Where to would become a shard's
+// coordinator, it swaps places with the shard's current coordinator
+// instead: that node has kept the shard's records since the failure (keys
+// written since then included, which no piece lists), so it stays
+// coordinator, and to takes its old position. Every position whose node
+// changed is listed for rebuild. m is a Clone being edited.
+func (m *Map) takePlaces(from, to NodeID) {
+	for i := range m.Shards {
+		sh := &m.Shards[i]
+		j := slices.Index(sh.Placement, from)
+		if j < 0 {
+			continue
+		}
+		coord := m.firstUp(sh, to)
+		sh.Placement[j] = to
+		sh.addRebuild(j)
+		switch {
+		case coord < 0:
+			sh.Recovering = true // nobody held its records: recover from pieces
+		case coord > j:
+			sh.Placement[j], sh.Placement[coord] = sh.Placement[coord], to
+			sh.addRebuild(coord)
+		}
+	}
+}
+
+// firstUp is the position of the first up node of sh's placement other than
+// except, or -1.
+func (m *Map) firstUp(sh *Shard, except NodeID) int {
+	for p, id := range sh.Placement {
+		if n, ok := m.Node(id); ok && n.State == Up && id != except {
+			return p
+		}
+	}
+	return -1
+}
+
+// Rejoin readmits a node that was marked failed and has since emptied its
+// memory (restarted, or wiped itself on learning it was fenced): it comes
+// back holding nothing. If it still has places in placements (no spare took
+// them), it takes them back as up, its pieces listed for rebuild, without
+// taking coordination from the nodes that kept its shards' records
+// (takePlaces). Otherwise it becomes a spare, and takes the places of a
+// failed node if one is waiting for a spare.
+type Rejoin struct {
+	ID NodeID `json:"id"`
+}
+
+func (c Rejoin) apply(m *Map) (*Map, error) {
+	n, ok := m.Node(c.ID)
+	if !ok {
+		return nil, errorf(ErrBadNode, "no node %s", c.ID)
+	}
+	if n.State != Failed {
+		return m, nil
+	}
+	next := m.Clone()
+	i := m.index().node[c.ID]
+	if next.placed(c.ID) {
+		next.Nodes[i].State = Up
+		next.takePlaces(c.ID, c.ID)
+		return next, nil
+	}
+	next.Nodes[i].State = Spare
+	next.fillFromSpares()
+	return next, nil
 }
 
 func (c ShardRecovered) apply(m *Map) (*Map, error) {

@@ -74,7 +74,8 @@ func TestPutPiecesRoundTripsAndRefusesDamage(t *testing.T) {
 func TestListPiecesCodecAndPieceKeys(t *testing.T) {
 	resp := listResp{Next: 9, Entries: []pieceEntry{
 		{Key: []byte("a"), Scheme: 2, Version: 5, Index: 1, ExpireAt: 77},
-		{Key: []byte("b"), Scheme: 3, Version: 6, Versioned: true, Index: 4},
+		{Key: []byte("b"), Scheme: 3, Version: 6, Kind: pieceKindShard, Index: 4},
+		{Key: []byte("c"), Scheme: 5, Version: 8, Kind: pieceKindDirectory},
 	}}
 	got, err := decodeListResp(resp.encode(nil))
 	if err != nil || !reflect.DeepEqual(got, resp) {
@@ -89,13 +90,43 @@ func TestListPiecesCodecAndPieceKeys(t *testing.T) {
 		{Key: []byte("key"), Scheme: 9, Versioned: true, Version: 1 << 62},
 		{Key: []byte{}, Scheme: 1},
 	} {
-		back, ok := parsePieceKey(ref.storeKey())
+		back, _, ok := parsePieceKey(ref.storeKey())
 		if !ok || !bytes.Equal(back.Key, ref.Key) || back.Scheme != ref.Scheme || back.Versioned != ref.Versioned || back.Version != ref.Version {
 			t.Fatalf("piece key of %+v parsed as %+v, %v", ref, back, ok)
 		}
 	}
-	if _, ok := parsePieceKey([]byte{0, 1, 1, 0}); ok {
+	if _, _, ok := parsePieceKey([]byte{0, 1, 1, 0}); ok {
 		t.Fatal("a versioned piece key too short for its version parsed")
+	}
+	if back, kind, ok := parsePieceKey(dirKey([]byte("dk"))); !ok || kind != pieceKindDirectory || string(back.Key) != "dk" {
+		t.Fatalf("directory key parsed as %+v kind %d, %v", back, kind, ok)
+	}
+	if _, _, ok := parsePieceKey([]byte{0, 1, 3, 'k'}); ok {
+		t.Fatal("a piece key of unknown kind parsed")
+	}
+	bad := listResp{Entries: []pieceEntry{{Key: []byte("x"), Kind: 9}}}
+	if _, err := decodeListResp(bad.encode(nil)); err == nil {
+		t.Fatal("a list entry of unknown kind decoded")
+	}
+}
+
+func TestDirectoryCodec(t *testing.T) {
+	in := []dirEntry{
+		{Key: []byte("a"), Scheme: 4, Version: 9, ExpireAt: 123},
+		{Key: []byte("b"), Version: 10, Deleted: true},
+	}
+	b := encodeDirectory(in)
+	got, err := decodeDirectory(b)
+	if err != nil || !reflect.DeepEqual(got, in) {
+		t.Fatalf("directory round trip: %+v, %v", got, err)
+	}
+	for i := range b {
+		if _, err := decodeDirectory(b[:i]); err == nil {
+			t.Fatalf("a directory message cut at byte %d decoded", i)
+		}
+	}
+	if _, err := decodeDirectory(append(b, 0)); err == nil {
+		t.Fatal("a directory message with a trailing byte decoded")
 	}
 }
 
@@ -105,6 +136,7 @@ func FuzzPeerPayloads(f *testing.F) {
 	f.Add([]byte(piece{Key: []byte("k"), Data: []byte("v")}.encode(nil)))
 	f.Add([]byte(encodePutPieces([]piece{{Key: []byte("a"), Data: []byte("1")}, {Key: []byte("b"), Versioned: true}})))
 	f.Add([]byte(encodePutPiecesResp([]string{"", "refused"})))
+	f.Add(encodeDirectory([]dirEntry{{Key: []byte("d"), Scheme: 2, Version: 3}}))
 	f.Add([]byte(forwardReq{Proto: 2, Args: [][]byte{[]byte("GET"), []byte("k")}}.encode(nil)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if p, err := decodePiece(b); err == nil && !bytes.Equal(p.encode(nil), b) {
@@ -122,8 +154,11 @@ func FuzzPeerPayloads(f *testing.F) {
 		if r, err := decodeListResp(b); err == nil && !bytes.Equal(r.encode(nil), b) {
 			t.Fatal("ListPieces reply does not re-encode")
 		}
+		if d, err := decodeDirectory(b); err == nil && !bytes.Equal(encodeDirectory(d), b) {
+			t.Fatal("Directory does not re-encode")
+		}
 		_, _ = decodeListReq(b)
-		_, _ = parsePieceKey(b)
+		_, _, _ = parsePieceKey(b)
 		_, _ = decodeHeartbeat(b)
 		_, _ = decodeForward(b)
 		_, _ = decodeScan(b)

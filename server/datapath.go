@@ -204,9 +204,10 @@ func (n *Node) commit(ctx context.Context, p *pending, op *writeOp, sent []relea
 		n.releaseAll(context.Background(), sent, false)
 		return err
 	}
-	// A deletion is acknowledged once its redundancy is released, so that
-	// no piece outlives an acknowledged DEL.
-	n.releaseAll(ctx, rel, op.del)
+	// A deletion, or a move to another scheme, is acknowledged once the
+	// old redundancy is released, so that no piece outlives it: recovery
+	// must never find the replaced version and bring it back.
+	n.releaseAll(ctx, rel, op.del || len(rel) > 0 && rel[0].scheme != op.entry.ID)
 	return nil
 }
 
@@ -226,7 +227,7 @@ func (n *Node) commitLocked(s *inflightShard, op *writeOp, v uint64, p *pending)
 	if p != nil {
 		s.end(op.key, p)
 	}
-	n.lost.forget(op.key) // written or deleted: no longer reported lost
+	wasLost := n.lost.forget(op.key) // written or deleted: no longer reported lost
 	var prev store.Meta
 	var applied, had bool
 	if op.del {
@@ -242,6 +243,9 @@ func (n *Node) commitLocked(s *inflightShard, op *writeOp, v uint64, p *pending)
 	m := n.ctl.Map()
 	if applied {
 		n.accountSplit(m, op, prev, had)
+		if e, ok := dirChange(op, v, prev, had, wasLost); ok {
+			n.enqueueDirectory(e)
+		}
 		if had && needsRelease(m, prev.Scheme, op) {
 			return []release{{key: op.key, scheme: prev.Scheme, version: prev.Version}}, nil
 		}

@@ -30,6 +30,10 @@ import (
 //     grant one that outlives a new leader's timeout. When a node comes
 //     back, the leader answers its heartbeat with "fenced" if it was marked
 //     failed.
+//   - A fenced node empties its memory and takes a new incarnation (wipe);
+//     a restarted one is empty already. Its heartbeats then say it is
+//     fresh, and the leader readmits it (cluster.Rejoin): back to its old
+//     places, to be rebuilt, or as a spare.
 
 // incarnation tells two runs of one node id apart: a node restarted with
 // the same data directory keeps its id but lost its memory.
@@ -44,6 +48,10 @@ const leaseFraction = 0.95
 type lease struct {
 	until  atomic.Int64
 	fenced atomic.Bool // the leader said this node was marked failed
+	// fresh is set while the node holds nothing it could serve stale:
+	// from its start, or a wipe, until the leader first takes a
+	// heartbeat of it as a member in good standing.
+	fresh atomic.Bool
 }
 
 func (n *Node) monoNow() int64 { return int64(time.Since(n.started)) }
@@ -99,14 +107,16 @@ func (n *Node) heartbeat(ctx context.Context) bool {
 	m := n.ctl.Map()
 	if n.ctl.IsLeader() {
 		if self, ok := m.Node(n.id); ok && self.State == cluster.Failed {
-			n.lease.fenced.Store(true)
+			n.fence()
+			n.detector.restarted(n.id, n.incarnation.Load())
+			n.readmit(self)
 			return false
 		}
 		if n.ctl.VerifyLeader() != nil {
 			return false
 		}
-		n.detector.seen(n.id, n.incarnation)
-		n.renew(sent)
+		n.detector.seen(n.id, n.incarnation.Load())
+		n.accepted(sent)
 		return true
 	}
 	id, _, ok := n.ctl.Leader()
@@ -119,30 +129,65 @@ func (n *Node) heartbeat(ctx context.Context) bool {
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.FailureTimeout/2)
 	defer cancel()
-	_, err := n.call(ctx, leader, msgHeartbeat, heartbeatReq{ID: n.id, Incarnation: n.incarnation}.encode(nil))
+	req := heartbeatReq{ID: n.id, Incarnation: n.incarnation.Load(), Fresh: n.lease.fresh.Load()}
+	_, err := n.call(ctx, leader, msgHeartbeat, req.encode(nil))
 	switch {
 	case err == nil:
-		n.renew(sent)
+		n.accepted(sent)
 		return true
 	case isFencedReply(err):
-		if !n.lease.fenced.Swap(true) {
-			n.log.Warn("the control plane marked this node failed; it serves no keys", "node", n.id)
-		}
+		n.fence()
 	}
 	return false
 }
 
-// heartbeatReq is a heartbeat's payload.
+// accepted takes an acknowledged heartbeat sent at sent: the node is a
+// member in good standing, so it is no longer fenced nor fresh, and its
+// lease is renewed.
+func (n *Node) accepted(sent int64) {
+	if n.lease.fenced.Swap(false) {
+		n.log.Warn("readmitted by the control plane; serving again", "node", n.id)
+	}
+	n.lease.fresh.Store(false)
+	n.renew(sent)
+}
+
+// fence stops serving for good: the control plane marked this node failed,
+// so others hold its keys now. The node wipes its memory once, so that its
+// next heartbeats ask to rejoin as an empty node.
+func (n *Node) fence() {
+	if n.lease.fenced.Swap(true) {
+		return
+	}
+	n.log.Warn("the control plane marked this node failed; wiping its memory to rejoin", "node", n.id)
+	n.wipe()
+}
+
+// wipe drops every record and piece and takes a new incarnation: what the
+// node held may be stale, and nothing of it is served again.
+func (n *Node) wipe() {
+	n.flushLocal()
+	n.lost.clear()
+	n.incarnation.Store(newIncarnation())
+	n.lease.fresh.Store(true)
+}
+
+// heartbeatReq is a heartbeat's payload. Fresh says the node holds nothing
+// (it started or wiped since it was last a member in good standing), so the
+// leader may readmit it if it was marked failed.
 type heartbeatReq struct {
 	ID          cluster.NodeID
 	Incarnation uint64
+	Fresh       bool
 }
 
-func (h heartbeatReq) encode(e enc) enc { return e.str(string(h.ID)).u64(h.Incarnation) }
+func (h heartbeatReq) encode(e enc) enc {
+	return e.str(string(h.ID)).u64(h.Incarnation).u8(boolByte(h.Fresh))
+}
 
 func decodeHeartbeat(b []byte) (heartbeatReq, error) {
 	d := dec{b: b}
-	h := heartbeatReq{ID: cluster.NodeID(d.str()), Incarnation: d.u64()}
+	h := heartbeatReq{ID: cluster.NodeID(d.str()), Incarnation: d.u64(), Fresh: d.flag()}
 	return h, d.done()
 }
 
@@ -162,6 +207,10 @@ func (n *Node) onHeartbeat(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	if node, ok := n.ctl.Map().Node(h.ID); ok && node.State == cluster.Failed {
+		if h.Fresh {
+			n.detector.restarted(h.ID, h.Incarnation)
+			n.readmit(node)
+		}
 		return nil, errors.New(fencedMsg)
 	}
 	// A leader that lost its quorum may not know it yet; only a verified
@@ -170,7 +219,11 @@ func (n *Node) onHeartbeat(b []byte) ([]byte, error) {
 	if err := n.ctl.VerifyLeader(); err != nil {
 		return nil, err
 	}
-	n.detector.seen(h.ID, h.Incarnation)
+	if !n.detector.seen(h.ID, h.Incarnation) {
+		// Restarted with empty memory under a live id: no lease, so it
+		// never serves what it lost; the detector marks it failed now.
+		return nil, errors.New("node restarted; it is being marked failed")
+	}
 	return nil, nil
 }
 
@@ -178,7 +231,8 @@ func (n *Node) onHeartbeat(b []byte) ([]byte, error) {
 type detector struct {
 	mu      sync.Mutex
 	leading bool
-	since   time.Time // when this node became leader
+	since   time.Time // when this node became leader, or last came back from a stall
+	ran     time.Time // the last time suspects ran
 	last    map[cluster.NodeID]time.Time
 	incarn  map[cluster.NodeID]uint64
 	restart map[cluster.NodeID]bool // incarnation changed: fail at once
@@ -193,7 +247,9 @@ func (d *detector) makeMaps() {
 	}
 }
 
-func (d *detector) seen(id cluster.NodeID, incarnation uint64) {
+// seen records a heartbeat of a live member; false if it came from a new
+// incarnation (the node restarted), which the detector then marks failed.
+func (d *detector) seen(id cluster.NodeID, incarnation uint64) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.makeMaps()
@@ -202,6 +258,18 @@ func (d *detector) seen(id cluster.NodeID, incarnation uint64) {
 	}
 	d.incarn[id] = incarnation
 	d.last[id] = time.Now()
+	return !d.restart[id]
+}
+
+// restarted records the incarnation of a failed node that is empty again,
+// so that once it rejoins its heartbeats count as its own.
+func (d *detector) restarted(id cluster.NodeID, incarnation uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.makeMaps()
+	d.incarn[id] = incarnation
+	d.last[id] = time.Now()
+	delete(d.restart, id)
 }
 
 // suspects returns the nodes of m to mark failed now. On becoming leader
@@ -219,6 +287,13 @@ func (d *detector) suspects(m *cluster.Map, self cluster.NodeID, leader bool, ti
 		clear(d.last)
 		clear(d.restart)
 	}
+	if !d.ran.IsZero() && now.Sub(d.ran) > timeout/2 {
+		// This node was starved or paused itself (its own loop ran late):
+		// the silence it measured may be its own, so everyone gets a full
+		// timeout from now rather than being marked failed together.
+		d.since = now
+	}
+	d.ran = now
 	var out []cluster.NodeID
 	for _, node := range m.Nodes {
 		if node.ID == self || (node.State != cluster.Up && node.State != cluster.Spare) || d.marking[node.ID] {
@@ -323,6 +398,43 @@ func (n *Node) replaceVoter(ctx context.Context, m *cluster.Map, failed cluster.
 		return
 	}
 	n.log.Warn("no live non-voter to replace a failed voter", "failed", failed)
+}
+
+// readmit proposes, in the background and once at a time per node, that a
+// failed node which is empty again rejoin (cluster.Rejoin). It first makes
+// sure the node is a Raft member again (a failed voter was removed), so it
+// sees the map that readmits it.
+func (n *Node) readmit(node cluster.Node) {
+	if !n.detector.claimMarking(node.ID) {
+		return
+	}
+	go func() {
+		defer n.detector.setMarking(node.ID, false)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.PeerTimeout)
+		defer cancel()
+		if _, err := n.ctl.AddMember(ctx, cluster.AddNode{Node: node}); err != nil {
+			n.log.Warn("readmitting a node to Raft", "node", node.ID, "err", err)
+			return
+		}
+		if _, err := n.ctl.Propose(ctx, cluster.Rejoin{ID: node.ID}); err != nil {
+			n.log.Warn("readmitting a node", "node", node.ID, "err", err)
+			return
+		}
+		n.log.Warn("node rejoined", "node", node.ID)
+	}()
+}
+
+// claimMarking marks a map change about id as under way; false if one
+// already is.
+func (d *detector) claimMarking(id cluster.NodeID) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.makeMaps()
+	if d.marking[id] {
+		return false
+	}
+	d.marking[id] = true
+	return true
 }
 
 // fresh says whether the detector heard from id in the last within.

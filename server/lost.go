@@ -36,8 +36,10 @@ type LostKey struct {
 	Total  int    `json:"total"`
 }
 
-// lostKeys is the set of keys this node's recoveries found unrecoverable.
-// Every commit forgets its key and every read of a missing key looks it up,
+// lostKeys is the set of keys this node coordinates that are beyond their
+// scheme's tolerance: found by a recovery (then gone from the primary
+// store) or by a read or rebuild that could not decode a split key (still
+// in it). Every commit forgets its key and every read of a missing key looks it up,
 // so size lets both skip the lock while the set is empty, as it nearly
 // always is.
 type lostKeys struct {
@@ -56,6 +58,14 @@ func (l *lostKeys) add(k LostKey) {
 	l.size.Store(int64(len(l.m)))
 }
 
+// clear forgets every lost key.
+func (l *lostKeys) clear() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	clear(l.m)
+	l.size.Store(0)
+}
+
 func (l *lostKeys) get(key []byte) (LostKey, bool) {
 	if l.size.Load() == 0 {
 		return LostKey{}, false
@@ -66,14 +76,17 @@ func (l *lostKeys) get(key []byte) (LostKey, bool) {
 	return k, ok
 }
 
-func (l *lostKeys) forget(key []byte) {
+// forget ends key's report and says whether there was one.
+func (l *lostKeys) forget(key []byte) bool {
 	if l.size.Load() == 0 {
-		return
+		return false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	_, was := l.m[string(key)]
 	delete(l.m, string(key))
 	l.size.Store(int64(len(l.m)))
+	return was
 }
 
 func (l *lostKeys) count() int { return int(l.size.Load()) }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -42,13 +43,14 @@ type Node struct {
 	stats    counters
 	clients  clientRegistry
 
-	incarnation uint64      // this run of the node (failure.go)
-	lease       lease       // permission to serve, renewed by heartbeats
-	detector    detector    // the leader's failure detector
-	recovering  shardClaims // shards whose records are being recovered
-	rebuilding  shardClaims // shards whose lost pieces are being rebuilt
+	incarnation atomic.Uint64 // this run of the node, new after a wipe (failure.go)
+	lease       lease         // permission to serve, renewed by heartbeats
+	detector    detector      // the leader's failure detector
+	recovering  shardClaims   // shards whose records are being recovered
+	rebuilding  shardClaims   // shards whose lost pieces are being rebuilt
 	rebuild     rebuildProgress
 	lost        lostKeys // keys recovery found beyond their scheme's tolerance
+	directory   directorySender
 
 	mux      *transport.Mux
 	raftLn   net.Listener
@@ -72,12 +74,15 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: log, started: time.Now(), incarnation: newIncarnation(), inflight: newInflight(), workers: newWorkerPool(),
-		expireQ: make(chan []byte, expireQueueSize),
-		primary: store.New(store.WithMaxValueSize(int(cfg.MaxValueSize))),
-		pieces:  store.New(store.WithMaxValueSize(int(cfg.MaxValueSize) + 1024)),
-		peers:   transport.NewPool(transport.WithMaxPayload(int(cfg.MaxValueSize) + 64<<10)),
+	n := &Node{cfg: cfg, log: log, started: time.Now(), inflight: newInflight(), workers: newWorkerPool(),
+		expireQ:   make(chan []byte, expireQueueSize),
+		primary:   store.New(store.WithMaxValueSize(int(cfg.MaxValueSize))),
+		pieces:    store.New(store.WithMaxValueSize(int(cfg.MaxValueSize) + 1024)),
+		peers:     transport.NewPool(transport.WithMaxPayload(int(cfg.MaxValueSize) + 64<<10)),
+		directory: directorySender{wake: make(chan struct{}, 1)},
 	}
+	n.incarnation.Store(newIncarnation())
+	n.lease.fresh.Store(true)
 	if err := n.start(); err != nil {
 		n.Close()
 		return nil, err
@@ -113,6 +118,7 @@ func (n *Node) start() error {
 	n.background(ctx, n.expireCycle)
 	n.background(ctx, n.memUsed.refresh(n))
 	n.background(ctx, n.heartbeatLoop)
+	n.background(ctx, n.directoryLoop)
 	if n.cfg.Join != "" {
 		n.background(ctx, n.joinLoop)
 	}

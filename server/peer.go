@@ -117,6 +117,8 @@ func (n *Node) peerHandler(typ uint8) func([]byte) ([]byte, error) {
 		return n.onHeartbeat
 	case msgListPieces:
 		return n.onListPieces
+	case msgDirectory:
+		return n.onDirectory
 	}
 	return func([]byte) ([]byte, error) { return nil, fmt.Errorf("server: unknown peer message type %d", typ) }
 }

@@ -17,6 +17,7 @@ const (
 	msgFlush                       // drop every key and piece of a node
 	msgHeartbeat                   // a node reports to the Raft leader (failure.go)
 	msgListPieces                  // one page of the pieces held for a slot range (recovery.go)
+	msgDirectory                   // key directory entries for a node to keep (directory.go)
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -109,17 +110,23 @@ func decodePutPiecesResp(b []byte, count int) ([]string, error) {
 
 // pieceRef names a piece. To a release (msgDelPiece) an unversioned ref
 // means every replica of the key in that scheme up to Version, or with Exact
-// only the replica of that very version.
+// only the replica of that very version. A read with HasIndex wants the
+// shard of that index only: a node that stands in for another position
+// (cluster.Map.Holders) may still hold the shard of its former one, which
+// must read as missing, not as this one.
 type pieceRef struct {
 	Key       []byte
 	Scheme    uint16
 	Version   uint64
 	Versioned bool
 	Exact     bool
+	HasIndex  bool
+	Index     uint8
 }
 
 func (r pieceRef) encode(e enc) enc {
-	return e.bytes(r.Key).u16(r.Scheme).u64(r.Version).u8(boolByte(r.Versioned)).u8(boolByte(r.Exact))
+	return e.bytes(r.Key).u16(r.Scheme).u64(r.Version).u8(boolByte(r.Versioned)).u8(boolByte(r.Exact)).
+		u8(boolByte(r.HasIndex)).u8(r.Index)
 }
 
 func boolByte(b bool) uint8 {
@@ -133,6 +140,7 @@ func decodePieceRef(b []byte) (pieceRef, error) {
 	d := dec{b: b}
 	r := pieceRef{Key: d.bytes(), Scheme: d.u16(), Version: d.u64()}
 	r.Versioned, r.Exact = d.flag(), d.flag()
+	r.HasIndex, r.Index = d.flag(), d.u8()
 	return r, d.done()
 }
 

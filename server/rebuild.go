@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -92,6 +93,10 @@ func (n *Node) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	var sent int64
 	for _, key := range keys {
 		b, err := n.rebuildKey(ctx, key, sh.Rebuild)
+		var lost *lostError
+		if errors.As(err, &lost) {
+			continue // beyond its tolerance: reads report it, nothing to rebuild
+		}
 		if err != nil {
 			return err
 		}
@@ -137,7 +142,8 @@ func (n *Node) keysInSlots(first, last int) [][]byte {
 }
 
 // rebuildKey stores key's pieces for the given placement positions again,
-// at its committed version, and returns the bytes sent.
+// and for every position a survivor stands in for (its stand-in may have
+// changed since), at its committed version, and returns the bytes sent.
 func (n *Node) rebuildKey(ctx context.Context, key []byte, positions []int) (int, error) {
 	sent := 0
 	err := n.rmw(ctx, key, func(cur current) (*writeOp, error) {
@@ -150,10 +156,13 @@ func (n *Node) rebuildKey(ctx context.Context, key []byte, positions []int) (int
 		if err != nil {
 			return nil, err
 		}
+		sh := m.ShardOf(cluster.Slot(key))
+		// The directory nodes may have changed with the failure too.
+		n.enqueueDirectory(dirEntry{Key: key, Scheme: cur.entry.ID, Version: cur.meta.Version, ExpireAt: cur.meta.ExpireAt})
 		var lostTargets []target
 		var lostPieces []piece
 		for i, t := range targets {
-			if slices.Contains(positions, t.index) {
+			if slices.Contains(positions, t.index) || m.StoodIn(sh, t.index) {
 				lostTargets, lostPieces = append(lostTargets, t), append(lostPieces, pieces[i])
 				sent += len(pieces[i].Data)
 			}

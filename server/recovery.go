@@ -96,12 +96,12 @@ func (n *Node) startShardJobs(ctx context.Context, what string, claims *shardCla
 
 // pieceEntry is one piece a node holds, as ListPieces reports it.
 type pieceEntry struct {
-	Key       []byte
-	Scheme    uint16
-	Version   uint64
-	Versioned bool
-	Index     uint8
-	ExpireAt  int64
+	Key      []byte
+	Scheme   uint16
+	Version  uint64
+	Kind     uint8 // pieceKindReplica, pieceKindShard or pieceKindDirectory
+	Index    uint8
+	ExpireAt int64
 }
 
 // candidate is one readable version of a key found during recovery.
@@ -114,9 +114,10 @@ type candidate struct {
 }
 
 // recoverShard rebuilds the primary records of sh's keys from the pieces
-// of its live placement nodes.
+// (and directory entries) of its live placement nodes.
 func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shard) error {
 	found := map[string][]*candidate{}
+	dir := map[string]pieceEntry{}
 	for _, id := range sh.Placement {
 		node, ok := m.Node(id)
 		if !ok || node.State == cluster.Failed {
@@ -127,18 +128,29 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 			return err
 		}
 		for _, e := range entries {
+			if e.Kind == pieceKindDirectory {
+				if old, ok := dir[string(e.Key)]; !ok || e.Version > old.Version {
+					dir[string(e.Key)] = e
+				}
+				continue
+			}
 			addCandidate(found, node, e)
+		}
+	}
+	for key := range dir {
+		if _, ok := found[key]; !ok {
+			found[key] = nil
 		}
 	}
 	now := nowMs()
 	restored := 0
 	for key, cands := range found {
-		best := newestReadable(m, cands)
-		if best == nil {
-			n.lost.add(lostReport(m, key, cands))
+		best, lost := judge(m, key, cands, dir, now)
+		if lost != nil {
+			n.lost.add(*lost)
 			continue
 		}
-		if best.expireAt != 0 && best.expireAt <= now {
+		if best == nil || (best.expireAt != 0 && best.expireAt <= now) {
 			continue
 		}
 		if err := n.restore(ctx, m, []byte(key), best); err != nil {
@@ -146,8 +158,46 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 		}
 		restored++
 	}
-	n.log.Info("shard recovered", "shard", sh.ID, "keys", restored)
+	n.log.Info("shard recovered", "shard", sh.ID, "keys", restored, "lost", n.lost.count())
 	return nil
+}
+
+// judge decides a key's fate in recovery: the newest readable version to
+// restore, or a loss. The key is lost when no version can be read, or when
+// its directory entry (sent only after a commit) is newer than every
+// readable version: then that committed version died with its pieces, and
+// an older one must not come back. An expired directory entry loses
+// nothing.
+func judge(m *cluster.Map, key string, cands []*candidate, dir map[string]pieceEntry, now int64) (*candidate, *LostKey) {
+	best := newestReadable(m, cands)
+	d, hasDir := dir[key]
+	if hasDir && d.ExpireAt != 0 && d.ExpireAt <= now {
+		hasDir = false
+	}
+	switch {
+	case hasDir && (best == nil || d.Version > best.version):
+		lost := lostByDirectory(m, key, d, cands)
+		return nil, &lost
+	case best == nil && len(cands) > 0:
+		lost := lostReport(m, key, cands)
+		return nil, &lost
+	}
+	return best, nil
+}
+
+// lostByDirectory describes a key whose directory entry outlived its
+// pieces: the entry's scheme, and how many of that version's pieces are
+// gone.
+func lostByDirectory(m *cluster.Map, key string, d pieceEntry, cands []*candidate) LostKey {
+	e, _ := m.SchemeByID(d.Scheme)
+	total := e.Spec.Nodes()
+	left := 0
+	for _, c := range cands {
+		if c.scheme == d.Scheme && c.version == d.Version {
+			left = len(c.shards)
+		}
+	}
+	return LostKey{Key: key, Scheme: e.Name(), Lost: total - left, Total: total}
 }
 
 func addCandidate(found map[string][]*candidate, node cluster.Node, e pieceEntry) {
@@ -259,7 +309,7 @@ type listResp struct {
 func (r listResp) encode(e enc) enc {
 	e = e.u64(r.Next).u32(uint32(len(r.Entries)))
 	for _, p := range r.Entries {
-		e = e.bytes(p.Key).u16(p.Scheme).u64(p.Version).u8(boolByte(p.Versioned)).u8(p.Index).i64(p.ExpireAt)
+		e = e.bytes(p.Key).u16(p.Scheme).u64(p.Version).u8(p.Kind).u8(p.Index).i64(p.ExpireAt)
 	}
 	return e
 }
@@ -272,8 +322,10 @@ func decodeListResp(b []byte) (listResp, error) {
 		return r, errMalformed
 	}
 	for i := 0; i < count && d.err == nil; i++ {
-		p := pieceEntry{Key: d.bytes(), Scheme: d.u16(), Version: d.u64()}
-		p.Versioned = d.flag()
+		p := pieceEntry{Key: d.bytes(), Scheme: d.u16(), Version: d.u64(), Kind: d.u8()}
+		if p.Kind > pieceKindDirectory {
+			return r, errMalformed
+		}
 		p.Index, p.ExpireAt = d.u8(), d.i64()
 		r.Entries = append(r.Entries, p)
 	}
@@ -292,35 +344,40 @@ func (n *Node) onListPieces(b []byte) ([]byte, error) {
 	}
 	var out listResp
 	out.Next = n.pieces.Scan(req.Cursor, listPageSize, func(k []byte, meta store.Meta) bool {
-		ref, ok := parsePieceKey(k)
+		ref, kind, ok := parsePieceKey(k)
 		if !ok {
 			return true
 		}
 		if slot := cluster.Slot(ref.Key); slot < int(req.First) || slot > int(req.Last) {
 			return true
 		}
+		if kind == pieceKindDirectory {
+			ref.Scheme = uint16(meta.Aux) // one entry per key, its scheme in the metadata
+		}
 		out.Entries = append(out.Entries, pieceEntry{Key: append([]byte(nil), ref.Key...), Scheme: ref.Scheme,
-			Version: meta.Version, Versioned: ref.Versioned, Index: meta.Flags, ExpireAt: meta.ExpireAt})
+			Version: meta.Version, Kind: kind, Index: meta.Flags, ExpireAt: meta.ExpireAt})
 		return true
 	})
 	return out.encode(nil), nil
 }
 
-// parsePieceKey reads what pieceRef.storeKey wrote.
-func parsePieceKey(k []byte) (pieceRef, bool) {
-	if len(k) < 3 {
-		return pieceRef{}, false
+// parsePieceKey reads what pieceRef.storeKey (or dirKey) wrote, and the
+// piece kind.
+func parsePieceKey(k []byte) (pieceRef, uint8, bool) {
+	if len(k) < 3 || k[2] > pieceKindDirectory {
+		return pieceRef{}, 0, false
 	}
-	r := pieceRef{Scheme: binary.BigEndian.Uint16(k), Versioned: k[2] == 1}
+	kind := k[2]
+	r := pieceRef{Scheme: binary.BigEndian.Uint16(k), Versioned: kind == pieceKindShard}
 	k = k[3:]
 	if r.Versioned {
 		if len(k) < 8 {
-			return pieceRef{}, false
+			return pieceRef{}, 0, false
 		}
 		r.Version, k = binary.BigEndian.Uint64(k), k[8:]
 	}
 	r.Key = k
-	return r, true
+	return r, kind, true
 }
 
 // lostReport describes a key none of whose versions can be read: its newest
@@ -333,6 +390,6 @@ func lostReport(m *cluster.Map, key string, cands []*candidate) LostKey {
 		}
 	}
 	e, _ := m.SchemeByID(newest.scheme)
-	total := e.Spec.K + e.Spec.M
+	total := e.Spec.Nodes()
 	return LostKey{Key: key, Scheme: e.Name(), Lost: total - len(newest.shards), Total: total}
 }

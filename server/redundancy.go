@@ -42,29 +42,53 @@ type target struct {
 }
 
 // pieceTargets lists the nodes holding pieces of key under spec, beyond the
-// coordinator's primary record: replicas 1..R−1 for rep, shards 0..k+m−1
-// (shard 0 on the coordinator itself) for split.
+// coordinator's primary record, each with its placement position
+// (cluster.Map.Holders, which stands survivors in for failed nodes): the
+// holders other than the coordinator for rep (replicas), every holder for
+// split (shard i at position i). A position no survivor can stand in for
+// keeps its failed node; writers skip it (livePieces), readers find it
+// missing.
 func pieceTargets(m *cluster.Map, key []byte, spec scheme.Spec) ([]target, error) {
 	sh := m.ShardOf(cluster.Slot(key))
-	first, count := 0, 0
-	switch spec.Kind {
-	case scheme.Rep:
-		first, count = 1, spec.R-1
-	case scheme.Split:
-		count = spec.K + spec.M
+	width := spec.Nodes()
+	if width > len(sh.Placement) {
+		return nil, fmt.Errorf("server: scheme %s needs %d nodes, the shard has %d", spec, width, len(sh.Placement))
 	}
-	if first+count > len(sh.Placement) {
-		return nil, fmt.Errorf("server: scheme %s needs %d nodes, the shard has %d", spec, first+count, len(sh.Placement))
+	if spec.Kind != scheme.Rep && spec.Kind != scheme.Split {
+		return nil, nil
 	}
-	out := make([]target, 0, count)
-	for i := first; i < first+count; i++ {
-		node, ok := m.Node(sh.Placement[i])
-		if !ok {
-			return nil, fmt.Errorf("server: placement names unknown node %s", sh.Placement[i])
+	holders := m.Holders(sh, width)
+	coord, _ := m.Coordinator(sh.First)
+	out := make([]target, 0, width)
+	for i, node := range holders {
+		if spec.Kind == scheme.Rep && node.ID == coord.ID {
+			continue // the primary record is the coordinator's copy
 		}
 		out = append(out, target{index: i, node: node})
 	}
+	if spec.Kind == scheme.Rep && len(out) == width {
+		out = out[1:] // no coordinator up: keep R−1 replicas
+	}
 	return out, nil
+}
+
+// livePieces drops the targets (and their pieces) on failed nodes, which no
+// survivor could stand in for: the write goes ahead with reduced tolerance.
+// A split write still needs k shards stored.
+func livePieces(spec scheme.Spec, targets []target, pieces []piece) ([]target, []piece, error) {
+	keep := 0
+	for i, t := range targets {
+		if t.node.State == cluster.Failed {
+			continue
+		}
+		targets[keep], pieces[keep] = t, pieces[i]
+		keep++
+	}
+	if spec.Kind == scheme.Split && keep < spec.K {
+		return nil, nil, fmt.Errorf("server: scheme %s cannot be placed: %d of its %d nodes are up, it needs %d",
+			spec, keep, len(targets), spec.K)
+	}
+	return targets[:keep], pieces[:keep], nil
 }
 
 // sendRedundancy stores op's pieces at version v on their nodes and waits
@@ -177,8 +201,14 @@ func planPieces(m *cluster.Map, op *writeOp, v uint64) ([]target, []piece, error
 	if err != nil {
 		return nil, nil, err
 	}
+	if len(targets) == 0 {
+		return nil, nil, nil // none, or rep:1: the primary record is all
+	}
 	pieces, err := makePieces(op, v, op.entry.Spec, targets)
-	return targets, pieces, err
+	if err != nil {
+		return nil, nil, err
+	}
+	return livePieces(op.entry.Spec, targets, pieces)
 }
 
 func (b *pieceBatch) dest(node cluster.Node) *pieceDest {
@@ -327,10 +357,10 @@ func makePieces(op *writeOp, v uint64, spec scheme.Spec, targets []target) ([]pi
 	if err != nil {
 		return nil, err
 	}
-	for i := range targets {
+	for i, t := range targets {
 		out[i] = base
 		out[i].Versioned = true
-		out[i].Index, out[i].CRC, out[i].Data = uint8(i), checksum(shards[i]), shards[i]
+		out[i].Index, out[i].CRC, out[i].Data = uint8(t.index), checksum(shards[t.index]), shards[t.index]
 	}
 	return out, nil
 }
@@ -346,15 +376,23 @@ func (n *Node) storePiece(p piece) error {
 	return err
 }
 
-// storeKey is where a node keeps a piece: scheme id, a versioned flag, the
+// Piece kinds: the byte after the scheme id in a stored piece's key.
+const (
+	pieceKindReplica   uint8 = 0 // a rep replica, one per key and scheme
+	pieceKindShard     uint8 = 1 // a split shard, stored per version
+	pieceKindDirectory uint8 = 2 // a key directory entry (directory.go)
+)
+
+// storeKey is where a node keeps a piece: scheme id, the piece kind, the
 // version for versioned pieces, then the key, so one node can hold pieces of
-// the same key in two schemes (during a move) or two versions (split).
+// the same key in two schemes (during a move) or two versions (split), and
+// a directory entry beside them.
 func (r pieceRef) storeKey() []byte {
 	e := enc(make([]byte, 0, 11+len(r.Key))).u16(r.Scheme)
 	if r.Versioned {
-		e = e.u8(1).u64(r.Version)
+		e = e.u8(pieceKindShard).u64(r.Version)
 	} else {
-		e = e.u8(0)
+		e = e.u8(pieceKindReplica)
 	}
 	return append(e, r.Key...)
 }
@@ -362,7 +400,7 @@ func (r pieceRef) storeKey() []byte {
 // loadPiece returns a stored piece's bytes after checking its checksum.
 func (n *Node) loadPiece(r pieceRef) ([]byte, error) {
 	data, meta, ok := n.pieces.Get(r.storeKey(), nil)
-	if !ok || (r.Versioned && meta.Version != r.Version) {
+	if !ok || (r.Versioned && meta.Version != r.Version) || (r.HasIndex && meta.Flags != r.Index) {
 		return nil, errPieceGone
 	}
 	if checksum(data) != meta.Aux {
@@ -404,7 +442,8 @@ func (n *Node) gatherSplit(ctx context.Context, m *cluster.Map, key []byte, meta
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
-				ref := pieceRef{Key: key, Scheme: entry.ID, Version: meta.Version, Versioned: true}
+				ref := pieceRef{Key: key, Scheme: entry.ID, Version: meta.Version, Versioned: true,
+					HasIndex: true, Index: uint8(targets[i].index)}
 				shards[i], errs[i] = n.getPiece(ctx, targets[i].node, ref)
 			}(i)
 		}
@@ -426,6 +465,11 @@ func (n *Node) gatherSplit(ctx context.Context, m *cluster.Map, key []byte, meta
 			}
 		}
 		if lost > spec.M {
+			if !recovering {
+				// Counted where status and INFO look, until a write or
+				// DEL of the key ends it.
+				n.lost.add(LostKey{Key: string(key), Scheme: entry.Name(), Lost: lost, Total: spec.K + spec.M})
+			}
 			return nil, &lostError{key: key, scheme: entry.Name(), lost: lost, total: spec.K + spec.M}
 		}
 		return nil, fmt.Errorf("server: key %q cannot be read: %w", key, errors.Join(append([]error{err}, errs...)...))

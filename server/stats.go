@@ -88,6 +88,9 @@ func (n *Node) localStats() nodeStats {
 		}
 	}
 	for id, s := range q.ByScheme {
+		if id == dirSchemeID {
+			continue // the key directory is the node's overhead, in PieceBytes
+		}
 		usage(id).Stored += int64(s.KeyBytes + s.ValueBytes)
 	}
 	return st

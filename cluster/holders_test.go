@@ -1,0 +1,125 @@
+package cluster
+
+import (
+	"slices"
+	"testing"
+)
+
+// ids lists the ids of nodes.
+func ids(nodes []Node) []NodeID {
+	out := make([]NodeID, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.ID
+	}
+	return out
+}
+
+func TestHoldersStandInForFailedPositions(t *testing.T) {
+	m := formed(t, 6, 0)
+	sh := &m.Shards[0]
+	p := slices.Clone(sh.Placement)
+	if got := ids(m.Holders(sh, 3)); !slices.Equal(got, p[:3]) {
+		t.Fatalf("healthy holders %v, want %v", got, p[:3])
+	}
+	m = mustApply(t, m, MarkFailed{ID: p[1]})
+	sh = &m.Shards[0]
+	if got, want := ids(m.Holders(sh, 3)), []NodeID{p[0], p[3], p[2]}; !slices.Equal(got, want) {
+		t.Fatalf("holders after position 1 failed: %v, want %v (the first node past the width stands in)", got, want)
+	}
+	if !slices.Contains(sh.Rebuild, 1) {
+		t.Fatalf("rebuild %v does not list the failed position", sh.Rebuild)
+	}
+	m = mustApply(t, m, MarkFailed{ID: p[2]})
+	sh = &m.Shards[0]
+	if got, want := ids(m.Holders(sh, 3)), []NodeID{p[0], p[3], p[4]}; !slices.Equal(got, want) {
+		t.Fatalf("holders after positions 1 and 2 failed: %v, want %v", got, want)
+	}
+	// The full width has no stand-in left: the failed nodes stay, and
+	// callers skip them (reduced tolerance).
+	full := m.Holders(sh, 6)
+	if full[1].ID != p[1] || full[1].State != Failed || full[2].State != Failed {
+		t.Fatalf("full-width holders %v: failed positions should keep their failed nodes", ids(full))
+	}
+	if m.StoodIn(sh, 0) || !m.StoodIn(sh, 1) {
+		t.Fatal("StoodIn wrong")
+	}
+}
+
+func TestLateSpareSwapsWithTheCoordinatorThatKeptTheRecords(t *testing.T) {
+	m := formed(t, 4, 0)
+	victim := m.Shards[0].Placement[0]
+	m = mustApply(t, m, MarkFailed{ID: victim})
+	heir, _ := m.Coordinator(m.Shards[0].First)
+	m = mustApply(t, m, ShardRecovered{Shard: 0, By: heir.ID}, RebuildDone{Shard: 0, By: heir.ID, Positions: []int{0}})
+
+	spare := testNode(9)
+	m = mustApply(t, m, AddNode{Node: spare})
+	checkValid(t, m)
+	if n, _ := m.Node(spare.ID); n.State != Up {
+		t.Fatalf("a spare joining while a failed node waits is %v, not up", n.State)
+	}
+	for i, sh := range m.Shards {
+		if slices.Contains(sh.Placement, victim) {
+			t.Fatalf("shard %d still places the failed node", i)
+		}
+		if !slices.Contains(sh.Placement, spare.ID) {
+			t.Fatalf("shard %d does not place the spare", i)
+		}
+	}
+	sh := m.Shards[0]
+	if c, _ := m.Coordinator(sh.First); c.ID != heir.ID {
+		t.Fatalf("shard 0 coordinated by %s, want %s, which kept its records", c.ID, heir.ID)
+	}
+	if sh.Recovering || !slices.Contains(sh.Rebuild, 0) || !slices.Contains(sh.Rebuild, 1) {
+		t.Fatalf("shard 0 after the swap: recovering %v rebuild %v, want positions 0 and 1 to rebuild", sh.Recovering, sh.Rebuild)
+	}
+}
+
+func TestRejoinTakesBackPlacesOrBecomesASpare(t *testing.T) {
+	m := formed(t, 4, 0)
+	victim := m.Shards[0].Placement[0]
+	failedMap := mustApply(t, m, MarkFailed{ID: victim})
+	heir, _ := failedMap.Coordinator(failedMap.Shards[0].First)
+
+	back := mustApply(t, failedMap, Rejoin{ID: victim})
+	checkValid(t, back)
+	if n, _ := back.Node(victim); n.State != Up {
+		t.Fatalf("rejoined node is %v, want up (it still had places)", n.State)
+	}
+	if c, _ := back.Coordinator(back.Shards[0].First); c.ID != heir.ID {
+		t.Fatalf("the rejoined, empty node took coordination of shard 0 from %s", heir.ID)
+	}
+	for i, sh := range back.Shards {
+		if !slices.Contains(sh.Placement, victim) {
+			t.Fatalf("shard %d lost the rejoined node", i)
+		}
+		if j := slices.Index(sh.Placement, victim); !slices.Contains(sh.Rebuild, j) {
+			t.Fatalf("shard %d: the rejoined node's position %d is not listed for rebuild (%v)", i, j, sh.Rebuild)
+		}
+	}
+	if again := mustApply(t, back, Rejoin{ID: victim}); again.Epoch != back.Epoch {
+		t.Fatal("rejoining an up node changed the map")
+	}
+
+	// Replaced by a spare, the node has no places left: it comes back as
+	// a spare, and takes the places of the next node to fail.
+	m = formed(t, 4, 1)
+	victim = m.Shards[0].Placement[0]
+	m = mustApply(t, m, MarkFailed{ID: victim}, Rejoin{ID: victim})
+	if n, _ := m.Node(victim); n.State != Spare {
+		t.Fatalf("a replaced node rejoined as %v, want spare", n.State)
+	}
+	other := m.Shards[1].Placement[0]
+	m = mustApply(t, m, MarkFailed{ID: other})
+	checkValid(t, m)
+	if n, _ := m.Node(victim); n.State != Up || !slices.Contains(m.Shards[1].Placement, victim) {
+		t.Fatal("the rejoined spare did not replace the next failed node")
+	}
+	if _, err := Apply(m, Rejoin{ID: testNode(77).ID}); err == nil {
+		t.Fatal("an unknown node rejoined")
+	}
+	b, _ := EncodeCommand(Rejoin{ID: victim})
+	if c, err := DecodeCommand(b); err != nil || c != (Rejoin{ID: victim}) {
+		t.Fatalf("round trip: %v %v", c, err)
+	}
+}

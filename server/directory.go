@@ -1,0 +1,209 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/store"
+)
+
+// This file is the key directory (issue 4, "beyond tolerance"): so that a
+// key whose every piece died can still be reported lost rather than go
+// silently missing, the coordinator keeps a small entry for each key (its
+// scheme, the version at which it was created or changed scheme or expiry,
+// and that expiry) on two more nodes: the last up nodes of the shard's
+// placement, which for every scheme narrower than the placement hold none
+// of the key's pieces. A rebuild sends every key's entry again, so the
+// directory heals with the pieces. Recovery lists these entries with the pieces
+// (ListPieces); a key with an entry newer than every readable version is
+// reported lost, `none` keys of a dead coordinator included.
+//
+// Entries are sent after the commit, in the background, batched a few
+// milliseconds per node: they cost a `none` write no round trip. The price
+// is a window: a key created (or deleted) within that window before its
+// coordinator dies may go unreported (or be reported lost though deleted).
+// Plain overwrites send nothing: they change neither the key's existence
+// nor its scheme.
+
+// dirEntry is one directory change: a key exists in a scheme since a
+// version, or (Deleted) no longer exists as of Version.
+type dirEntry struct {
+	Key      []byte
+	Scheme   uint16
+	Version  uint64
+	ExpireAt int64
+	Deleted  bool
+}
+
+func (e dirEntry) encode(b enc) enc {
+	return b.bytes(e.Key).u16(e.Scheme).u64(e.Version).i64(e.ExpireAt).u8(boolByte(e.Deleted))
+}
+
+func encodeDirectory(entries []dirEntry) []byte {
+	e := enc(nil).u32(uint32(len(entries)))
+	for _, x := range entries {
+		e = x.encode(e)
+	}
+	return e
+}
+
+func decodeDirectory(b []byte) ([]dirEntry, error) {
+	d := dec{b: b}
+	count := int(d.u32())
+	if count > len(b) {
+		return nil, errMalformed
+	}
+	out := make([]dirEntry, 0, min(count, 1024))
+	for i := 0; i < count && d.err == nil; i++ {
+		x := dirEntry{Key: d.bytes(), Scheme: d.u16(), Version: d.u64(), ExpireAt: d.i64()}
+		x.Deleted = d.flag()
+		out = append(out, x)
+	}
+	return out, d.done()
+}
+
+// dirSchemeID is the Meta.Scheme of stored directory entries (the key's
+// own scheme is in Meta.Aux), so that their memory counts toward no
+// scheme's overhead: it is the node's, shown in its piece bytes. Scheme ids
+// count up from 0 and never reach it.
+const dirSchemeID = 0xFFFF
+
+// dirKey is where a node keeps a key's directory entry among its pieces:
+// scheme field 0 and kind byte 2, so a key has one entry whatever its
+// scheme (kept in the entry's metadata), apart from its replica and shards.
+func dirKey(key []byte) []byte {
+	return append(enc(make([]byte, 0, 3+len(key))).u16(0).u8(pieceKindDirectory), key...)
+}
+
+// onDirectory applies directory changes sent by coordinators. An entry
+// replaces an older one of the key; a deletion removes an older one.
+func (n *Node) onDirectory(b []byte) ([]byte, error) {
+	entries, err := decodeDirectory(b)
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range entries {
+		k := dirKey(x.Key)
+		if x.Deleted {
+			n.pieces.DeleteIf(k, func(m store.Meta) bool { return m.Version < x.Version })
+			continue
+		}
+		meta := store.Meta{Version: x.Version, ExpireAt: x.ExpireAt, Scheme: dirSchemeID, Aux: uint32(x.Scheme)}
+		if _, err := n.pieces.PutIfNewer(k, nil, meta); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// dirCopies is how many nodes keep each key's directory entry: with two, a
+// key's loss is reported even when its coordinator and one of them die
+// together.
+const dirCopies = 2
+
+// directoryNodes are the nodes that keep key's directory entry in m: the
+// last dirCopies up nodes of its shard's placement other than the
+// coordinator (for every scheme narrower than the placement, nodes that hold
+// none of the key's pieces).
+func directoryNodes(m *cluster.Map, key []byte) []cluster.Node {
+	sh := m.ShardOf(cluster.Slot(key))
+	if sh == nil {
+		return nil
+	}
+	coord, _ := m.Coordinator(sh.First)
+	var out []cluster.Node
+	for p := len(sh.Placement) - 1; p >= 0 && len(out) < dirCopies; p-- {
+		node, ok := m.Node(sh.Placement[p])
+		if ok && node.State == cluster.Up && node.ID != coord.ID {
+			out = append(out, node)
+		}
+	}
+	return out
+}
+
+// dirChange says what directory entry, if any, a commit of op at version v
+// that replaced prev (had) must send: one when the key appears, changes
+// scheme or expiry, or is deleted (wasLost: a lost key's deletion must clear
+// its entry too).
+func dirChange(op *writeOp, v uint64, prev store.Meta, had, wasLost bool) (dirEntry, bool) {
+	switch {
+	case op.del:
+		return dirEntry{Key: op.key, Version: v, Deleted: true}, had || wasLost
+	case !had || prev.Scheme != op.entry.ID || prev.ExpireAt != op.expireAt:
+		return dirEntry{Key: op.key, Scheme: op.entry.ID, Version: v, ExpireAt: op.expireAt}, true
+	}
+	return dirEntry{}, false
+}
+
+// dirWindow is how long the directory sender gathers entries before it
+// sends them.
+const dirWindow = 2 * time.Millisecond
+
+// directorySender batches directory entries and sends them in the
+// background.
+type directorySender struct {
+	mu    sync.Mutex
+	queue []dirEntry
+	wake  chan struct{} // capacity 1
+}
+
+// enqueueDirectory adds entries to send; the first one after a quiet spell
+// starts a send dirWindow later.
+func (n *Node) enqueueDirectory(entries ...dirEntry) {
+	d := &n.directory
+	d.mu.Lock()
+	d.queue = append(d.queue, entries...)
+	d.mu.Unlock()
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// directoryLoop sends queued entries until ctx ends.
+func (n *Node) directoryLoop(ctx context.Context) {
+	d := &n.directory
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.wake:
+		}
+		time.Sleep(dirWindow)
+		d.mu.Lock()
+		batch := d.queue
+		d.queue = nil
+		d.mu.Unlock()
+		n.sendDirectory(batch)
+	}
+}
+
+// sendDirectory sends each entry to its key's directory node under the
+// current map, one frame per node. A send that fails is logged and
+// dropped: the directory is best effort (see the file comment).
+func (n *Node) sendDirectory(batch []dirEntry) {
+	m := n.ctl.Map()
+	byNode := map[cluster.NodeID][]dirEntry{}
+	nodes := map[cluster.NodeID]cluster.Node{}
+	for _, x := range batch {
+		for _, node := range directoryNodes(m, x.Key) {
+			byNode[node.ID] = append(byNode[node.ID], x)
+			nodes[node.ID] = node
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.PeerTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for id, entries := range byNode {
+		wg.Add(1)
+		go func(node cluster.Node, entries []dirEntry) {
+			defer wg.Done()
+			if _, err := n.call(ctx, node, msgDirectory, encodeDirectory(entries)); err != nil {
+				n.log.Debug("directory entries not sent", "node", node.ID, "entries", len(entries), "err", err)
+			}
+		}(nodes[id], entries)
+	}
+	wg.Wait()
+}
