@@ -177,6 +177,9 @@ func (n *Node) infoMemgest(ctx context.Context) resp.InfoSection {
 		{"rebuild_keys_total", strconv.FormatInt(n.rebuild.keysTotal.Load(), 10)},
 		{"rebuild_bytes_done", strconv.FormatInt(n.rebuild.bytesDone.Load(), 10)},
 		{"lost_keys", strconv.Itoa(n.lost.count())},
+		{"corrupt_found", strconv.FormatInt(n.health.corrupt.Load(), 10)},
+		{"repairs", strconv.FormatInt(n.health.repaired.Load(), 10)},
+		{"scrubbed_bytes", strconv.FormatInt(n.health.scrubbed.Load(), 10)},
 		{"default_scheme", m.DefaultScheme().Name()},
 		{"redirect", strconv.FormatBool(n.cfg.Redirect)},
 	}

@@ -63,6 +63,12 @@ type Config struct {
 	// RebuildRate bounds the bytes per second a node sends to rebuild lost
 	// pieces (0: no bound).
 	RebuildRate int64
+	// ScrubRate bounds the bytes per second a node reads to check the
+	// CRC32C of what it stores (0: no scrub).
+	ScrubRate int64
+	// EnableDebugCommand allows DEBUG (FLIP corrupts stored copies of a
+	// key on purpose, for tests and drills).
+	EnableDebugCommand bool
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
 	// ConfigFile is the file the configuration was read from, if any
@@ -89,6 +95,7 @@ func DefaultConfig() Config {
 		HeartbeatInterval: 200 * time.Millisecond,
 		FailureTimeout:    1500 * time.Millisecond,
 		RebuildRate:       256 << 20,
+		ScrubRate:         16 << 20,
 	}
 }
 
@@ -137,6 +144,9 @@ func (c Config) Validate() error {
 	}
 	if c.RebuildRate < 0 {
 		return errors.New("server: rebuild-rate must be ≥ 0 (0: no bound)")
+	}
+	if c.ScrubRate < 0 {
+		return errors.New("server: scrub-rate must be ≥ 0 (0: no scrub)")
 	}
 	if c.MaxArgs < 2 {
 		return errors.New("server: max-args must be ≥ 2")

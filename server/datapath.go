@@ -79,7 +79,11 @@ func (n *Node) readCommitted(ctx context.Context, key []byte) (current, error) {
 	}
 	cur := current{exists: true, meta: meta, value: val, entry: entry}
 	if entry.Spec.Kind != scheme.Split && checksum(val) != meta.Aux {
-		return current{}, fmt.Errorf("server: checksum mismatch on key %q (corrupt record)", key)
+		repaired, err := n.repairPrimary(ctx, key, meta, entry)
+		if err != nil {
+			return current{}, err
+		}
+		cur.value = repaired
 	}
 	if entry.Spec.Kind == scheme.Split {
 		v, err := n.gatherSplit(ctx, m, key, meta, entry, false)

@@ -154,6 +154,7 @@ type nodeCollector struct {
 	epoch, keys, logical, stored, overhead *prometheus.Desc
 	serving, nodes, recovering             *prometheus.Desc
 	rebuilding, rebuildKeys, rebuildBytes  *prometheus.Desc
+	corrupt, repaired, scrubbed            *prometheus.Desc
 }
 
 func (n *Node) collector() prometheus.Collector {
@@ -175,11 +176,14 @@ func (n *Node) collector() prometheus.Collector {
 		rebuilding:   d("shards_rebuilding", "Shards with pieces lost with a failed node still to re-create."),
 		rebuildKeys:  d("rebuild_keys", "Keys this node has to rebuild and has rebuilt, by state (total, done).", "state"),
 		rebuildBytes: d("rebuild_bytes_total", "Bytes of pieces this node has re-created."),
+		corrupt:      d("corrupt_found_total", "Stored copies found failing their CRC32C, by reads and the scrub."),
+		repaired:     d("repairs_total", "Keys whose corrupt copies were stored again from redundancy."),
+		scrubbed:     d("scrub_bytes_total", "Bytes the scrub has checked."),
 	}
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.commands, c.forwarded, c.expired, c.epoch, c.keys, c.logical, c.stored, c.overhead, c.serving, c.nodes, c.recovering, c.rebuilding, c.rebuildKeys, c.rebuildBytes} {
+	for _, d := range []*prometheus.Desc{c.commands, c.forwarded, c.expired, c.epoch, c.keys, c.logical, c.stored, c.overhead, c.serving, c.nodes, c.recovering, c.rebuilding, c.rebuildKeys, c.rebuildBytes, c.corrupt, c.repaired, c.scrubbed} {
 		ch <- d
 	}
 }
@@ -197,6 +201,9 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.rebuildKeys, prometheus.GaugeValue, float64(n.rebuild.keysTotal.Load()), "total")
 	ch <- prometheus.MustNewConstMetric(c.rebuildKeys, prometheus.GaugeValue, float64(n.rebuild.keysDone.Load()), "done")
 	ch <- prometheus.MustNewConstMetric(c.rebuildBytes, prometheus.CounterValue, float64(n.rebuild.bytesDone.Load()))
+	ch <- prometheus.MustNewConstMetric(c.corrupt, prometheus.CounterValue, float64(n.health.corrupt.Load()))
+	ch <- prometheus.MustNewConstMetric(c.repaired, prometheus.CounterValue, float64(n.health.repaired.Load()))
+	ch <- prometheus.MustNewConstMetric(c.scrubbed, prometheus.CounterValue, float64(n.health.scrubbed.Load()))
 	for state, count := range nodeStates(m) {
 		ch <- prometheus.MustNewConstMetric(c.nodes, prometheus.GaugeValue, float64(count), state)
 	}

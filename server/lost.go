@@ -112,5 +112,5 @@ func (k LostKey) err() error {
 // node is marked failed, or a live node does not have it. Other failures
 // (a timeout, say) may pass and do not make a key lost.
 func isLoss(err error) bool {
-	return errors.Is(err, errNodeFailed) || errors.Is(err, errPieceGone)
+	return errors.Is(err, errNodeFailed) || errors.Is(err, errPieceGone) || errors.Is(err, errPieceCorrupt)
 }

@@ -51,6 +51,7 @@ type Node struct {
 	rebuild     rebuildProgress
 	lost        lostKeys // keys recovery found beyond their scheme's tolerance
 	directory   directorySender
+	health      integrity // checksum failures found and repaired
 
 	mux      *transport.Mux
 	raftLn   net.Listener
@@ -119,6 +120,7 @@ func (n *Node) start() error {
 	n.background(ctx, n.memUsed.refresh(n))
 	n.background(ctx, n.heartbeatLoop)
 	n.background(ctx, n.directoryLoop)
+	n.background(ctx, n.scrubLoop)
 	if n.cfg.Join != "" {
 		n.background(ctx, n.joinLoop)
 	}

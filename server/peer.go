@@ -73,7 +73,8 @@ func (n *Node) handlePeer(req transport.Frame, reply func(transport.Frame)) {
 			}
 			n.servePeer(req, reply)
 		}()
-	case req.Type == msgForward || req.Type == msgScan || req.Type == msgStats || req.Type == msgFlush || req.Type == msgListPieces:
+	case req.Type == msgForward || req.Type == msgScan || req.Type == msgStats || req.Type == msgFlush || req.Type == msgListPieces ||
+		req.Type == msgRepair:
 		go n.servePeer(req, reply)
 	default:
 		n.servePeer(req, reply)
@@ -119,6 +120,8 @@ func (n *Node) peerHandler(typ uint8) func([]byte) ([]byte, error) {
 		return n.onListPieces
 	case msgDirectory:
 		return n.onDirectory
+	case msgRepair:
+		return n.onRepair
 	}
 	return func([]byte) ([]byte, error) { return nil, fmt.Errorf("server: unknown peer message type %d", typ) }
 }

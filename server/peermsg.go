@@ -18,6 +18,7 @@ const (
 	msgHeartbeat                   // a node reports to the Raft leader (failure.go)
 	msgListPieces                  // one page of the pieces held for a slot range (recovery.go)
 	msgDirectory                   // key directory entries for a node to keep (directory.go)
+	msgRepair                      // a holder found a corrupt piece of a key: store its pieces again (integrity.go)
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

@@ -103,25 +103,10 @@ func (n *Node) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 		sent += int64(b)
 		n.rebuild.keysDone.Add(1)
 		n.rebuild.bytesDone.Add(int64(b))
-		n.pace(ctx, start, sent)
+		n.pause(ctx, start, sent, n.cfg.RebuildRate)
 	}
 	n.log.Info("shard rebuilt", "shard", sh.ID, "keys", len(keys), "bytes", sent, "took", time.Since(start))
 	return nil
-}
-
-// pace sleeps as long as sending sent bytes since start has outrun
-// --rebuild-rate, so rebuild leaves room for clients.
-func (n *Node) pace(ctx context.Context, start time.Time, sent int64) {
-	if n.cfg.RebuildRate <= 0 {
-		return
-	}
-	due := time.Duration(float64(sent) / float64(n.cfg.RebuildRate) * float64(time.Second))
-	if ahead := due - time.Since(start); ahead > 0 {
-		select {
-		case <-ctx.Done():
-		case <-time.After(ahead):
-		}
-	}
 }
 
 // keysInSlots lists the keys of this node's primary store in a slot range.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -372,8 +373,19 @@ func (n *Node) storePiece(p piece) error {
 	}
 	ref := pieceRef{Key: p.Key, Scheme: p.Scheme, Version: p.Version, Versioned: p.Versioned}
 	meta := store.Meta{Version: p.Version, ExpireAt: p.ExpireAt, Scheme: p.Scheme, Flags: p.Index, Aux: p.CRC}
-	_, err := n.pieces.PutIfNewer(ref.storeKey(), p.Data, meta)
-	return err
+	k := ref.storeKey()
+	applied, err := n.pieces.PutIfNewer(k, p.Data, meta)
+	if err != nil || applied {
+		return err
+	}
+	// Not newer: a repair (integrity.go) or a rebuild sends the same
+	// version again, which replaces a copy that fails its checksum or
+	// holds another shard index.
+	old, cur, ok := n.pieces.Get(k, nil)
+	if ok && cur.Version == p.Version && (checksum(old) != cur.Aux || cur.Flags != p.Index) {
+		return n.pieces.Put(k, p.Data, meta)
+	}
+	return nil
 }
 
 // Piece kinds: the byte after the scheme id in a stored piece's key.
@@ -404,7 +416,8 @@ func (n *Node) loadPiece(r pieceRef) ([]byte, error) {
 		return nil, errPieceGone
 	}
 	if checksum(data) != meta.Aux {
-		return nil, fmt.Errorf("server: piece of %q fails its checksum", r.Key)
+		n.health.corrupt.Add(1)
+		return nil, fmt.Errorf("%w: %q", errPieceCorrupt, r.Key)
 	}
 	return data, nil
 }
@@ -457,6 +470,9 @@ func (n *Node) gatherSplit(ctx context.Context, m *cluster.Map, key []byte, meta
 		fetch(seq(spec.K, spec.K+spec.M))
 	}
 	v, err := split.Decode(shards, key, spec.K, spec.M)
+	if err == nil && !recovering && slices.ContainsFunc(errs, func(e error) bool { return errors.Is(e, errPieceCorrupt) }) {
+		n.repairLater(key) // read around the corrupt shard; now store it again
+	}
 	if err != nil {
 		lost := 0
 		for _, e := range errs {
@@ -495,8 +511,11 @@ func (n *Node) getPiece(ctx context.Context, node cluster.Node, r pieceRef) ([]b
 	}
 	resp, err := n.call(ctx, node, msgGetPiece, r.encode(nil))
 	var re *transport.RemoteError
-	if errors.As(err, &re) && re.Msg == errPieceGone.Error() {
+	switch {
+	case errors.As(err, &re) && re.Msg == errPieceGone.Error():
 		return nil, errPieceGone
+	case isCorruptReply(err):
+		return nil, fmt.Errorf("node %s: %w", node.PeerAddr, errPieceCorrupt)
 	}
 	return resp, err
 }

@@ -62,7 +62,7 @@ func TestCommandCommand(t *testing.T) {
 		{"COMMAND LIST FILTERBY MODULE foo", Array()},
 		{"COMMAND LIST FILTERBY ACLCAT nosuch", Array()},
 		{"COMMAND LIST FILTERBY ACLCAT DANGEROUS", BulkStrings("client|kill", "client|list",
-			"config|get", "config|resetstat", "config|rewrite", "config|set", "flushall", "flushdb", "info")},
+			"config|get", "config|resetstat", "config|rewrite", "config|set", "debug", "flushall", "flushdb", "info")},
 		{"COMMAND LIST FILTERBY BOGUS x", ErrSyntax},
 		{"COMMAND LIST FILTERBY PATTERN", ErrSyntax},
 		{"COMMAND LIST FILTERBY PATTERN a FILTERBY PATTERN b", ErrSyntax},

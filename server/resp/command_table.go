@@ -258,6 +258,8 @@ var serverDefs = []def{
 		tips:  []string{"request_policy:all_shards", "response_policy:agg_sum"},
 		group: "server", since: "1.0.0", complexity: o1,
 		summary: "Returns the number of keys in the database."},
+	{name: "debug", arity: -2, flags: fANLS, group: "server", since: "1.0.0",
+		complexity: depends, summary: "A container for debugging commands."},
 	{name: "flushall", arity: -1, flags: FlagWrite, acl: aclKeyspace | aclDangerous,
 		tips: tipsAllShardsOK, group: "server", since: "1.0.0", history: histFlush,
 		complexity: "O(N) where N is the total number of keys in all databases",

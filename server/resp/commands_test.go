@@ -93,7 +93,7 @@ func TestCommandTable(t *testing.T) {
 			t.Errorf("%s: flags %q, want %q", w.name, got, w.flags)
 		}
 	}
-	if top := len(Commands()); top != 49 {
+	if top := len(Commands()); top != 50 {
 		t.Errorf("%d top-level commands", top)
 	}
 }

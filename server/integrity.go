@@ -1,0 +1,275 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/server/resp"
+	"github.com/memgest/memgest/store"
+	"github.com/memgest/memgest/transport"
+)
+
+// This file is corruption handling (issue 4, "Corruption"). Every stored
+// value and piece carries a CRC32C. A copy whose CRC does not match is
+// treated as lost and repaired from the key's redundancy:
+//
+//   - on read: a rep key's corrupt primary record is replaced by a replica
+//     that passes its check; a split read decodes around a corrupt shard
+//     (as around a missing one) and then has the key's pieces stored again;
+//   - by the scrub: each node walks its primary records and pieces at
+//     --scrub-rate bytes per second; a corrupt primary record is repaired as
+//     on read, a corrupt piece is dropped and its key's coordinator asked
+//     (peer message Repair) to store the key's pieces again.
+//
+// A `none` key has no redundancy: its corrupt record answers an error that
+// says so, and is never served.
+//
+// DEBUG FLIP (allowed with --enable-debug-command) flips a byte of every
+// copy of a key this node stores, so tests and drills can corrupt data.
+
+// errPieceCorrupt marks a piece that failed its CRC32C; readers treat it as
+// lost.
+var errPieceCorrupt = errors.New("server: piece fails its checksum")
+
+// integrity counts what checksums found and what was repaired, for INFO and
+// /metrics.
+type integrity struct {
+	corrupt  atomic.Int64 // corrupt copies found, by reads and the scrub
+	repaired atomic.Int64 // keys whose redundancy was stored again
+	scrubbed atomic.Int64 // bytes the scrub has checked
+}
+
+// repairPrimary replaces key's corrupt primary record (rep, at meta's
+// version) with a replica that passes its check, and returns the value.
+func (n *Node) repairPrimary(ctx context.Context, key []byte, meta store.Meta, entry cluster.SchemeEntry) ([]byte, error) {
+	n.health.corrupt.Add(1)
+	if entry.Spec.Kind != scheme.Rep {
+		return nil, fmt.Errorf("server: key %q fails its checksum and scheme %s keeps no other copy", key, entry.Name())
+	}
+	targets, err := pieceTargets(n.ctl.Map(), key, entry.Spec)
+	if err != nil {
+		return nil, err
+	}
+	ref := pieceRef{Key: key, Scheme: entry.ID, Version: meta.Version}
+	for _, t := range targets {
+		data, err := n.getPiece(ctx, t.node, ref)
+		if err != nil || checksum(data) != meta.Aux {
+			continue // missing, older, or corrupt too: try the next
+		}
+		s := n.inflight.shard(key)
+		s.mu.Lock()
+		if cur, ok := n.primary.Meta(key); ok && cur.Version == meta.Version {
+			err = n.primary.Put(key, data, meta)
+		}
+		s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		n.health.repaired.Add(1)
+		n.log.Warn("corrupt record repaired from a replica", "key", string(key), "from", t.node.ID)
+		return data, nil
+	}
+	return nil, fmt.Errorf("server: key %q fails its checksum and no replica passes its own", key)
+}
+
+// repairLater stores key's pieces again in the background, after a read
+// found some of them corrupt.
+func (n *Node) repairLater(key []byte) {
+	key = append([]byte(nil), key...)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.PeerTimeout)
+		defer cancel()
+		if err := n.repairKey(ctx, key); err != nil {
+			n.log.Warn("repairing a key", "key", string(key), "err", err)
+		}
+	}()
+}
+
+// repairKey stores every piece of key again from its committed value (a
+// read-modify-write that writes nothing, as rebuild does).
+func (n *Node) repairKey(ctx context.Context, key []byte) error {
+	all := make([]int, cluster.MaxPlacement)
+	for i := range all {
+		all[i] = i
+	}
+	if _, err := n.rebuildKey(ctx, key, all); err != nil {
+		return err
+	}
+	n.health.repaired.Add(1)
+	return nil
+}
+
+// onRepair is a coordinator's side of a holder's report that a piece of a
+// key failed its checksum.
+func (n *Node) onRepair(b []byte) ([]byte, error) {
+	d := dec{b: b}
+	key := d.bytes()
+	if err := d.done(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.PeerTimeout)
+	defer cancel()
+	return nil, n.repairKey(ctx, key)
+}
+
+// isCorruptReply says whether a peer answered that a piece failed its
+// checksum.
+func isCorruptReply(err error) bool {
+	var re *transport.RemoteError
+	return errors.As(err, &re) && strings.HasPrefix(re.Msg, errPieceCorrupt.Error())
+}
+
+// scrubPage is how many records one scrub step checks.
+const scrubPage = 256
+
+// scrubLoop checks the CRC32C of everything this node stores, over and
+// over, at cfg.ScrubRate bytes per second.
+func (n *Node) scrubLoop(ctx context.Context) {
+	if n.cfg.ScrubRate <= 0 {
+		return
+	}
+	for ctx.Err() == nil {
+		n.scrubStore(ctx, n.primary, n.scrubPrimary)
+		n.scrubStore(ctx, n.pieces, n.scrubPiece)
+		// A pass over a small store is instant: rest between passes so
+		// that an idle node does not spin.
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// scrubStore runs check on every record of st, paced.
+func (n *Node) scrubStore(ctx context.Context, st *store.Store, check func(context.Context, []byte, []byte, store.Meta)) {
+	start, total := time.Now(), int64(0)
+	var cursor uint64
+	for {
+		var keys [][]byte
+		cursor = st.Scan(cursor, scrubPage, func(k []byte, _ store.Meta) bool {
+			keys = append(keys, append([]byte(nil), k...))
+			return true
+		})
+		for _, k := range keys {
+			if val, meta, ok := st.Get(k, nil); ok {
+				total += int64(len(val))
+				n.health.scrubbed.Add(int64(len(val)))
+				check(ctx, k, val, meta)
+			}
+		}
+		n.pause(ctx, start, total, n.cfg.ScrubRate)
+		if cursor == 0 || ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// scrubPrimary checks one primary record: none and rep records carry their
+// value's CRC32C (split records hold no bytes).
+func (n *Node) scrubPrimary(ctx context.Context, key, val []byte, meta store.Meta) {
+	entry, ok := n.ctl.Map().SchemeByID(meta.Scheme)
+	if !ok || entry.Spec.Kind == scheme.Split || checksum(val) == meta.Aux {
+		return
+	}
+	if _, err := n.repairPrimary(ctx, key, meta, entry); err != nil {
+		n.log.Warn("scrub: corrupt record", "key", string(key), "err", err)
+	}
+}
+
+// scrubPiece checks one piece; a corrupt one is dropped and its key's
+// coordinator asked to store the key's pieces again.
+func (n *Node) scrubPiece(ctx context.Context, k, val []byte, meta store.Meta) {
+	ref, kind, ok := parsePieceKey(k)
+	if !ok || kind == pieceKindDirectory || checksum(val) == meta.Aux {
+		return
+	}
+	n.health.corrupt.Add(1)
+	n.pieces.DeleteIf(k, func(m store.Meta) bool { return m.Version == meta.Version })
+	m := n.ctl.Map()
+	coord, ok := m.Coordinator(cluster.Slot(ref.Key))
+	if !ok {
+		return
+	}
+	var err error
+	if coord.ID == n.id {
+		err = n.repairKey(ctx, ref.Key)
+	} else {
+		_, err = n.call(ctx, coord, msgRepair, enc(nil).bytes(ref.Key))
+	}
+	n.log.Warn("scrub: corrupt piece dropped, repair asked", "key", string(ref.Key), "coordinator", coord.ID, "err", err)
+}
+
+// pause sleeps as long as handling done bytes since start has outrun rate
+// bytes per second (0: no bound).
+func (n *Node) pause(ctx context.Context, start time.Time, done, rate int64) {
+	if rate <= 0 {
+		return
+	}
+	due := time.Duration(float64(done) / float64(rate) * float64(time.Second))
+	if ahead := due - time.Since(start); ahead > 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(ahead):
+		}
+	}
+}
+
+// cmdDebug is DEBUG, refused unless --enable-debug-command is set. DEBUG
+// FLIP key flips the last byte of every copy of key this node stores (its
+// primary record and its pieces) and answers how many it changed.
+func cmdDebug(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	if !n.cfg.EnableDebugCommand {
+		return resp.Err("ERR DEBUG command not allowed: start the node with --enable-debug-command")
+	}
+	switch sub := strings.ToUpper(string(args[1])); {
+	case sub == "FLIP" && len(args) == 3:
+		return resp.Int(int64(n.flipCopies(args[2])))
+	case sub == "HELP" && len(args) == 2:
+		return resp.Array(resp.Simple("DEBUG FLIP <key>"),
+			resp.Simple("    Flip a byte of every copy of <key> this node stores (to test corruption repair)."))
+	}
+	return resp.Errorf("ERR unknown subcommand or wrong number of arguments for '%s'. Try DEBUG HELP.", args[1])
+}
+
+// flipCopies corrupts every non-empty copy of key on this node, keeping its
+// recorded checksum, and returns how many it changed.
+func (n *Node) flipCopies(key []byte) int {
+	flipped := 0
+	flip := func(st *store.Store, k []byte) {
+		val, meta, ok := st.Get(k, nil)
+		if !ok || len(val) == 0 {
+			return
+		}
+		val[len(val)-1] ^= 0xFF
+		if st.Put(k, val, meta) == nil {
+			flipped++
+		}
+	}
+	flip(n.primary, key)
+	var cursor uint64
+	for {
+		var match [][]byte
+		cursor = n.pieces.Scan(cursor, 1024, func(k []byte, _ store.Meta) bool {
+			if ref, _, ok := parsePieceKey(k); ok && string(ref.Key) == string(key) {
+				match = append(match, append([]byte(nil), k...))
+			}
+			return true
+		})
+		for _, k := range match {
+			flip(n.pieces, k)
+		}
+		if cursor == 0 {
+			return flipped
+		}
+	}
+}
+
+func init() {
+	register("debug", &command{run: cmdDebug})
+}
