@@ -69,8 +69,9 @@ type Shard struct {
 	// metadata first).
 	Recovering bool `json:"recovering,omitempty"`
 	// Rebuild lists placement positions whose pieces were lost with a
-	// failed node and must be re-created on the node now in that position
-	// (a spare); the coordinator rebuilds them and proposes RebuildDone.
+	// failed node (or that an empty node took back): the coordinator
+	// re-creates what the holders now at those positions lack (a spare, a
+	// stand-in of Holders, the rejoined node) and proposes RebuildDone.
 	Rebuild []int `json:"rebuild,omitempty"`
 }
 

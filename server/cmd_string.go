@@ -291,7 +291,9 @@ func errReply(err error) resp.Reply {
 	case errors.Is(err, scheme.ErrSpec), errors.Is(err, scheme.ErrAlias):
 		return resp.Err("ERR " + err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
-		return resp.Err("TRYAGAIN memgest: timed out: " + err.Error())
+		// Not TRYAGAIN: clients retry that by themselves, and a write that
+		// timed out may have taken effect (an INCR would apply twice).
+		return resp.Err("ERR memgest: timed out; the command may or may not have run: " + err.Error())
 	}
 	return resp.Err("ERR " + err.Error())
 }

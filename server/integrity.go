@@ -94,10 +94,7 @@ func (n *Node) repairLater(key []byte) {
 // repairKey stores every piece of key again from its committed value (a
 // read-modify-write that writes nothing, as rebuild does).
 func (n *Node) repairKey(ctx context.Context, key []byte) error {
-	all := make([]int, cluster.MaxPlacement)
-	for i := range all {
-		all[i] = i
-	}
+	all := func([]byte, target, uint64) bool { return true }
 	if _, err := n.rebuildKey(ctx, key, all); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,19 +13,16 @@ import (
 	"github.com/memgest/memgest/store"
 )
 
-// This file is rebuild (DESIGN.md §4, issue 4): when a spare takes a failed
-// node's place, the map lists the placement positions of each shard whose
-// pieces went with the failed node (Shard.Rebuild). The shard's coordinator
-// re-creates them: for every key it coordinates in the shard, the replica
-// or split shard the key keeps at such a position is made again from the
-// committed value (a rep value is local; a split value is decoded from any
-// k shards) and stored on the node now at that position. Each key is
-// rebuilt as a read-modify-write that writes nothing, so no write of the
-// key runs meanwhile and the piece sent is of the committed version. When
-// the whole shard is done, the coordinator proposes RebuildDone.
-//
-// Still simple: one shard at a time per node, keys in store order, paced by
-// --rebuild-rate; a rebuild interrupted by another failure starts over.
+// This file is rebuild (DESIGN.md §4, issue 4): after a failure the map
+// lists, per shard, the placement positions whose pieces went with the
+// failed node (Shard.Rebuild). Once the shard is recovered, its coordinator
+// restores the redundancy of every key it coordinates there: it lists what
+// the live holders have, then re-creates what they lack, the keys with the
+// least redundancy left first, several keys at once, paced by
+// --rebuild-rate. Because the listing comes first, a rebuild that starts
+// again (after an error, or on the node that took the shard over when the
+// rebuilding coordinator failed) skips the keys already done. When the
+// shard is done the coordinator proposes RebuildDone.
 
 // rebuildProgress counts a node's rebuild work for INFO, /metrics and
 // memgest status.
@@ -83,30 +81,125 @@ func (n *Node) startRebuilds(ctx context.Context) {
 		})
 }
 
-// rebuildShard re-creates the pieces at sh.Rebuild's positions for every key
-// of sh this node coordinates.
+// rebuildWorkers is how many keys one shard's rebuild works on at once;
+// their pieces share frames through the group commit.
+const rebuildWorkers = 16
+
+// rebuildShard re-creates, for every key of sh this node coordinates, the
+// pieces its holders lack. It first lists what the live nodes hold (as
+// recovery does), so a rebuild that starts again, here or on the node that
+// took the shard over after this one failed, resumes: keys whose pieces are
+// all in place are skipped. Keys with the least redundancy left go first.
 func (n *Node) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.Shard) error {
-	keys := n.keysInSlots(sh.First, sh.Last)
-	n.rebuild.started.CompareAndSwap(0, time.Now().UnixNano())
-	n.rebuild.keysTotal.Add(int64(len(keys)))
-	start := time.Now()
-	var sent int64
-	for _, key := range keys {
-		b, err := n.rebuildKey(ctx, key, sh.Rebuild)
-		var lost *lostError
-		if errors.As(err, &lost) {
-			continue // beyond its tolerance: reads report it, nothing to rebuild
+	have := held{}
+	err := n.listShard(ctx, m, sh, func(node cluster.Node, e pieceEntry) {
+		if e.Kind != pieceKindDirectory {
+			have[string(e.Key)] = append(have[string(e.Key)], heldPiece{node: node.ID, index: e.Index, version: e.Version})
 		}
-		if err != nil {
-			return err
-		}
-		sent += int64(b)
-		n.rebuild.keysDone.Add(1)
-		n.rebuild.bytesDone.Add(int64(b))
-		n.pause(ctx, start, sent, n.cfg.RebuildRate)
+	})
+	if err != nil {
+		return err
 	}
-	n.log.Info("shard rebuilt", "shard", sh.ID, "keys", len(keys), "bytes", sent, "took", time.Since(start))
+	plan := n.rebuildPlan(m, n.keysInSlots(sh.First, sh.Last), have)
+	n.rebuild.started.CompareAndSwap(0, time.Now().UnixNano())
+	n.rebuild.keysTotal.Add(int64(len(plan)))
+	start := time.Now()
+	sent, err := n.runRebuild(ctx, plan, have.lacks)
+	if err != nil {
+		return err
+	}
+	n.log.Info("shard rebuilt", "shard", sh.ID, "keys", len(plan), "bytes", sent, "took", time.Since(start))
 	return nil
+}
+
+// heldPiece is one piece a live node holds, as listed for a rebuild.
+type heldPiece struct {
+	node    cluster.NodeID
+	index   uint8
+	version uint64
+}
+
+// held maps keys to the pieces the live nodes hold of them.
+type held map[string][]heldPiece
+
+// lacks says whether target t should receive key's piece at version v: it
+// holds no piece of that index and version.
+func (h held) lacks(key []byte, t target, v uint64) bool {
+	for _, p := range h[string(key)] {
+		if p.node == t.node.ID && p.index == uint8(t.index) && p.version == v {
+			return false
+		}
+	}
+	return true
+}
+
+// rebuildItem is one key to rebuild and how many more failures it
+// survives as it stands.
+type rebuildItem struct {
+	key       []byte
+	remaining int
+}
+
+// rebuildPlan lists the keys missing pieces, the least redundancy left
+// first. Every key's directory entry is sent again on the way, since the
+// failure may have changed its directory nodes.
+func (n *Node) rebuildPlan(m *cluster.Map, keys [][]byte, have held) []rebuildItem {
+	var plan []rebuildItem
+	for _, key := range keys {
+		meta, ok := n.primary.Meta(key)
+		entry, known := m.SchemeByID(meta.Scheme)
+		if !ok || !known {
+			continue
+		}
+		n.enqueueDirectory(dirEntry{Key: key, Scheme: entry.ID, Version: meta.Version, ExpireAt: meta.ExpireAt})
+		targets, err := pieceTargets(m, key, entry.Spec)
+		if err != nil {
+			continue
+		}
+		missing := 0
+		for _, t := range targets {
+			if t.node.State == cluster.Failed || have.lacks(key, t, meta.Version) {
+				missing++
+			}
+		}
+		if missing > 0 {
+			plan = append(plan, rebuildItem{key: key, remaining: entry.Spec.Tolerance() - missing})
+		}
+	}
+	slices.SortStableFunc(plan, func(a, b rebuildItem) int { return a.remaining - b.remaining })
+	return plan
+}
+
+// runRebuild rebuilds the planned keys, rebuildWorkers at a time, in plan
+// order, paced by --rebuild-rate; it returns the bytes sent.
+func (n *Node) runRebuild(ctx context.Context, plan []rebuildItem, need pieceFilter) (int64, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	start := time.Now()
+	var next, sent atomic.Int64
+	var wg sync.WaitGroup
+	for range min(rebuildWorkers, len(plan)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(len(plan)) && ctx.Err() == nil; i = next.Add(1) - 1 {
+				b, err := n.rebuildKey(ctx, plan[i].key, need)
+				var lost *lostError
+				if err != nil && !errors.As(err, &lost) { // a lost key is reported, not rebuilt
+					cancel(err)
+					return
+				}
+				n.rebuild.keysDone.Add(1)
+				n.rebuild.bytesDone.Add(int64(b))
+				n.pause(ctx, start, sent.Add(int64(b)), n.cfg.RebuildRate)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return sent.Load(), err
+	}
+	return sent.Load(), nil
 }
 
 // keysInSlots lists the keys of this node's primary store in a slot range.
@@ -126,28 +219,29 @@ func (n *Node) keysInSlots(first, last int) [][]byte {
 	}
 }
 
-// rebuildKey stores key's pieces for the given placement positions again,
-// and for every position a survivor stands in for (its stand-in may have
-// changed since), at its committed version, and returns the bytes sent.
-func (n *Node) rebuildKey(ctx context.Context, key []byte, positions []int) (int, error) {
+// pieceFilter says whether target t should be sent key's piece at version
+// v.
+type pieceFilter func(key []byte, t target, v uint64) bool
+
+// rebuildKey stores again, at its committed version, the pieces of key
+// that need says are missing, and returns the bytes sent. It is a
+// read-modify-write that writes nothing, so no write of the key runs
+// meanwhile and the pieces are of the committed version.
+func (n *Node) rebuildKey(ctx context.Context, key []byte, need pieceFilter) (int, error) {
 	sent := 0
 	err := n.rmw(ctx, key, func(cur current) (*writeOp, error) {
 		if !cur.exists {
 			return nil, nil
 		}
-		m := n.ctl.Map()
 		op := &writeOp{key: key, value: cur.value, expireAt: cur.meta.ExpireAt, entry: cur.entry}
-		targets, pieces, err := planPieces(m, op, cur.meta.Version)
+		targets, pieces, err := planPieces(n.ctl.Map(), op, cur.meta.Version)
 		if err != nil {
 			return nil, err
 		}
-		sh := m.ShardOf(cluster.Slot(key))
-		// The directory nodes may have changed with the failure too.
-		n.enqueueDirectory(dirEntry{Key: key, Scheme: cur.entry.ID, Version: cur.meta.Version, ExpireAt: cur.meta.ExpireAt})
 		var lostTargets []target
 		var lostPieces []piece
 		for i, t := range targets {
-			if slices.Contains(positions, t.index) || m.StoodIn(sh, t.index) {
+			if need(key, t, cur.meta.Version) {
 				lostTargets, lostPieces = append(lostTargets, t), append(lostPieces, pieces[i])
 				sent += len(pieces[i].Data)
 			}

@@ -118,24 +118,15 @@ type candidate struct {
 func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shard) error {
 	found := map[string][]*candidate{}
 	dir := map[string]pieceEntry{}
-	for _, id := range sh.Placement {
-		node, ok := m.Node(id)
-		if !ok || node.State == cluster.Failed {
-			continue
-		}
-		entries, err := n.listPieces(ctx, node, sh.First, sh.Last)
-		if err != nil {
-			return err
-		}
-		for _, e := range entries {
-			if e.Kind == pieceKindDirectory {
-				if old, ok := dir[string(e.Key)]; !ok || e.Version > old.Version {
-					dir[string(e.Key)] = e
-				}
-				continue
-			}
+	err := n.listShard(ctx, m, sh, func(node cluster.Node, e pieceEntry) {
+		if e.Kind != pieceKindDirectory {
 			addCandidate(found, node, e)
+		} else if old, ok := dir[string(e.Key)]; !ok || e.Version > old.Version {
+			dir[string(e.Key)] = e
 		}
+	})
+	if err != nil {
+		return err
 	}
 	for key := range dir {
 		if _, ok := found[key]; !ok {
@@ -256,6 +247,25 @@ func (n *Node) restore(ctx context.Context, m *cluster.Map, key []byte, c *candi
 	}
 	if applied && entry.Spec.Kind == scheme.Split {
 		n.stats.splitBytes(c.scheme).Add(int64(meta.Aux))
+	}
+	return nil
+}
+
+// listShard lists every piece (and directory entry) the live nodes of sh's
+// placement hold for its slots, calling fn for each.
+func (n *Node) listShard(ctx context.Context, m *cluster.Map, sh cluster.Shard, fn func(cluster.Node, pieceEntry)) error {
+	for _, id := range sh.Placement {
+		node, ok := m.Node(id)
+		if !ok || node.State == cluster.Failed {
+			continue
+		}
+		entries, err := n.listPieces(ctx, node, sh.First, sh.Last)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			fn(node, e)
+		}
 	}
 	return nil
 }

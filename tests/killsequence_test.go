@@ -276,18 +276,20 @@ func TestKillSequenceSixNodes(t *testing.T) {
 	c := startCluster(t, 6, clusterOptions{spares: 1, extra: []string{"--failure-timeout", "2s", "--heartbeat-interval", "100ms"}})
 	rdb := c.clusterClient()
 	keys := seqLoad(t, rdb, 3400)
-	nonVoters := c.nonVoters()
+	nonVoters, voters := c.nonVoters(), c.voterIndexes(0)
 	first := nonVoters[0] // not the spare (index 6): it is not placed yet
 	if first == 6 {
 		first = nonVoters[1]
 	}
-	watcher := 1 // a voter the sequence never kills
+	// voters[0] dies in step 2; the watcher is a voter never killed, and
+	// voters[2] reads too until step 3.
+	second, watcher, alsoReads := voters[0], voters[1], voters[2]
 	cl := c.plainClient(watcher, 2)
 	seqExpect(t, "loaded", keys, seqCheck(t, cl, keys), nil)
 
 	// Step 1: a non-voter dies; the spare takes its places.
 	lost := noneKeysOf(keys, coordinators(t, cl), c.nodes[first].addr())
-	rd := startReader(t, c, []int{watcher, 2}, keys)
+	rd := startReader(t, c, []int{watcher, alsoReads}, keys)
 	must(t, c.nodes[first].cmd.Process.Kill())
 	t.Logf("step 1: non-voter %d marked failed after %s", first, c.waitFailed(watcher, first, 15*time.Second))
 	t.Logf("step 1: rebuild done after %s", c.waitRebuilt(watcher, 60*time.Second))
@@ -295,11 +297,10 @@ func TestKillSequenceSixNodes(t *testing.T) {
 	seqExpect(t, "step 1", keys, seqCheck(t, cl, keys), lost)
 
 	// Step 2: a voter dies; no spare is left, survivors stand in.
-	second := 0
 	for k := range noneKeysOf(keys, coordinators(t, cl), c.nodes[second].addr()) {
 		lost[k] = true
 	}
-	rd = startReader(t, c, []int{watcher, 2}, keys)
+	rd = startReader(t, c, []int{watcher, alsoReads}, keys)
 	must(t, c.nodes[second].cmd.Process.Kill())
 	t.Logf("step 2: voter %d marked failed after %s", second, c.waitFailed(watcher, second, 15*time.Second))
 	t.Logf("step 2: rebuild done after %s", c.waitRebuilt(watcher, 60*time.Second))
@@ -308,7 +309,7 @@ func TestKillSequenceSixNodes(t *testing.T) {
 
 	// Step 3: two non-voters die at once. split:4+2 keys left with fewer
 	// than 4 live shards are lost; rep:3 keys keep a copy.
-	voters := c.voterIndexes(watcher)
+	voters = c.voterIndexes(watcher)
 	var victims []int
 	for i := range c.nodes {
 		if i != first && i != second && !slices.Contains(voters, i) {
