@@ -139,6 +139,11 @@ func validatePlacement(sh Shard, known map[NodeID]bool) error {
 		}
 		seen[id] = true
 	}
+	for i, id := range sh.Standby {
+		if !seen[id] || slices.Contains(sh.Standby[:i], id) {
+			return errorf(ErrBadMap, "shard %d: standby node %q not placed or repeated", sh.ID, id)
+		}
+	}
 	for i, p := range sh.Rebuild {
 		if p < 0 || p >= len(sh.Placement) || slices.Contains(sh.Rebuild[:i], p) {
 			return errorf(ErrBadMap, "shard %d: rebuild position %d out of range or repeated", sh.ID, p)

@@ -102,12 +102,13 @@ func (m *Map) fillFromSpares() {
 }
 
 // takePlaces puts node to (up, holding nothing yet) in every position of
-// from, which failed some time ago. Where to would become a shard's
-// coordinator, it swaps places with the shard's current coordinator
-// instead: that node has kept the shard's records since the failure (keys
-// written since then included, which no piece lists), so it stays
-// coordinator, and to takes its old position. Every position whose node
-// changed is listed for rebuild. m is a Clone being edited.
+// from, which failed some time ago, and lists those positions for rebuild.
+// Where to comes before the shard's current coordinator, it goes on
+// standby: that node has kept the shard's records since the failure (keys
+// written since included, which no piece lists), so it stays coordinator.
+// (Swapping the two instead would move two positions at once and leave
+// split keys short of two shards until the rebuild.) m is a Clone being
+// edited.
 func (m *Map) takePlaces(from, to NodeID) {
 	for i := range m.Shards {
 		sh := &m.Shards[i]
@@ -121,30 +122,37 @@ func (m *Map) takePlaces(from, to NodeID) {
 		switch {
 		case coord < 0:
 			sh.Recovering = true // nobody held its records: recover from pieces
-		case coord > j:
-			sh.Placement[j], sh.Placement[coord] = sh.Placement[coord], to
-			sh.addRebuild(coord)
+		case coord > j && !slices.Contains(sh.Standby, to):
+			sh.Standby = append(sh.Standby, to)
 		}
 	}
 }
 
-// firstUp is the position of the first up node of sh's placement other than
-// except, or -1.
+// firstUp is the position of sh's coordinator if except were not up, or
+// -1 when no other node is up.
 func (m *Map) firstUp(sh *Shard, except NodeID) int {
+	fallback := -1
 	for p, id := range sh.Placement {
-		if n, ok := m.Node(id); ok && n.State == Up && id != except {
+		n, ok := m.Node(id)
+		if !ok || n.State != Up || id == except {
+			continue
+		}
+		if !slices.Contains(sh.Standby, id) {
 			return p
 		}
+		if fallback < 0 {
+			fallback = p
+		}
 	}
-	return -1
+	return fallback
 }
 
 // Rejoin readmits a node that was marked failed and has since emptied its
 // memory (restarted, or wiped itself on learning it was fenced): it comes
 // back holding nothing. If it still has places in placements (no spare took
-// them), it takes them back as up, its pieces listed for rebuild, without
-// taking coordination from the nodes that kept its shards' records
-// (takePlaces). Otherwise it becomes a spare, and takes the places of a
+// them), it takes them back as up, its pieces listed for rebuild, on
+// standby where it would take coordination from the node that kept a
+// shard's records (takePlaces). Otherwise it becomes a spare, and takes the places of a
 // failed node if one is waiting for a spare.
 type Rejoin struct {
 	ID NodeID `json:"id"`

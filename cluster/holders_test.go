@@ -45,7 +45,7 @@ func TestHoldersStandInForFailedPositions(t *testing.T) {
 	}
 }
 
-func TestLateSpareSwapsWithTheCoordinatorThatKeptTheRecords(t *testing.T) {
+func TestLateSpareStandsByWhereTheCoordinatorKeptTheRecords(t *testing.T) {
 	m := formed(t, 4, 0)
 	victim := m.Shards[0].Placement[0]
 	m = mustApply(t, m, MarkFailed{ID: victim})
@@ -62,16 +62,31 @@ func TestLateSpareSwapsWithTheCoordinatorThatKeptTheRecords(t *testing.T) {
 		if slices.Contains(sh.Placement, victim) {
 			t.Fatalf("shard %d still places the failed node", i)
 		}
-		if !slices.Contains(sh.Placement, spare.ID) {
-			t.Fatalf("shard %d does not place the spare", i)
+		if j := slices.Index(sh.Placement, spare.ID); j < 0 || !slices.Contains(sh.Rebuild, j) {
+			t.Fatalf("shard %d: the spare at position %d is not listed for rebuild (%v)", i, j, sh.Rebuild)
 		}
 	}
 	sh := m.Shards[0]
+	if sh.Placement[0] != spare.ID || !slices.Contains(sh.Standby, spare.ID) {
+		t.Fatalf("shard 0: placement %v standby %v; want the spare at position 0, on standby", sh.Placement, sh.Standby)
+	}
 	if c, _ := m.Coordinator(sh.First); c.ID != heir.ID {
 		t.Fatalf("shard 0 coordinated by %s, want %s, which kept its records", c.ID, heir.ID)
 	}
-	if sh.Recovering || !slices.Contains(sh.Rebuild, 0) || !slices.Contains(sh.Rebuild, 1) {
-		t.Fatalf("shard 0 after the swap: recovering %v rebuild %v, want positions 0 and 1 to rebuild", sh.Recovering, sh.Rebuild)
+	if sh.Recovering || len(sh.Rebuild) != 1 {
+		t.Fatalf("shard 0: recovering %v rebuild %v, want only the spare's position to rebuild", sh.Recovering, sh.Rebuild)
+	}
+	// Should the coordinator fail too, the standby node coordinates.
+	m = mustApply(t, m, MarkFailed{ID: heir.ID})
+	if c, _ := m.Coordinator(sh.First); c.ID == heir.ID {
+		t.Fatal("a failed node still coordinates")
+	}
+	b, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back, err := UnmarshalMap(b); err != nil || !slices.Equal(back.Shards[0].Standby, m.Shards[0].Standby) {
+		t.Fatalf("standby did not survive encoding: %v", err)
 	}
 }
 

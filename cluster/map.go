@@ -73,6 +73,11 @@ type Shard struct {
 	// re-creates what the holders now at those positions lack (a spare, a
 	// stand-in of Holders, the rejoined node) and proposes RebuildDone.
 	Rebuild []int `json:"rebuild,omitempty"`
+	// Standby lists placed nodes that came back empty (a rejoined node, a
+	// late spare) to a position before the node that kept the shard's
+	// records since a failure: they hold pieces but do not coordinate the
+	// shard while another up node of the placement can.
+	Standby []NodeID `json:"standby,omitempty"`
 }
 
 // SchemeEntry is one scheme of the catalogue. Its ID is what objects carry;
@@ -204,19 +209,28 @@ func (m *Map) ShardOf(slot int) *Shard {
 }
 
 // Coordinator returns the coordinator of slot: the first node of its
-// shard's placement whose state is Up (DESIGN.md §1). It reports false while
+// shard's placement whose state is Up (DESIGN.md §1), passing over the
+// shard's Standby nodes unless no other node is up. It reports false while
 // forming or when no node of the placement is up.
 func (m *Map) Coordinator(slot int) (Node, bool) {
 	sh := m.ShardOf(slot)
 	if sh == nil {
 		return Node{}, false
 	}
+	standby := Node{}
 	for _, id := range sh.Placement {
-		if n, ok := m.Node(id); ok && n.State == Up {
+		n, ok := m.Node(id)
+		if !ok || n.State != Up {
+			continue
+		}
+		if !slices.Contains(sh.Standby, id) {
 			return n, true
 		}
+		if standby.ID == "" {
+			standby = n
+		}
 	}
-	return Node{}, false
+	return standby, standby.ID != ""
 }
 
 // Scheme resolves a user's scheme name: an alias (case-insensitive), else a
@@ -298,6 +312,7 @@ func (m *Map) Clone() *Map {
 	for i := range c.Shards {
 		c.Shards[i].Placement = slices.Clone(m.Shards[i].Placement)
 		c.Shards[i].Rebuild = slices.Clone(m.Shards[i].Rebuild)
+		c.Shards[i].Standby = slices.Clone(m.Shards[i].Standby)
 	}
 	return &c
 }

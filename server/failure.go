@@ -159,6 +159,12 @@ func (n *Node) fence() {
 	if n.lease.fenced.Swap(true) {
 		return
 	}
+	if n.lease.fresh.Load() {
+		// Empty since it started: the incarnation the leader has heard
+		// is the one it will readmit.
+		n.log.Warn("the control plane marked this node failed; it rejoins empty", "node", n.id)
+		return
+	}
 	n.log.Warn("the control plane marked this node failed; wiping its memory to rejoin", "node", n.id)
 	n.wipe()
 }

@@ -44,6 +44,7 @@ func TestMain(m *testing.M) {
 // node is one memgest process of a test cluster.
 type node struct {
 	port, peerPort, httpPort int
+	args                     []string // to start it again (restart)
 	cmd                      *exec.Cmd
 	log                      *syncBuffer
 	done                     chan struct{}
@@ -108,15 +109,29 @@ func startCluster(t *testing.T, n int, o clusterOptions) *testCluster {
 
 func (c *testCluster) start(nd *node, args []string) {
 	c.t.Helper()
-	nd.log = &syncBuffer{}
-	nd.cmd = exec.Command(binary, args...)
+	nd.log, nd.args = &syncBuffer{}, args
+	c.launch(nd)
+	c.nodes = append(c.nodes, nd)
+}
+
+// launch starts nd's process with its arguments.
+func (c *testCluster) launch(nd *node) {
+	c.t.Helper()
+	nd.cmd = exec.Command(binary, nd.args...)
 	nd.cmd.Stdout, nd.cmd.Stderr = nd.log, nd.log
 	if err := nd.cmd.Start(); err != nil {
 		c.t.Fatalf("start memgest: %v", err)
 	}
 	nd.done = make(chan struct{})
 	go func() { _ = nd.cmd.Wait(); close(nd.done) }()
-	c.nodes = append(c.nodes, nd)
+}
+
+// restart starts node i again, with the same flags and data directory (so
+// the same node id), once its killed process has exited.
+func (c *testCluster) restart(i int) {
+	c.t.Helper()
+	<-c.nodes[i].done
+	c.launch(c.nodes[i])
 }
 
 // stop kills every process this cluster started, by PID, and prints the

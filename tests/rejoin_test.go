@@ -1,0 +1,76 @@
+package tests
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRestartedNodeRejoins kills a node, lets the survivors stand in for it
+// and rebuild, then restarts it on the same data directory (same id, empty
+// memory). The leader readmits it to its old places; the rebuild fills them;
+// every rep:3 and split:2+1 key reads back through it; the none keys it
+// coordinated are reported lost, not silently missing; and after a second
+// node dies every redundant key still reads back.
+func TestRestartedNodeRejoins(t *testing.T) {
+	c := startCluster(t, 5, clusterOptions{extra: []string{"--failure-timeout", "1s", "--heartbeat-interval", "100ms"}})
+	ctx := ctxT(t)
+	rdb := c.clusterClient()
+	victim := c.nonVoters()[0]
+	want := map[string]string{}
+	var noneOnVictim []string
+	// The none keys first: their directory entries go out a few
+	// milliseconds after the write (failure-model.md).
+	for i := 0; i < 5; i++ {
+		k := c.keyOn(t, rdb, victim, fmt.Sprintf("none%d:", i))
+		must(t, rdb.Set(ctx, k, "only copy", 0).Err())
+		noneOnVictim = append(noneOnVictim, k)
+	}
+	for i := 0; i < 60; i++ {
+		for _, sch := range []string{"rep:3", "split:2+1"} {
+			k := fmt.Sprintf("%s:%d", sch, i)
+			want[k] = strings.Repeat("v", i*30) + k
+			must(t, rdb.Do(ctx, "SET", k, want[k], "SCHEME", sch).Err())
+		}
+	}
+	watcher := (victim + 1) % len(c.nodes)
+
+	must(t, c.nodes[victim].cmd.Process.Kill())
+	c.waitFailed(watcher, victim, 15*time.Second)
+	c.waitRebuilt(watcher, 30*time.Second)
+
+	start := time.Now()
+	c.restart(victim)
+	direct := c.plainClient(victim, 2)
+	for {
+		info, _ := direct.Info(ctx, "memgest").Result()
+		if strings.Contains(info, "node_state:up") && strings.Contains(info, "serving:true") {
+			break
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("the restarted node was not readmitted:\n%s\n%s", info, c.nodes[victim].log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("restarted node readmitted and serving %s after its start", time.Since(start))
+	c.waitRebuilt(watcher, 30*time.Second)
+	if out, err := direct.Do(ctx, "CLUSTER", "NODES").Text(); err != nil || strings.Contains(out, "fail") {
+		t.Fatalf("CLUSTER NODES after the rejoin still flags a failed node: %v\n%s", err, out)
+	}
+	waitRecovered(t, direct, want)
+	for _, k := range noneOnVictim {
+		if err := direct.Get(ctx, k).Err(); err == nil || !strings.HasPrefix(err.Error(), "LOST") {
+			t.Fatalf("none key %s of the restarted node = %v; want -LOST", k, err)
+		}
+	}
+
+	// The rejoined node holds its pieces again: another node can die.
+	other := c.nonVoters()[0]
+	if other == victim {
+		other = c.nonVoters()[1]
+	}
+	must(t, c.nodes[other].cmd.Process.Kill())
+	c.waitFailed(watcher, other, 15*time.Second)
+	waitRecovered(t, c.plainClient(watcher, 2), want)
+}
