@@ -1,0 +1,151 @@
+package server
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/store"
+)
+
+// testMap is a formed map of n nodes with rep:3 and split:2+1 registered.
+func testMap(t *testing.T, n int) *cluster.Map {
+	t.Helper()
+	m := cluster.NewMap(n, 3)
+	apply := func(c cluster.Command) {
+		t.Helper()
+		next, err := cluster.Apply(m, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m = next
+	}
+	for i := range n {
+		apply(cluster.AddNode{Node: cluster.Node{ID: cluster.NodeID(fmt.Sprintf("%040x", i+1)),
+			ClientAddr: fmt.Sprintf("127.0.0.1:%d", 7000+i), PeerAddr: fmt.Sprintf("127.0.0.1:%d", 17000+i)}})
+	}
+	for _, s := range []string{"rep:3", "split:2+1"} {
+		sp, _ := scheme.Parse(s)
+		apply(cluster.CreateScheme{Spec: sp})
+	}
+	return m
+}
+
+func schemeID(t *testing.T, m *cluster.Map, name string) uint16 {
+	e, ok := m.Scheme(name)
+	if !ok {
+		t.Fatalf("no scheme %s", name)
+	}
+	return e.ID
+}
+
+func TestJudgeWeighsTheDirectoryAgainstReadableVersions(t *testing.T) {
+	m := testMap(t, 4)
+	rep, split := schemeID(t, m, "rep:3"), schemeID(t, m, "split:2+1")
+	replica := &candidate{scheme: rep, version: 5, shards: map[uint8]bool{1: true}}
+	twoShards := &candidate{scheme: split, version: 7, shards: map[uint8]bool{0: true, 2: true}}
+	oneShard := &candidate{scheme: split, version: 9, shards: map[uint8]bool{1: true}}
+	dir := func(s uint16, v uint64, exp int64) map[string]pieceEntry {
+		return map[string]pieceEntry{"k": {Key: []byte("k"), Scheme: s, Version: v, ExpireAt: exp, Kind: pieceKindDirectory}}
+	}
+	cases := []struct {
+		name  string
+		cands []*candidate
+		dir   map[string]pieceEntry
+		best  uint64 // 0: none
+		lost  string // "" when not lost
+	}{
+		{"newest readable wins", []*candidate{replica, twoShards}, nil, 7, ""},
+		{"an unreadable newer version loses to a readable one", []*candidate{replica, oneShard}, nil, 5, ""},
+		{"nothing readable", []*candidate{oneShard}, nil, 0, "split:2+1 2/3"},
+		{"a none key's entry alone", nil, dir(cluster.NoneID, 3, 0), 0, "none 1/1"},
+		{"an entry older than the readable version", []*candidate{replica}, dir(rep, 2, 0), 5, ""},
+		{"an entry newer than every readable version", []*candidate{replica}, dir(cluster.NoneID, 6, 0), 0, "none 1/1"},
+		{"a rep key with no replica left", nil, dir(rep, 4, 0), 0, "rep:3 3/3"},
+		{"an expired entry loses nothing", nil, dir(cluster.NoneID, 3, 1), 0, ""},
+	}
+	for _, c := range cases {
+		best, lost := judge(m, "k", c.cands, c.dir, 1000)
+		gotBest := uint64(0)
+		if best != nil {
+			gotBest = best.version
+		}
+		gotLost := ""
+		if lost != nil {
+			gotLost = fmt.Sprintf("%s %d/%d", lost.Scheme, lost.Lost, lost.Total)
+		}
+		if gotBest != c.best || gotLost != c.lost {
+			t.Errorf("%s: best %d lost %q; want %d %q", c.name, gotBest, gotLost, c.best, c.lost)
+		}
+	}
+}
+
+func TestDirChangeSendsOnlyWhatRecoveryNeeds(t *testing.T) {
+	m := testMap(t, 4)
+	rep, _ := m.Scheme("rep:3")
+	none := m.DefaultScheme()
+	had := store.Meta{Version: 3, Scheme: none.ID}
+	cases := []struct {
+		name    string
+		op      writeOp
+		had     bool
+		wasLost bool
+		send    bool
+		deleted bool
+	}{
+		{"a new key", writeOp{entry: none}, false, false, true, false},
+		{"a plain overwrite", writeOp{entry: none}, true, false, false, false},
+		{"a new scheme", writeOp{entry: rep}, true, false, true, false},
+		{"a new expiry", writeOp{entry: none, expireAt: 99}, true, false, true, false},
+		{"a deletion", writeOp{del: true}, true, false, true, true},
+		{"deleting a missing key", writeOp{del: true}, false, false, false, false},
+		{"deleting a lost key", writeOp{del: true}, false, true, true, true},
+	}
+	for _, c := range cases {
+		c.op.key = []byte("k")
+		e, send := dirChange(&c.op, 10, had, c.had, c.wasLost)
+		if send != c.send || (send && (e.Deleted != c.deleted || e.Version != 10)) {
+			t.Errorf("%s: %+v send=%v; want send=%v deleted=%v", c.name, e, send, c.send, c.deleted)
+		}
+	}
+}
+
+func TestLivePiecesSkipFailedPositions(t *testing.T) {
+	m := testMap(t, 3)
+	split, _ := m.Scheme("split:2+1")
+	key := []byte("k")
+	sh := m.ShardOf(cluster.Slot(key))
+	victim := sh.Placement[2]
+	m, _ = cluster.Apply(m, cluster.MarkFailed{ID: victim})
+	targets, err := pieceTargets(m, key, split.Spec)
+	if err != nil || len(targets) != 3 || targets[2].node.State != cluster.Failed {
+		t.Fatalf("targets %+v, %v; want three, the last on the failed node (no stand-in on 3 nodes)", targets, err)
+	}
+	pieces := make([]piece, len(targets))
+	kept, _, err := livePieces(split.Spec, targets, pieces)
+	if err != nil || len(kept) != 2 {
+		t.Fatalf("live pieces %d, %v; want 2 (reduced tolerance)", len(kept), err)
+	}
+	m, _ = cluster.Apply(m, cluster.MarkFailed{ID: sh.Placement[1]})
+	targets, _ = pieceTargets(m, key, split.Spec)
+	if _, _, err := livePieces(split.Spec, targets, make([]piece, len(targets))); err == nil {
+		t.Fatal("a split:2+1 write with one node up was placed")
+	}
+}
+
+func TestHeldLacks(t *testing.T) {
+	h := held{"k": {{node: "a", index: 1, version: 5}}}
+	node := func(id string) cluster.Node { return cluster.Node{ID: cluster.NodeID(id)} }
+	if h.lacks([]byte("k"), target{index: 1, node: node("a")}, 5) {
+		t.Error("a held piece counted as lacking")
+	}
+	for _, c := range []struct {
+		t target
+		v uint64
+	}{{target{index: 1, node: node("a")}, 6}, {target{index: 2, node: node("a")}, 5}, {target{index: 1, node: node("b")}, 5}} {
+		if !h.lacks([]byte("k"), c.t, c.v) {
+			t.Errorf("%+v at version %d: a piece of another version, index or node counted as held", c.t, c.v)
+		}
+	}
+}
