@@ -542,23 +542,39 @@ func TestBeyondToleranceReportsLostKeys(t *testing.T) {
 	}
 }
 
-// pieceHolder returns the index of the node holding piece i of key, read
-// from SCHEME.OF (in RESP2, a flat field/value array).
-func (c *testCluster) pieceHolder(t *testing.T, key string, i int) int {
-	t.Helper()
-	of, err := c.plainClient(0, 2).Do(ctxT(t), "SCHEME.OF", key).Slice()
-	must(t, err)
+// pieceRow is one entry of SCHEME.OF's pieces list.
+type pieceRow struct {
+	role  string // primary, replica or shard
+	index int64
+	addr  string // the holder's client address
+	state string // the holder's node state
+}
+
+// piecesOf reads the pieces list of a SCHEME.OF reply (in RESP2, a flat
+// field/value array).
+func piecesOf(of []any) []pieceRow {
+	var out []pieceRow
 	for j := 0; j+1 < len(of); j += 2 {
 		if of[j] != "pieces" {
 			continue
 		}
 		for _, p := range of[j+1].([]any) {
 			f := p.([]any)
-			if f[0] == "shard" && f[1] == int64(i) {
-				addr := f[3].(string)
-				if n := slices.IndexFunc(c.nodes, func(nd *node) bool { return nd.addr() == addr }); n >= 0 {
-					return n
-				}
+			out = append(out, pieceRow{role: f[0].(string), index: f[1].(int64), addr: f[3].(string), state: f[4].(string)})
+		}
+	}
+	return out
+}
+
+// pieceHolder returns the index of the node holding piece i of key.
+func (c *testCluster) pieceHolder(t *testing.T, key string, i int) int {
+	t.Helper()
+	of, err := c.plainClient(0, 2).Do(ctxT(t), "SCHEME.OF", key).Slice()
+	must(t, err)
+	for _, p := range piecesOf(of) {
+		if p.role == "shard" && p.index == int64(i) {
+			if n := slices.IndexFunc(c.nodes, func(nd *node) bool { return nd.addr() == p.addr }); n >= 0 {
+				return n
 			}
 		}
 	}

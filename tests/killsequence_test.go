@@ -164,7 +164,7 @@ func noneKeysOf(keys []seqKey, coord map[int]string, addrs ...string) map[string
 }
 
 // splitHolders reads the client addresses of each split key's pieces from
-// SCHEME.OF (RESP2: a flat field/value array), ignoring failed nodes.
+// SCHEME.OF, ignoring failed nodes.
 func splitHolders(t *testing.T, cl *redis.Client, keys []seqKey) map[string][]string {
 	ctx := ctxT(t)
 	out := map[string][]string{}
@@ -181,15 +181,9 @@ func splitHolders(t *testing.T, cl *redis.Client, keys []seqKey) map[string][]st
 	for i, c := range cmds {
 		of, err := c.Slice()
 		must(t, err)
-		for j := 0; j+1 < len(of); j += 2 {
-			if of[j] != "pieces" {
-				continue
-			}
-			for _, p := range of[j+1].([]any) {
-				f := p.([]any)
-				if f[0] == "shard" && f[4] == "up" {
-					out[names[i]] = append(out[names[i]], f[3].(string))
-				}
+		for _, p := range piecesOf(of) {
+			if p.role == "shard" && p.state == "up" {
+				out[names[i]] = append(out[names[i]], p.addr)
 			}
 		}
 	}
