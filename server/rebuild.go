@@ -93,9 +93,11 @@ const rebuildWorkers = 16
 func (n *Node) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.Shard) error {
 	have := held{}
 	err := n.listShard(ctx, m, sh, func(node cluster.Node, e pieceEntry) {
-		if e.Kind != pieceKindDirectory {
-			have[string(e.Key)] = append(have[string(e.Key)], heldPiece{node: node.ID, index: e.Index, version: e.Version})
+		index := e.Index
+		if e.Kind == pieceKindDirectory {
+			index = dirIndex
 		}
+		have[string(e.Key)] = append(have[string(e.Key)], heldPiece{node: node.ID, index: index, version: e.Version})
 	})
 	if err != nil {
 		return err
@@ -112,7 +114,11 @@ func (n *Node) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	return nil
 }
 
-// heldPiece is one piece a live node holds, as listed for a rebuild.
+// dirIndex stands for a directory entry among a key's held pieces.
+const dirIndex = 0xFF
+
+// heldPiece is one piece (or directory entry) a live node holds, as listed
+// for a rebuild.
 type heldPiece struct {
 	node    cluster.NodeID
 	index   uint8
@@ -140,9 +146,19 @@ type rebuildItem struct {
 	remaining int
 }
 
+// hasEntry says whether node holds a directory entry of key.
+func (h held) hasEntry(key []byte, node cluster.NodeID) bool {
+	for _, p := range h[string(key)] {
+		if p.node == node && p.index == dirIndex {
+			return true
+		}
+	}
+	return false
+}
+
 // rebuildPlan lists the keys missing pieces, the least redundancy left
-// first. Every key's directory entry is sent again on the way, since the
-// failure may have changed its directory nodes.
+// first. On the way it sends a key's directory entry again where one of
+// its directory nodes (which a failure may have changed) lacks it.
 func (n *Node) rebuildPlan(m *cluster.Map, keys [][]byte, have held) []rebuildItem {
 	var plan []rebuildItem
 	for _, key := range keys {
@@ -151,7 +167,12 @@ func (n *Node) rebuildPlan(m *cluster.Map, keys [][]byte, have held) []rebuildIt
 		if !ok || !known {
 			continue
 		}
-		n.enqueueDirectory(dirEntry{Key: key, Scheme: entry.ID, Version: meta.Version, ExpireAt: meta.ExpireAt})
+		for _, d := range directoryNodes(m, key) {
+			if !have.hasEntry(key, d.ID) {
+				n.enqueueDirectory(dirEntry{Key: key, Scheme: entry.ID, Version: meta.Version, ExpireAt: meta.ExpireAt})
+				break
+			}
+		}
 		targets, err := pieceTargets(m, key, entry.Spec)
 		if err != nil {
 			continue
