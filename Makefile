@@ -8,7 +8,7 @@ CI_FUZZTIME ?= 10s
 BENCHTIME ?= 200ms
 ROUNDS    ?= 5
 
-.PHONY: all build dev test check fmt-check vet unit fuzz-short fuzz bench bench-ec bench-ec-raw bench-store clean
+.PHONY: all build dev test check fmt-check vet unit fuzz-short fuzz bench bench-ec bench-ec-raw bench-store bench-failure clean
 
 all: build
 
@@ -62,6 +62,10 @@ bench:
 ## bench-store: bytes of overhead per key and GC cost of the node-local store (docs/store.md).
 bench-store:
 	$(GO) test ./store -run '^TestStoreOverheadReport$$' -count=1 -v -store.report
+
+## bench-failure: kill -9 a node under a steady GET/SET load (rep:3, then split:4+2); per-second throughput and p99, rebuild rate vs loopback copy, in docs/benchmarks/failure.md and failure.png.
+bench-failure:
+	scripts/bench-failure.sh docs/benchmarks/failure.md
 
 clean:
 	$(GO) clean -testcache -fuzzcache

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# bench-failure.sh [REPORT]: the failure benchmark (make bench-failure). A
+# steady GET/SET workload runs against a 6-node memgest cluster with one
+# spare while a node is killed with SIGKILL; once with the keys in rep:3,
+# once in split:4+2. Writes REPORT (default docs/benchmarks/failure.md), the
+# per-second series beside it (failure.csv, failure-events.csv) and their
+# plot (failure.png).
+#
+# The benchmark is TestFailureBenchmarkReport in tests/failbench_test.go; its
+# harness builds memgest itself (without -race here) and stops every process
+# it started by PID. FAILBENCH_FLAGS passes more -failbench.* flags, e.g.
+# FAILBENCH_FLAGS='-failbench.keys=50000 -failbench.value=16384'.
+#
+# matplotlib comes from a venv under ${XDG_CACHE_HOME:-$HOME/.cache}/memgest-bench,
+# made on first use (pip install matplotlib==3.10.9), outside the repository.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+report=${1:-docs/benchmarks/failure.md}
+case $report in /*) ;; *) report=$PWD/$report ;; esac
+base=${report%.md}
+
+venv=${XDG_CACHE_HOME:-$HOME/.cache}/memgest-bench/venv
+if ! "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
+	python3 -m venv "$venv"
+	"$venv/bin/pip" install -q matplotlib==3.10.9
+fi
+
+mkdir -p "$(dirname "$report")"
+# shellcheck disable=SC2086 # FAILBENCH_FLAGS is a list of flags
+MEMGEST_TEST_NORACE=1 go test ./tests -run '^TestFailureBenchmarkReport$' -count=1 -timeout 30m -v \
+	-failbench.report="$report" ${FAILBENCH_FLAGS:-}
+"$venv/bin/python" scripts/plot-failure.py "$base.csv" "$base-events.csv" "$base.png"
+echo "wrote $report, $base.csv, $base-events.csv, $base.png"
