@@ -77,6 +77,10 @@ func (n *Node) readCommitted(ctx context.Context, key []byte) (current, error) {
 	if !ok {
 		return current{}, fmt.Errorf("server: key %q uses unknown scheme id %d", key, meta.Scheme)
 	}
+	if isStub(meta) { // recovered metadata first: fetch the value now
+		v, full, err := n.fillStub(ctx, key, meta)
+		return current{exists: true, meta: full, value: v, entry: entry}, err
+	}
 	cur := current{exists: true, meta: meta, value: val, entry: entry}
 	if entry.Spec.Kind != scheme.Split && checksum(val) != meta.Aux {
 		repaired, err := n.repairPrimary(ctx, key, meta, entry)

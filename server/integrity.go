@@ -52,30 +52,22 @@ func (n *Node) repairPrimary(ctx context.Context, key []byte, meta store.Meta, e
 	if entry.Spec.Kind != scheme.Rep {
 		return nil, fmt.Errorf("server: key %q fails its checksum and scheme %s keeps no other copy", key, entry.Name())
 	}
-	targets, err := pieceTargets(n.ctl.Map(), key, entry.Spec)
+	data, err := n.fetchReplica(ctx, n.ctl.Map(), key, meta, entry)
+	if err != nil {
+		return nil, fmt.Errorf("server: key %q fails its checksum; %w", key, err)
+	}
+	s := n.inflight.shard(key)
+	s.mu.Lock()
+	if cur, ok := n.primary.Meta(key); ok && cur.Version == meta.Version {
+		err = n.primary.Put(key, data, meta)
+	}
+	s.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	ref := pieceRef{Key: key, Scheme: entry.ID, Version: meta.Version}
-	for _, t := range targets {
-		data, err := n.getPiece(ctx, t.node, ref)
-		if err != nil || checksum(data) != meta.Aux {
-			continue // missing, older, or corrupt too: try the next
-		}
-		s := n.inflight.shard(key)
-		s.mu.Lock()
-		if cur, ok := n.primary.Meta(key); ok && cur.Version == meta.Version {
-			err = n.primary.Put(key, data, meta)
-		}
-		s.mu.Unlock()
-		if err != nil {
-			return nil, err
-		}
-		n.health.repaired.Add(1)
-		n.log.Warn("corrupt record repaired from a replica", "key", string(key), "from", t.node.ID)
-		return data, nil
-	}
-	return nil, fmt.Errorf("server: key %q fails its checksum and no replica passes its own", key)
+	n.health.repaired.Add(1)
+	n.log.Warn("corrupt record repaired from a replica", "key", string(key))
+	return data, nil
 }
 
 // repairLater stores key's pieces again in the background, after a read
@@ -171,7 +163,7 @@ func (n *Node) scrubStore(ctx context.Context, st *store.Store, check func(conte
 // value's CRC32C (split records hold no bytes).
 func (n *Node) scrubPrimary(ctx context.Context, key, val []byte, meta store.Meta) {
 	entry, ok := n.ctl.Map().SchemeByID(meta.Scheme)
-	if !ok || entry.Spec.Kind == scheme.Split || checksum(val) == meta.Aux {
+	if !ok || entry.Spec.Kind == scheme.Split || isStub(meta) || checksum(val) == meta.Aux {
 		return
 	}
 	if _, err := n.repairPrimary(ctx, key, meta, entry); err != nil {

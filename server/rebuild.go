@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/store"
 )
 
@@ -144,6 +144,7 @@ func (h held) lacks(key []byte, t target, v uint64) bool {
 type rebuildItem struct {
 	key       []byte
 	remaining int
+	copied    bool // a rep key: rebuilt in bulk from its record (rebuildCopies)
 }
 
 // hasEntry says whether node holds a directory entry of key.
@@ -184,43 +185,138 @@ func (n *Node) rebuildPlan(m *cluster.Map, keys [][]byte, have held) []rebuildIt
 			}
 		}
 		if missing > 0 {
-			plan = append(plan, rebuildItem{key: key, remaining: entry.Spec.Tolerance() - missing})
+			copied := entry.Spec.Kind == scheme.Rep && !isStub(meta) // a stub's value is fetched by rebuildKey
+			plan = append(plan, rebuildItem{key: key, remaining: entry.Spec.Tolerance() - missing, copied: copied})
 		}
 	}
 	slices.SortStableFunc(plan, func(a, b rebuildItem) int { return a.remaining - b.remaining })
 	return plan
 }
 
-// runRebuild rebuilds the planned keys, rebuildWorkers at a time, in plan
-// order, paced by --rebuild-rate; it returns the bytes sent.
+// runRebuild rebuilds the planned keys in plan order, paced by
+// --rebuild-rate, and returns the bytes sent: rep keys in bulk batches
+// (rebuildCopies), the others rebuildWorkers at a time (rebuildKey).
 func (n *Node) runRebuild(ctx context.Context, plan []rebuildItem, need pieceFilter) (int64, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	start := time.Now()
-	var next, sent atomic.Int64
-	var wg sync.WaitGroup
-	for range min(rebuildWorkers, len(plan)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1) - 1; i < int64(len(plan)) && ctx.Err() == nil; i = next.Add(1) - 1 {
-				b, err := n.rebuildKey(ctx, plan[i].key, need)
-				var lost *lostError
-				if err != nil && !errors.As(err, &lost) { // a lost key is reported, not rebuilt
-					cancel(err)
-					return
-				}
-				n.rebuild.keysDone.Add(1)
-				n.rebuild.bytesDone.Add(int64(b))
-				n.pause(ctx, start, sent.Add(int64(b)), n.cfg.RebuildRate)
-			}
-		}()
+	var sent atomic.Int64
+	account := func(keys, bytes int) {
+		n.rebuild.keysDone.Add(int64(keys))
+		n.rebuild.bytesDone.Add(int64(bytes))
+		n.pause(ctx, start, sent.Add(int64(bytes)), n.cfg.RebuildRate)
 	}
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
+	copies, others := splitPlan(plan)
+	err := forEach(ctx, len(copies), copyWorkers, func(ctx context.Context, i int) error {
+		b, err := n.rebuildCopies(ctx, copies[i], need)
+		account(len(copies[i]), b)
+		return err
+	})
+	if err != nil {
 		return sent.Load(), err
 	}
-	return sent.Load(), nil
+	err = forEach(ctx, len(others), rebuildWorkers, func(ctx context.Context, i int) error {
+		b, err := n.rebuildKey(ctx, others[i].key, need)
+		var lost *lostError
+		if err != nil && !errors.As(err, &lost) { // a lost key is reported, not rebuilt
+			return err
+		}
+		account(1, b)
+		return nil
+	})
+	return sent.Load(), err
+}
+
+// copyBatch bounds one bulk batch of rep keys; copyWorkers batches are sent
+// at once.
+const (
+	copyBatchKeys  = 512
+	copyBatchBytes = 1 << 20
+	copyWorkers    = 4
+)
+
+// splitPlan cuts the rep keys of plan into bulk batches, in plan order, and
+// returns the other keys.
+func splitPlan(plan []rebuildItem) (copies [][]rebuildItem, others []rebuildItem) {
+	var batch []rebuildItem
+	for _, it := range plan {
+		if !it.copied {
+			others = append(others, it)
+			continue
+		}
+		batch = append(batch, it)
+		if len(batch) == copyBatchKeys {
+			copies, batch = append(copies, batch), nil
+		}
+	}
+	if len(batch) > 0 {
+		copies = append(copies, batch)
+	}
+	return copies, others
+}
+
+// rebuildCopies rebuilds the replicas of a batch of rep keys in bulk: each
+// record is read as it is, without waiting for writes, and every replica the
+// holders lack goes out in one PutPieces frame per node. That is safe
+// because a replica carries its version and a holder keeps the newest it
+// was sent: a write racing the batch sends its own, newer replica. What a
+// racing deletion or scheme move released before the batch's replica
+// arrived would outlive it, so once the batch is stored each key is looked
+// at again, and the batch's replica of a key whose record changed is
+// released (exactly that version). It returns the bytes sent.
+func (n *Node) rebuildCopies(ctx context.Context, items []rebuildItem, need pieceFilter) (int, error) {
+	total := 0
+	for len(items) > 0 {
+		b, rest, err := n.copyBatch(ctx, items, need)
+		total += b
+		if err != nil {
+			return total, err
+		}
+		items = rest
+	}
+	return total, nil
+}
+
+// copyBatch sends the replicas of items' keys up to copyBatchBytes, checks
+// them again once stored (rebuildCopies), and returns the bytes sent and
+// the items left.
+func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need pieceFilter) (int, []rebuildItem, error) {
+	m := n.ctl.Map()
+	var b pieceBatch
+	var sent []release
+	bytes := 0
+	for len(items) > 0 && bytes < copyBatchBytes {
+		key := items[0].key
+		items = items[1:]
+		val, meta, ok := n.primary.Get(key, nil)
+		entry, known := m.SchemeByID(meta.Scheme)
+		if !ok || !known || entry.Spec.Kind != scheme.Rep || isStub(meta) || checksum(val) != meta.Aux {
+			continue // gone, moved, or corrupt (reads and the scrub repair it)
+		}
+		op := &writeOp{key: key, value: val, expireAt: meta.ExpireAt, entry: entry}
+		targets, pieces, err := planPieces(m, op, meta.Version)
+		if err != nil {
+			return bytes, items, err
+		}
+		for i, t := range targets {
+			if need(key, t, meta.Version) {
+				b.put(targets[i:i+1], pieces[i:i+1], len(sent))
+				bytes += len(val)
+			}
+		}
+		sent = append(sent, release{key: key, scheme: meta.Scheme, version: meta.Version, exact: true})
+	}
+	for _, err := range n.sendBatch(ctx, &b, len(sent)) {
+		if err != nil {
+			return bytes, items, fmt.Errorf("server: rebuilding replicas: %w", err)
+		}
+	}
+	var stale []release
+	for _, r := range sent {
+		if cur, ok := n.primary.Meta(r.key); !ok || cur.Version != r.version || cur.Scheme != r.scheme {
+			stale = append(stale, r)
+		}
+	}
+	n.releaseAll(ctx, stale, true)
+	return bytes, items, nil
 }
 
 // keysInSlots lists the keys of this node's primary store in a slot range.

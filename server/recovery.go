@@ -102,6 +102,7 @@ type pieceEntry struct {
 	Kind     uint8 // pieceKindReplica, pieceKindShard or pieceKindDirectory
 	Index    uint8
 	ExpireAt int64
+	CRC      uint32 // the piece's CRC32C
 }
 
 // candidate is one readable version of a key found during recovery.
@@ -109,7 +110,7 @@ type candidate struct {
 	scheme   uint16
 	version  uint64
 	expireAt int64
-	holder   cluster.Node   // a node with a replica (rep)
+	crc      uint32         // a rep replica's CRC32C: the value's
 	shards   map[uint8]bool // shard indexes present (split)
 }
 
@@ -134,22 +135,25 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 		}
 	}
 	now := nowMs()
-	restored := 0
+	var keys []string
+	var picks []*candidate
 	for key, cands := range found {
 		best, lost := judge(m, key, cands, dir, now)
 		if lost != nil {
 			n.lost.add(*lost)
 			continue
 		}
-		if best == nil || (best.expireAt != 0 && best.expireAt <= now) {
-			continue
+		if best != nil && (best.expireAt == 0 || best.expireAt > now) {
+			keys, picks = append(keys, key), append(picks, best)
 		}
-		if err := n.restore(ctx, m, []byte(key), best); err != nil {
+	}
+	for i, key := range keys {
+		if err := n.writeStub([]byte(key), picks[i]); err != nil {
 			return err
 		}
-		restored++
 	}
-	n.log.Info("shard recovered", "shard", sh.ID, "keys", restored, "lost", n.lost.count())
+	go n.fillStubs(ctx, keys) // values follow, metadata first (stub.go)
+	n.log.Info("shard recovered", "shard", sh.ID, "keys", len(keys), "lost", n.lost.count())
 	return nil
 }
 
@@ -199,7 +203,7 @@ func addCandidate(found map[string][]*candidate, node cluster.Node, e pieceEntry
 			return
 		}
 	}
-	c := &candidate{scheme: e.Scheme, version: e.Version, expireAt: e.ExpireAt, holder: node, shards: map[uint8]bool{e.Index: true}}
+	c := &candidate{scheme: e.Scheme, version: e.Version, expireAt: e.ExpireAt, crc: e.CRC, shards: map[uint8]bool{e.Index: true}}
 	found[key] = append(found[key], c)
 }
 
@@ -217,38 +221,6 @@ func newestReadable(m *cluster.Map, cands []*candidate) *candidate {
 		}
 	}
 	return best
-}
-
-// restore writes key's primary record for the chosen version.
-func (n *Node) restore(ctx context.Context, m *cluster.Map, key []byte, c *candidate) error {
-	entry, _ := m.SchemeByID(c.scheme)
-	meta := store.Meta{Version: c.version, ExpireAt: c.expireAt, Scheme: c.scheme}
-	var value []byte
-	switch entry.Spec.Kind {
-	case scheme.Rep:
-		data, err := n.getPiece(ctx, c.holder, pieceRef{Key: key, Scheme: c.scheme, Version: c.version})
-		if err != nil {
-			return fmt.Errorf("server: recovering %q from %s: %w", key, c.holder.PeerAddr, err)
-		}
-		value, meta.Aux = data, checksum(data)
-	case scheme.Split:
-		v, err := n.gatherSplit(ctx, m, key, meta, entry, true)
-		if err != nil {
-			return fmt.Errorf("server: recovering %q: %w", key, err)
-		}
-		meta.Aux = uint32(len(v))
-	default:
-		return nil
-	}
-	n.clock.observe(c.version)
-	applied, err := n.primary.PutIfNewer(key, value, meta)
-	if err != nil {
-		return fmt.Errorf("server: recovering %q: %w", key, err)
-	}
-	if applied && entry.Spec.Kind == scheme.Split {
-		n.stats.splitBytes(c.scheme).Add(int64(meta.Aux))
-	}
-	return nil
 }
 
 // listShard lists every piece (and directory entry) the live nodes of sh's
@@ -319,7 +291,7 @@ type listResp struct {
 func (r listResp) encode(e enc) enc {
 	e = e.u64(r.Next).u32(uint32(len(r.Entries)))
 	for _, p := range r.Entries {
-		e = e.bytes(p.Key).u16(p.Scheme).u64(p.Version).u8(p.Kind).u8(p.Index).i64(p.ExpireAt)
+		e = e.bytes(p.Key).u16(p.Scheme).u64(p.Version).u8(p.Kind).u8(p.Index).i64(p.ExpireAt).u32(p.CRC)
 	}
 	return e
 }
@@ -336,7 +308,7 @@ func decodeListResp(b []byte) (listResp, error) {
 		if p.Kind > pieceKindDirectory {
 			return r, errMalformed
 		}
-		p.Index, p.ExpireAt = d.u8(), d.i64()
+		p.Index, p.ExpireAt, p.CRC = d.u8(), d.i64(), d.u32()
 		r.Entries = append(r.Entries, p)
 	}
 	return r, d.done()
@@ -365,7 +337,7 @@ func (n *Node) onListPieces(b []byte) ([]byte, error) {
 			ref.Scheme = uint16(meta.Aux) // one entry per key, its scheme in the metadata
 		}
 		out.Entries = append(out.Entries, pieceEntry{Key: append([]byte(nil), ref.Key...), Scheme: ref.Scheme,
-			Version: meta.Version, Kind: kind, Index: meta.Flags, ExpireAt: meta.ExpireAt})
+			Version: meta.Version, Kind: kind, Index: meta.Flags, ExpireAt: meta.ExpireAt, CRC: meta.Aux})
 		return true
 	})
 	return out.encode(nil), nil
