@@ -130,6 +130,35 @@ func TestDirectoryCodec(t *testing.T) {
 	}
 }
 
+func TestGetPiecesCodec(t *testing.T) {
+	refs := []pieceRef{
+		{Key: []byte("a"), Scheme: 2, Version: 9, Versioned: true, HasIndex: true, Index: 3},
+		{Key: []byte("bb"), Scheme: 4, Version: 1},
+	}
+	b := encodeGetPieces(refs)
+	got, err := decodeGetPieces(b)
+	if err != nil || !reflect.DeepEqual(got, refs) {
+		t.Fatalf("GetPieces request round trip: %+v, %v", got, err)
+	}
+	for i := range b {
+		if _, err := decodeGetPieces(b[:i]); err == nil {
+			t.Fatalf("a GetPieces request cut at byte %d decoded", i)
+		}
+	}
+	slots := []pieceSlot{{Status: pieceFound, Data: []byte("shard")}, {Status: pieceMissing, Data: []byte{}}, {Status: pieceCorrupt, Data: []byte{}}}
+	rb := encodeGetPiecesResp(slots)
+	back, err := decodeGetPiecesResp(rb, 3)
+	if err != nil || !reflect.DeepEqual(back, slots) {
+		t.Fatalf("GetPieces reply round trip: %+v, %v", back, err)
+	}
+	if _, err := decodeGetPiecesResp(rb, 2); err == nil {
+		t.Fatal("a reply with too many slots was accepted")
+	}
+	if _, err := decodeGetPiecesResp(encodeGetPiecesResp([]pieceSlot{{Status: 7}}), 1); err == nil {
+		t.Fatal("a slot of unknown status was accepted")
+	}
+}
+
 // FuzzPeerPayloads: no decoder panics on arbitrary bytes, and whatever
 // decodes re-encodes to the same bytes.
 func FuzzPeerPayloads(f *testing.F) {
@@ -153,6 +182,9 @@ func FuzzPeerPayloads(f *testing.F) {
 		}
 		if r, err := decodeListResp(b); err == nil && !bytes.Equal(r.encode(nil), b) {
 			t.Fatal("ListPieces reply does not re-encode")
+		}
+		if r, err := decodeGetPieces(b); err == nil && !bytes.Equal(encodeGetPieces(r), b) {
+			t.Fatal("GetPieces does not re-encode")
 		}
 		if d, err := decodeDirectory(b); err == nil && !bytes.Equal(encodeDirectory(d), b) {
 			t.Fatal("Directory does not re-encode")

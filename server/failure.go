@@ -87,12 +87,33 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 			wait = min(wait, retryInterval)
 		}
 		n.detectFailures(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// jobLoop starts the shard jobs (recoveries, rebuilds) the map hands this
+// node as soon as a new map arrives, and retries failed ones every
+// HeartbeatInterval.
+func (n *Node) jobLoop(ctx context.Context) {
+	maps, cancel := n.ctl.Subscribe()
+	defer cancel()
+	tick := time.NewTicker(n.cfg.HeartbeatInterval)
+	defer tick.Stop()
+	for {
 		n.startRecoveries(ctx)
 		n.startRebuilds(ctx)
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(wait):
+		case _, ok := <-maps:
+			if !ok {
+				return
+			}
+		case <-tick.C:
 		}
 	}
 }

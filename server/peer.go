@@ -122,6 +122,8 @@ func (n *Node) peerHandler(typ uint8) func([]byte) ([]byte, error) {
 		return n.onDirectory
 	case msgRepair:
 		return n.onRepair
+	case msgGetPieces:
+		return n.onGetPieces
 	}
 	return func([]byte) ([]byte, error) { return nil, fmt.Errorf("server: unknown peer message type %d", typ) }
 }
@@ -149,6 +151,27 @@ func (n *Node) onGetPiece(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	return n.loadPiece(r)
+}
+
+// onGetPieces reads many pieces; each slot says found, missing or corrupt.
+func (n *Node) onGetPieces(b []byte) ([]byte, error) {
+	refs, err := decodeGetPieces(b)
+	if err != nil {
+		return nil, err
+	}
+	slots := make([]pieceSlot, len(refs))
+	for i, r := range refs {
+		data, err := n.loadPiece(r)
+		switch {
+		case err == nil:
+			slots[i].Data = data
+		case errors.Is(err, errPieceCorrupt):
+			slots[i].Status = pieceCorrupt
+		default:
+			slots[i].Status = pieceMissing
+		}
+	}
+	return encodeGetPiecesResp(slots), nil
 }
 
 func (n *Node) onDelPiece(b []byte) ([]byte, error) {

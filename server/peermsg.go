@@ -19,6 +19,7 @@ const (
 	msgListPieces                  // one page of the pieces held for a slot range (recovery.go)
 	msgDirectory                   // key directory entries for a node to keep (directory.go)
 	msgRepair                      // a holder found a corrupt piece of a key: store its pieces again (integrity.go)
+	msgGetPieces                   // read many pieces at once (bulk split rebuild, rebuild.go)
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -139,10 +140,77 @@ func boolByte(b bool) uint8 {
 
 func decodePieceRef(b []byte) (pieceRef, error) {
 	d := dec{b: b}
+	r := readPieceRef(&d)
+	return r, d.done()
+}
+
+// readPieceRef reads one ref; refs are self-delimiting, so a GetPieces
+// request is a count and the refs back to back.
+func readPieceRef(d *dec) pieceRef {
 	r := pieceRef{Key: d.bytes(), Scheme: d.u16(), Version: d.u64()}
 	r.Versioned, r.Exact = d.flag(), d.flag()
 	r.HasIndex, r.Index = d.flag(), d.u8()
-	return r, d.done()
+	return r
+}
+
+// encodeGetPieces is a GetPieces request: a count and the refs.
+func encodeGetPieces(refs []pieceRef) []byte {
+	e := enc(nil).u32(uint32(len(refs)))
+	for _, r := range refs {
+		e = r.encode(e)
+	}
+	return e
+}
+
+func decodeGetPieces(b []byte) ([]pieceRef, error) {
+	d := dec{b: b}
+	count := int(d.u32())
+	if count > len(b) {
+		return nil, errMalformed
+	}
+	out := make([]pieceRef, 0, min(count, 1024))
+	for i := 0; i < count && d.err == nil; i++ {
+		out = append(out, readPieceRef(&d))
+	}
+	return out, d.done()
+}
+
+// A GetPieces reply has one slot per ref: a status, then the piece's bytes
+// (empty unless found).
+const (
+	pieceFound   uint8 = 0
+	pieceMissing uint8 = 1 // gone, another version or another index
+	pieceCorrupt uint8 = 2 // fails its checksum
+)
+
+// pieceSlot is one slot of a GetPieces reply.
+type pieceSlot struct {
+	Status uint8
+	Data   []byte
+}
+
+func encodeGetPiecesResp(slots []pieceSlot) []byte {
+	e := enc(nil).u32(uint32(len(slots)))
+	for _, s := range slots {
+		e = e.u8(s.Status).bytes(s.Data)
+	}
+	return e
+}
+
+// decodeGetPiecesResp reads a reply that must have want slots.
+func decodeGetPiecesResp(b []byte, want int) ([]pieceSlot, error) {
+	d := dec{b: b}
+	if count := int(d.u32()); count != want || count > len(b) {
+		return nil, errMalformed
+	}
+	out := make([]pieceSlot, want)
+	for i := range out {
+		out[i] = pieceSlot{Status: d.u8(), Data: d.bytes()}
+		if out[i].Status > pieceCorrupt {
+			return nil, errMalformed
+		}
+	}
+	return out, d.done()
 }
 
 // forwardReq carries a client command to the key's coordinator; the reply

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -106,7 +107,7 @@ func (n *Node) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	n.rebuild.started.CompareAndSwap(0, time.Now().UnixNano())
 	n.rebuild.keysTotal.Add(int64(len(plan)))
 	start := time.Now()
-	sent, err := n.runRebuild(ctx, plan, have.lacks)
+	sent, err := n.runRebuild(ctx, plan, have)
 	if err != nil {
 		return err
 	}
@@ -144,8 +145,17 @@ func (h held) lacks(key []byte, t target, v uint64) bool {
 type rebuildItem struct {
 	key       []byte
 	remaining int
-	copied    bool // a rep key: rebuilt in bulk from its record (rebuildCopies)
+	bulk      bulkKind
 }
+
+// bulkKind is how a key is rebuilt.
+type bulkKind uint8
+
+const (
+	perKey     bulkKind = iota // rebuildKey: a read-modify-write of its own
+	bulkCopy                   // a rep key: copied in bulk (rebuildCopies)
+	bulkDecode                 // a split key: decoded in bulk (rebuildDecodes)
+)
 
 // hasEntry says whether node holds a directory entry of key.
 func (h held) hasEntry(key []byte, node cluster.NodeID) bool {
@@ -185,18 +195,33 @@ func (n *Node) rebuildPlan(m *cluster.Map, keys [][]byte, have held) []rebuildIt
 			}
 		}
 		if missing > 0 {
-			copied := entry.Spec.Kind == scheme.Rep && !isStub(meta) // a stub's value is fetched by rebuildKey
-			plan = append(plan, rebuildItem{key: key, remaining: entry.Spec.Tolerance() - missing, copied: copied})
+			plan = append(plan, rebuildItem{key: key, remaining: entry.Spec.Tolerance() - missing, bulk: bulkFor(entry, meta)})
 		}
 	}
 	slices.SortStableFunc(plan, func(a, b rebuildItem) int { return a.remaining - b.remaining })
 	return plan
 }
 
+// bulkFor says how a key with this record is rebuilt: a stub's value is
+// fetched by rebuildKey, through readCommitted.
+func bulkFor(entry cluster.SchemeEntry, meta store.Meta) bulkKind {
+	switch {
+	case isStub(meta):
+		return perKey
+	case entry.Spec.Kind == scheme.Rep:
+		return bulkCopy
+	case entry.Spec.Kind == scheme.Split:
+		return bulkDecode
+	}
+	return perKey
+}
+
 // runRebuild rebuilds the planned keys in plan order, paced by
-// --rebuild-rate, and returns the bytes sent: rep keys in bulk batches
-// (rebuildCopies), the others rebuildWorkers at a time (rebuildKey).
-func (n *Node) runRebuild(ctx context.Context, plan []rebuildItem, need pieceFilter) (int64, error) {
+// --rebuild-rate, and returns the bytes sent: rep and split keys in bulk
+// batches (rebuildCopies, rebuildDecodes), the others rebuildWorkers at a
+// time (rebuildKey).
+func (n *Node) runRebuild(ctx context.Context, plan []rebuildItem, have held) (int64, error) {
+	need := have.lacks
 	start := time.Now()
 	var sent atomic.Int64
 	account := func(keys, bytes int) {
@@ -204,7 +229,7 @@ func (n *Node) runRebuild(ctx context.Context, plan []rebuildItem, need pieceFil
 		n.rebuild.bytesDone.Add(int64(bytes))
 		n.pause(ctx, start, sent.Add(int64(bytes)), n.cfg.RebuildRate)
 	}
-	copies, others := splitPlan(plan)
+	copies, decodes, others := splitPlan(plan)
 	err := forEach(ctx, len(copies), copyWorkers, func(ctx context.Context, i int) error {
 		b, err := n.rebuildCopies(ctx, copies[i], need)
 		account(len(copies[i]), b)
@@ -213,6 +238,20 @@ func (n *Node) runRebuild(ctx context.Context, plan []rebuildItem, need pieceFil
 	if err != nil {
 		return sent.Load(), err
 	}
+	var fallback []rebuildItem // split keys the bulk path could not decode
+	var mu sync.Mutex
+	err = forEach(ctx, len(decodes), copyWorkers, func(ctx context.Context, i int) error {
+		b, left, err := n.rebuildDecodes(ctx, decodes[i], have)
+		account(len(decodes[i])-len(left), b)
+		mu.Lock()
+		fallback = append(fallback, left...)
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
+		return sent.Load(), err
+	}
+	others = append(others, fallback...)
 	err = forEach(ctx, len(others), rebuildWorkers, func(ctx context.Context, i int) error {
 		b, err := n.rebuildKey(ctx, others[i].key, need)
 		var lost *lostError
@@ -233,24 +272,34 @@ const (
 	copyWorkers    = 4
 )
 
-// splitPlan cuts the rep keys of plan into bulk batches, in plan order, and
-// returns the other keys.
-func splitPlan(plan []rebuildItem) (copies [][]rebuildItem, others []rebuildItem) {
-	var batch []rebuildItem
+// splitPlan cuts the bulk keys of plan into batches of copyBatchKeys, in
+// plan order, and returns the per-key ones.
+func splitPlan(plan []rebuildItem) (copies, decodes [][]rebuildItem, others []rebuildItem) {
+	var batch [3][]rebuildItem
+	flush := func(kind bulkKind) {
+		if len(batch[kind]) == 0 {
+			return
+		}
+		if kind == bulkCopy {
+			copies = append(copies, batch[kind])
+		} else {
+			decodes = append(decodes, batch[kind])
+		}
+		batch[kind] = nil
+	}
 	for _, it := range plan {
-		if !it.copied {
+		if it.bulk == perKey {
 			others = append(others, it)
 			continue
 		}
-		batch = append(batch, it)
-		if len(batch) == copyBatchKeys {
-			copies, batch = append(copies, batch), nil
+		batch[it.bulk] = append(batch[it.bulk], it)
+		if len(batch[it.bulk]) == copyBatchKeys {
+			flush(it.bulk)
 		}
 	}
-	if len(batch) > 0 {
-		copies = append(copies, batch)
-	}
-	return copies, others
+	flush(bulkCopy)
+	flush(bulkDecode)
+	return copies, decodes, others
 }
 
 // rebuildCopies rebuilds the replicas of a batch of rep keys in bulk: each
@@ -309,6 +358,14 @@ func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need pieceFil
 			return bytes, items, fmt.Errorf("server: rebuilding replicas: %w", err)
 		}
 	}
+	n.releaseChanged(ctx, sent)
+	return bytes, items, nil
+}
+
+// releaseChanged releases, after a bulk batch was stored, the pieces it
+// sent of keys whose committed record changed meanwhile (a deletion or a
+// move may have released that version before the batch's pieces arrived).
+func (n *Node) releaseChanged(ctx context.Context, sent []release) {
 	var stale []release
 	for _, r := range sent {
 		if cur, ok := n.primary.Meta(r.key); !ok || cur.Version != r.version || cur.Scheme != r.scheme {
@@ -316,7 +373,6 @@ func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need pieceFil
 		}
 	}
 	n.releaseAll(ctx, stale, true)
-	return bytes, items, nil
 }
 
 // keysInSlots lists the keys of this node's primary store in a slot range.
