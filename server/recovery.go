@@ -224,19 +224,27 @@ func newestReadable(m *cluster.Map, cands []*candidate) *candidate {
 }
 
 // listShard lists every piece (and directory entry) the live nodes of sh's
-// placement hold for its slots, calling fn for each.
+// placement hold for its slots, asking them all at once, and calls fn for
+// each, in placement order.
 func (n *Node) listShard(ctx context.Context, m *cluster.Map, sh cluster.Shard, fn func(cluster.Node, pieceEntry)) error {
+	var nodes []cluster.Node
 	for _, id := range sh.Placement {
-		node, ok := m.Node(id)
-		if !ok || node.State == cluster.Failed {
-			continue
+		if node, ok := m.Node(id); ok && node.State != cluster.Failed {
+			nodes = append(nodes, node)
 		}
-		entries, err := n.listPieces(ctx, node, sh.First, sh.Last)
-		if err != nil {
-			return err
-		}
+	}
+	lists := make([][]pieceEntry, len(nodes))
+	err := forEach(ctx, len(nodes), len(nodes), func(ctx context.Context, i int) error {
+		var err error
+		lists[i], err = n.listPieces(ctx, nodes[i], sh.First, sh.Last)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for i, entries := range lists {
 		for _, e := range entries {
-			fn(node, e)
+			fn(nodes[i], e)
 		}
 	}
 	return nil
@@ -315,7 +323,7 @@ func decodeListResp(b []byte) (listResp, error) {
 }
 
 // listPageSize is how many pieces one ListPieces reply visits.
-const listPageSize = 4096
+const listPageSize = 16384
 
 // onListPieces serves one page of the pieces this node holds whose keys
 // fall in a slot range.
