@@ -86,11 +86,26 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 		if !n.heartbeat(ctx) && !n.lease.fenced.Load() {
 			wait = min(wait, retryInterval)
 		}
-		n.detectFailures(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(wait):
+		}
+	}
+}
+
+// detectLoop runs the failure detector (a no-op except on the leader)
+// twenty times per failure timeout, so a node is marked failed at most 5%
+// of the timeout after its silence reaches it.
+func (n *Node) detectLoop(ctx context.Context) {
+	tick := time.NewTicker(max(n.cfg.FailureTimeout/20, time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			n.detectFailures(ctx)
 		}
 	}
 }

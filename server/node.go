@@ -120,6 +120,7 @@ func (n *Node) start() error {
 	n.background(ctx, n.memUsed.refresh(n))
 	n.background(ctx, n.heartbeatLoop)
 	n.background(ctx, n.jobLoop)
+	n.background(ctx, n.detectLoop)
 	n.background(ctx, n.directoryLoop)
 	n.background(ctx, n.scrubLoop)
 	if n.cfg.Join != "" {
