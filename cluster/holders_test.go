@@ -138,3 +138,43 @@ func TestRejoinTakesBackPlacesOrBecomesASpare(t *testing.T) {
 		t.Fatalf("round trip: %v %v", c, err)
 	}
 }
+
+func TestPhasesFollowMemECsFailureStates(t *testing.T) {
+	m := formed(t, 4, 1)
+	victim, spare := m.Shards[0].Placement[0], m.Nodes[4].ID
+	for _, n := range m.Nodes {
+		if p := m.Phase(n.ID); p != "normal" {
+			t.Fatalf("node %s is %s in a healthy cluster", n.ID, p)
+		}
+	}
+	m = mustApply(t, m, MarkFailed{ID: victim})
+	if got := m.Phase(victim); got != "failed" {
+		t.Fatalf("the failed node is %s", got)
+	}
+	if got := m.Phase(spare); got != "intermediate" {
+		t.Fatalf("the spare recovering the failed coordinator's shard is %s, want intermediate", got)
+	}
+	m = mustApply(t, m, ShardRecovered{Shard: 0, By: spare})
+	if got := m.Phase(spare); got != "degraded" {
+		t.Fatalf("the spare serving a shard with pieces to rebuild is %s, want degraded", got)
+	}
+	other := m.Shards[1]
+	c, _ := m.Coordinator(other.First)
+	if got := m.Phase(c.ID); got != "degraded" {
+		t.Fatalf("coordinator of a shard that lost a redundancy position is %s, want degraded", got)
+	}
+	m = mustApply(t, m, RebuildDone{Shard: 0, By: spare, Positions: m.Shards[0].Rebuild})
+	if got := m.Phase(spare); got != "coordinated-normal" {
+		t.Fatalf("the spare whose own shard is rebuilt, still filling others' positions, is %s", got)
+	}
+	for _, sh := range m.Shards {
+		coord, _ := m.Coordinator(sh.First)
+		m = mustApply(t, m, RebuildDone{Shard: sh.ID, By: coord.ID, Positions: sh.Rebuild})
+	}
+	if got := m.Phase(spare); got != "normal" {
+		t.Fatalf("after every rebuild the spare is %s", got)
+	}
+	if got := m.Phase(testNode(77).ID); got != "unknown" {
+		t.Fatalf("an unknown node is %s", got)
+	}
+}

@@ -170,6 +170,7 @@ func (n *Node) infoMemgest(ctx context.Context) resp.InfoSection {
 		{"nodes", strconv.Itoa(len(m.Nodes))},
 		{"raft_leader", strconv.FormatBool(n.ctl.IsLeader())},
 		{"node_state", n.selfState(m)},
+		{"node_phase", m.Phase(n.id)},
 		{"serving", strconv.FormatBool(n.serving())},
 		{"shards_recovering", strconv.Itoa(m.RecoveringShards())},
 		{"shards_rebuilding", strconv.Itoa(m.RebuildingShards())},

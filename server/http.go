@@ -77,6 +77,7 @@ type StatusNode struct {
 	ID         string `json:"id"`
 	ClientAddr string `json:"client_addr"`
 	State      string `json:"state"`
+	Phase      string `json:"phase"` // MemEC §5.2: cluster.Map.Phase
 	Voter      bool   `json:"voter"`
 	Slots      int    `json:"slots"`
 	Keys       int64  `json:"keys"`
@@ -117,7 +118,8 @@ func (n *Node) status(ctx context.Context) Status {
 		st.Rebuild = st.Rebuild.add(s.Rebuild)
 	}
 	for _, node := range m.Nodes {
-		line := StatusNode{ID: string(node.ID), ClientAddr: node.ClientAddr, State: node.State.String(), Voter: node.Voter}
+		line := StatusNode{ID: string(node.ID), ClientAddr: node.ClientAddr, State: node.State.String(),
+			Phase: m.Phase(node.ID), Voter: node.Voter}
 		for _, sh := range m.Shards {
 			if c, ok := m.Coordinator(sh.First); ok && c.ID == node.ID {
 				line.Slots += sh.Last - sh.First + 1

@@ -41,7 +41,7 @@ func (c *testCluster) flip(i int, key string) int64 {
 // another copy afterwards: without the repair, too few good copies would
 // be left and the read would fail.
 func TestCorruptCopiesAreRepaired(t *testing.T) {
-	c := startCluster(t, 4, clusterOptions{extra: []string{"--enable-debug-command", "--scrub-rate", "0"}})
+	c := startCluster(t, 6, clusterOptions{extra: []string{"--enable-debug-command", "--scrub-rate", "0"}})
 	ctx := ctxT(t)
 	rdb := c.clusterClient()
 
@@ -93,13 +93,13 @@ func TestCorruptCopiesAreRepaired(t *testing.T) {
 // TestScrubRepairsACorruptReplica corrupts a replica that no read ever
 // touches; the scrub finds it and the coordinator stores it again.
 func TestScrubRepairsACorruptReplica(t *testing.T) {
-	c := startCluster(t, 4, clusterOptions{extra: []string{"--enable-debug-command", "--scrub-rate", "1048576"}})
+	c := startCluster(t, 6, clusterOptions{extra: []string{"--enable-debug-command", "--scrub-rate", "1048576"}})
 	ctx := ctxT(t)
 	rdb := c.clusterClient()
 	rk := c.keyOn(t, rdb, 0, "scrub:")
 	must(t, rdb.Do(ctx, "SET", rk, "scrubbed value", "SCHEME", "rep:2").Err())
 	replica := -1
-	for i := 1; i < 4 && replica < 0; i++ {
+	for i := 1; i < len(c.nodes) && replica < 0; i++ {
 		if c.flip(i, rk) == 1 {
 			replica = i
 		}

@@ -435,6 +435,15 @@ func TestSpareReplacesFailedNode(t *testing.T) {
 	if r := st.Rebuild; st.ShardsRebuilding != 0 || r.KeysTotal == 0 || r.KeysDone != r.KeysTotal {
 		t.Fatalf("status after the rebuild: %d shards rebuilding, keys %d of %d", st.ShardsRebuilding, r.KeysDone, r.KeysTotal)
 	}
+	for _, n := range st.Nodes { // MemEC's states: back to normal, the dead node failed
+		want := "normal"
+		if n.ClientAddr == c.nodes[victim].addr() {
+			want = "failed"
+		}
+		if n.Phase != want {
+			t.Fatalf("status after the rebuild: node %s phase %q, want %q", n.ClientAddr, n.Phase, want)
+		}
+	}
 	for sch, formula := range map[string]float64{"rep:3": 3, "split:2+1": 1.5} {
 		info, err := cl.Do(ctx, "SCHEME.INFO", sch).Slice()
 		must(t, err)

@@ -169,6 +169,7 @@ type status struct {
 	Epoch uint64 `json:"epoch"`
 	Nodes []struct {
 		ID, State  string
+		Phase      string `json:"phase"`
 		ClientAddr string `json:"client_addr"`
 		Serving    bool   `json:"serving"`
 		Voter      bool   `json:"voter"`

@@ -41,9 +41,9 @@ func statusCmd() *cobra.Command {
 func printStatus(st server.Status) {
 	fmt.Printf("cluster %s  epoch %d  raft leader %s\n\n", st.State, st.Epoch, st.Leader)
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NODE\tADDRESS\tSTATE\tSERVING\tVOTER\tSLOTS\tKEYS\tBYTES\t")
+	fmt.Fprintln(w, "NODE\tADDRESS\tSTATE\tPHASE\tSERVING\tVOTER\tSLOTS\tKEYS\tBYTES\t")
 	for _, n := range st.Nodes {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%v\t%d\t%d\t%d\t%s\n", n.ID[:12], n.ClientAddr, n.State, n.Serving, n.Voter, n.Slots, n.Keys, n.Bytes, n.Error)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\t%v\t%d\t%d\t%d\t%s\n", n.ID[:12], n.ClientAddr, n.State, n.Phase, n.Serving, n.Voter, n.Slots, n.Keys, n.Bytes, n.Error)
 	}
 	w.Flush()
 	fmt.Println()
