@@ -19,8 +19,10 @@ import (
 // failed node (Shard.Rebuild). Once the shard is recovered, its coordinator
 // restores the redundancy of every key it coordinates there: it lists what
 // the live holders have, then re-creates what they lack, the keys with the
-// least redundancy left first, several keys at once, paced by
-// --rebuild-rate. Because the listing comes first, a rebuild that starts
+// least redundancy left first, paced by --rebuild-rate: rep replicas copied
+// in bulk frames (rebuildCopies), split keys decoded in bulk batches
+// (rebuildDecodes, rebuild_split.go), the rest one read-modify-write per
+// key (rebuildKey). Because the listing comes first, a rebuild that starts
 // again (after an error, or on the node that took the shard over when the
 // rebuilding coordinator failed) skips the keys already done. When the
 // shard is done the coordinator proposes RebuildDone.
