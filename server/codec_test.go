@@ -98,7 +98,7 @@ func TestListPiecesCodecAndPieceKeys(t *testing.T) {
 	if _, _, ok := parsePieceKey([]byte{0, 1, 1, 0}); ok {
 		t.Fatal("a versioned piece key too short for its version parsed")
 	}
-	if back, kind, ok := parsePieceKey(dirKey([]byte("dk"))); !ok || kind != pieceKindDirectory || string(back.Key) != "dk" {
+	if back, kind, ok := parsePieceKey(dirKey(nil, []byte("dk"))); !ok || kind != pieceKindDirectory || string(back.Key) != "dk" {
 		t.Fatalf("directory key parsed as %+v kind %d, %v", back, kind, ok)
 	}
 	if _, _, ok := parsePieceKey([]byte{0, 1, 3, 'k'}); ok {

@@ -95,7 +95,7 @@ func DefaultConfig() Config {
 		HeartbeatInterval: 200 * time.Millisecond,
 		FailureTimeout:    1500 * time.Millisecond,
 		RebuildRate:       256 << 20,
-		ScrubRate:         16 << 20,
+		ScrubRate:         4 << 20,
 	}
 }
 

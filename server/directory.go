@@ -15,15 +15,16 @@ import (
 // scheme, the version at which it was created or changed scheme or expiry,
 // and that expiry) on two more nodes: the last up nodes of the shard's
 // placement, which for every scheme narrower than the placement hold none
-// of the key's pieces. A rebuild sends every key's entry again, so the
-// directory heals with the pieces. Recovery lists these entries with the pieces
-// (ListPieces); a key with an entry newer than every readable version is
-// reported lost, `none` keys of a dead coordinator included.
+// of the key's pieces. A rebuild sends an entry again where a directory
+// node lacks it, so the directory heals with the pieces. Recovery lists the
+// entries with the pieces (ListPieces); a key with an entry newer than
+// every readable version is reported lost, `none` keys of a dead
+// coordinator included.
 //
-// Entries are sent after the commit, in the background, batched a few
-// milliseconds per node: they cost a `none` write no round trip. The price
-// is a window: a key created (or deleted) within that window before its
-// coordinator dies may go unreported (or be reported lost though deleted).
+// Entries are sent after the commit, in the background, batched 20 ms per
+// node: they cost a `none` write no round trip. The price is a window: a
+// key created (or deleted) within that window before its coordinator dies
+// may go unreported (or be reported lost though deleted).
 // Plain overwrites send nothing: they change neither the key's existence
 // nor its scheme.
 
@@ -73,8 +74,9 @@ const dirSchemeID = 0xFFFF
 // dirKey is where a node keeps a key's directory entry among its pieces:
 // scheme field 0 and kind byte 2, so a key has one entry whatever its
 // scheme (kept in the entry's metadata), apart from its replica and shards.
-func dirKey(key []byte) []byte {
-	return append(enc(make([]byte, 0, 3+len(key))).u16(0).u8(pieceKindDirectory), key...)
+// It is appended to buf[:0].
+func dirKey(buf, key []byte) []byte {
+	return append(enc(buf[:0]).u16(0).u8(pieceKindDirectory), key...)
 }
 
 // onDirectory applies directory changes sent by coordinators. An entry
@@ -84,8 +86,9 @@ func (n *Node) onDirectory(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	var k []byte
 	for _, x := range entries {
-		k := dirKey(x.Key)
+		k = dirKey(k, x.Key)
 		if x.Deleted {
 			n.pieces.DeleteIf(k, func(m store.Meta) bool { return m.Version < x.Version })
 			continue
@@ -139,7 +142,7 @@ func dirChange(op *writeOp, v uint64, prev store.Meta, had, wasLost bool) (dirEn
 
 // dirWindow is how long the directory sender gathers entries before it
 // sends them.
-const dirWindow = 2 * time.Millisecond
+const dirWindow = 20 * time.Millisecond
 
 // directorySender batches directory entries and sends them in the
 // background.
@@ -154,7 +157,10 @@ type directorySender struct {
 func (n *Node) enqueueDirectory(entries ...dirEntry) {
 	d := &n.directory
 	d.mu.Lock()
-	d.queue = append(d.queue, entries...)
+	for _, x := range entries {
+		x.Key = append([]byte(nil), x.Key...) // it outlives the request that named it
+		d.queue = append(d.queue, x)
+	}
 	d.mu.Unlock()
 	select {
 	case d.wake <- struct{}{}:
@@ -187,23 +193,30 @@ func (n *Node) sendDirectory(batch []dirEntry) {
 	m := n.ctl.Map()
 	byNode := map[cluster.NodeID][]dirEntry{}
 	nodes := map[cluster.NodeID]cluster.Node{}
+	byShard := map[int][]cluster.Node{} // every key of a shard has the same directory nodes
 	for _, x := range batch {
-		for _, node := range directoryNodes(m, x.Key) {
+		sh := m.ShardOf(cluster.Slot(x.Key))
+		if sh == nil {
+			continue
+		}
+		dns, ok := byShard[sh.ID]
+		if !ok {
+			dns = directoryNodes(m, x.Key)
+			byShard[sh.ID] = dns
+		}
+		for _, node := range dns {
 			byNode[node.ID] = append(byNode[node.ID], x)
 			nodes[node.ID] = node
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.PeerTimeout)
-	defer cancel()
-	var wg sync.WaitGroup
+	reqs := make([]peerReq, 0, len(byNode))
 	for id, entries := range byNode {
-		wg.Add(1)
-		go func(node cluster.Node, entries []dirEntry) {
-			defer wg.Done()
-			if _, err := n.call(ctx, node, msgDirectory, encodeDirectory(entries)); err != nil {
-				n.log.Debug("directory entries not sent", "node", node.ID, "entries", len(entries), "err", err)
-			}
-		}(nodes[id], entries)
+		reqs = append(reqs, peerReq{node: nodes[id], typ: msgDirectory, payload: encodeDirectory(entries)})
 	}
-	wg.Wait()
+	_, errs := n.callEach(context.Background(), reqs)
+	for i, err := range errs {
+		if err != nil {
+			n.log.Debug("directory entries not sent", "node", reqs[i].node.ID, "err", err)
+		}
+	}
 }
