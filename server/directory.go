@@ -106,15 +106,11 @@ func (n *Node) onDirectory(b []byte) ([]byte, error) {
 // together.
 const dirCopies = 2
 
-// directoryNodes are the nodes that keep key's directory entry in m: the
-// last dirCopies up nodes of its shard's placement other than the
+// directoryNodes are the nodes that keep the directory entries of sh's keys
+// in m: the last dirCopies up nodes of its placement other than the
 // coordinator (for every scheme narrower than the placement, nodes that hold
 // none of the key's pieces).
-func directoryNodes(m *cluster.Map, key []byte) []cluster.Node {
-	sh := m.ShardOf(cluster.Slot(key))
-	if sh == nil {
-		return nil
-	}
+func directoryNodes(m *cluster.Map, sh *cluster.Shard) []cluster.Node {
 	coord, _ := m.Coordinator(sh.First)
 	var out []cluster.Node
 	for p := len(sh.Placement) - 1; p >= 0 && len(out) < dirCopies; p-- {
@@ -201,7 +197,7 @@ func (n *Node) sendDirectory(batch []dirEntry) {
 		}
 		dns, ok := byShard[sh.ID]
 		if !ok {
-			dns = directoryNodes(m, x.Key)
+			dns = directoryNodes(m, sh)
 			byShard[sh.ID] = dns
 		}
 		for _, node := range dns {

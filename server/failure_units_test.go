@@ -135,7 +135,8 @@ func TestLivePiecesSkipFailedPositions(t *testing.T) {
 }
 
 func TestHeldLacks(t *testing.T) {
-	h := held{"k": {{node: "a", index: 1, version: 5}}}
+	h := held{pieces: map[string][]heldPiece{"k": {{node: "a", index: 1, version: 5}}},
+		listed: map[cluster.NodeID]bool{"a": true, "b": true}}
 	node := func(id string) cluster.Node { return cluster.Node{ID: cluster.NodeID(id)} }
 	if h.lacks([]byte("k"), target{index: 1, node: node("a")}, 5) {
 		t.Error("a held piece counted as lacking")
@@ -147,5 +148,8 @@ func TestHeldLacks(t *testing.T) {
 		if !h.lacks([]byte("k"), c.t, c.v) {
 			t.Errorf("%+v at version %d: a piece of another version, index or node counted as held", c.t, c.v)
 		}
+	}
+	if h.lacks([]byte("k"), target{index: 1, node: node("c")}, 5) {
+		t.Error("a node that was not listed (it kept its position) counted as lacking")
 	}
 }

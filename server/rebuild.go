@@ -94,13 +94,20 @@ const rebuildWorkers = 16
 // took the shard over after this one failed, resumes: keys whose pieces are
 // all in place are skipped. Keys with the least redundancy left go first.
 func (n *Node) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.Shard) error {
-	have := held{}
-	err := n.listShard(ctx, m, sh, func(node cluster.Node, e pieceEntry) {
+	if !piecesMayBeMissing(m, &sh) {
+		// The lost positions are past every scheme's width: no key lost a
+		// piece there, but its directory nodes may have changed.
+		n.resendDirectory(n.keysInSlots(sh.First, sh.Last))
+		return nil
+	}
+	have := held{pieces: map[string][]heldPiece{}, listed: receivers(m, &sh)}
+	err := n.listShard(ctx, m, sh, have.listed, func(node cluster.Node, e pieceEntry) {
 		index := e.Index
 		if e.Kind == pieceKindDirectory {
 			index = dirIndex
 		}
-		have[string(e.Key)] = append(have[string(e.Key)], heldPiece{node: node.ID, index: index, version: e.Version})
+		key := string(e.Key)
+		have.pieces[key] = append(have.pieces[key], heldPiece{node: node.ID, index: index, version: e.Version})
 	})
 	if err != nil {
 		return err
@@ -117,6 +124,63 @@ func (n *Node) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	return nil
 }
 
+// piecesMayBeMissing says whether some key of sh may lack a piece: a
+// position listed for rebuild, or one a survivor stands in for (a later
+// failure may have moved its stand-in), lies within the widest scheme of
+// the catalogue. Listing the holders costs a scan of their stores, so
+// shards that cannot need it skip it.
+func piecesMayBeMissing(m *cluster.Map, sh *cluster.Shard) bool {
+	width := 0
+	for _, e := range m.Schemes {
+		width = max(width, e.Spec.Nodes())
+	}
+	width = min(width, len(sh.Placement))
+	for _, p := range sh.Rebuild {
+		if p < width {
+			return true
+		}
+	}
+	for p := range width {
+		if m.StoodIn(sh, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// receivers are the nodes of sh that may lack pieces or directory entries
+// after a failure: the nodes now at positions listed for rebuild, the
+// survivors standing in for failed positions of any scheme width, and the
+// shard's directory nodes.
+func receivers(m *cluster.Map, sh *cluster.Shard) map[cluster.NodeID]bool {
+	out := map[cluster.NodeID]bool{}
+	for _, p := range sh.Rebuild {
+		if node, ok := m.Node(sh.Placement[p]); ok && node.State == cluster.Up {
+			out[node.ID] = true
+		}
+	}
+	for _, e := range m.Schemes {
+		for p, node := range m.Holders(sh, e.Spec.Nodes()) {
+			if m.StoodIn(sh, p) && node.State == cluster.Up {
+				out[node.ID] = true
+			}
+		}
+	}
+	for _, node := range directoryNodes(m, sh) {
+		out[node.ID] = true
+	}
+	return out
+}
+
+// resendDirectory sends the directory entries of keys again.
+func (n *Node) resendDirectory(keys [][]byte) {
+	for _, key := range keys {
+		if meta, ok := n.primary.Meta(key); ok {
+			n.enqueueDirectory(dirEntry{Key: key, Scheme: meta.Scheme, Version: meta.Version, ExpireAt: meta.ExpireAt})
+		}
+	}
+}
+
 // dirIndex stands for a directory entry among a key's held pieces.
 const dirIndex = 0xFF
 
@@ -128,13 +192,21 @@ type heldPiece struct {
 	version uint64
 }
 
-// held maps keys to the pieces the live nodes hold of them.
-type held map[string][]heldPiece
+// held is what the nodes that may lack pieces of a shard (listed) hold of
+// its keys. A node that is not listed kept its position through the
+// failure, so it holds what it held.
+type held struct {
+	pieces map[string][]heldPiece
+	listed map[cluster.NodeID]bool
+}
 
 // lacks says whether target t should receive key's piece at version v: it
-// holds no piece of that index and version.
+// is listed and holds no piece of that index and version.
 func (h held) lacks(key []byte, t target, v uint64) bool {
-	for _, p := range h[string(key)] {
+	if !h.listed[t.node.ID] {
+		return false
+	}
+	for _, p := range h.pieces[string(key)] {
 		if p.node == t.node.ID && p.index == uint8(t.index) && p.version == v {
 			return false
 		}
@@ -161,7 +233,10 @@ const (
 
 // hasEntry says whether node holds a directory entry of key.
 func (h held) hasEntry(key []byte, node cluster.NodeID) bool {
-	for _, p := range h[string(key)] {
+	if !h.listed[node] {
+		return false // a node that was not a directory node before
+	}
+	for _, p := range h.pieces[string(key)] {
 		if p.node == node && p.index == dirIndex {
 			return true
 		}
@@ -180,7 +255,7 @@ func (n *Node) rebuildPlan(m *cluster.Map, keys [][]byte, have held) []rebuildIt
 		if !ok || !known {
 			continue
 		}
-		for _, d := range directoryNodes(m, key) {
+		for _, d := range directoryNodes(m, m.ShardOf(cluster.Slot(key))) {
 			if !have.hasEntry(key, d.ID) {
 				n.enqueueDirectory(dirEntry{Key: key, Scheme: entry.ID, Version: meta.Version, ExpireAt: meta.ExpireAt})
 				break

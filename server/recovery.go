@@ -119,7 +119,7 @@ type candidate struct {
 func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shard) error {
 	found := map[string][]*candidate{}
 	dir := map[string]pieceEntry{}
-	err := n.listShard(ctx, m, sh, func(node cluster.Node, e pieceEntry) {
+	err := n.listShard(ctx, m, sh, nil, func(node cluster.Node, e pieceEntry) {
 		if e.Kind != pieceKindDirectory {
 			addCandidate(found, node, e)
 		} else if old, ok := dir[string(e.Key)]; !ok || e.Version > old.Version {
@@ -224,12 +224,12 @@ func newestReadable(m *cluster.Map, cands []*candidate) *candidate {
 }
 
 // listShard lists every piece (and directory entry) the live nodes of sh's
-// placement hold for its slots, asking them all at once, and calls fn for
-// each, in placement order.
-func (n *Node) listShard(ctx context.Context, m *cluster.Map, sh cluster.Shard, fn func(cluster.Node, pieceEntry)) error {
+// placement (only those in only, unless it is nil) hold for its slots,
+// asking them all at once, and calls fn for each, in placement order.
+func (n *Node) listShard(ctx context.Context, m *cluster.Map, sh cluster.Shard, only map[cluster.NodeID]bool, fn func(cluster.Node, pieceEntry)) error {
 	var nodes []cluster.Node
 	for _, id := range sh.Placement {
-		if node, ok := m.Node(id); ok && node.State != cluster.Failed {
+		if node, ok := m.Node(id); ok && node.State != cluster.Failed && (only == nil || only[id]) {
 			nodes = append(nodes, node)
 		}
 	}
