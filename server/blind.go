@@ -155,6 +155,7 @@ func (g *setGroup) flush(n *Node, ctx context.Context, cs *connState, replies []
 	if len(g.writes) == 0 {
 		return
 	}
+	deadline := n.leaseDeadline()
 	n.writeBlind(ctx, g.writes)
 	cs.lastCmd.Store(setSpec)
 	n.stats.commands.Add(int64(len(g.writes)))
@@ -162,7 +163,7 @@ func (g *setGroup) flush(n *Node, ctx context.Context, cs *connState, replies []
 		if w.err != nil {
 			replies[g.at[i]] = errReply(w.err)
 		} else {
-			replies[g.at[i]] = resp.OK()
+			replies[g.at[i]] = n.withinLease(deadline, resp.OK())
 		}
 	}
 	clear(g.writes)

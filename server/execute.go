@@ -86,7 +86,8 @@ func (n *Node) executeParsed(ctx context.Context, cs *connState, args [][]byte, 
 			return r
 		}
 		if p.local {
-			return cmd.run(n, ctx, cs, args)
+			deadline := n.leaseDeadline()
+			return n.withinLease(deadline, cmd.run(n, ctx, cs, args))
 		}
 		return n.route(ctx, cs, cmd, args, keys)
 	}
@@ -138,7 +139,8 @@ func (n *Node) route(ctx context.Context, cs *connState, cmd *command, args, key
 		return cmd.fanout(n, ctx, cs, args)
 	}
 	if owner.ID == n.id {
-		return cmd.run(n, ctx, cs, args)
+		deadline := n.leaseDeadline()
+		return n.withinLease(deadline, cmd.run(n, ctx, cs, args))
 	}
 	if cs.forwarded {
 		return resp.Errorf("MOVED %d %s", slot, owner.ClientAddr)

@@ -73,6 +73,42 @@ func (n *Node) serving() bool {
 	return !n.lease.fenced.Load() && n.monoNow() < n.lease.until.Load()
 }
 
+// errLeaseLapsed replaces the reply of a command this node ran as
+// coordinator when its lease ran out before the command ended (it was
+// paused, say): another node may have taken its keys over meanwhile, so
+// the reply could be stale, and a write's outcome is unknown. It is not a
+// CLUSTERDOWN: that says nothing ran.
+var errLeaseLapsed = resp.Err("ERR memgest: this node's lease lapsed while the command ran " +
+	"(paused or partitioned); a write may or may not have taken effect")
+
+// errLeaseGone fails redundancy a coordinator would send without a lease.
+var errLeaseGone = errors.New("server: this node's lease lapsed; it sends no redundancy")
+
+// leased says whether this node may act as a coordinator towards others
+// now: its lease holds (a node of a forming cluster has none yet, and needs
+// none).
+func (n *Node) leased() bool {
+	return n.ctl.Map().State != cluster.OK || n.serving()
+}
+
+// leaseDeadline is the end of the lease held now, to pass to withinLease
+// when a command starts.
+func (n *Node) leaseDeadline() int64 { return n.lease.until.Load() }
+
+// withinLease returns r, the reply of a command this node ran as a key's
+// coordinator, if the lease it held when the command began (deadline)
+// still holds now that it has ended: then the whole command ran while no
+// other node could coordinate its keys (failure-model.md, "Fencing").
+// A lease renewed after a lapse does not count: a node paused mid-command,
+// failed over, readmitted and leased again must not acknowledge what it did
+// before the pause. Otherwise it returns errLeaseLapsed.
+func (n *Node) withinLease(deadline int64, r resp.Reply) resp.Reply {
+	if n.ctl.Map().State == cluster.OK && n.monoNow() >= deadline {
+		return errLeaseLapsed
+	}
+	return r
+}
+
 var errFenced = resp.Err("CLUSTERDOWN memgest: this node has no fresh lease from the control plane " +
 	"(paused, partitioned or marked failed); it serves no keys until it renews it")
 
@@ -166,15 +202,43 @@ func (n *Node) heartbeat(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.FailureTimeout/2)
 	defer cancel()
 	req := heartbeatReq{ID: n.id, Incarnation: n.incarnation.Load(), Fresh: n.lease.fresh.Load()}
-	_, err := n.call(ctx, leader, msgHeartbeat, req.encode(nil))
+	out, err := n.call(ctx, leader, msgHeartbeat, req.encode(nil))
 	switch {
 	case err == nil:
-		n.accepted(sent)
-		return true
+		return n.acceptedAt(ctx, sent, out)
 	case isFencedReply(err):
 		n.fence()
 	}
 	return false
+}
+
+// mapWait bounds how long a node waits to apply the map epoch a heartbeat
+// reply names before it renews its lease.
+const mapWait = 100 * time.Millisecond
+
+// acceptedAt takes the leader's acknowledgement (its map epoch) of a
+// heartbeat sent at sent. The lease is renewed only once this node has
+// applied that epoch: a node must never serve under a map older than the
+// leader's when it granted the lease. Otherwise a node readmitted after a
+// long pause, its own map still from before its failure, would think it
+// coordinates the shards others took over, and answer from its empty
+// memory.
+func (n *Node) acceptedAt(ctx context.Context, sent int64, reply []byte) bool {
+	d := dec{b: reply}
+	epoch := d.u64()
+	if d.done() != nil {
+		return false
+	}
+	if n.ctl.Map().Epoch < epoch {
+		wctx, cancel := context.WithTimeout(ctx, mapWait)
+		_, err := n.ctl.WaitEpoch(wctx, epoch)
+		cancel()
+		if err != nil {
+			return false // renewed by a later heartbeat, once caught up
+		}
+	}
+	n.accepted(sent)
+	return true
 }
 
 // accepted takes an acknowledged heartbeat sent at sent: the node is a
@@ -266,7 +330,9 @@ func (n *Node) onHeartbeat(b []byte) ([]byte, error) {
 		// never serves what it lost; the detector marks it failed now.
 		return nil, errors.New("node restarted; it is being marked failed")
 	}
-	return nil, nil
+	// The epoch the lease is granted under: the node waits to apply it
+	// before serving (acceptedAt).
+	return enc(nil).u64(n.ctl.Map().Epoch), nil
 }
 
 // detector is the leader's record of heartbeats.

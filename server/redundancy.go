@@ -226,6 +226,15 @@ func (b *pieceBatch) dest(node cluster.Node) *pieceDest {
 // sendBatch sends every node its pieces at once, waits for the replies, and
 // returns each owner's error (nil when all its pieces were stored).
 func (n *Node) sendBatch(ctx context.Context, b *pieceBatch, owners int) []error {
+	if !n.leased() {
+		// A coordinator whose lease lapsed (it was paused mid-write, say)
+		// changes nothing on other nodes: another may coordinate its keys.
+		errs := make([]error, owners)
+		for i := range errs {
+			errs[i] = errLeaseGone
+		}
+		return errs
+	}
 	reqs := make([]peerReq, len(b.dests))
 	for i, d := range b.dests {
 		binary.BigEndian.PutUint32(d.payload, uint32(len(d.owners)))
@@ -541,6 +550,9 @@ func (n *Node) releaseAll(ctx context.Context, rels []release, wait bool) {
 }
 
 func (n *Node) releaseOne(ctx context.Context, r release) {
+	if !n.leased() {
+		return // see sendBatch; what it leaves is garbage, never a wrong read
+	}
 	m := n.ctl.Map()
 	entry, ok := m.SchemeByID(r.scheme)
 	if !ok {
