@@ -136,6 +136,11 @@ func dirChange(op *writeOp, v uint64, prev store.Meta, had, wasLost bool) (dirEn
 	return dirEntry{}, false
 }
 
+// entryOf is the directory entry of a key with primary record meta.
+func entryOf(key []byte, meta store.Meta) dirEntry {
+	return dirEntry{Key: key, Scheme: meta.Scheme, Version: meta.Version, ExpireAt: meta.ExpireAt}
+}
+
 // dirWindow is how long the directory sender gathers entries before it
 // sends them.
 const dirWindow = 20 * time.Millisecond

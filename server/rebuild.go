@@ -112,7 +112,7 @@ func (n *Node) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	if err != nil {
 		return err
 	}
-	plan := n.rebuildPlan(m, n.keysInSlots(sh.First, sh.Last), have)
+	plan := n.rebuildPlan(m, directoryNodes(m, &sh), n.keysInSlots(sh.First, sh.Last), have)
 	n.rebuild.started.CompareAndSwap(0, time.Now().UnixNano())
 	n.rebuild.keysTotal.Add(int64(len(plan)))
 	start := time.Now()
@@ -130,11 +130,7 @@ func (n *Node) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 // the catalogue. Listing the holders costs a scan of their stores, so
 // shards that cannot need it skip it.
 func piecesMayBeMissing(m *cluster.Map, sh *cluster.Shard) bool {
-	width := 0
-	for _, e := range m.Schemes {
-		width = max(width, e.Spec.Nodes())
-	}
-	width = min(width, len(sh.Placement))
+	width := widestScheme(m, sh)
 	for _, p := range sh.Rebuild {
 		if p < width {
 			return true
@@ -146,6 +142,16 @@ func piecesMayBeMissing(m *cluster.Map, sh *cluster.Shard) bool {
 		}
 	}
 	return false
+}
+
+// widestScheme is how many positions of sh's placement the widest scheme
+// of the catalogue occupies.
+func widestScheme(m *cluster.Map, sh *cluster.Shard) int {
+	width := 0
+	for _, e := range m.Schemes {
+		width = max(width, e.Spec.Nodes())
+	}
+	return min(width, len(sh.Placement))
 }
 
 // receivers are the nodes of sh that may lack pieces or directory entries
@@ -162,7 +168,7 @@ func receivers(m *cluster.Map, sh *cluster.Shard) map[cluster.NodeID]bool {
 	for _, e := range m.Schemes {
 		for p, node := range m.Holders(sh, e.Spec.Nodes()) {
 			if m.StoodIn(sh, p) && node.State == cluster.Up {
-				out[node.ID] = true
+				out[node.ID] = true // stand-ins differ by width
 			}
 		}
 	}
@@ -176,7 +182,7 @@ func receivers(m *cluster.Map, sh *cluster.Shard) map[cluster.NodeID]bool {
 func (n *Node) resendDirectory(keys [][]byte) {
 	for _, key := range keys {
 		if meta, ok := n.primary.Meta(key); ok {
-			n.enqueueDirectory(dirEntry{Key: key, Scheme: meta.Scheme, Version: meta.Version, ExpireAt: meta.ExpireAt})
+			n.enqueueDirectory(entryOf(key, meta))
 		}
 	}
 }
@@ -246,8 +252,9 @@ func (h held) hasEntry(key []byte, node cluster.NodeID) bool {
 
 // rebuildPlan lists the keys missing pieces, the least redundancy left
 // first. On the way it sends a key's directory entry again where one of
-// its directory nodes (which a failure may have changed) lacks it.
-func (n *Node) rebuildPlan(m *cluster.Map, keys [][]byte, have held) []rebuildItem {
+// the shard's directory nodes (dirNodes, which a failure may have changed)
+// lacks it.
+func (n *Node) rebuildPlan(m *cluster.Map, dirNodes []cluster.Node, keys [][]byte, have held) []rebuildItem {
 	var plan []rebuildItem
 	for _, key := range keys {
 		meta, ok := n.primary.Meta(key)
@@ -255,9 +262,9 @@ func (n *Node) rebuildPlan(m *cluster.Map, keys [][]byte, have held) []rebuildIt
 		if !ok || !known {
 			continue
 		}
-		for _, d := range directoryNodes(m, m.ShardOf(cluster.Slot(key))) {
+		for _, d := range dirNodes {
 			if !have.hasEntry(key, d.ID) {
-				n.enqueueDirectory(dirEntry{Key: key, Scheme: entry.ID, Version: meta.Version, ExpireAt: meta.ExpireAt})
+				n.enqueueDirectory(entryOf(key, meta))
 				break
 			}
 		}

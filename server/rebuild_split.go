@@ -21,6 +21,7 @@ import (
 
 // decodeJob is one key of a bulk split batch.
 type decodeJob struct {
+	item    rebuildItem
 	key     []byte
 	meta    store.Meta
 	entry   cluster.SchemeEntry
@@ -52,7 +53,7 @@ func (n *Node) rebuildDecodes(ctx context.Context, items []rebuildItem, have hel
 	for _, j := range jobs {
 		pieces, err := j.missingPieces(have)
 		if err != nil {
-			left = append(left, rebuildItem{key: j.key, remaining: -1, bulk: perKey})
+			left = append(left, j.item)
 			continue
 		}
 		for _, p := range pieces {
@@ -88,7 +89,7 @@ func planDecodes(m *cluster.Map, primary *store.Store, items []rebuildItem, have
 			left = append(left, it)
 			continue
 		}
-		jobs = append(jobs, &decodeJob{key: it.key, meta: meta, entry: entry, targets: targets,
+		jobs = append(jobs, &decodeJob{item: it, key: it.key, meta: meta, entry: entry, targets: targets,
 			shards: make([][]byte, len(targets))})
 	}
 	return jobs, left

@@ -14,22 +14,24 @@ import (
 // This file is metadata-first recovery of a shard whose coordinator failed
 // (Ring §5.5, DESIGN.md §4). The shard's next up node becomes coordinator
 // with the shard marked Recovering, and answers TRYAGAIN for its keys until
-// it has rebuilt the shard's primary records from the pieces the live
-// placement nodes hold:
+// it has rebuilt the shard's primary records from what the live placement
+// nodes hold:
 //
-//   - every live node of the placement lists the pieces it holds for the
-//     shard's slots (ListPieces: key, scheme, version, shard index, expiry);
-//   - for each key the newest version that can still be read wins: a rep
-//     version any live node holds a replica of, or a split version with at
-//     least k distinct shards;
-//   - a rep record is restored from a replica (its CRC32C checked), a split
-//     record by decoding the shards (which also yields its length);
+//   - every live node of the placement lists the pieces and directory
+//     entries it holds for the shard's slots (ListPieces: key, scheme,
+//     version, kind, shard index, expiry, CRC32C);
+//   - each key is judged: the newest version that can still be read wins
+//     (a rep version any live node holds a replica of, or a split version
+//     with at least k distinct shards), unless its directory entry is newer,
+//     and then the key is reported lost (directory.go), `none` keys of the
+//     dead coordinator included;
+//   - each surviving key gets a stub record (stub.go): its value is fetched
+//     when first needed, or by a background pass;
 //   - the version clock moves past every recovered version, then the node
 //     proposes ShardRecovered and serves the shard.
 //
 // A version that was sent but never committed may win: its write was never
-// acknowledged, so it may take effect. Keys in scheme none had no pieces and
-// are gone with their node; reporting them lost is still to come.
+// acknowledged, so it may take effect.
 
 // shardClaims tracks the shards a node is working on (recovering, or
 // rebuilding), so that each job runs once at a time.
