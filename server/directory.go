@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -189,7 +190,9 @@ func (n *Node) directoryLoop(ctx context.Context) {
 
 // sendDirectory sends each entry to its key's directory node under the
 // current map, one frame per node. A send that fails is logged and
-// dropped: the directory is best effort (see the file comment).
+// dropped: the directory is best effort (see the file comment). Entries
+// held back because the lease lapsed are queued again unless the node was
+// fenced (it is wiped then, and others keep its keys' directory).
 func (n *Node) sendDirectory(batch []dirEntry) {
 	m := n.ctl.Map()
 	byNode := map[cluster.NodeID][]dirEntry{}
@@ -216,7 +219,10 @@ func (n *Node) sendDirectory(batch []dirEntry) {
 	}
 	_, errs := n.callEach(context.Background(), reqs)
 	for i, err := range errs {
-		if err != nil {
+		switch {
+		case errors.Is(err, errLeaseGone) && !n.lease.fenced.Load():
+			n.enqueueDirectory(byNode[reqs[i].node.ID]...)
+		case err != nil:
 			n.log.Debug("directory entries not sent", "node", reqs[i].node.ID, "err", err)
 		}
 	}

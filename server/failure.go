@@ -52,6 +52,9 @@ type lease struct {
 	// from its start, or a wipe, until the leader first takes a
 	// heartbeat of it as a member in good standing.
 	fresh atomic.Bool
+	// fences counts the times the node was fenced: a permission taken
+	// before one (an authority) is void after it, even once readmitted.
+	fences atomic.Uint64
 }
 
 func (n *Node) monoNow() int64 { return int64(time.Since(n.started)) }
@@ -89,6 +92,30 @@ var errLeaseGone = errors.New("server: this node's lease lapsed; it sends no red
 // none).
 func (n *Node) leased() bool {
 	return n.ctl.Map().State != cluster.OK || n.serving()
+}
+
+// authority is a coordinator's permission to change what other nodes hold
+// for its keys (pieces, releases, directory entries), taken when it stamps
+// a frame with the map's epoch. The lease is checked after the epoch was
+// read, so a frame sent under a lease carries an epoch older than any map
+// that failed this node over, and nodes with that map refuse it.
+type authority struct {
+	fences uint64 // the fence count when it was taken
+	ok     bool   // the lease held then
+}
+
+// takeAuthority reads the fence count and the lease; call it after reading
+// the epoch to stamp.
+func (n *Node) takeAuthority() authority {
+	return authority{fences: n.lease.fences.Load(), ok: n.leased()}
+}
+
+// stillHolds says whether a frame may be stamped again under a newer
+// epoch: the lease holds now and the node was not fenced since a was taken,
+// so no failover came between (another node could have recovered its
+// shards without the frame's change, and would be overwritten by it).
+func (n *Node) stillHolds(a authority) bool {
+	return a.ok && n.leased() && n.lease.fences.Load() == a.fences
 }
 
 // leaseDeadline is the end of the lease held now, to pass to withinLease
@@ -259,6 +286,7 @@ func (n *Node) fence() {
 	if n.lease.fenced.Swap(true) {
 		return
 	}
+	n.lease.fences.Add(1)
 	if n.lease.fresh.Load() {
 		// Empty since it started: the incarnation the leader has heard
 		// is the one it will readmit.

@@ -19,12 +19,30 @@ const staleEpochPrefix = "STALEEPOCH "
 // call sends one request to node under the current epoch. If the peer has a
 // newer map, call waits until this node has it too and retries, so a map
 // change (a new scheme, say) never fails a write; a peer with an older map
-// waits on its side (handlePeer).
+// waits on its side (handlePeer). A message that acts on this node's
+// authority as a coordinator (carriesAuthority) is sent only under its
+// lease and retried only while it still holds (stillHolds); otherwise it
+// fails with errLeaseGone.
 func (n *Node) call(ctx context.Context, node cluster.Node, typ uint8, payload []byte) ([]byte, error) {
+	return n.callUnder(ctx, node, typ, payload, nil)
+}
+
+// callUnder is call with the authority taken when the request was first
+// stamped, or nil to take it at the first attempt.
+func (n *Node) callUnder(ctx context.Context, node cluster.Node, typ uint8, payload []byte, auth *authority) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.PeerTimeout)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
 		req := transport.Frame{Type: typ, Epoch: n.ctl.Map().Epoch, Payload: payload}
+		if carriesAuthority(typ) {
+			if auth == nil {
+				a := n.takeAuthority()
+				auth = &a
+			}
+			if !n.stillHolds(*auth) {
+				return nil, errLeaseGone
+			}
+		}
 		resp, err := n.peers.Get(node.PeerAddr).Call(ctx, req)
 		newer, stale := staleEpoch(err)
 		if !stale || attempt >= 3 {
@@ -37,6 +55,15 @@ func (n *Node) call(ctx context.Context, node cluster.Node, typ uint8, payload [
 			return nil, fmt.Errorf("node %s has epoch %d: %w", node.PeerAddr, newer, err)
 		}
 	}
+}
+
+// carriesAuthority says whether a message type changes what its receiver
+// holds for the sender's keys on the sender's word as their coordinator
+// (DESIGN.md §1 fencing): pieces, releases and directory entries. Requests
+// the receiver decides on itself (forwarded commands, reads, listings) do
+// not.
+func carriesAuthority(typ uint8) bool {
+	return typ == msgPutPieces || typ == msgDelPiece || typ == msgDirectory
 }
 
 func staleEpoch(err error) (uint64, bool) {

@@ -225,16 +225,9 @@ func (b *pieceBatch) dest(node cluster.Node) *pieceDest {
 
 // sendBatch sends every node its pieces at once, waits for the replies, and
 // returns each owner's error (nil when all its pieces were stored).
+// A coordinator whose lease lapsed (it was paused mid-write, say) sends
+// nothing (callEach): another node may coordinate its keys.
 func (n *Node) sendBatch(ctx context.Context, b *pieceBatch, owners int) []error {
-	if !n.leased() {
-		// A coordinator whose lease lapsed (it was paused mid-write, say)
-		// changes nothing on other nodes: another may coordinate its keys.
-		errs := make([]error, owners)
-		for i := range errs {
-			errs[i] = errLeaseGone
-		}
-		return errs
-	}
 	reqs := make([]peerReq, len(b.dests))
 	for i, d := range b.dests {
 		binary.BigEndian.PutUint32(d.payload, uint32(len(d.owners)))
@@ -288,14 +281,21 @@ type peerResult struct {
 // without a goroutine or timer per request. Requests to this node run
 // locally; a request refused for a stale epoch is retried through call,
 // which catches up first. Requests unanswered within the peer timeout fail.
+// Requests that carry this node's authority fail with errLeaseGone, sent
+// or retried, when it does not hold (see call).
 func (n *Node) callEach(ctx context.Context, reqs []peerReq) ([][]byte, []error) {
 	epoch := n.ctl.Map().Epoch
+	auth := n.takeAuthority()
 	replies := make([][]byte, len(reqs))
 	errs := make([]error, len(reqs))
 	answered := make([]bool, len(reqs))
 	done := make(chan peerResult, len(reqs))
 	waiting := 0
 	for i, r := range reqs {
+		if carriesAuthority(r.typ) && !auth.ok {
+			errs[i], answered[i] = errLeaseGone, true
+			continue
+		}
 		if r.node.ID == n.id {
 			replies[i], errs[i] = n.peerHandler(r.typ)(r.payload)
 			answered[i] = true
@@ -316,7 +316,7 @@ func (n *Node) callEach(ctx context.Context, reqs []peerReq) ([][]byte, []error)
 	}
 	for i, err := range errs {
 		if _, stale := staleEpoch(err); stale {
-			replies[i], errs[i] = n.call(ctx, reqs[i].node, reqs[i].typ, reqs[i].payload)
+			replies[i], errs[i] = n.callUnder(ctx, reqs[i].node, reqs[i].typ, reqs[i].payload, &auth)
 		} else if err != nil && reqs[i].node.ID != n.id {
 			errs[i] = fmt.Errorf("node %s: %w", reqs[i].node.PeerAddr, err)
 		}

@@ -1,0 +1,18 @@
+package cluster
+
+// NewStatic returns a Control without Raft that holds m, for unit tests of
+// the packages above this one: Map, Subscribe, Wait and WaitEpoch work, and
+// Publish changes the map. Nothing that needs Raft (proposals, leadership,
+// membership) may be called on it.
+func NewStatic(m *Map) *Control {
+	return &Control{hub: newHub(m)}
+}
+
+// Publish makes m the current map of a Control made by NewStatic; it
+// panics on a Control that runs Raft, whose maps come only from its log.
+func (c *Control) Publish(m *Map) {
+	if c.raft != nil {
+		panic("cluster: Publish on a Control that runs Raft")
+	}
+	c.hub.publish(m)
+}

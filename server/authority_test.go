@@ -1,0 +1,131 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/transport"
+)
+
+// authorityPeer is a peer that refuses the first frame of an old epoch,
+// as a node that moved to a newer map does, and counts the frames it got.
+type authorityPeer struct {
+	mu     sync.Mutex
+	epochs []uint64
+	addr   string
+}
+
+// startAuthorityPeer serves frames; onStale runs when a frame of an epoch
+// older than newer arrives, before it is refused (the sender learning of
+// the new map, say, or being fenced meanwhile).
+func startAuthorityPeer(t *testing.T, newer uint64, onStale func()) *authorityPeer {
+	t.Helper()
+	p := &authorityPeer{}
+	srv := transport.NewServer(func(req transport.Frame, reply func(transport.Frame)) {
+		p.mu.Lock()
+		p.epochs = append(p.epochs, req.Epoch)
+		p.mu.Unlock()
+		if req.Epoch < newer {
+			onStale()
+			reply(errFrame(errors.New(staleEpochPrefix + strconv.FormatUint(newer, 10))))
+			return
+		}
+		reply(transport.Frame{Type: req.Type})
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	p.addr = ln.Addr().String()
+	return p
+}
+
+func (p *authorityPeer) frames() []uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]uint64(nil), p.epochs...)
+}
+
+// leasedNode is a node with a fresh lease under m, enough to send frames.
+func leasedNode(t *testing.T, m *cluster.Map) *Node {
+	n := &Node{cfg: Config{PeerTimeout: 2 * time.Second}, ctl: cluster.NewStatic(m), peers: transport.NewPool(),
+		started: time.Now(), log: slog.New(slog.DiscardHandler)}
+	t.Cleanup(func() { n.peers.Close() })
+	n.lease.until.Store(n.monoNow() + int64(time.Hour))
+	n.lease.fresh.Store(true) // fence() then wipes nothing
+	return n
+}
+
+// TestAuthorityFramesKeepTheirEpoch: a frame a coordinator sends on its
+// own authority (pieces, releases, directory entries) and that a node with
+// a newer map refuses is sent again under that map only if no failover of
+// the sender can have come between: its lease still holds and it was not
+// fenced. Other frames are always sent again.
+func TestAuthorityFramesKeepTheirEpoch(t *testing.T) {
+	base := testMap(t, 3)
+	sp, _ := scheme.Parse("rep:2")
+	next, err := cluster.Apply(base, cluster.CreateScheme{Spec: sp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		typ     uint8
+		between func(n *Node) // what happens to the sender before the refusal
+		resent  bool
+	}{
+		{"pieces, lease held", msgPutPieces, func(*Node) {}, true},
+		{"pieces, fenced", msgPutPieces, func(n *Node) { n.fence() }, false},
+		{"release, lease lapsed", msgDelPiece, func(n *Node) { n.lease.until.Store(0) }, false},
+		{"directory, fenced and readmitted", msgDirectory, func(n *Node) { n.fence(); n.accepted(n.monoNow()) }, false},
+		{"forwarded command, lease lapsed", msgForward, func(n *Node) { n.lease.until.Store(0) }, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var n *Node
+			peer := startAuthorityPeer(t, next.Epoch, func() {
+				tc.between(n)
+				n.ctl.Publish(next) // the sender catches up
+			})
+			n = leasedNode(t, base)
+			_, err := n.call(context.Background(), cluster.Node{PeerAddr: peer.addr}, tc.typ, nil)
+			got := peer.frames()
+			if tc.resent {
+				if err != nil || len(got) != 2 || got[1] != next.Epoch {
+					t.Fatalf("want the frame sent again at epoch %d; got %v, err %v", next.Epoch, got, err)
+				}
+				return
+			}
+			if !errors.Is(err, errLeaseGone) || len(got) != 1 {
+				t.Fatalf("want one frame and errLeaseGone; got %v, err %v", got, err)
+			}
+		})
+	}
+}
+
+// TestCallEachSendsNoAuthorityWithoutALease: a coordinator whose lease
+// lapsed sends no pieces at all, while a request of another kind goes out.
+func TestCallEachSendsNoAuthorityWithoutALease(t *testing.T) {
+	m := testMap(t, 3)
+	peer := startAuthorityPeer(t, 0, func() {})
+	n := leasedNode(t, m)
+	n.lease.until.Store(0)
+	to := cluster.Node{ID: "peer", PeerAddr: peer.addr}
+	_, errs := n.callEach(context.Background(), []peerReq{{node: to, typ: msgPutPieces}, {node: to, typ: msgStats}})
+	if !errors.Is(errs[0], errLeaseGone) || errs[1] != nil {
+		t.Fatalf("errors %v", errs)
+	}
+	if got := peer.frames(); len(got) != 1 {
+		t.Fatalf("the peer got %d frames, want only the stats request", len(got))
+	}
+}
