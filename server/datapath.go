@@ -41,6 +41,19 @@ type writeOp struct {
 	// (a new TTL, a move to a cheaper scheme); maxmemory never refuses it,
 	// as Redis does not refuse EXPIRE or PERSIST.
 	shrinks bool
+	// crc is value's CRC32C once crcKnown: computed once for the record
+	// and its replicas (valueCRC), or taken from a record already checked.
+	crc      uint32
+	crcKnown bool
+}
+
+// valueCRC returns the CRC32C of op's value, computing it on first use. A
+// writeOp belongs to one goroutine at a time.
+func (op *writeOp) valueCRC() uint32 {
+	if !op.crcKnown {
+		op.crc, op.crcKnown = checksum(op.value), true
+	}
+	return op.crc
 }
 
 // get returns the committed value of key. It does not wait for writes in
@@ -274,7 +287,7 @@ func primaryRecord(op *writeOp, v uint64) ([]byte, store.Meta) {
 		meta.Aux = uint32(len(op.value))
 		return nil, meta
 	}
-	meta.Aux = checksum(op.value)
+	meta.Aux = op.valueCRC()
 	return op.value, meta
 }
 

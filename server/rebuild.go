@@ -273,6 +273,9 @@ func (n *Node) rebuildPlan(m *cluster.Map, dirNodes []cluster.Node, keys [][]byt
 			continue
 		}
 		missing := 0
+		if isStub(meta) && entry.Spec.Kind == scheme.Rep {
+			missing++ // the coordinator's own copy, lost with the failed one
+		}
 		for _, t := range targets {
 			if t.node.State == cluster.Failed || have.lacks(key, t, meta.Version) {
 				missing++
@@ -286,12 +289,11 @@ func (n *Node) rebuildPlan(m *cluster.Map, dirNodes []cluster.Node, keys [][]byt
 	return plan
 }
 
-// bulkFor says how a key with this record is rebuilt: a stub's value is
-// fetched by rebuildKey, through readCommitted.
+// bulkFor says how a key with this record is rebuilt. Stubs too go in
+// bulk: a rep stub is filled on the way (copyBatch), from this node's own
+// replica when it holds one; a split decode needs only the stub's version.
 func bulkFor(entry cluster.SchemeEntry, meta store.Meta) bulkKind {
 	switch {
-	case isStub(meta):
-		return perKey
 	case entry.Spec.Kind == scheme.Rep:
 		return bulkCopy
 	case entry.Spec.Kind == scheme.Split:
@@ -396,7 +398,7 @@ func splitPlan(plan []rebuildItem) (copies, decodes [][]rebuildItem, others []re
 // at again, and the batch's replica of a key whose record changed is
 // released (exactly that version). It returns the bytes sent.
 func (n *Node) rebuildCopies(ctx context.Context, items []rebuildItem, need pieceFilter) (int, error) {
-	total := 0
+	total := n.fillRepStubs(ctx, n.ctl.Map(), items, need)
 	for len(items) > 0 {
 		b, rest, err := n.copyBatch(ctx, items, need)
 		total += b
@@ -416,15 +418,18 @@ func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need pieceFil
 	var b pieceBatch
 	var sent []release
 	bytes := 0
+	var val []byte // each value is copied into the batch before the next is read
 	for len(items) > 0 && bytes < copyBatchBytes {
 		key := items[0].key
 		items = items[1:]
-		val, meta, ok := n.primary.Get(key, nil)
-		entry, known := m.SchemeByID(meta.Scheme)
-		if !ok || !known || entry.Spec.Kind != scheme.Rep || isStub(meta) || checksum(val) != meta.Aux {
+		var meta store.Meta
+		var ok bool
+		val, meta, ok = n.copySource(ctx, m, key, val)
+		if !ok {
 			continue // gone, moved, or corrupt (reads and the scrub repair it)
 		}
-		op := &writeOp{key: key, value: val, expireAt: meta.ExpireAt, entry: entry}
+		entry, _ := m.SchemeByID(meta.Scheme)
+		op := &writeOp{key: key, value: val, expireAt: meta.ExpireAt, entry: entry, crc: meta.Aux, crcKnown: true}
 		targets, pieces, err := planPieces(m, op, meta.Version)
 		if err != nil {
 			return bytes, items, err
@@ -444,6 +449,26 @@ func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need pieceFil
 	}
 	n.releaseChanged(ctx, sent)
 	return bytes, items, nil
+}
+
+// copySource reads key's rep record into buf for copyBatch, filling it
+// first if it is a stub. It reports false for a key that is gone, no
+// longer rep, or corrupt.
+func (n *Node) copySource(ctx context.Context, m *cluster.Map, key, buf []byte) ([]byte, store.Meta, bool) {
+	val, meta, ok := n.primary.Get(key, buf)
+	entry, known := m.SchemeByID(meta.Scheme)
+	if !ok || !known || entry.Spec.Kind != scheme.Rep {
+		return val, meta, false
+	}
+	if isStub(meta) {
+		filled, full, err := n.fillStub(ctx, key, meta)
+		if err != nil {
+			n.log.Debug("rebuild: a stub could not be filled", "key", string(key), "err", err)
+			return val, meta, false
+		}
+		return filled, full, true // fillStub checked its CRC32C
+	}
+	return val, meta, checksum(val) == meta.Aux
 }
 
 // releaseChanged releases, after a bulk batch was stored, the pieces it

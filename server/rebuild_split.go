@@ -80,7 +80,7 @@ func planDecodes(m *cluster.Map, primary *store.Store, items []rebuildItem, have
 	for _, it := range items {
 		meta, ok := primary.Meta(it.key)
 		entry, known := m.SchemeByID(meta.Scheme)
-		if !ok || !known || entry.Spec.Kind != scheme.Split || isStub(meta) {
+		if !ok || !known || entry.Spec.Kind != scheme.Split {
 			left = append(left, it)
 			continue
 		}
@@ -167,18 +167,14 @@ type repairPieces struct {
 	pieces  []piece
 }
 
-// missingPieces decodes the job's value from its fetched shards, encodes
-// it again, and returns the shards its live holders lack.
+// missingPieces reconstructs the shards the job did not fetch from those it
+// did, and returns the shards its live holders lack.
 func (j *decodeJob) missingPieces(have held) ([]repairPieces, error) {
 	spec := j.entry.Spec
-	value, err := split.Decode(j.shards, j.key, spec.K, spec.M)
-	if err != nil {
+	if err := split.Rebuild(j.shards, j.key, spec.K, spec.M); err != nil {
 		return nil, err
 	}
-	all, err := split.Encode(j.key, value, spec.K, spec.M)
-	if err != nil {
-		return nil, err
-	}
+	all := j.shards
 	var out []repairPieces
 	for _, t := range j.targets {
 		if t.node.State == cluster.Failed || !have.lacks(j.key, t, j.meta.Version) {

@@ -149,12 +149,19 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 			keys, picks = append(keys, key), append(picks, best)
 		}
 	}
+	var splitKeys []string
 	for i, key := range keys {
 		if err := n.writeStub([]byte(key), picks[i]); err != nil {
 			return err
 		}
+		if e, ok := m.SchemeByID(picks[i].scheme); ok && e.Spec.Kind == scheme.Split {
+			splitKeys = append(splitKeys, key)
+		}
 	}
-	go n.fillStubs(ctx, keys) // values follow, metadata first (stub.go)
+	// Values follow, metadata first (stub.go): rep values come back with
+	// the shard's rebuild, which lists the stubs as lost copies; split
+	// stubs hold no bytes, and a background pass checks their shards.
+	go n.fillStubs(ctx, splitKeys)
 	n.log.Info("shard recovered", "shard", sh.ID, "keys", len(keys), "lost", n.lost.count())
 	return nil
 }

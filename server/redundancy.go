@@ -356,7 +356,7 @@ func makePieces(op *writeOp, v uint64, spec scheme.Spec, targets []target) ([]pi
 	base := piece{Key: op.key, Scheme: op.entry.ID, Version: v, ExpireAt: op.expireAt}
 	out := make([]piece, len(targets))
 	if spec.Kind == scheme.Rep {
-		crc := checksum(op.value)
+		crc := op.valueCRC()
 		for i, t := range targets {
 			out[i] = base
 			out[i].Index, out[i].CRC, out[i].Data = uint8(t.index), crc, op.value
@@ -375,11 +375,12 @@ func makePieces(op *writeOp, v uint64, spec scheme.Spec, targets []target) ([]pi
 	return out, nil
 }
 
-// storePiece keeps a piece sent by a coordinator (or by this node to itself).
+// storePiece keeps a piece sent by a coordinator (or by this node to
+// itself). It stores the piece's CRC32C as sent without computing it again:
+// the frame's own CRC covered the piece in transit, the sender computed it
+// from the value it committed (or checked it against the record it copies),
+// and every read and the scrub check it against the stored bytes.
 func (n *Node) storePiece(p piece) error {
-	if checksum(p.Data) != p.CRC {
-		return errors.New("server: piece checksum mismatch in transit")
-	}
 	ref := pieceRef{Key: p.Key, Scheme: p.Scheme, Version: p.Version, Versioned: p.Versioned}
 	meta := store.Meta{Version: p.Version, ExpireAt: p.ExpireAt, Scheme: p.Scheme, Flags: p.Index, Aux: p.CRC}
 	k := ref.storeKey()

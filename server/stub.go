@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -15,9 +16,13 @@ import (
 // primary record (version, scheme, expiry, and for rep the value's CRC32C)
 // and serves the shard at once. A stub's value is fetched when something
 // needs it: a read or a write of the key fetches it first (a rep replica
-// whose CRC32C matches, or a split decode from any k shards), and a
-// background pass fills the rest. So the shard is unavailable for the time
-// it takes to list the pieces, not to copy or decode every value.
+// whose CRC32C matches, or a split decode from any k shards). The rest
+// follow in the background: a rep stub is a lost copy, so the shard's
+// rebuild restores it in bulk with the other lost pieces (fillRepStubs),
+// counted in its progress and paced by its rate; split stubs hold no bytes,
+// and a background pass (fillStubs) checks their shards and records their
+// length. So the shard is unavailable for the time it takes to list the
+// pieces, not to copy or decode every value.
 
 // recordStub flags a primary record whose value recovery has not fetched
 // yet (store.Meta.Flags of primary records).
@@ -65,18 +70,136 @@ func (n *Node) fillStub(ctx context.Context, key []byte, meta store.Meta) ([]byt
 	if err != nil {
 		return nil, meta, err
 	}
+	if err := n.completeStub(key, meta, entry, stored, full); err != nil {
+		return nil, meta, err
+	}
+	return value, full, nil
+}
+
+// completeStub replaces key's stub record meta with the full record (stored
+// bytes, full meta) unless a write replaced the stub meanwhile.
+func (n *Node) completeStub(key []byte, meta store.Meta, entry cluster.SchemeEntry, stored []byte, full store.Meta) error {
 	s := n.inflight.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cur, ok := n.primary.Meta(key); ok && cur.Version == meta.Version && isStub(cur) {
 		if err := n.primary.Put(key, stored, full); err != nil {
-			return nil, meta, err
+			return err
 		}
 		if entry.Spec.Kind == scheme.Split {
 			n.stats.splitBytes(meta.Scheme).Add(int64(full.Aux))
 		}
 	}
-	return value, full, nil
+	return nil
+}
+
+// stubFetchKeys bounds the keys of one GetPieces request of fillRepStubs.
+const stubFetchKeys = 128
+
+// fillRepStubs fills the rep stubs among items in bulk, for the rebuild: a
+// stub's value is this node's own replica when it holds one (the node that
+// took a failed coordinator's shard over was usually its next replica
+// holder), else it is fetched with one GetPieces request per holder for up
+// to stubFetchKeys keys; a holder the listing shows lacking the piece
+// (need) is not asked. It returns the bytes restored. A stub it could not
+// fill stays one, for copyBatch to fill key by key (fillStub).
+func (n *Node) fillRepStubs(ctx context.Context, m *cluster.Map, items []rebuildItem, need pieceFilter) int {
+	bytes := 0
+	for len(items) > 0 {
+		chunk := items[:min(len(items), stubFetchKeys)]
+		items = items[len(chunk):]
+		bytes += n.fillStubChunk(ctx, m, chunk, need)
+	}
+	return bytes
+}
+
+// stubWant is a rep stub that fillStubChunk fills.
+type stubWant struct {
+	key   []byte
+	meta  store.Meta
+	entry cluster.SchemeEntry
+}
+
+// fill completes w's stub with value if value is the stub's (its CRC32C)
+// and returns the bytes stored.
+func (n *Node) fill(w stubWant, value []byte) int {
+	full := w.meta
+	full.Flags &^= recordStub
+	if checksum(value) != w.meta.Aux || n.completeStub(w.key, w.meta, w.entry, value, full) != nil {
+		return 0
+	}
+	return len(value)
+}
+
+// fillStubChunk is fillRepStubs for one chunk.
+func (n *Node) fillStubChunk(ctx context.Context, m *cluster.Map, chunk []rebuildItem, need pieceFilter) int {
+	bytes := 0
+	byNode := map[cluster.NodeID]int{}
+	var reqs []peerReq
+	var wants [][]stubWant
+	for _, it := range chunk {
+		meta, ok := n.primary.Meta(it.key)
+		entry, known := m.SchemeByID(meta.Scheme)
+		if !ok || !known || !isStub(meta) || entry.Spec.Kind != scheme.Rep {
+			continue
+		}
+		w := stubWant{key: it.key, meta: meta, entry: entry}
+		if data, err := n.loadPiece(pieceRef{Key: it.key, Scheme: entry.ID, Version: meta.Version}); err == nil {
+			bytes += n.fill(w, data)
+			continue
+		}
+		holder, ok := stubHolder(n.id, m, it.key, entry, meta.Version, need)
+		if !ok {
+			continue
+		}
+		i, seen := byNode[holder.ID]
+		if !seen {
+			i = len(reqs)
+			byNode[holder.ID] = i
+			reqs = append(reqs, peerReq{node: holder, typ: msgGetPieces})
+			wants = append(wants, nil)
+		}
+		wants[i] = append(wants[i], w)
+	}
+	for i := range reqs {
+		refs := make([]pieceRef, len(wants[i]))
+		for j, w := range wants[i] {
+			refs[j] = pieceRef{Key: w.key, Scheme: w.entry.ID, Version: w.meta.Version}
+		}
+		reqs[i].payload = encodeGetPieces(refs)
+	}
+	replies, errs := n.callEach(ctx, reqs)
+	for i := range reqs {
+		if errs[i] != nil {
+			continue // copyBatch fills these key by key
+		}
+		slots, err := decodeGetPiecesResp(replies[i], len(wants[i]))
+		if err != nil {
+			continue
+		}
+		for j, slot := range slots {
+			if slot.Status == pieceFound {
+				bytes += n.fill(wants[i][j], slot.Data)
+			}
+		}
+	}
+	return bytes
+}
+
+// stubHolder picks the node to fetch key's replica from: the first live
+// holder other than this node that the rebuild's listing does not show
+// lacking it.
+func stubHolder(self cluster.NodeID, m *cluster.Map, key []byte, entry cluster.SchemeEntry, v uint64, need pieceFilter) (cluster.Node, bool) {
+	targets, err := pieceTargets(m, key, entry.Spec)
+	if err != nil {
+		return cluster.Node{}, false
+	}
+	for _, t := range targets {
+		if t.node.ID != self && t.node.State == cluster.Up && !need(key, t, v) {
+			return t.node, true
+		}
+	}
+	return cluster.Node{}, false
 }
 
 // fetchReplica returns a rep value at meta's version: a replica whose
@@ -91,23 +214,33 @@ func (n *Node) fetchReplica(ctx context.Context, m *cluster.Map, key []byte, met
 	if err != nil {
 		return nil, err
 	}
+	var errs []error
 	for _, t := range targets {
 		data, err := n.getPiece(ctx, t.node, ref)
-		if err == nil && checksum(data) == meta.Aux {
+		switch {
+		case err == nil && checksum(data) == meta.Aux:
 			return data, nil
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case err != nil:
+			errs = append(errs, err)
 		}
 	}
-	return nil, fmt.Errorf("server: key %q: no replica of version %d passes its checksum", key, meta.Version)
+	return nil, fmt.Errorf("server: key %q: no replica of version %d could be read with its checksum: %w",
+		key, meta.Version, errors.Join(errs...))
 }
 
-// fillStubs fills, in the background of a recovered shard, the stubs of
-// keys that no read or write has filled yet.
+// fillStubs fills, in the background of a recovered shard, the split stubs
+// of keys that no read or write has filled yet.
 func (n *Node) fillStubs(ctx context.Context, keys []string) {
 	var filled atomic.Int64
 	err := forEach(ctx, len(keys), stubWorkers, func(ctx context.Context, i int) error {
 		key := []byte(keys[i])
 		if meta, ok := n.primary.Meta(key); ok && isStub(meta) {
 			if _, _, err := n.fillStub(ctx, key, meta); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err() // stopped: reported once below
+				}
 				n.log.Warn("recovery: a key's value could not be fetched", "key", keys[i], "err", err)
 				return nil
 			}

@@ -74,6 +74,57 @@ func Decode(shards [][]byte, key []byte, k, m int) ([]byte, error) {
 	return parse(bytes.Join(shards[:k], nil), key)
 }
 
+// Rebuild fills in every missing shard (nil or empty entry), data and
+// parity, from any k present ones, in place, and checks that the shards hold
+// an object of key. It is the rebuild path: it neither joins the value nor
+// encodes again.
+func Rebuild(shards [][]byte, key []byte, k, m int) error {
+	if len(shards) != k+m {
+		return fmt.Errorf("split: got %d shards, want %d", len(shards), k+m)
+	}
+	codec, err := ec.New(k, m)
+	if err != nil {
+		return fmt.Errorf("split: %w", err)
+	}
+	if err := codec.Reconstruct(shards); err != nil {
+		return fmt.Errorf("split: %w", err)
+	}
+	return checkHeader(shards[:k], key)
+}
+
+// checkHeader checks that data shards start with a header for key whose
+// value fits in them, reading only the shards that hold header and key.
+func checkHeader(data [][]byte, key []byte) error {
+	total := len(data) * len(data[0])
+	need := 1 + 2*binary.MaxVarintLen64 + len(key)
+	var prefix []byte
+	for _, s := range data {
+		if len(prefix) >= need {
+			break
+		}
+		prefix = append(prefix, s...)
+	}
+	if len(prefix) == 0 || prefix[0] != magic {
+		return ErrCorrupt
+	}
+	kl, n1 := binary.Uvarint(prefix[1:])
+	if n1 <= 0 {
+		return ErrCorrupt
+	}
+	vl, n2 := binary.Uvarint(prefix[1+n1:])
+	if n2 <= 0 {
+		return ErrCorrupt
+	}
+	body := prefix[1+n1+n2:]
+	if kl != uint64(len(key)) || kl > uint64(len(body)) || !bytes.Equal(body[:kl], key) {
+		return ErrCorrupt
+	}
+	if vl > uint64(total) || 1+n1+n2+int(kl)+int(vl) > total {
+		return ErrCorrupt
+	}
+	return nil
+}
+
 func parse(obj, key []byte) ([]byte, error) {
 	if len(obj) == 0 || obj[0] != magic {
 		return nil, ErrCorrupt

@@ -29,9 +29,19 @@ func TestRoundTripEveryLossPattern(t *testing.T) {
 						got[i] = append([]byte(nil), shards[i]...)
 					}
 				}
+				rebuilt := make([][]byte, n)
+				copy(rebuilt, got)
 				v, err := Decode(got, key, c.k, c.m)
 				if err != nil || !bytes.Equal(v, val) {
 					t.Fatalf("k=%d m=%d len=%d lost=%b: err %v, equal %v", c.k, c.m, vlen, mask, err, bytes.Equal(v, val))
+				}
+				if err := Rebuild(rebuilt, key, c.k, c.m); err != nil {
+					t.Fatalf("rebuild k=%d m=%d len=%d lost=%b: %v", c.k, c.m, vlen, mask, err)
+				}
+				for i := range shards {
+					if !bytes.Equal(rebuilt[i], shards[i]) {
+						t.Fatalf("rebuild k=%d m=%d len=%d lost=%b: shard %d differs", c.k, c.m, vlen, mask, i)
+					}
 				}
 			}
 		}
@@ -49,6 +59,12 @@ func TestDecodeRefusesWrongKeyAndGarbage(t *testing.T) {
 	}
 	if _, err := Decode([][]byte{nil, nil, shards[2]}, []byte("a"), 2, 1); err == nil {
 		t.Fatal("decoded with fewer than k shards")
+	}
+	if err := Rebuild([][]byte{shards[0], nil, shards[2]}, []byte("b"), 2, 1); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("rebuild for the wrong key: %v", err)
+	}
+	if err := Rebuild([][]byte{{0xA7, 0x7f, 0x7f}, {1, 2, 3}, nil}, []byte("a"), 2, 1); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("rebuild of garbage: %v", err)
 	}
 }
 
@@ -71,5 +87,6 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		_, _ = Decode([][]byte{a, b, nil}, key, 2, 1)
+		_ = Rebuild([][]byte{a, b, nil}, key, 2, 1)
 	})
 }

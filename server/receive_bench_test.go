@@ -1,0 +1,37 @@
+package server
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/memgest/memgest/store"
+)
+
+// BenchmarkReceivePieces measures what a node receiving a rebuild does per
+// PutPieces frame: decode, checksum, store, for 256 replicas of 4 KiB.
+func BenchmarkReceivePieces(b *testing.B) {
+	const perFrame, size = 256, 4096
+	val := make([]byte, size)
+	for i := range val {
+		val[i] = byte(i)
+	}
+	frames := make([][]byte, 64)
+	for f := range frames {
+		ps := make([]piece, perFrame)
+		for i := range ps {
+			ps[i] = piece{Key: []byte(fmt.Sprintf("key:%06d:%03d", f, i)), Scheme: 1, Version: 7, CRC: checksum(val), Data: val}
+		}
+		frames[f] = encodePutPieces(ps)
+	}
+	b.SetBytes(perFrame * size)
+	b.ReportAllocs()
+	n := &Node{pieces: store.New(store.WithMaxValueSize(1 << 20))}
+	for i := 0; b.Loop(); i++ {
+		if i%len(frames) == 0 {
+			n.pieces = store.New(store.WithMaxValueSize(1 << 20))
+		}
+		if _, err := n.onPutPieces(frames[i%len(frames)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
