@@ -525,6 +525,13 @@ func TestSpareReplacesFailedNode(t *testing.T) {
 	if r := st.Rebuild; st.ShardsRebuilding != 0 || r.KeysTotal == 0 || r.KeysDone != r.KeysTotal {
 		t.Fatalf("status after the rebuild: %d shards rebuilding, keys %d of %d", st.ShardsRebuilding, r.KeysDone, r.KeysTotal)
 	}
+	// The spare took over the failed node's shards: each of their keys lost
+	// a copy (a rep key its coordinator's record, which recovery left a
+	// stub; a split key the shard at the spare's position), so the spare's
+	// rebuild restored every one of them.
+	if got := c.infoField(spare, "rebuild_keys_total"); got != int64(len(onVictim)) {
+		t.Fatalf("the spare rebuilt %d keys of the failed node's shards, want all %d", got, len(onVictim))
+	}
 	for _, n := range st.Nodes { // MemEC's states: back to normal, the dead node failed
 		want := "normal"
 		if n.ClientAddr == c.nodes[victim].addr() {
