@@ -2,7 +2,9 @@
 # bench-failure.sh [REPORT]: the failure benchmark (make bench-failure). A
 # steady GET/SET workload runs against a 6-node memgest cluster with one
 # spare while a node is killed with SIGKILL; once with the keys in rep:3,
-# once in split:4+2. Writes REPORT (default docs/benchmarks/failure.md), the
+# once in split:4+2, each with the rebuild unbounded and with the server's
+# default pacing. Writes REPORT (default docs/benchmarks/failure.md: the
+# unbounded runs) and REPORT-paced (failure-paced.md), each with the
 # per-second series beside it (failure.csv, failure-events.csv) and their
 # plot (failure.png).
 #
@@ -26,8 +28,14 @@ if ! "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
 fi
 
 mkdir -p "$(dirname "$report")"
-# shellcheck disable=SC2086 # FAILBENCH_FLAGS is a list of flags
-MEMGEST_TEST_NORACE=1 go test ./tests -run '^TestFailureBenchmarkReport$' -count=1 -timeout 30m -v \
-	-failbench.report="$report" ${FAILBENCH_FLAGS:-}
-"$venv/bin/python" scripts/plot-failure.py "$base.csv" "$base-events.csv" "$base.png"
-echo "wrote $report, $base.csv, $base-events.csv, $base.png"
+# Two runs: the rebuild unbounded (REPORT, its rate) and with the server's
+# default pacing (REPORT with -paced, what clients see meanwhile).
+for pacing in unbounded default; do
+	out=$report
+	[ "$pacing" = default ] && out=${base}-paced.md
+	# shellcheck disable=SC2086 # FAILBENCH_FLAGS is a list of flags
+	MEMGEST_TEST_NORACE=1 go test ./tests -run '^TestFailureBenchmarkReport$' -count=1 -timeout 30m -v \
+		-failbench.report="$out" -failbench.pacing="$pacing" ${FAILBENCH_FLAGS:-}
+	"$venv/bin/python" scripts/plot-failure.py "${out%.md}.csv" "${out%.md}-events.csv" "${out%.md}.png"
+	echo "wrote $out, ${out%.md}.csv, ${out%.md}-events.csv, ${out%.md}.png"
+done

@@ -63,6 +63,10 @@ type Config struct {
 	// RebuildRate bounds the bytes per second a node sends to rebuild lost
 	// pieces (0: no bound).
 	RebuildRate int64
+	// RebuildShare bounds the share of the time each rebuild worker works,
+	// in (0, 1]; 1 is no bound. Bytes measure a rep copy's cost but not a
+	// split decode's; time measures both (rebuild.go, rest).
+	RebuildShare float64
 	// ScrubRate bounds the bytes per second a node reads to check the
 	// CRC32C of what it stores (0: no scrub).
 	ScrubRate int64
@@ -75,6 +79,10 @@ type Config struct {
 	// (reported by INFO server).
 	ConfigFile string
 }
+
+// DefaultRebuildShare is the default RebuildShare (docs/failure-model.md,
+// "Rebuild": what it costs clients on a loaded machine).
+const DefaultRebuildShare = 0.1
 
 // DefaultConfig returns a single-node configuration on loopback.
 func DefaultConfig() Config {
@@ -95,6 +103,7 @@ func DefaultConfig() Config {
 		HeartbeatInterval: 200 * time.Millisecond,
 		FailureTimeout:    1500 * time.Millisecond,
 		RebuildRate:       256 << 20,
+		RebuildShare:      DefaultRebuildShare,
 		ScrubRate:         4 << 20,
 	}
 }
@@ -144,6 +153,9 @@ func (c Config) Validate() error {
 	}
 	if c.RebuildRate < 0 {
 		return errors.New("server: rebuild-rate must be ≥ 0 (0: no bound)")
+	}
+	if !(c.RebuildShare > 0 && c.RebuildShare <= 1) {
+		return errors.New("server: rebuild-share must be in (0, 1] (1: no bound)")
 	}
 	if c.ScrubRate < 0 {
 		return errors.New("server: scrub-rate must be ≥ 0 (0: no scrub)")

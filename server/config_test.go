@@ -26,6 +26,10 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.MaxArgs = 1 }, "max-args"},
 		{func(c *Config) { c.PeerTimeout = 0 }, "peer-timeout"},
 		{func(c *Config) { c.LogLevel = "loud" }, "log-level"},
+		{func(c *Config) { c.RebuildRate = -1 }, "rebuild-rate"},
+		{func(c *Config) { c.RebuildShare = 0 }, "rebuild-share"},
+		{func(c *Config) { c.RebuildShare = 1.5 }, "rebuild-share"},
+		{func(c *Config) { c.ScrubRate = -1 }, "scrub-rate"},
 	} {
 		c := DefaultConfig()
 		tc.change(&c)

@@ -310,15 +310,19 @@ func (n *Node) runRebuild(ctx context.Context, plan []rebuildItem, have held) (i
 	need := have.lacks
 	start := time.Now()
 	var sent atomic.Int64
-	account := func(keys, bytes int) {
+	// account records a step of keys and bytes that began at began, and
+	// paces its worker.
+	account := func(keys, bytes int, began time.Time) {
 		n.rebuild.keysDone.Add(int64(keys))
 		n.rebuild.bytesDone.Add(int64(bytes))
+		n.rest(ctx, time.Since(began))
 		n.pause(ctx, start, sent.Add(int64(bytes)), n.cfg.RebuildRate)
 	}
 	copies, decodes, others := splitPlan(plan)
 	err := forEach(ctx, len(copies), copyWorkers, func(ctx context.Context, i int) error {
+		began := time.Now()
 		b, err := n.rebuildCopies(ctx, copies[i], need)
-		account(len(copies[i]), b)
+		account(len(copies[i]), b, began)
 		return err
 	})
 	if err != nil {
@@ -327,8 +331,9 @@ func (n *Node) runRebuild(ctx context.Context, plan []rebuildItem, have held) (i
 	var fallback []rebuildItem // split keys the bulk path could not decode
 	var mu sync.Mutex
 	err = forEach(ctx, len(decodes), copyWorkers, func(ctx context.Context, i int) error {
+		began := time.Now()
 		b, left, err := n.rebuildDecodes(ctx, decodes[i], have)
-		account(len(decodes[i])-len(left), b)
+		account(len(decodes[i])-len(left), b, began)
 		mu.Lock()
 		fallback = append(fallback, left...)
 		mu.Unlock()
@@ -339,15 +344,32 @@ func (n *Node) runRebuild(ctx context.Context, plan []rebuildItem, have held) (i
 	}
 	others = append(others, fallback...)
 	err = forEach(ctx, len(others), rebuildWorkers, func(ctx context.Context, i int) error {
+		began := time.Now()
 		b, err := n.rebuildKey(ctx, others[i].key, need)
 		var lost *lostError
 		if err != nil && !errors.As(err, &lost) { // a lost key is reported, not rebuilt
 			return err
 		}
-		account(1, b)
+		account(1, b, began)
 		return nil
 	})
 	return sent.Load(), err
+}
+
+// rest paces a rebuild worker by --rebuild-share: after a step that took
+// d, the worker waits d·(1/share − 1), so it works at most that share of
+// the time. A step slowed by load earns a longer rest, so the bound follows
+// what the rebuild costs, decodes included, where a byte rate follows only
+// what it sends.
+func (n *Node) rest(ctx context.Context, d time.Duration) {
+	share := n.cfg.RebuildShare
+	if share >= 1 || share <= 0 {
+		return
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Duration(float64(d) * (1/share - 1))):
+	}
 }
 
 // copyBatch bounds one bulk batch of rep keys; copyWorkers batches are sent

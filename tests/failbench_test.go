@@ -15,8 +15,10 @@
 // rate can be read against what this machine can move at all.
 //
 // Nodes run with the production defaults for failure detection
-// (--failure-timeout 1.5s, --heartbeat-interval 200ms) and an unbounded
-// rebuild (--rebuild-rate 0), so the rebuild rate is the server's own.
+// (--failure-timeout 1.5s, --heartbeat-interval 200ms) and, by default, an
+// unbounded rebuild (--rebuild-rate 0 --rebuild-share 1), so the rebuild
+// rate is the server's own; -failbench.pacing=default keeps the server's
+// default pacing instead, to show what clients see.
 // Timing is reported, never asserted: only wrong values fail the test (the
 // report is written all the same).
 //
@@ -59,6 +61,7 @@ var (
 	failbenchAfter    = flag.Duration("failbench.after", 10*time.Second, "how long the workload keeps running once the rebuild is done")
 	failbenchMaxWait  = flag.Duration("failbench.maxwait", 3*time.Minute, "longest run after the kill when the rebuild does not finish")
 	failbenchSchemes  = flag.String("failbench.schemes", "rep:3,split:4+2", "comma-separated scheme specs, one run each")
+	failbenchPacing   = flag.String("failbench.pacing", "unbounded", "rebuild pacing: unbounded (--rebuild-rate 0 --rebuild-share 1) or default (the server's defaults)")
 	failbenchLoopback = flag.Int64("failbench.loopback", 2<<30, "bytes copied through a loopback TCP socket to measure the copy rate")
 )
 
@@ -84,8 +87,16 @@ const (
 
 // fbNodeFlags are the server flags of the benchmark's nodes. They come after
 // the harness's own "--failure-timeout 5s", and the last value of a flag
-// wins: production defaults for detection, an unbounded rebuild.
-var fbNodeFlags = []string{"--failure-timeout", "1.5s", "--heartbeat-interval", "200ms", "--rebuild-rate", "0"}
+// wins: production defaults for detection, and the rebuild paced as
+// -failbench.pacing says: "unbounded" to measure its rate, "default" for
+// what clients see with the server's default pacing.
+func fbNodeFlags() []string {
+	flags := []string{"--failure-timeout", "1.5s", "--heartbeat-interval", "200ms"}
+	if *failbenchPacing == "unbounded" {
+		flags = append(flags, "--rebuild-rate", "0", "--rebuild-share", "1")
+	}
+	return flags
+}
 
 // fbRebuildTargetMBps is the rebuild rate the issue asks of a scheme, in MB/s.
 func fbRebuildTargetMBps(spec string) float64 {
@@ -109,6 +120,9 @@ func TestFailureBenchmarkReport(t *testing.T) {
 	}
 	if *failbenchValue < 64 || *failbenchKeys < 1 || *failbenchClients < 1 {
 		t.Fatal("-failbench.value must be ≥ 64, -failbench.keys and -failbench.clients ≥ 1")
+	}
+	if *failbenchPacing != "unbounded" && *failbenchPacing != "default" {
+		t.Fatalf("-failbench.pacing must be unbounded or default, not %q", *failbenchPacing)
 	}
 	loop := measureLoopback(t, *failbenchLoopback)
 	t.Logf("loopback TCP copy: %.0f MB/s", loop.mbps())
@@ -240,7 +254,7 @@ type fbRun struct {
 
 // runFailbench runs the benchmark for one scheme spec.
 func runFailbench(t *testing.T, spec string) *fbRun {
-	c := startCluster(t, fbNodes, clusterOptions{spares: fbSpares, extra: fbNodeFlags})
+	c := startCluster(t, fbNodes, clusterOptions{spares: fbSpares, extra: fbNodeFlags()})
 	victim, watcher := fbPickNodes(t, c)
 	run := &fbRun{spec: spec, victimAddr: c.nodes[victim].addr()}
 	keys := fbLoad(t, c, run, victim)
@@ -1004,7 +1018,7 @@ func fbWriteSetup(b *strings.Builder, loop fbLoopback) {
 	fmt.Fprintf(b, "- machine: %d CPUs (%s), %s, %s %s/%s\n", runtime.NumCPU(), fbCPUModel(), fbKernel(),
 		runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	fmt.Fprintf(b, "- cluster: %d memgest nodes + %d spare on 127.0.0.1, 3 Raft voters, built without -race; node flags `%s`\n",
-		fbNodes, fbSpares, strings.Join(fbNodeFlags, " "))
+		fbNodes, fbSpares, strings.Join(fbNodeFlags(), " "))
 	fmt.Fprintf(b, "- data: %d keys × %d-byte values per run, written with `SET key value SCHEME spec`\n",
 		*failbenchKeys, *failbenchValue)
 	fmt.Fprintf(b, "- workload: %d closed-loop clients, 50%% GET / 50%% SET of random existing keys; each client holds one "+

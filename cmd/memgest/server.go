@@ -54,6 +54,7 @@ the file.`,
 	f.IntVar(&cfg.MaxArgs, "max-args", cfg.MaxArgs, "most arguments in one command")
 	f.DurationVar(&cfg.PeerTimeout, "peer-timeout", cfg.PeerTimeout, "bound on one node-to-node request")
 	f.Int64Var(&cfg.RebuildRate, "rebuild-rate", cfg.RebuildRate, "bytes per second a node sends to rebuild lost pieces (0: no bound)")
+	f.Float64Var(&cfg.RebuildShare, "rebuild-share", cfg.RebuildShare, "share of the time each rebuild worker may work, resting the rest, in (0, 1] (1: no bound)")
 	f.Int64Var(&cfg.ScrubRate, "scrub-rate", cfg.ScrubRate, "bytes per second a node reads to check the checksums of what it stores (0: no scrub)")
 	f.BoolVar(&cfg.EnableDebugCommand, "enable-debug-command", cfg.EnableDebugCommand, "allow DEBUG FLIP, which corrupts stored data on purpose (tests, drills)")
 	f.BoolVar(&cfg.Spare, "spare", cfg.Spare, "join as a spare: hold nothing until replacing a failed node")
