@@ -1,6 +1,9 @@
 package server
 
-import "hash/crc32"
+import (
+	"encoding/binary"
+	"hash/crc32"
+)
 
 // Peer message types (transport.Frame.Type). Payload layouts are the
 // encode/decode pairs below; docs/transport.md lists them under "Peer
@@ -190,7 +193,11 @@ type pieceSlot struct {
 }
 
 func encodeGetPiecesResp(slots []pieceSlot) []byte {
-	e := enc(nil).u32(uint32(len(slots)))
+	size := 4
+	for _, s := range slots {
+		size += 1 + binary.MaxVarintLen64 + len(s.Data)
+	}
+	e := make(enc, 0, size).u32(uint32(len(slots)))
 	for _, s := range slots {
 		e = e.u8(s.Status).bytes(s.Data)
 	}

@@ -53,7 +53,7 @@ import (
 
 var (
 	failbenchReport   = flag.String("failbench.report", "", "run TestFailureBenchmarkReport and write its Markdown report to this file (absolute path; the CSVs are written beside it)")
-	failbenchKeys     = flag.Int("failbench.keys", 20000, "keys loaded for each scheme")
+	failbenchKeys     = flag.Int("failbench.keys", 50000, "keys loaded for each scheme")
 	failbenchValue    = flag.Int("failbench.value", 4096, "bytes per value (at least 64)")
 	failbenchClients  = flag.Int("failbench.clients", 16, "closed-loop client goroutines")
 	failbenchKillAt   = flag.Duration("failbench.kill", 20*time.Second, "when, after the workload starts, a node is killed")
