@@ -121,14 +121,11 @@ type stubWant struct {
 }
 
 // fill completes w's stub with value if value is the stub's (its CRC32C)
-// and returns the bytes stored.
-func (n *Node) fill(w stubWant, value []byte) int {
+// and reports whether it did.
+func (n *Node) fill(w stubWant, value []byte) bool {
 	full := w.meta
 	full.Flags &^= recordStub
-	if checksum(value) != w.meta.Aux || n.completeStub(w.key, w.meta, w.entry, value, full) != nil {
-		return 0
-	}
-	return len(value)
+	return checksum(value) == w.meta.Aux && n.completeStub(w.key, w.meta, w.entry, value, full) == nil
 }
 
 // fillStubChunk is fillRepStubs for one chunk.
@@ -144,9 +141,10 @@ func (n *Node) fillStubChunk(ctx context.Context, m *cluster.Map, chunk []rebuil
 			continue
 		}
 		w := stubWant{key: it.key, meta: meta, entry: entry}
-		if data, err := n.loadPiece(pieceRef{Key: it.key, Scheme: entry.ID, Version: meta.Version}); err == nil {
-			bytes += n.fill(w, data)
-			continue
+		data, err := n.loadPiece(pieceRef{Key: it.key, Scheme: entry.ID, Version: meta.Version})
+		if err == nil && n.fill(w, data) {
+			bytes += len(data)
+			continue // this node held the replica (of that very value)
 		}
 		holder, ok := stubHolder(n.id, m, it.key, entry, meta.Version, need)
 		if !ok {
@@ -178,8 +176,8 @@ func (n *Node) fillStubChunk(ctx context.Context, m *cluster.Map, chunk []rebuil
 			continue
 		}
 		for j, slot := range slots {
-			if slot.Status == pieceFound {
-				bytes += n.fill(wants[i][j], slot.Data)
+			if slot.Status == pieceFound && n.fill(wants[i][j], slot.Data) {
+				bytes += len(slot.Data)
 			}
 		}
 	}
