@@ -82,7 +82,7 @@ type Config struct {
 
 // DefaultRebuildShare is the default RebuildShare (docs/failure-model.md,
 // "Rebuild": what it costs clients on a loaded machine).
-const DefaultRebuildShare = 0.1
+const DefaultRebuildShare = 0.05
 
 // DefaultConfig returns a single-node configuration on loopback.
 func DefaultConfig() Config {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/memgest/memgest/cluster"
@@ -151,5 +152,58 @@ func TestHeldLacks(t *testing.T) {
 	}
 	if h.lacks([]byte("k"), target{index: 1, node: node("c")}, 5) {
 		t.Error("a node that was not listed (it kept its position) counted as lacking")
+	}
+}
+
+// TestRecoveryUnderwayWaitsOnlyForLiveRecoveries: rebuilds wait while a
+// failed coordinator's shard is being recovered, but not for a shard with
+// no live node left to recover it.
+func TestRecoveryUnderwayWaitsOnlyForLiveRecoveries(t *testing.T) {
+	m := testMap(t, 3)
+	if recoveryUnderway(m) {
+		t.Fatal("a healthy map has a recovery under way")
+	}
+	apply := func(c cluster.Command) {
+		t.Helper()
+		next, err := cluster.Apply(m, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m = next
+	}
+	apply(cluster.MarkFailed{ID: m.Nodes[0].ID})
+	if m.RecoveringShards() == 0 || !recoveryUnderway(m) {
+		t.Fatalf("after a coordinator failed: %d shards recovering, under way %v", m.RecoveringShards(), recoveryUnderway(m))
+	}
+	apply(cluster.MarkFailed{ID: m.Nodes[1].ID})
+	apply(cluster.MarkFailed{ID: m.Nodes[2].ID})
+	if m.RecoveringShards() == 0 || recoveryUnderway(m) {
+		t.Fatalf("with every node failed: %d shards recovering, under way %v (nobody can recover them)",
+			m.RecoveringShards(), recoveryUnderway(m))
+	}
+}
+
+// TestReadOrderAvoidsDoubtfulPositions: a split read asks first for k
+// shards whose pieces should be in place, so a degraded read takes one
+// round trip; a position listed for rebuild or on a failed node goes last.
+func TestReadOrderAvoidsDoubtfulPositions(t *testing.T) {
+	m := testMap(t, 4)
+	spec, _ := scheme.Parse("split:2+1")
+	key := []byte("k")
+	targets, err := pieceTargets(m, key, spec)
+	if err != nil || len(targets) != 3 {
+		t.Fatalf("targets %v, %v", targets, err)
+	}
+	if first, rest := readOrder(m, key, targets, 2); !slices.Equal(first, []int{0, 1}) || !slices.Equal(rest, []int{2}) {
+		t.Fatalf("healthy: first %v rest %v, want the data shards first", first, rest)
+	}
+	next, err := cluster.Apply(m, cluster.MarkFailed{ID: targets[0].node.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets, _ = pieceTargets(next, key, spec)
+	first, rest := readOrder(next, key, targets, 2)
+	if len(first) != 2 || slices.Contains(first, 0) || !slices.Equal(rest, []int{0}) {
+		t.Fatalf("position 0 failed: first %v rest %v, want it last", first, rest)
 	}
 }

@@ -74,14 +74,33 @@ func (r RebuildReport) ETA() time.Duration {
 }
 
 // startRebuilds begins rebuilding every shard this node coordinates whose
-// map entry lists lost positions, once its records are recovered.
+// map entry lists lost positions, once no recovery is under way: a
+// recovery is what keeps a failed coordinator's keys unavailable, so it
+// gets the CPU first, and rebuilds wait for it (well under a second).
 func (n *Node) startRebuilds(ctx context.Context) {
 	n.startShardJobs(ctx, "rebuild", &n.rebuilding,
-		func(sh cluster.Shard) bool { return len(sh.Rebuild) > 0 && !sh.Recovering },
+		func(sh cluster.Shard) bool {
+			return len(sh.Rebuild) > 0 && !sh.Recovering && !recoveryUnderway(n.ctl.Map())
+		},
 		n.rebuildShard,
 		func(sh cluster.Shard) cluster.Command {
 			return cluster.RebuildDone{Shard: sh.ID, By: n.id, Positions: sh.Rebuild}
 		})
+}
+
+// recoveryUnderway says whether some shard of m is recovering on a live
+// coordinator. A shard with no live node left stays recovering until one
+// comes back, and holds no rebuild up.
+func recoveryUnderway(m *cluster.Map) bool {
+	if m.RecoveringShards() == 0 {
+		return false
+	}
+	for _, sh := range m.Shards {
+		if _, ok := m.Coordinator(sh.First); ok && sh.Recovering {
+			return true
+		}
+	}
+	return false
 }
 
 // rebuildWorkers is how many keys one shard's rebuild works on at once;

@@ -472,12 +472,13 @@ func (n *Node) gatherSplit(ctx context.Context, m *cluster.Map, key []byte, meta
 		}
 		wg.Wait()
 	}
-	fetch(seq(0, spec.K))
-	if missing := failed(errs[:spec.K]); len(missing) > 0 {
+	first, rest := readOrder(m, key, targets, spec.K)
+	fetch(first)
+	if slices.ContainsFunc(first, func(i int) bool { return errs[i] != nil }) {
 		if !recovering && n.superseded(key, meta.Version) {
 			return nil, errPieceGone // a newer commit released them: read again
 		}
-		fetch(seq(spec.K, spec.K+spec.M))
+		fetch(rest)
 	}
 	v, err := split.Decode(shards, key, spec.K, spec.M)
 	if err == nil && !recovering && slices.ContainsFunc(errs, func(e error) bool { return errors.Is(e, errPieceCorrupt) }) {
@@ -584,20 +585,27 @@ func (n *Node) releaseOne(ctx context.Context, r release) {
 	wg.Wait()
 }
 
-func seq(from, to int) []int {
-	out := make([]int, 0, to-from)
-	for i := from; i < to; i++ {
-		out = append(out, i)
-	}
-	return out
-}
-
-func failed(errs []error) []int {
-	var out []int
-	for i, err := range errs {
-		if err != nil {
-			out = append(out, i)
+// readOrder splits a split key's targets into the k to fetch first and the
+// rest, fetched only if one of those fails. Positions whose piece may be
+// missing (their node failed, or they are listed for rebuild: a spare or
+// stand-in that has not received it yet) go last, so a degraded read
+// decodes from parity in one round trip rather than finding the hole
+// first; with none, the data shards come first and no decode is needed.
+func readOrder(m *cluster.Map, key []byte, targets []target, k int) (first, rest []int) {
+	sh := m.ShardOf(cluster.Slot(key))
+	var doubtful []int
+	for i, t := range targets {
+		switch {
+		case t.node.State == cluster.Failed || (sh != nil && slices.Contains(sh.Rebuild, t.index)):
+			doubtful = append(doubtful, i)
+		case len(first) < k:
+			first = append(first, i)
+		default:
+			rest = append(rest, i)
 		}
 	}
-	return out
+	for len(first) < k && len(doubtful) > 0 {
+		first, doubtful = append(first, doubtful[0]), doubtful[1:]
+	}
+	return first, append(rest, doubtful...)
 }

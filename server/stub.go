@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme"
@@ -229,11 +230,15 @@ func (n *Node) fetchReplica(ctx context.Context, m *cluster.Map, key []byte, met
 }
 
 // fillStubs fills, in the background of a recovered shard, the split stubs
-// of keys that no read or write has filled yet.
+// of keys that no read or write has filled yet, paced by --rebuild-share:
+// it only records their length (a read fills a stub first anyway), so it
+// must not cost clients more than the rebuild does.
 func (n *Node) fillStubs(ctx context.Context, keys []string) {
 	var filled atomic.Int64
 	err := forEach(ctx, len(keys), stubWorkers, func(ctx context.Context, i int) error {
 		key := []byte(keys[i])
+		began := time.Now()
+		defer func() { n.rest(ctx, time.Since(began)) }() // paced as the rebuild is
 		if meta, ok := n.primary.Meta(key); ok && isStub(meta) {
 			if _, _, err := n.fillStub(ctx, key, meta); err != nil {
 				if ctx.Err() != nil {
