@@ -14,23 +14,25 @@ import (
 func testMap(t *testing.T, n int) *cluster.Map {
 	t.Helper()
 	m := cluster.NewMap(n, 3)
-	apply := func(c cluster.Command) {
-		t.Helper()
-		next, err := cluster.Apply(m, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m = next
-	}
 	for i := range n {
-		apply(cluster.AddNode{Node: cluster.Node{ID: cluster.NodeID(fmt.Sprintf("%040x", i+1)),
+		m = mustApply(t, m, cluster.AddNode{Node: cluster.Node{ID: cluster.NodeID(fmt.Sprintf("%040x", i+1)),
 			ClientAddr: fmt.Sprintf("127.0.0.1:%d", 7000+i), PeerAddr: fmt.Sprintf("127.0.0.1:%d", 17000+i)}})
 	}
 	for _, s := range []string{"rep:3", "split:2+1"} {
 		sp, _ := scheme.Parse(s)
-		apply(cluster.CreateScheme{Spec: sp})
+		m = mustApply(t, m, cluster.CreateScheme{Spec: sp})
 	}
 	return m
+}
+
+// mustApply returns m with c applied, failing the test if c is refused.
+func mustApply(t *testing.T, m *cluster.Map, c cluster.Command) *cluster.Map {
+	t.Helper()
+	next, err := cluster.Apply(m, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return next
 }
 
 func schemeID(t *testing.T, m *cluster.Map, name string) uint16 {
@@ -163,20 +165,12 @@ func TestRecoveryUnderwayWaitsOnlyForLiveRecoveries(t *testing.T) {
 	if recoveryUnderway(m) {
 		t.Fatal("a healthy map has a recovery under way")
 	}
-	apply := func(c cluster.Command) {
-		t.Helper()
-		next, err := cluster.Apply(m, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m = next
-	}
-	apply(cluster.MarkFailed{ID: m.Nodes[0].ID})
+	m = mustApply(t, m, cluster.MarkFailed{ID: m.Nodes[0].ID})
 	if m.RecoveringShards() == 0 || !recoveryUnderway(m) {
 		t.Fatalf("after a coordinator failed: %d shards recovering, under way %v", m.RecoveringShards(), recoveryUnderway(m))
 	}
-	apply(cluster.MarkFailed{ID: m.Nodes[1].ID})
-	apply(cluster.MarkFailed{ID: m.Nodes[2].ID})
+	m = mustApply(t, m, cluster.MarkFailed{ID: m.Nodes[1].ID})
+	m = mustApply(t, m, cluster.MarkFailed{ID: m.Nodes[2].ID})
 	if m.RecoveringShards() == 0 || recoveryUnderway(m) {
 		t.Fatalf("with every node failed: %d shards recovering, under way %v (nobody can recover them)",
 			m.RecoveringShards(), recoveryUnderway(m))
@@ -197,10 +191,7 @@ func TestReadOrderAvoidsDoubtfulPositions(t *testing.T) {
 	if first, rest := readOrder(m, key, targets, 2); !slices.Equal(first, []int{0, 1}) || !slices.Equal(rest, []int{2}) {
 		t.Fatalf("healthy: first %v rest %v, want the data shards first", first, rest)
 	}
-	next, err := cluster.Apply(m, cluster.MarkFailed{ID: targets[0].node.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	next := mustApply(t, m, cluster.MarkFailed{ID: targets[0].node.ID})
 	targets, _ = pieceTargets(next, key, spec)
 	first, rest := readOrder(next, key, targets, 2)
 	if len(first) != 2 || slices.Contains(first, 0) || !slices.Equal(rest, []int{0}) {
