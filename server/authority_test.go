@@ -74,10 +74,7 @@ func leasedNode(t *testing.T, m *cluster.Map) *Node {
 func TestAuthorityFramesKeepTheirEpoch(t *testing.T) {
 	base := testMap(t, 3)
 	sp, _ := scheme.Parse("rep:2")
-	next, err := cluster.Apply(base, cluster.CreateScheme{Spec: sp})
-	if err != nil {
-		t.Fatal(err)
-	}
+	next := mustApply(t, base, cluster.CreateScheme{Spec: sp})
 	cases := []struct {
 		name    string
 		typ     uint8
