@@ -126,3 +126,42 @@ func TestCallEachSendsNoAuthorityWithoutALease(t *testing.T) {
 		t.Fatalf("the peer got %d frames, want only the stats request", len(got))
 	}
 }
+
+// TestDirectoryRequeueUnderALapsedLease: entries held back while the lease
+// has lapsed are queued again once per send (not once per directory node,
+// which doubled the queue every round), and never survive a fence.
+func TestDirectoryRequeueUnderALapsedLease(t *testing.T) {
+	n := leasedNode(t, testMap(t, 6))
+	n.directory.wake = make(chan struct{}, 1)
+	n.lease.until.Store(0) // lapsed, not fenced
+	batch := []dirEntry{{Key: []byte("a"), Scheme: 1, Version: 1}, {Key: []byte("b"), Scheme: 1, Version: 2}}
+	take := func() ([]dirEntry, uint64) {
+		d := &n.directory
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		q, f := d.queue, d.fences
+		d.queue = nil
+		return q, f
+	}
+	n.sendDirectory(batch, 0)
+	for round := range 3 {
+		q, f := take()
+		if len(q) != len(batch) || f != 0 {
+			t.Fatalf("round %d: %d entries queued again at fence count %d, want %d at 0", round, len(q), f, len(batch))
+		}
+		n.sendDirectory(q, f)
+	}
+	n.fence() // fresh: no wipe
+	if q, _ := take(); len(q) != 0 {
+		t.Fatalf("%d entries still queued after a fence", len(q))
+	}
+	n.accepted(n.monoNow()) // readmitted, leased again
+	n.sendDirectory(batch, 0)
+	if q, _ := take(); len(q) != 0 {
+		t.Fatalf("entries decided before the fence were queued again after it: %d", len(q))
+	}
+	if _, errs := n.callEachSince(context.Background(),
+		[]peerReq{{node: n.ctl.Map().Nodes[1], typ: msgDirectory}}, 0); !errors.Is(errs[0], errLeaseGone) {
+		t.Fatalf("a directory frame decided before the fence: %v, want errLeaseGone", errs[0])
+	}
+}

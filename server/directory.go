@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -151,14 +152,31 @@ const dirWindow = 20 * time.Millisecond
 type directorySender struct {
 	mu    sync.Mutex
 	queue []dirEntry
-	wake  chan struct{} // capacity 1
+	// fences is the node's fence count when queue was filled: entries
+	// decided before a fence are never sent after it (the node was
+	// failed over, and others keep its keys' directory since).
+	fences uint64
+	wake   chan struct{} // capacity 1
 }
 
 // enqueueDirectory adds entries to send; the first one after a quiet spell
 // starts a send dirWindow later.
 func (n *Node) enqueueDirectory(entries ...dirEntry) {
+	n.queueDirectory(n.lease.fences.Load(), entries)
+}
+
+// queueDirectory adds entries decided when the fence count was fences;
+// entries of another fence count than those queued drop the older ones.
+func (n *Node) queueDirectory(fences uint64, entries []dirEntry) {
 	d := &n.directory
 	d.mu.Lock()
+	if fences != d.fences {
+		if fences < d.fences {
+			d.mu.Unlock()
+			return // decided before a fence: void
+		}
+		d.queue, d.fences = nil, fences
+	}
 	for _, x := range entries {
 		x.Key = append([]byte(nil), x.Key...) // it outlives the request that named it
 		d.queue = append(d.queue, x)
@@ -168,6 +186,14 @@ func (n *Node) enqueueDirectory(entries ...dirEntry) {
 	case d.wake <- struct{}{}:
 	default:
 	}
+}
+
+// dropDirectory forgets the queued entries (the node was fenced).
+func (n *Node) dropDirectory() {
+	d := &n.directory
+	d.mu.Lock()
+	d.queue = nil
+	d.mu.Unlock()
 }
 
 // directoryLoop sends queued entries until ctx ends.
@@ -181,19 +207,19 @@ func (n *Node) directoryLoop(ctx context.Context) {
 		}
 		time.Sleep(dirWindow)
 		d.mu.Lock()
-		batch := d.queue
+		batch, fences := d.queue, d.fences
 		d.queue = nil
 		d.mu.Unlock()
-		n.sendDirectory(batch)
+		n.sendDirectory(batch, fences)
 	}
 }
 
 // sendDirectory sends each entry to its key's directory node under the
-// current map, one frame per node. A send that fails is logged and
-// dropped: the directory is best effort (see the file comment). Entries
-// held back because the lease lapsed are queued again unless the node was
-// fenced (it is wiped then, and others keep its keys' directory).
-func (n *Node) sendDirectory(batch []dirEntry) {
+// current map, one frame per node, on the authority the node had at fence
+// count fences. A send that fails is logged and dropped: the directory is
+// best effort (see the file comment). A batch held back because the lease
+// lapsed is queued again, once, unless the node was fenced since.
+func (n *Node) sendDirectory(batch []dirEntry, fences uint64) {
 	m := n.ctl.Map()
 	byNode := map[cluster.NodeID][]dirEntry{}
 	nodes := map[cluster.NodeID]cluster.Node{}
@@ -217,13 +243,14 @@ func (n *Node) sendDirectory(batch []dirEntry) {
 	for id, entries := range byNode {
 		reqs = append(reqs, peerReq{node: nodes[id], typ: msgDirectory, payload: encodeDirectory(entries)})
 	}
-	_, errs := n.callEach(context.Background(), reqs)
+	_, errs := n.callEachSince(context.Background(), reqs, fences)
 	for i, err := range errs {
-		switch {
-		case errors.Is(err, errLeaseGone) && !n.lease.fenced.Load():
-			n.enqueueDirectory(byNode[reqs[i].node.ID]...)
-		case err != nil:
+		if err != nil {
 			n.log.Debug("directory entries not sent", "node", reqs[i].node.ID, "err", err)
 		}
+	}
+	if slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, errLeaseGone) }) &&
+		!n.lease.fenced.Load() && n.lease.fences.Load() == fences {
+		n.queueDirectory(fences, batch) // the lease lapsed, no fence: later
 	}
 }

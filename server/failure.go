@@ -287,6 +287,7 @@ func (n *Node) fence() {
 		return
 	}
 	n.lease.fences.Add(1)
+	n.dropDirectory() // decided under the lost lease
 	if n.lease.fresh.Load() {
 		// Empty since it started: the incarnation the leader has heard
 		// is the one it will readmit.

@@ -79,8 +79,8 @@ func (r RebuildReport) ETA() time.Duration {
 // gets the CPU first, and rebuilds wait for it (well under a second).
 func (n *Node) startRebuilds(ctx context.Context) {
 	n.startShardJobs(ctx, "rebuild", &n.rebuilding,
-		func(sh cluster.Shard) bool {
-			return len(sh.Rebuild) > 0 && !sh.Recovering && !recoveryUnderway(n.ctl.Map())
+		func(m *cluster.Map, sh cluster.Shard) bool {
+			return len(sh.Rebuild) > 0 && !sh.Recovering && !recoveryUnderway(m)
 		},
 		n.rebuildShard,
 		func(sh cluster.Shard) cluster.Command {
@@ -465,7 +465,11 @@ func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need pieceFil
 		items = items[1:]
 		var meta store.Meta
 		var ok bool
-		val, meta, ok = n.copySource(ctx, m, key, val)
+		var err error
+		val, meta, ok, err = n.copySource(ctx, m, key, val)
+		if err != nil {
+			return bytes, items, err // the shard's rebuild is tried again
+		}
 		if !ok {
 			continue // gone, moved, or corrupt (reads and the scrub repair it)
 		}
@@ -494,22 +498,22 @@ func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need pieceFil
 
 // copySource reads key's rep record into buf for copyBatch, filling it
 // first if it is a stub. It reports false for a key that is gone, no
-// longer rep, or corrupt.
-func (n *Node) copySource(ctx context.Context, m *cluster.Map, key, buf []byte) ([]byte, store.Meta, bool) {
+// longer rep, or corrupt, and an error for a stub it could not fill: that
+// copy is lost until it is filled, so the shard's rebuild must not end.
+func (n *Node) copySource(ctx context.Context, m *cluster.Map, key, buf []byte) ([]byte, store.Meta, bool, error) {
 	val, meta, ok := n.primary.Get(key, buf)
 	entry, known := m.SchemeByID(meta.Scheme)
 	if !ok || !known || entry.Spec.Kind != scheme.Rep {
-		return val, meta, false
+		return val, meta, false, nil
 	}
 	if isStub(meta) {
 		filled, full, err := n.fillStub(ctx, key, meta)
 		if err != nil {
-			n.log.Debug("rebuild: a stub could not be filled", "key", string(key), "err", err)
-			return val, meta, false
+			return val, meta, false, fmt.Errorf("server: rebuilding the record of %q: %w", key, err)
 		}
-		return filled, full, true // fillStub checked its CRC32C
+		return filled, full, true, nil // fillStub checked its CRC32C
 	}
-	return val, meta, checksum(val) == meta.Aux
+	return val, meta, checksum(val) == meta.Aux, nil
 }
 
 // releaseChanged releases, after a bulk batch was stored, the pieces it

@@ -64,7 +64,7 @@ func (r *shardClaims) release(shard int) {
 // node; a recovery that fails is retried at the next call.
 func (n *Node) startRecoveries(ctx context.Context) {
 	n.startShardJobs(ctx, "recovery", &n.recovering,
-		func(sh cluster.Shard) bool { return sh.Recovering },
+		func(_ *cluster.Map, sh cluster.Shard) bool { return sh.Recovering },
 		n.recoverShard,
 		func(sh cluster.Shard) cluster.Command { return cluster.ShardRecovered{Shard: sh.ID, By: n.id} })
 }
@@ -73,14 +73,14 @@ func (n *Node) startRecoveries(ctx context.Context) {
 // it and that this node coordinates, one job per shard at a time (claims),
 // and proposes done(shard) when the job succeeds. A failed job or proposal
 // is retried at the next call (every heartbeat tick).
-func (n *Node) startShardJobs(ctx context.Context, what string, claims *shardClaims, wants func(cluster.Shard) bool,
+func (n *Node) startShardJobs(ctx context.Context, what string, claims *shardClaims, wants func(*cluster.Map, cluster.Shard) bool,
 	job func(context.Context, *cluster.Map, cluster.Shard) error, done func(cluster.Shard) cluster.Command) {
 	m := n.ctl.Map()
 	if m.State != cluster.OK || !n.serving() {
 		return
 	}
 	for _, sh := range m.Shards {
-		if c, ok := m.Coordinator(sh.First); !wants(sh) || !ok || c.ID != n.id || !claims.claim(sh.ID) {
+		if c, ok := m.Coordinator(sh.First); !wants(m, sh) || !ok || c.ID != n.id || !claims.claim(sh.ID) {
 			continue
 		}
 		go func(sh cluster.Shard) {

@@ -284,8 +284,16 @@ type peerResult struct {
 // Requests that carry this node's authority fail with errLeaseGone, sent
 // or retried, when it does not hold (see call).
 func (n *Node) callEach(ctx context.Context, reqs []peerReq) ([][]byte, []error) {
+	return n.callEachSince(ctx, reqs, n.lease.fences.Load())
+}
+
+// callEachSince is callEach for requests decided when the node's fence
+// count was fences: those that carry its authority fail with errLeaseGone
+// if it was fenced since, even if it has been readmitted.
+func (n *Node) callEachSince(ctx context.Context, reqs []peerReq, fences uint64) ([][]byte, []error) {
 	epoch := n.ctl.Map().Epoch
 	auth := n.takeAuthority()
+	auth.ok = auth.ok && auth.fences == fences
 	replies := make([][]byte, len(reqs))
 	errs := make([]error, len(reqs))
 	answered := make([]bool, len(reqs))

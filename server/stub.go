@@ -71,27 +71,30 @@ func (n *Node) fillStub(ctx context.Context, key []byte, meta store.Meta) ([]byt
 	if err != nil {
 		return nil, meta, err
 	}
-	if err := n.completeStub(key, meta, entry, stored, full); err != nil {
+	if _, err := n.completeStub(key, meta, entry, stored, full); err != nil {
 		return nil, meta, err
 	}
 	return value, full, nil
 }
 
 // completeStub replaces key's stub record meta with the full record (stored
-// bytes, full meta) unless a write replaced the stub meanwhile.
-func (n *Node) completeStub(key []byte, meta store.Meta, entry cluster.SchemeEntry, stored []byte, full store.Meta) error {
+// bytes, full meta) unless a write replaced the stub meanwhile, and reports
+// whether it did.
+func (n *Node) completeStub(key []byte, meta store.Meta, entry cluster.SchemeEntry, stored []byte, full store.Meta) (bool, error) {
 	s := n.inflight.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cur, ok := n.primary.Meta(key); ok && cur.Version == meta.Version && isStub(cur) {
-		if err := n.primary.Put(key, stored, full); err != nil {
-			return err
-		}
-		if entry.Spec.Kind == scheme.Split {
-			n.stats.splitBytes(meta.Scheme).Add(int64(full.Aux))
-		}
+	cur, ok := n.primary.Meta(key)
+	if !ok || cur.Version != meta.Version || !isStub(cur) {
+		return false, nil
 	}
-	return nil
+	if err := n.primary.Put(key, stored, full); err != nil {
+		return false, err
+	}
+	if entry.Spec.Kind == scheme.Split {
+		n.stats.splitBytes(meta.Scheme).Add(int64(full.Aux))
+	}
+	return true, nil
 }
 
 // stubFetchKeys bounds the keys of one GetPieces request of fillRepStubs.
@@ -122,11 +125,15 @@ type stubWant struct {
 }
 
 // fill completes w's stub with value if value is the stub's (its CRC32C)
-// and reports whether it did.
+// and reports whether it stored it.
 func (n *Node) fill(w stubWant, value []byte) bool {
 	full := w.meta
 	full.Flags &^= recordStub
-	return checksum(value) == w.meta.Aux && n.completeStub(w.key, w.meta, w.entry, value, full) == nil
+	if checksum(value) != w.meta.Aux {
+		return false
+	}
+	stored, err := n.completeStub(w.key, w.meta, w.entry, value, full)
+	return stored && err == nil
 }
 
 // fillStubChunk is fillRepStubs for one chunk.

@@ -102,7 +102,7 @@ func checkHeader(data [][]byte, key []byte) error {
 		if len(prefix) >= need {
 			break
 		}
-		prefix = append(prefix, s...)
+		prefix = append(prefix, s[:min(len(s), need-len(prefix))]...)
 	}
 	if len(prefix) == 0 || prefix[0] != magic {
 		return ErrCorrupt
