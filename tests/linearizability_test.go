@@ -96,12 +96,14 @@ var kvModel = porcupine.Model{
 }
 
 // stepIncr is INCR: a missing key counts as 0; a value that is no integer
-// is refused and stays.
+// written the canonical way (Redis refuses "007" and "+7" too) is refused
+// and stays.
 func stepIncr(s kvState, out kvOutput) (bool, any) {
 	v := int64(0)
 	if s.exists {
 		var err error
-		if v, err = strconv.ParseInt(s.value, 10, 64); err != nil {
+		v, err = strconv.ParseInt(s.value, 10, 64)
+		if err != nil || strconv.FormatInt(v, 10) != s.value {
 			return out.unknown || out.failed, s
 		}
 	}
@@ -310,6 +312,8 @@ func TestKVModel(t *testing.T) {
 			op(0, 2, 3, kvInput{op: "incr"}, kvOutput{n: 42})}, true},
 		{"incr of text is refused", []porcupine.Operation{op(0, 0, 1, set("4x"), kvOutput{}),
 			op(0, 2, 3, kvInput{op: "incr"}, kvOutput{n: 1})}, false},
+		{"incr of a number not written canonically is refused", []porcupine.Operation{op(0, 0, 1, set("07"), kvOutput{}),
+			op(0, 2, 3, kvInput{op: "incr"}, kvOutput{failed: true})}, true},
 		{"an unknown append may apply", []porcupine.Operation{op(0, 0, 1, set("1"), kvOutput{}),
 			op(0, 2, math.MaxInt64, kvInput{op: "append", value: "7"}, unknownOutcome),
 			op(1, 4, 5, get, kvOutput{value: "17", exists: true})}, true},
