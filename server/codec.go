@@ -36,6 +36,31 @@ func (e enc) reserve(n int) enc {
 }
 func (e enc) str(s string) enc { return append(binary.AppendUvarint(e, uint64(len(s))), s...) }
 
+// encodeList is a payload of a u32 count and the items back to back.
+func encodeList[T interface{ encode(enc) enc }](items []T) enc {
+	e := enc(nil).u32(uint32(len(items)))
+	for _, x := range items {
+		e = x.encode(e)
+	}
+	return e
+}
+
+// decodeList reads what encodeList wrote, each item with read. A count
+// larger than the payload (every item takes a byte or more) is malformed
+// before anything is allocated, and the whole payload must be read.
+func decodeList[T any](b []byte, read func(*dec) T) ([]T, error) {
+	d := dec{b: b}
+	count := int(d.u32())
+	if count > len(b) {
+		return nil, errMalformed
+	}
+	out := make([]T, 0, min(count, 1024))
+	for i := 0; i < count && d.err == nil; i++ {
+		out = append(out, read(&d))
+	}
+	return out, d.done()
+}
+
 // dec reads what enc wrote; the first failure sticks and every later read
 // returns zero values, so callers check err once at the end.
 type dec struct {

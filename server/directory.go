@@ -44,27 +44,15 @@ func (e dirEntry) encode(b enc) enc {
 	return b.bytes(e.Key).u16(e.Scheme).u64(e.Version).i64(e.ExpireAt).u8(boolByte(e.Deleted))
 }
 
-func encodeDirectory(entries []dirEntry) []byte {
-	e := enc(nil).u32(uint32(len(entries)))
-	for _, x := range entries {
-		e = x.encode(e)
-	}
-	return e
-}
+func encodeDirectory(entries []dirEntry) []byte { return encodeList(entries) }
 
-func decodeDirectory(b []byte) ([]dirEntry, error) {
-	d := dec{b: b}
-	count := int(d.u32())
-	if count > len(b) {
-		return nil, errMalformed
-	}
-	out := make([]dirEntry, 0, min(count, 1024))
-	for i := 0; i < count && d.err == nil; i++ {
-		x := dirEntry{Key: d.bytes(), Scheme: d.u16(), Version: d.u64(), ExpireAt: d.i64()}
-		x.Deleted = d.flag()
-		out = append(out, x)
-	}
-	return out, d.done()
+func decodeDirectory(b []byte) ([]dirEntry, error) { return decodeList(b, readDirEntry) }
+
+// readDirEntry reads what dirEntry.encode wrote.
+func readDirEntry(d *dec) dirEntry {
+	x := dirEntry{Key: d.bytes(), Scheme: d.u16(), Version: d.u64(), ExpireAt: d.i64()}
+	x.Deleted = d.flag()
+	return x
 }
 
 // dirSchemeID is the Meta.Scheme of stored directory entries (the key's

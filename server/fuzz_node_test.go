@@ -134,9 +134,12 @@ func stepCommand(ctx context.Context, rdb *redis.Client, model map[string]string
 		return expectInt("APPEND "+key, rdb.Append(ctx, key, value), int64(len(cur+value)))
 	case 8:
 		return expectInt("STRLEN "+key, rdb.StrLen(ctx, key), int64(len(cur)))
-	case 9, 10, 11: // INCR, DECR, INCRBY
-		by := map[byte]int64{9: 1, 10: -1, 11: int64(len(value)) - 3}[op]
-		return expectIncr(rdb, ctx, model, key, by)
+	case 9: // INCR
+		return expectIncr(rdb, ctx, model, key, 1)
+	case 10: // DECR
+		return expectIncr(rdb, ctx, model, key, -1)
+	case 11: // INCRBY, by -3..3
+		return expectIncr(rdb, ctx, model, key, int64(len(value))-3)
 	case 12:
 		model[key], model[other] = value, cur
 		return expectOK([]any{"MSET"}, rdb.MSet(ctx, key, value, other, cur).Err())
@@ -148,7 +151,7 @@ func stepCommand(ctx context.Context, rdb *redis.Client, model map[string]string
 		for i, k := range []string{key, other} {
 			want, ok := model[k]
 			if got, isStr := vals[i].(string); isStr != ok || got != want {
-				return "MGET " + k + ": got " + strconv.Quote(strings.TrimSpace(toString(vals[i]))) + ", want " + strconv.Quote(want)
+				return "MGET " + k + ": got " + strconv.Quote(toString(vals[i])) + ", want " + strconv.Quote(want)
 			}
 		}
 	}

@@ -73,26 +73,9 @@ const putPiecesHeader = 4
 
 // encodePutPieces is a PutPieces payload (tests and fuzz seeds; the write
 // path appends pieces to a pieceDest directly).
-func encodePutPieces(pieces []piece) enc {
-	e := enc(nil).u32(uint32(len(pieces)))
-	for _, p := range pieces {
-		e = p.encode(e)
-	}
-	return e
-}
+func encodePutPieces(pieces []piece) enc { return encodeList(pieces) }
 
-func decodePutPieces(b []byte) ([]piece, error) {
-	d := dec{b: b}
-	count := int(d.u32())
-	if count > len(b) { // every piece takes more than one byte
-		return nil, errMalformed
-	}
-	out := make([]piece, 0, count)
-	for i := 0; i < count && d.err == nil; i++ {
-		out = append(out, readPiece(&d))
-	}
-	return out, d.done()
-}
+func decodePutPieces(b []byte) ([]piece, error) { return decodeList(b, readPiece) }
 
 // A PutPieces reply has one refusal per piece, in order: empty when the
 // piece was stored, else why not.
@@ -157,26 +140,9 @@ func readPieceRef(d *dec) pieceRef {
 }
 
 // encodeGetPieces is a GetPieces request: a count and the refs.
-func encodeGetPieces(refs []pieceRef) []byte {
-	e := enc(nil).u32(uint32(len(refs)))
-	for _, r := range refs {
-		e = r.encode(e)
-	}
-	return e
-}
+func encodeGetPieces(refs []pieceRef) []byte { return encodeList(refs) }
 
-func decodeGetPieces(b []byte) ([]pieceRef, error) {
-	d := dec{b: b}
-	count := int(d.u32())
-	if count > len(b) {
-		return nil, errMalformed
-	}
-	out := make([]pieceRef, 0, min(count, 1024))
-	for i := 0; i < count && d.err == nil; i++ {
-		out = append(out, readPieceRef(&d))
-	}
-	return out, d.done()
-}
+func decodeGetPieces(b []byte) ([]pieceRef, error) { return decodeList(b, readPieceRef) }
 
 // A GetPieces reply has one slot per ref: a status, then the piece's bytes
 // (empty unless found).

@@ -61,12 +61,9 @@ func Encode(key, value []byte, k, m int) ([][]byte, error) {
 // present ones and returns the value, checking that the object belongs to
 // key. shards must have k+m entries; present ones must be equally sized.
 func Decode(shards [][]byte, key []byte, k, m int) ([]byte, error) {
-	if len(shards) != k+m {
-		return nil, fmt.Errorf("split: got %d shards, want %d", len(shards), k+m)
-	}
-	codec, err := ec.New(k, m)
+	codec, err := codecFor(shards, k, m)
 	if err != nil {
-		return nil, fmt.Errorf("split: %w", err)
+		return nil, err
 	}
 	if err := codec.ReconstructData(shards); err != nil {
 		return nil, fmt.Errorf("split: %w", err)
@@ -79,17 +76,26 @@ func Decode(shards [][]byte, key []byte, k, m int) ([]byte, error) {
 // an object of key. It is the rebuild path: it neither joins the value nor
 // encodes again.
 func Rebuild(shards [][]byte, key []byte, k, m int) error {
-	if len(shards) != k+m {
-		return fmt.Errorf("split: got %d shards, want %d", len(shards), k+m)
-	}
-	codec, err := ec.New(k, m)
+	codec, err := codecFor(shards, k, m)
 	if err != nil {
-		return fmt.Errorf("split: %w", err)
+		return err
 	}
 	if err := codec.Reconstruct(shards); err != nil {
 		return fmt.Errorf("split: %w", err)
 	}
 	return checkHeader(shards[:k], key)
+}
+
+// codecFor returns the RS(k, m) codec for a set of k+m shards.
+func codecFor(shards [][]byte, k, m int) (*ec.Codec, error) {
+	if len(shards) != k+m {
+		return nil, fmt.Errorf("split: got %d shards, want %d", len(shards), k+m)
+	}
+	codec, err := ec.New(k, m)
+	if err != nil {
+		return nil, fmt.Errorf("split: %w", err)
+	}
+	return codec, nil
 }
 
 // checkHeader checks that data shards start with a header for key whose
