@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"errors"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
+	"github.com/memgest/memgest/transport"
 )
 
 // handler runs one command whose arity has been checked and, for key
@@ -176,6 +178,10 @@ func coordinatorOf(m *cluster.Map, keys [][]byte) (owner cluster.Node, slot int,
 func (n *Node) forward(ctx context.Context, cs *connState, owner cluster.Node, args [][]byte) resp.Reply {
 	payload := forwardReq{Proto: cs.proto, Args: args}.encode(nil)
 	out, err := n.call(ctx, owner, msgForward, payload)
+	if errors.Is(err, transport.ErrNotSent) || errors.Is(err, errNodeFailed) {
+		// Safe to retry: the coordinator never saw the command.
+		return resp.Errorf("TRYAGAIN memgest: coordinator %s unreachable; the command was not sent: %v", owner.ClientAddr, err)
+	}
 	if err != nil {
 		return resp.Errorf("ERR memgest: forwarding to coordinator %s failed; the command may or may not have run: %v", owner.ClientAddr, err)
 	}

@@ -460,11 +460,11 @@ func dumpHistory(history []porcupine.Operation, note string) string {
 }
 
 // refused says whether err is a refusal made before a command ran, which
-// has no effect: a recovering shard's TRYAGAIN, or the CLUSTERDOWN of a
-// node without a fresh lease. Every other error leaves a write's outcome
-// unknown.
+// has no effect: a TRYAGAIN (a recovering shard, a coordinator the command
+// could not be sent to), or the CLUSTERDOWN of a node without a fresh
+// lease. Every other error leaves a write's outcome unknown.
 func refused(err error) bool {
-	return strings.HasPrefix(err.Error(), "TRYAGAIN memgest: shard") ||
+	return strings.HasPrefix(err.Error(), "TRYAGAIN ") ||
 		strings.HasPrefix(err.Error(), "CLUSTERDOWN memgest: this node has no fresh lease")
 }
 

@@ -161,7 +161,7 @@ func (c *Client) dial(d *dialCall) {
 	c.dialing = nil
 	switch {
 	case err != nil:
-		d.err = fmt.Errorf("transport: dial %s: %w", c.addr, err)
+		d.err = fmt.Errorf("transport: dial %s: %w: %w", c.addr, ErrNotSent, err)
 	case c.closed:
 		conn.Close()
 		d.err = c.closedErr(nil)

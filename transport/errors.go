@@ -16,6 +16,9 @@ var (
 	// ErrClosed reports a call on a closed client, pool or server, or on a
 	// connection that broke; the error wraps the cause when there is one.
 	ErrClosed = errors.New("transport: connection closed")
+	// ErrNotSent reports a call that failed before its request left: no
+	// connection could be made. The peer cannot have acted on it.
+	ErrNotSent = errors.New("transport: request not sent")
 )
 
 // RemoteError is the error a handler returned: a response with FlagError,

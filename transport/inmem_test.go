@@ -161,3 +161,15 @@ func TestInmemDelay(t *testing.T) {
 		t.Logf("round trip %v after removing the delay (slow machine?)", rtt)
 	}
 }
+
+// A call that cannot connect fails with ErrNotSent, so callers know the
+// peer never saw it; a call on a connection that broke does not claim so.
+func TestCallThatCannotConnectIsNotSent(t *testing.T) {
+	nw := NewInmemNetwork()
+	c := Dial("nobody", WithDialer(nw.Dialer("a")))
+	defer c.Close()
+	_, err := c.Call(ctxTimeout(t, time.Second), Frame{})
+	if !errors.Is(err, ErrNotSent) {
+		t.Fatalf("call to an address nobody listens on: %v, want ErrNotSent", err)
+	}
+}
