@@ -20,6 +20,7 @@ func init() {
 	register("scheme.default", ctl(cmdSchemeDefault))
 	register("scheme.of", ctl(cmdSchemeOf))
 	register("scheme.move", ctl(cmdSchemeMove))
+	register("scheme.verify", ctl(cmdSchemeVerify))
 	register("scheme", &command{run: cmdSchemeContainer, needsFormed: true})
 }
 
@@ -47,6 +48,7 @@ func schemeHelp() resp.Reply {
 		"DEFAULT [<name>]       -- show or set the scheme of new keys.",
 		"OF <key>               -- a key's scheme, version and where its pieces live.",
 		"MOVE <key> <name>      -- change a key's scheme atomically.",
+		"VERIFY <key>           -- check every piece of a key against its committed version.",
 	}
 	items := make([]resp.Reply, len(lines))
 	for i, l := range lines {
@@ -110,6 +112,7 @@ func cmdSchemeInfo(n *Node, ctx context.Context, cs *connState, args [][]byte) r
 		resp.BulkString("keys"), resp.Int(u.Keys),
 		resp.BulkString("logical_bytes"), resp.Int(u.Logical),
 		resp.BulkString("stored_bytes"), resp.Int(u.Stored),
+		resp.BulkString("pieces"), resp.Int(u.Pieces),
 		resp.BulkString("overhead"), resp.BulkString(ratio),
 		resp.BulkString("expected_overhead"), resp.BulkString(strconv.FormatFloat(e.Spec.Overhead(), 'f', 3, 64)),
 	)

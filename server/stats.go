@@ -54,12 +54,14 @@ type schemeUsage struct {
 	Keys    int64 `json:"keys"`    // keys coordinated
 	Logical int64 `json:"logical"` // key + value bytes as the client sees them
 	Stored  int64 `json:"stored"`  // bytes kept: primary records and pieces
+	Pieces  int64 `json:"pieces"`  // redundancy pieces held (replicas, shards)
 }
 
 func (u *schemeUsage) add(o *schemeUsage) {
 	u.Keys += o.Keys
 	u.Logical += o.Logical
 	u.Stored += o.Stored
+	u.Pieces += o.Pieces
 }
 
 // localStats reads this node's stores' per-scheme counters.
@@ -92,6 +94,7 @@ func (n *Node) localStats() nodeStats {
 			continue // the key directory is the node's overhead, in PieceBytes
 		}
 		usage(id).Stored += int64(s.KeyBytes + s.ValueBytes)
+		usage(id).Pieces += int64(s.Keys)
 	}
 	return st
 }

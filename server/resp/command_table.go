@@ -444,6 +444,10 @@ var schemeSubs = []def{
 		keys:  []KeySpec{ks(2, single, 1, "RO")},
 		group: "memgest", since: memgestSince, complexity: o1,
 		summary: "Returns the storage scheme of a key and how many failures it tolerates now."},
+	{name: "verify", arity: 3, flags: FlagReadOnly, first: 2, last: 2, step: 1,
+		keys:  []KeySpec{ks(2, single, 1, "RO")},
+		group: "memgest", since: memgestSince, complexity: "O(N) where N is the size of the value",
+		summary: "Checks that every redundancy piece of a key agrees with its committed version."},
 }
 
 var schemeDef = def{name: "scheme", arity: -2, group: "memgest", since: memgestSince,

@@ -75,6 +75,7 @@ var redisTable = []struct {
 	{"scheme.drop", 2, 0, 0, 0, "write noscript"},
 	{"scheme.default", -1, 0, 0, 0, "write noscript"},
 	{"scheme.of", 2, 1, 1, 1, "readonly fast"},
+	{"scheme.verify", 2, 1, 1, 1, "readonly"},
 	{"scheme.move", 3, 1, 1, 1, "write denyoom"},
 }
 
@@ -93,7 +94,7 @@ func TestCommandTable(t *testing.T) {
 			t.Errorf("%s: flags %q, want %q", w.name, got, w.flags)
 		}
 	}
-	if top := len(Commands()); top != 50 {
+	if top := len(Commands()); top != 51 {
 		t.Errorf("%d top-level commands", top)
 	}
 }

@@ -1,0 +1,142 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/split"
+	"github.com/memgest/memgest/server/resp"
+)
+
+// SCHEME.VERIFY key checks, on the key's coordinator, that every piece of
+// the key agrees with its committed version: each replica holds the
+// committed bytes; each split shard of the committed version is present
+// with a valid CRC32C, and the value decodes the same from the data shards
+// and from the parity shards. No write of the key runs meanwhile (the check
+// holds the key's write slot, as a read-modify-write does), so a write in
+// flight is never mistaken for a disagreement. Pieces on failed nodes that
+// no survivor stands in for are counted as unavailable, not checked.
+//
+// The robustness suite runs it on every key after its faults heal; an
+// operator can run it on a key a scrub or a client doubts.
+func cmdSchemeVerify(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	key := args[1]
+	var rep verifyReport
+	var found bool
+	err := n.rmw(ctx, key, func(cur current) (*writeOp, error) {
+		if found = cur.exists; found {
+			rep = n.verifyPieces(ctx, n.ctl.Map(), key, cur)
+		}
+		return nil, nil // change nothing
+	})
+	switch {
+	case err != nil:
+		return errReply(err)
+	case !found:
+		return resp.Nil()
+	case len(rep.problems) > 0:
+		return resp.Errorf("ERR memgest: pieces of '%s' disagree with its version %d: %s",
+			key, rep.version, strings.Join(rep.problems, "; "))
+	}
+	return resp.Map(
+		resp.BulkString("scheme"), resp.BulkString(rep.scheme),
+		resp.BulkString("version"), resp.Int(int64(rep.version)),
+		resp.BulkString("pieces"), resp.Int(int64(rep.checked)),
+		resp.BulkString("unavailable"), resp.Int(int64(rep.unavailable)),
+	)
+}
+
+// verifyReport is what SCHEME.VERIFY found for one key.
+type verifyReport struct {
+	scheme      string
+	version     uint64
+	checked     int // redundancy pieces read and found to agree
+	unavailable int // pieces on failed nodes nobody stands in for
+	problems    []string
+}
+
+// verifyPieces checks key's pieces against cur, its committed state (whose
+// primary record readCommitted has already checked against its CRC32C, or
+// decoded for split).
+func (n *Node) verifyPieces(ctx context.Context, m *cluster.Map, key []byte, cur current) verifyReport {
+	r := verifyReport{scheme: cur.entry.Name(), version: cur.meta.Version}
+	targets, err := pieceTargets(m, key, cur.entry.Spec)
+	if err != nil {
+		r.problems = append(r.problems, err.Error())
+		return r
+	}
+	switch cur.entry.Spec.Kind {
+	case scheme.Rep:
+		n.verifyReplicas(ctx, key, cur, targets, &r)
+	case scheme.Split:
+		n.verifyShards(ctx, key, cur, targets, &r)
+	}
+	return r
+}
+
+func (n *Node) verifyReplicas(ctx context.Context, key []byte, cur current, targets []target, r *verifyReport) {
+	ref := pieceRef{Key: key, Scheme: cur.entry.ID, Version: cur.meta.Version}
+	for _, t := range targets {
+		if t.node.State == cluster.Failed {
+			r.unavailable++
+			continue
+		}
+		data, err := n.getPiece(ctx, t.node, ref)
+		switch {
+		case err != nil:
+			r.problems = append(r.problems, fmt.Sprintf("replica on %s: %v", t.node.PeerAddr, err))
+		case !bytes.Equal(data, cur.value):
+			r.problems = append(r.problems, fmt.Sprintf("replica on %s holds %d other bytes", t.node.PeerAddr, len(data)))
+		default:
+			r.checked++
+		}
+	}
+}
+
+func (n *Node) verifyShards(ctx context.Context, key []byte, cur current, targets []target, r *verifyReport) {
+	k, m := cur.entry.Spec.K, cur.entry.Spec.M
+	shards := make([][]byte, len(targets))
+	for i, t := range targets {
+		if t.node.State == cluster.Failed {
+			r.unavailable++
+			continue
+		}
+		ref := pieceRef{Key: key, Scheme: cur.entry.ID, Version: cur.meta.Version, Versioned: true,
+			HasIndex: true, Index: uint8(t.index)}
+		data, err := n.getPiece(ctx, t.node, ref)
+		if err != nil {
+			r.problems = append(r.problems, fmt.Sprintf("shard %d on %s: %v", t.index, t.node.PeerAddr, err))
+			continue
+		}
+		shards[i] = data
+		r.checked++
+	}
+	if len(r.problems) > 0 || r.unavailable > 0 {
+		return // decoding is checked on a whole set of shards only
+	}
+	fromData := slices.Clone(shards)
+	for i := k; i < k+m; i++ {
+		fromData[i] = nil
+	}
+	fromParity := slices.Clone(shards)
+	for i := 0; i < m && i < k; i++ {
+		fromParity[i] = nil
+	}
+	for _, c := range []struct {
+		what   string
+		shards [][]byte
+	}{{"the data shards", fromData}, {"the parity shards", fromParity}} {
+		v, err := split.Decode(c.shards, key, k, m)
+		switch {
+		case err != nil:
+			r.problems = append(r.problems, fmt.Sprintf("decoding with %s: %v", c.what, err))
+		case !bytes.Equal(v, cur.value):
+			r.problems = append(r.problems, fmt.Sprintf("decoding with %s gives %d other bytes", c.what, len(v)))
+		}
+	}
+}
