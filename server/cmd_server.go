@@ -181,6 +181,7 @@ func (n *Node) infoMemgest(ctx context.Context) resp.InfoSection {
 		{"corrupt_found", strconv.FormatInt(n.health.corrupt.Load(), 10)},
 		{"repairs", strconv.FormatInt(n.health.repaired.Load(), 10)},
 		{"scrubbed_bytes", strconv.FormatInt(n.health.scrubbed.Load(), 10)},
+		{"swept_pieces", strconv.FormatInt(n.health.swept.Load(), 10)},
 		{"default_scheme", m.DefaultScheme().Name()},
 		{"redirect", strconv.FormatBool(n.cfg.Redirect)},
 	}

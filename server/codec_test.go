@@ -113,7 +113,8 @@ func TestListPiecesCodecAndPieceKeys(t *testing.T) {
 func TestDirectoryCodec(t *testing.T) {
 	in := []dirEntry{
 		{Key: []byte("a"), Scheme: 4, Version: 9, ExpireAt: 123},
-		{Key: []byte("b"), Version: 10, Deleted: true},
+		{Key: []byte("b"), Version: 10, Kind: dirTombstone},
+		{Key: []byte("c"), Version: 11, Kind: dirPurge},
 	}
 	b := encodeDirectory(in)
 	got, err := decodeDirectory(b)

@@ -70,6 +70,10 @@ type Config struct {
 	// ScrubRate bounds the bytes per second a node reads to check the
 	// CRC32C of what it stores (0: no scrub).
 	ScrubRate int64
+	// SweepInterval is how often a node audits one page of the pieces it
+	// holds with their coordinators and drops the garbage failures left
+	// (sweep.go; 0: no sweep).
+	SweepInterval time.Duration
 	// EnableDebugCommand allows DEBUG (FLIP corrupts stored copies of a
 	// key on purpose, for tests and drills).
 	EnableDebugCommand bool
@@ -105,6 +109,7 @@ func DefaultConfig() Config {
 		RebuildRate:       256 << 20,
 		RebuildShare:      DefaultRebuildShare,
 		ScrubRate:         4 << 20,
+		SweepInterval:     time.Second,
 	}
 }
 
@@ -159,6 +164,9 @@ func (c Config) Validate() error {
 	}
 	if c.ScrubRate < 0 {
 		return errors.New("server: scrub-rate must be ≥ 0 (0: no scrub)")
+	}
+	if c.SweepInterval < 0 {
+		return errors.New("server: sweep-interval must be ≥ 0 (0: no sweep)")
 	}
 	if c.MaxArgs < 2 {
 		return errors.New("server: max-args must be ≥ 2")

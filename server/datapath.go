@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/store"
 )
@@ -198,6 +199,13 @@ func (n *Node) apply(ctx context.Context, p *pending, op *writeOp) error {
 		n.abort(op.key, p)
 		return err
 	}
+	faults.Hit(faults.BeforeRedundancy)
+	if op.del {
+		if err := n.announceDeletion(ctx, op.key, p.version); err != nil {
+			n.abort(op.key, p)
+			return notAcknowledged(op.key, err)
+		}
+	}
 	sent, err := n.sendRedundancy(ctx, op, p.version)
 	return n.settle(ctx, p, op, sent, err)
 }
@@ -210,6 +218,7 @@ func (n *Node) settle(ctx context.Context, p *pending, op *writeOp, sent []relea
 		n.releaseAll(context.Background(), sent, false)
 		return sendErr
 	}
+	faults.Hit(faults.BeforeCommit)
 	return n.commit(ctx, p, op, sent)
 }
 
@@ -225,10 +234,17 @@ func (n *Node) commit(ctx context.Context, p *pending, op *writeOp, sent []relea
 		n.releaseAll(context.Background(), sent, false)
 		return err
 	}
+	if len(rel) > 0 {
+		faults.Hit(faults.BeforeRelease)
+	}
 	// A deletion, or a move to another scheme, is acknowledged once the
-	// old redundancy is released, so that no piece outlives it: recovery
-	// must never find the replaced version and bring it back.
-	n.releaseAll(ctx, rel, op.del || len(rel) > 0 && rel[0].scheme != op.entry.ID)
+	// old redundancy is released, so that no piece outlives it. A deletion
+	// whose every release was acknowledged needs its tombstone no more.
+	err = n.releaseAll(ctx, rel, op.del || len(rel) > 0 && rel[0].scheme != op.entry.ID)
+	if op.del && err == nil {
+		n.enqueueDirectory(dirEntry{Key: op.key, Version: p.version, Kind: dirPurge})
+	}
+	faults.Hit(faults.AfterCommit)
 	return nil
 }
 
@@ -248,7 +264,7 @@ func (n *Node) commitLocked(s *inflightShard, op *writeOp, v uint64, p *pending)
 	if p != nil {
 		s.end(op.key, p)
 	}
-	wasLost := n.lost.forget(op.key) // written or deleted: no longer reported lost
+	n.lost.forget(op.key) // written or deleted: no longer reported lost
 	var prev store.Meta
 	var applied, had bool
 	if op.del {
@@ -264,7 +280,7 @@ func (n *Node) commitLocked(s *inflightShard, op *writeOp, v uint64, p *pending)
 	m := n.ctl.Map()
 	if applied {
 		n.accountSplit(m, op, prev, had)
-		if e, ok := dirChange(op, v, prev, had, wasLost); ok {
+		if e, ok := dirChange(op, v, prev, had); ok {
 			n.enqueueDirectory(e)
 		}
 		if had && needsRelease(m, prev.Scheme, op) {

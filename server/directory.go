@@ -25,23 +25,43 @@ import (
 //
 // Entries are sent after the commit, in the background, batched 20 ms per
 // node: they cost a `none` write no round trip. The price is a window: a
-// key created (or deleted) within that window before its coordinator dies
-// may go unreported (or be reported lost though deleted).
+// key created within that window before its coordinator dies may go
+// unreported. Deletions are the exception: a tombstone is stored, and
+// acknowledged, before the deletion commits (announceDeletion), so that a
+// deleted key is never reported lost nor brought back by recovery; a purge
+// entry removes it once every piece is released.
 // Plain overwrites send nothing: they change neither the key's existence
 // nor its scheme.
 
-// dirEntry is one directory change: a key exists in a scheme since a
-// version, or (Deleted) no longer exists as of Version.
+// dirKind is what a directory entry says of its key.
+type dirKind uint8
+
+const (
+	// dirExists: the key exists in Scheme since Version.
+	dirExists dirKind = iota
+	// dirTombstone: the key is deleted as of Version, so recovery restores
+	// none of its versions up to it, whatever pieces a failure left behind.
+	dirTombstone
+	// dirPurge: the deletion at Version is complete, every piece of the key
+	// released; the tombstone can go.
+	dirPurge
+)
+
+// dirTombstoneFlag marks a stored directory entry as a tombstone
+// (store.Meta.Flags; ListPieces reports it as the entry's Index).
+const dirTombstoneFlag = 1
+
+// dirEntry is one directory change of a key.
 type dirEntry struct {
 	Key      []byte
 	Scheme   uint16
 	Version  uint64
 	ExpireAt int64
-	Deleted  bool
+	Kind     dirKind
 }
 
 func (e dirEntry) encode(b enc) enc {
-	return b.bytes(e.Key).u16(e.Scheme).u64(e.Version).i64(e.ExpireAt).u8(boolByte(e.Deleted))
+	return b.bytes(e.Key).u16(e.Scheme).u64(e.Version).i64(e.ExpireAt).u8(uint8(e.Kind))
 }
 
 func encodeDirectory(entries []dirEntry) []byte { return encodeList(entries) }
@@ -50,8 +70,10 @@ func decodeDirectory(b []byte) ([]dirEntry, error) { return decodeList(b, readDi
 
 // readDirEntry reads what dirEntry.encode wrote.
 func readDirEntry(d *dec) dirEntry {
-	x := dirEntry{Key: d.bytes(), Scheme: d.u16(), Version: d.u64(), ExpireAt: d.i64()}
-	x.Deleted = d.flag()
+	x := dirEntry{Key: d.bytes(), Scheme: d.u16(), Version: d.u64(), ExpireAt: d.i64(), Kind: dirKind(d.u8())}
+	if x.Kind > dirPurge {
+		d.err = errMalformed
+	}
 	return x
 }
 
@@ -69,8 +91,9 @@ func dirKey(buf, key []byte) []byte {
 	return append(enc(buf[:0]).u16(0).u8(pieceKindDirectory), key...)
 }
 
-// onDirectory applies directory changes sent by coordinators. An entry
-// replaces an older one of the key; a deletion removes an older one.
+// onDirectory applies directory changes sent by coordinators. An entry or
+// a tombstone replaces an older one of the key; a purge removes a
+// tombstone (or entry) up to its version.
 func (n *Node) onDirectory(b []byte) ([]byte, error) {
 	entries, err := decodeDirectory(b)
 	if err != nil {
@@ -79,11 +102,14 @@ func (n *Node) onDirectory(b []byte) ([]byte, error) {
 	var k []byte
 	for _, x := range entries {
 		k = dirKey(k, x.Key)
-		if x.Deleted {
-			n.pieces.DeleteIf(k, func(m store.Meta) bool { return m.Version < x.Version })
+		if x.Kind == dirPurge {
+			n.pieces.DeleteIf(k, func(m store.Meta) bool { return m.Version <= x.Version })
 			continue
 		}
 		meta := store.Meta{Version: x.Version, ExpireAt: x.ExpireAt, Scheme: dirSchemeID, Aux: uint32(x.Scheme)}
+		if x.Kind == dirTombstone {
+			meta.Flags = dirTombstoneFlag
+		}
 		if _, err := n.pieces.PutIfNewer(k, nil, meta); err != nil {
 			return nil, err
 		}
@@ -114,16 +140,42 @@ func directoryNodes(m *cluster.Map, sh *cluster.Shard) []cluster.Node {
 
 // dirChange says what directory entry, if any, a commit of op at version v
 // that replaced prev (had) must send: one when the key appears, changes
-// scheme or expiry, or is deleted (wasLost: a lost key's deletion must clear
-// its entry too).
-func dirChange(op *writeOp, v uint64, prev store.Meta, had, wasLost bool) (dirEntry, bool) {
+// scheme or expiry. Deletions send theirs before they commit
+// (announceDeletion).
+func dirChange(op *writeOp, v uint64, prev store.Meta, had bool) (dirEntry, bool) {
 	switch {
 	case op.del:
-		return dirEntry{Key: op.key, Version: v, Deleted: true}, had || wasLost
+		return dirEntry{}, false
 	case !had || prev.Scheme != op.entry.ID || prev.ExpireAt != op.expireAt:
 		return dirEntry{Key: op.key, Scheme: op.entry.ID, Version: v, ExpireAt: op.expireAt}, true
 	}
 	return dirEntry{}, false
+}
+
+// announceDeletion leaves a tombstone for key at version v on its
+// directory nodes, and waits for them, before the deletion commits. Were the
+// deletion sent after the commit, like the other entries, a coordinator
+// failing right after an acknowledged DEL would leave the directory saying
+// the key exists, and recovery would report the deleted key lost; and a
+// coordinator failing between the commit and the release of the pieces
+// (which readers already saw deleted) would have the key come back from
+// them. The robustness suite found both, partitioning a coordinator. With
+// the tombstone, recovery restores no version up to v (judge) and releases
+// what is left; once the commit has released every piece, a purge entry
+// removes the tombstone (Node.commit).
+func (n *Node) announceDeletion(ctx context.Context, key []byte, v uint64) error {
+	m := n.ctl.Map()
+	sh := m.ShardOf(cluster.Slot(key))
+	if sh == nil {
+		return nil
+	}
+	payload := encodeDirectory([]dirEntry{{Key: key, Version: v, Kind: dirTombstone}})
+	var reqs []peerReq
+	for _, node := range directoryNodes(m, sh) {
+		reqs = append(reqs, peerReq{node: node, typ: msgDirectory, payload: payload})
+	}
+	_, errs := n.callEach(ctx, reqs)
+	return errors.Join(errs...)
 }
 
 // entryOf is the directory entry of a key with primary record meta.

@@ -52,6 +52,9 @@ func TestJudgeWeighsTheDirectoryAgainstReadableVersions(t *testing.T) {
 	dir := func(s uint16, v uint64, exp int64) map[string]pieceEntry {
 		return map[string]pieceEntry{"k": {Key: []byte("k"), Scheme: s, Version: v, ExpireAt: exp, Kind: pieceKindDirectory}}
 	}
+	tomb := func(v uint64) map[string]pieceEntry {
+		return map[string]pieceEntry{"k": {Key: []byte("k"), Version: v, Kind: pieceKindDirectory, Index: dirTombstoneFlag}}
+	}
 	cases := []struct {
 		name  string
 		cands []*candidate
@@ -67,6 +70,9 @@ func TestJudgeWeighsTheDirectoryAgainstReadableVersions(t *testing.T) {
 		{"an entry newer than every readable version", []*candidate{replica}, dir(cluster.NoneID, 6, 0), 0, "none 1/1"},
 		{"a rep key with no replica left", nil, dir(rep, 4, 0), 0, "rep:3 3/3"},
 		{"an expired entry loses nothing", nil, dir(cluster.NoneID, 3, 1), 0, ""},
+		{"a tombstone newer than every version: deleted", []*candidate{replica, twoShards}, tomb(8), 0, ""},
+		{"a tombstone and the fragments of a half-released version", []*candidate{oneShard}, tomb(10), 0, ""},
+		{"a version written after the tombstone", []*candidate{replica, twoShards}, tomb(6), 7, ""},
 	}
 	for _, c := range cases {
 		best, lost := judge(m, "k", c.cands, c.dir, 1000)
@@ -84,32 +90,60 @@ func TestJudgeWeighsTheDirectoryAgainstReadableVersions(t *testing.T) {
 	}
 }
 
+// TestStaleVersionsAreEveryVersionButTheRestoredOne: recovery releases
+// what it did not restore, except a rep replica in the restored scheme,
+// which is the restored version's own stored piece.
+func TestStaleVersionsAreEveryVersionButTheRestoredOne(t *testing.T) {
+	m := testMap(t, 4)
+	rep, split := schemeID(t, m, "rep:3"), schemeID(t, m, "split:2+1")
+	oldReplica := &candidate{scheme: rep, version: 3, shards: map[uint8]bool{1: true}}
+	replica := &candidate{scheme: rep, version: 5, shards: map[uint8]bool{1: true}}
+	oldShards := &candidate{scheme: split, version: 4, shards: map[uint8]bool{0: true, 1: true}}
+	fragment := &candidate{scheme: split, version: 9, shards: map[uint8]bool{1: true}}
+	all := []*candidate{oldReplica, replica, oldShards, fragment}
+	versions := func(st []staleVersion) []uint64 {
+		var out []uint64
+		for _, s := range st {
+			out = append(out, s.ref.Version)
+			if s.ref.Versioned != (s.ref.Scheme == split) || !s.ref.Exact {
+				t.Errorf("stale ref %+v: versioned must follow the scheme, and exact", s.ref)
+			}
+		}
+		return out
+	}
+	if got := versions(staleVersions(m, "k", all, replica)); !slices.Equal(got, []uint64{4, 9}) {
+		t.Errorf("restoring the rep version, stale %v; want the split ones [4 9]", got)
+	}
+	if got := versions(staleVersions(m, "k", all, oldShards)); !slices.Equal(got, []uint64{3, 5, 9}) {
+		t.Errorf("restoring split version 4, stale %v; want [3 5 9]", got)
+	}
+	if got := versions(staleVersions(m, "k", all, nil)); !slices.Equal(got, []uint64{3, 5, 4, 9}) {
+		t.Errorf("a deleted key, stale %v; want every version", got)
+	}
+}
+
 func TestDirChangeSendsOnlyWhatRecoveryNeeds(t *testing.T) {
 	m := testMap(t, 4)
 	rep, _ := m.Scheme("rep:3")
 	none := m.DefaultScheme()
 	had := store.Meta{Version: 3, Scheme: none.ID}
 	cases := []struct {
-		name    string
-		op      writeOp
-		had     bool
-		wasLost bool
-		send    bool
-		deleted bool
+		name string
+		op   writeOp
+		had  bool
+		send bool
 	}{
-		{"a new key", writeOp{entry: none}, false, false, true, false},
-		{"a plain overwrite", writeOp{entry: none}, true, false, false, false},
-		{"a new scheme", writeOp{entry: rep}, true, false, true, false},
-		{"a new expiry", writeOp{entry: none, expireAt: 99}, true, false, true, false},
-		{"a deletion", writeOp{del: true}, true, false, true, true},
-		{"deleting a missing key", writeOp{del: true}, false, false, false, false},
-		{"deleting a lost key", writeOp{del: true}, false, true, true, true},
+		{"a new key", writeOp{entry: none}, false, true},
+		{"a plain overwrite", writeOp{entry: none}, true, false},
+		{"a new scheme", writeOp{entry: rep}, true, true},
+		{"a new expiry", writeOp{entry: none, expireAt: 99}, true, true},
+		{"a deletion (announced before it commits)", writeOp{del: true}, true, false},
 	}
 	for _, c := range cases {
 		c.op.key = []byte("k")
-		e, send := dirChange(&c.op, 10, had, c.had, c.wasLost)
-		if send != c.send || (send && (e.Deleted != c.deleted || e.Version != 10)) {
-			t.Errorf("%s: %+v send=%v; want send=%v deleted=%v", c.name, e, send, c.send, c.deleted)
+		e, send := dirChange(&c.op, 10, had, c.had)
+		if send != c.send || (send && (e.Kind != dirExists || e.Version != 10)) {
+			t.Errorf("%s: %+v send=%v; want send=%v", c.name, e, send, c.send)
 		}
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
@@ -43,6 +45,7 @@ type integrity struct {
 	corrupt  atomic.Int64 // corrupt copies found, by reads and the scrub
 	repaired atomic.Int64 // keys whose redundancy was stored again
 	scrubbed atomic.Int64 // bytes the scrub has checked
+	swept    atomic.Int64 // garbage pieces the sweep dropped (sweep.go)
 }
 
 // repairPrimary replaces key's corrupt primary record (rep, at meta's
@@ -219,7 +222,9 @@ func (n *Node) pause(ctx context.Context, start time.Time, done, rate int64) {
 
 // cmdDebug is DEBUG, refused unless --enable-debug-command is set. DEBUG
 // FLIP key flips the last byte of every copy of key this node stores (its
-// primary record and its pieces) and answers how many it changed.
+// primary record and its pieces) and answers how many it changed. DEBUG
+// FAILPOINT and DEBUG LINK inject faults in binaries built with the
+// failpoints tag (internal/faults); others refuse them.
 func cmdDebug(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	if !n.cfg.EnableDebugCommand {
 		return resp.Err("ERR DEBUG command not allowed: start the node with --enable-debug-command")
@@ -227,11 +232,58 @@ func cmdDebug(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.R
 	switch sub := strings.ToUpper(string(args[1])); {
 	case sub == "FLIP" && len(args) == 3:
 		return resp.Int(int64(n.flipCopies(args[2])))
+	case sub == "PIECES" && len(args) == 2:
+		return n.listOwnPieces()
+	case sub == "FAILPOINT" && len(args) == 4:
+		return faultReply(faults.Arm(string(args[2]), string(args[3])))
+	case sub == "LINK" && len(args) == 4:
+		return faultReply(faults.SetLink(string(args[2]), string(args[3])))
 	case sub == "HELP" && len(args) == 2:
 		return resp.Array(resp.Simple("DEBUG FLIP <key>"),
-			resp.Simple("    Flip a byte of every copy of <key> this node stores (to test corruption repair)."))
+			resp.Simple("    Flip a byte of every copy of <key> this node stores (to test corruption repair)."),
+			resp.Simple("DEBUG PIECES"),
+			resp.Simple("    List the redundancy pieces this node holds: key, scheme, version, kind, index."),
+			resp.Simple("DEBUG FAILPOINT <name> crash|sleep:<duration>|on|off"),
+			resp.Simple("    Arm a failpoint (binaries built with -tags failpoints; docs/robustness.md)."),
+			resp.Simple("DEBUG LINK <peer-address> drop|delay:<duration>|ok"),
+			resp.Simple("    Cut or slow this node's connections to a peer (failpoints builds)."))
 	}
 	return resp.Errorf("ERR unknown subcommand or wrong number of arguments for '%s'. Try DEBUG HELP.", args[1])
+}
+
+// listOwnPieces answers DEBUG PIECES: one [key, scheme, version, kind,
+// index] entry per piece this node holds (directory entries excluded), for
+// tests and operators looking for garbage.
+func (n *Node) listOwnPieces() resp.Reply {
+	m := n.ctl.Map()
+	kinds := [...]string{pieceKindReplica: "replica", pieceKindShard: "shard", pieceKindDirectory: "directory"}
+	var out []resp.Reply
+	var cursor uint64
+	for {
+		cursor = n.pieces.Scan(cursor, 1024, func(k []byte, meta store.Meta) bool {
+			ref, kind, ok := parsePieceKey(k)
+			if !ok || kind == pieceKindDirectory {
+				return true
+			}
+			name := strconv.Itoa(int(ref.Scheme))
+			if e, ok := m.SchemeByID(ref.Scheme); ok {
+				name = e.Name()
+			}
+			out = append(out, resp.Array(resp.BulkString(string(ref.Key)), resp.BulkString(name),
+				resp.Int(int64(meta.Version)), resp.BulkString(kinds[kind]), resp.Int(int64(meta.Flags))))
+			return true
+		})
+		if cursor == 0 {
+			return resp.Array(out...)
+		}
+	}
+}
+
+func faultReply(err error) resp.Reply {
+	if err != nil {
+		return resp.Errorf("ERR %v", err)
+	}
+	return resp.OK()
 }
 
 // flipCopies corrupts every non-empty copy of key on this node, keeping its

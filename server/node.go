@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
 	"github.com/tidwall/redcon"
@@ -79,7 +80,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		expireQ:   make(chan []byte, expireQueueSize),
 		primary:   store.New(store.WithMaxValueSize(int(cfg.MaxValueSize))),
 		pieces:    store.New(store.WithMaxValueSize(int(cfg.MaxValueSize) + 1024)),
-		peers:     transport.NewPool(transport.WithMaxPayload(int(cfg.MaxValueSize) + 64<<10)),
+		peers:     transport.NewPool(peerPoolOptions(cfg)...),
 		directory: directorySender{wake: make(chan struct{}, 1)},
 	}
 	n.incarnation.Store(newIncarnation())
@@ -123,6 +124,7 @@ func (n *Node) start() error {
 	n.background(ctx, n.detectLoop)
 	n.background(ctx, n.directoryLoop)
 	n.background(ctx, n.scrubLoop)
+	n.background(ctx, n.sweepLoop)
 	if n.cfg.Join != "" {
 		n.background(ctx, n.joinLoop)
 	}
@@ -261,7 +263,32 @@ type raftStream struct {
 func (s *raftStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return transport.DialTag(ctx, string(addr), transport.TagRaft, timeout)
+	c, err := transport.DialTag(ctx, string(addr), transport.TagRaft, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return faults.Wrap(c, string(addr)) // unchanged unless built with failpoints
+}
+
+// peerPoolOptions configures the pool of connections to other nodes. A
+// binary built with the failpoints tag dials through faults.Wrap, so that
+// the robustness suite can cut or slow its links (DEBUG LINK).
+func peerPoolOptions(cfg Config) []transport.Option {
+	opts := []transport.Option{transport.WithMaxPayload(int(cfg.MaxValueSize) + 64<<10)}
+	if faults.Built {
+		opts = append(opts, transport.WithDialer(dialFaulty))
+	}
+	return opts
+}
+
+// dialFaulty dials a peer over TCP under its link fault (failpoints builds).
+func dialFaulty(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return faults.Wrap(c, addr)
 }
 
 // Addr is the address other members dial.

@@ -151,6 +151,8 @@ func (n *Node) peerHandler(typ uint8) func([]byte) ([]byte, error) {
 		return n.onRepair
 	case msgGetPieces:
 		return n.onGetPieces
+	case msgAudit:
+		return n.onAudit
 	}
 	return func([]byte) ([]byte, error) { return nil, fmt.Errorf("server: unknown peer message type %d", typ) }
 }

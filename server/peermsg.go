@@ -23,6 +23,7 @@ const (
 	msgDirectory                   // key directory entries for a node to keep (directory.go)
 	msgRepair                      // a holder found a corrupt piece of a key: store its pieces again (integrity.go)
 	msgGetPieces                   // read many pieces at once (bulk split rebuild, rebuild.go)
+	msgAudit                       // which of these pieces are garbage? (the sweep, sweep.go)
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/store"
 )
@@ -334,6 +335,7 @@ func (n *Node) runRebuild(ctx context.Context, plan []rebuildItem, have held) (i
 	account := func(keys, bytes int, began time.Time) {
 		n.rebuild.keysDone.Add(int64(keys))
 		n.rebuild.bytesDone.Add(int64(bytes))
+		faults.Hit(faults.MidRebuild)
 		n.rest(ctx, time.Since(began))
 		n.pause(ctx, start, sent.Add(int64(bytes)), n.cfg.RebuildRate)
 	}

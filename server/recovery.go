@@ -3,10 +3,13 @@ package server
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/store"
 )
@@ -114,6 +117,7 @@ type candidate struct {
 	expireAt int64
 	crc      uint32         // a rep replica's CRC32C: the value's
 	shards   map[uint8]bool // shard indexes present (split)
+	holders  []cluster.Node // the nodes that listed a piece of it
 }
 
 // recoverShard rebuilds the primary records of sh's keys from the pieces
@@ -139,6 +143,7 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	now := nowMs()
 	var keys []string
 	var picks []*candidate
+	var stale []staleVersion
 	for key, cands := range found {
 		best, lost := judge(m, key, cands, dir, now)
 		if lost != nil {
@@ -147,8 +152,12 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 		}
 		if best != nil && (best.expireAt == 0 || best.expireAt > now) {
 			keys, picks = append(keys, key), append(picks, best)
+		} else {
+			best = nil // deleted or expired: every version is stale
 		}
+		stale = append(stale, staleVersions(m, key, cands, best)...)
 	}
+	faults.Hit(faults.MidRecovery)
 	var splitKeys []string
 	for i, key := range keys {
 		if err := n.writeStub([]byte(key), picks[i]); err != nil {
@@ -162,8 +171,56 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	// the shard's rebuild, which lists the stubs as lost copies; split
 	// stubs hold no bytes, and a background pass checks their shards.
 	go n.fillStubs(ctx, splitKeys)
-	n.log.Info("shard recovered", "shard", sh.ID, "keys", len(keys), "lost", n.lost.count())
+	go n.sweepStale(ctx, stale)
+	n.log.Info("shard recovered", "shard", sh.ID, "keys", len(keys), "lost", n.lost.count(), "stale", len(stale))
 	return nil
+}
+
+// staleVersion is a version of a key that recovery did not restore, and
+// the nodes that hold pieces of it.
+type staleVersion struct {
+	key     []byte
+	ref     pieceRef
+	holders []cluster.Node
+}
+
+// staleVersions lists the versions of key other than best (all of them when
+// best is nil: the key is deleted or expired) whose pieces are garbage: left
+// by a write that never committed, by a release that a failure cut short,
+// or by a deletion recovery honoured. A rep replica in best's own scheme is
+// the same stored piece as best's, replaced in place, so it is never one.
+func staleVersions(m *cluster.Map, key string, cands []*candidate, best *candidate) []staleVersion {
+	var out []staleVersion
+	for _, c := range cands {
+		if c == best || best != nil && c.scheme == best.scheme && !isSplit(m, c.scheme) {
+			continue
+		}
+		ref := pieceRef{Key: []byte(key), Scheme: c.scheme, Version: c.version, Versioned: isSplit(m, c.scheme), Exact: true}
+		out = append(out, staleVersion{key: ref.Key, ref: ref, holders: c.holders})
+	}
+	return out
+}
+
+func isSplit(m *cluster.Map, id uint16) bool {
+	e, ok := m.SchemeByID(id)
+	return ok && e.Spec.Kind == scheme.Split
+}
+
+// sweepStale releases stale versions from the nodes that listed them, in
+// the background of a recovered shard: they cost memory, never a wrong
+// read (reads go through the primary record's version).
+func (n *Node) sweepStale(ctx context.Context, stale []staleVersion) {
+	for _, s := range stale {
+		reqs := make([]peerReq, 0, len(s.holders))
+		for _, h := range s.holders {
+			reqs = append(reqs, peerReq{node: h, typ: msgDelPiece, payload: s.ref.encode(nil)})
+		}
+		if _, errs := n.callEach(ctx, reqs); ctx.Err() != nil {
+			return
+		} else if err := errors.Join(errs...); err != nil {
+			n.log.Debug("stale pieces not released", "key", string(s.key), "err", err)
+		}
+	}
 }
 
 // judge decides a key's fate in recovery: the newest readable version to
@@ -171,12 +228,19 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 // its directory entry (sent only after a commit) is newer than every
 // readable version: then that committed version died with its pieces, and
 // an older one must not come back. An expired directory entry loses
-// nothing.
+// nothing. A tombstone newer than every readable version means the key
+// was deleted: nothing is restored and nothing is lost.
 func judge(m *cluster.Map, key string, cands []*candidate, dir map[string]pieceEntry, now int64) (*candidate, *LostKey) {
 	best := newestReadable(m, cands)
 	d, hasDir := dir[key]
 	if hasDir && d.ExpireAt != 0 && d.ExpireAt <= now {
 		hasDir = false
+	}
+	if hasDir && d.Index == dirTombstoneFlag {
+		if best == nil || d.Version > best.version {
+			return nil, nil
+		}
+		hasDir = false // written again since; its entry is on its way
 	}
 	switch {
 	case hasDir && (best == nil || d.Version > best.version):
@@ -209,10 +273,14 @@ func addCandidate(found map[string][]*candidate, node cluster.Node, e pieceEntry
 	for _, c := range found[key] {
 		if c.scheme == e.Scheme && c.version == e.Version {
 			c.shards[e.Index] = true
+			if !slices.ContainsFunc(c.holders, func(h cluster.Node) bool { return h.ID == node.ID }) {
+				c.holders = append(c.holders, node)
+			}
 			return
 		}
 	}
-	c := &candidate{scheme: e.Scheme, version: e.Version, expireAt: e.ExpireAt, crc: e.CRC, shards: map[uint8]bool{e.Index: true}}
+	c := &candidate{scheme: e.Scheme, version: e.Version, expireAt: e.ExpireAt, crc: e.CRC,
+		shards: map[uint8]bool{e.Index: true}, holders: []cluster.Node{node}}
 	found[key] = append(found[key], c)
 }
 

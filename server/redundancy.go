@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/split"
 	"github.com/memgest/memgest/store"
@@ -105,10 +106,27 @@ func (n *Node) sendRedundancy(ctx context.Context, op *writeOp, v uint64) ([]rel
 		return nil, err
 	}
 	sent := ownPieces(op, v)
+	if faults.Active(faults.BugEarlyAck) {
+		n.sendLate(targets, pieces)
+		return sent, nil
+	}
 	if err := n.groups.send(ctx, n, targets, pieces); err != nil {
 		return sent, notAcknowledged(op.key, err)
 	}
 	return sent, nil
+}
+
+// earlyAckDelay is how late BugEarlyAck sends redundancy.
+const earlyAckDelay = 200 * time.Millisecond
+
+// sendLate is the injected bug faults.BugEarlyAck (test builds only): the
+// pieces go out after earlyAckDelay, while the write commits and is
+// acknowledged at once. Nothing else calls it.
+func (n *Node) sendLate(targets []target, pieces []piece) {
+	go func() {
+		time.Sleep(earlyAckDelay)
+		_ = n.groups.send(context.Background(), n, targets, pieces)
+	}()
 }
 
 // ownPieces names the pieces a write of op at version v stores, for their
@@ -540,41 +558,45 @@ func (n *Node) getPiece(ctx context.Context, node cluster.Node, r pieceRef) ([]b
 }
 
 // releaseAll sends each release to the nodes holding its pieces. With wait
-// the caller blocks until all are acknowledged; otherwise it runs in the
-// background (a lost release leaves garbage that issue 4's scrub reclaims,
-// never a wrong read: reads go through the primary record's version).
-func (n *Node) releaseAll(ctx context.Context, rels []release, wait bool) {
+// the caller blocks until all are answered and learns whether any failed;
+// otherwise it runs in the background and answers nil. A lost release
+// leaves garbage (never a wrong read: reads go through the primary record's
+// version), which the next recovery of the shard sweeps (sweepStale).
+func (n *Node) releaseAll(ctx context.Context, rels []release, wait bool) error {
 	if len(rels) == 0 {
-		return
+		return nil
 	}
-	run := func(ctx context.Context) {
+	run := func(ctx context.Context) error {
+		var errs []error
 		for _, r := range rels {
-			n.releaseOne(ctx, r)
+			errs = append(errs, n.releaseOne(ctx, r))
 		}
+		return errors.Join(errs...)
 	}
 	if wait {
-		run(ctx)
-		return
+		return run(ctx)
 	}
 	go run(context.Background())
+	return nil
 }
 
-func (n *Node) releaseOne(ctx context.Context, r release) {
+func (n *Node) releaseOne(ctx context.Context, r release) error {
 	if !n.leased() {
-		return // see sendBatch; what it leaves is garbage, never a wrong read
+		return errLeaseGone // see sendBatch
 	}
 	m := n.ctl.Map()
 	entry, ok := m.SchemeByID(r.scheme)
 	if !ok {
-		return
+		return fmt.Errorf("server: releasing %q: unknown scheme id %d", r.key, r.scheme)
 	}
 	targets, err := pieceTargets(m, r.key, entry.Spec)
 	if err != nil {
-		return
+		return err
 	}
 	ref := pieceRef{Key: r.key, Scheme: r.scheme, Version: r.version, Versioned: entry.Spec.Kind == scheme.Split, Exact: r.exact}
 	var wg sync.WaitGroup
-	for _, t := range targets {
+	errs := make([]error, len(targets))
+	for i, t := range targets {
 		if t.node.ID == n.id {
 			n.dropPieces(ref)
 			continue
@@ -587,10 +609,12 @@ func (n *Node) releaseOne(ctx context.Context, r release) {
 			defer wg.Done()
 			if _, err := n.call(ctx, node, msgDelPiece, ref.encode(nil)); err != nil {
 				n.log.Debug("release failed", "key", string(r.key), "node", node.ID, "err", err)
+				errs[i] = err
 			}
 		}(t.node)
 	}
 	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // readOrder splits a split key's targets into the k to fetch first and the

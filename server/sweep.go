@@ -1,0 +1,250 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"time"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/store"
+)
+
+// This file is the piece sweep: garbage collection of redundancy pieces.
+// Failures leave pieces nobody will release: a write whose coordinator died
+// after sending them, a release that could not reach a node, a replica on a
+// node that stood in for a failed one until a spare took its place, the
+// replica a node kept of a key it then came to coordinate. They are never
+// read (reads go through the primary record's version), but they cost
+// memory, and each scheme's memory must come back to its formula after a
+// failure (issue 5's robustness suite counts them).
+//
+// So every node walks its pieces, a page at a time, and asks each key's
+// coordinator about them (msgAudit). The coordinator, which alone knows
+// the key's committed version and placement, answers per piece: drop it
+// when the key no longer exists, or exists in another scheme, or at another
+// version (split shards are per version), or when the holder is not where
+// the key's placement puts that piece; keep it otherwise, and keep
+// everything while it cannot be sure: a write of the key in flight, the
+// shard recovering or rebuilding, a stub not yet filled, a lost key, no
+// fresh lease, or not being the key's coordinator in its own map. The
+// holder drops a piece only if it still holds that very version, so a
+// piece written meanwhile survives a verdict about an older one.
+
+// sweepPage is how many pieces one audit step looks at.
+const sweepPage = 1024
+
+// auditItem names one piece a holder asks its key's coordinator about.
+type auditItem struct {
+	Key     []byte
+	Scheme  uint16
+	Version uint64
+	Kind    uint8 // pieceKindReplica or pieceKindShard
+	Index   uint8 // a shard's index
+}
+
+func (a auditItem) encode(e enc) enc {
+	return e.bytes(a.Key).u16(a.Scheme).u64(a.Version).u8(a.Kind).u8(a.Index)
+}
+
+func readAuditItem(d *dec) auditItem {
+	a := auditItem{Key: d.bytes(), Scheme: d.u16(), Version: d.u64(), Kind: d.u8(), Index: d.u8()}
+	if a.Kind > pieceKindShard {
+		d.err = errMalformed
+	}
+	return a
+}
+
+// sweepLoop audits this node's pieces, one page every --sweep-interval,
+// starting over when it reaches the end.
+func (n *Node) sweepLoop(ctx context.Context) {
+	if n.cfg.SweepInterval <= 0 {
+		return
+	}
+	t := time.NewTicker(n.cfg.SweepInterval)
+	defer t.Stop()
+	var cursor uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n.serving() {
+			cursor = n.sweepStep(ctx, cursor)
+		}
+	}
+}
+
+// heldPieceRow is one piece of this node's store, as the sweep found it.
+type heldPieceRow struct {
+	storeKey []byte
+	item     auditItem
+}
+
+// sweepStep audits one page of pieces from cursor and returns the next
+// cursor (0 at the end of a pass).
+func (n *Node) sweepStep(ctx context.Context, cursor uint64) uint64 {
+	m := n.ctl.Map()
+	byNode := map[cluster.NodeID][]heldPieceRow{}
+	nodes := map[cluster.NodeID]cluster.Node{}
+	next := n.pieces.Scan(cursor, sweepPage, func(k []byte, meta store.Meta) bool {
+		ref, kind, ok := parsePieceKey(k)
+		if !ok || kind == pieceKindDirectory {
+			return true
+		}
+		coord, ok := m.Coordinator(cluster.Slot(ref.Key))
+		if !ok || coord.State != cluster.Up {
+			return true
+		}
+		row := heldPieceRow{storeKey: append([]byte(nil), k...),
+			item: auditItem{Key: append([]byte(nil), ref.Key...), Scheme: ref.Scheme, Version: meta.Version, Kind: kind, Index: meta.Flags}}
+		byNode[coord.ID] = append(byNode[coord.ID], row)
+		nodes[coord.ID] = coord
+		return true
+	})
+	for id, rows := range byNode {
+		items := make([]auditItem, len(rows))
+		for i, r := range rows {
+			items[i] = r.item
+		}
+		drop, err := n.askAudit(ctx, nodes[id], items)
+		if err != nil {
+			n.log.Debug("piece audit failed", "coordinator", id, "err", err)
+			continue
+		}
+		for i, r := range rows {
+			if drop[i] {
+				v := r.item.Version
+				if n.pieces.DeleteIf(r.storeKey, func(meta store.Meta) bool { return meta.Version == v }) {
+					n.health.swept.Add(1)
+				}
+			}
+		}
+	}
+	return next
+}
+
+// askAudit asks node (the coordinator of items' keys) which of this
+// node's pieces items it should drop.
+func (n *Node) askAudit(ctx context.Context, node cluster.Node, items []auditItem) ([]bool, error) {
+	if node.ID == n.id {
+		return n.auditVerdicts(n.id, items), nil
+	}
+	payload := append(enc(nil).bytes([]byte(n.id)), encodeList(items)...)
+	resp, err := n.call(ctx, node, msgAudit, payload)
+	if err != nil {
+		return nil, err
+	}
+	if len(resp) != 4+len(items) || int(binary.BigEndian.Uint32(resp)) != len(items) {
+		return nil, errMalformed
+	}
+	drop := make([]bool, len(items))
+	for i := range drop {
+		drop[i] = resp[4+i] == 1
+	}
+	return drop, nil
+}
+
+// onAudit answers a holder's msgAudit (the holder's id, then the pieces):
+// a count, then one byte per piece, 1 to drop it.
+func (n *Node) onAudit(b []byte) ([]byte, error) {
+	d := dec{b: b}
+	holder := cluster.NodeID(d.bytes())
+	if d.err != nil {
+		return nil, d.err
+	}
+	items, err := decodeList(d.b, readAuditItem)
+	if err != nil {
+		return nil, err
+	}
+	verdicts := n.auditVerdicts(holder, items)
+	out := make([]byte, 4+len(items))
+	binary.BigEndian.PutUint32(out, uint32(len(items)))
+	for i, drop := range verdicts {
+		if drop {
+			out[4+i] = 1
+		}
+	}
+	return out, nil
+}
+
+// auditVerdicts decides which of holder's pieces items are garbage. The
+// node answers for the keys it coordinates in its own map, under a fresh
+// lease; anything else is kept.
+func (n *Node) auditVerdicts(holder cluster.NodeID, items []auditItem) []bool {
+	drop := make([]bool, len(items))
+	if !n.leased() {
+		return drop
+	}
+	m := n.ctl.Map()
+	for i, it := range items {
+		drop[i] = n.isGarbage(m, holder, it)
+	}
+	return drop
+}
+
+// isGarbage is the verdict on one piece held by holder; see the file
+// comment. The caller holds a lease.
+func (n *Node) isGarbage(m *cluster.Map, holder cluster.NodeID, it auditItem) bool {
+	sh := m.ShardOf(cluster.Slot(it.Key))
+	coord, ok := m.Coordinator(cluster.Slot(it.Key))
+	if sh == nil || !ok || coord.ID != n.id || sh.Recovering || len(sh.Rebuild) > 0 {
+		return false
+	}
+	if _, lost := n.lost.get(it.Key); lost {
+		return false
+	}
+	s := n.inflight.shard(it.Key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.newest(it.Key) != nil {
+		return false
+	}
+	meta, exists := n.primary.Meta(it.Key)
+	switch {
+	case !exists:
+		return true // deleted, or never committed
+	case isStub(meta):
+		return false // its value is being fetched from pieces like this one
+	case it.Scheme != meta.Scheme:
+		return true // the key moved to another scheme
+	}
+	e, ok := m.SchemeByID(meta.Scheme)
+	if !ok {
+		return false
+	}
+	if e.Spec.Kind == scheme.Split && it.Version != meta.Version {
+		return true // shards are per version; the committed one is another
+	}
+	return misplaced(m, it, e.Spec, holder, n.id)
+}
+
+// misplaced says whether holder is not where key's placement puts the piece
+// it: a replica on the coordinator itself (its primary record is its copy)
+// or on a node that is no replica holder; a shard whose position now
+// belongs to another up node. A shard whose position's node failed with no
+// stand-in is kept: it may be the only copy.
+func misplaced(m *cluster.Map, it auditItem, spec scheme.Spec, holder, coord cluster.NodeID) bool {
+	targets, err := pieceTargets(m, it.Key, spec)
+	if err != nil {
+		return false
+	}
+	if spec.Kind == scheme.Rep {
+		if holder == coord {
+			return true
+		}
+		for _, t := range targets {
+			if t.node.ID == holder {
+				return false
+			}
+		}
+		return true
+	}
+	for _, t := range targets {
+		if t.index == int(it.Index) {
+			return t.node.ID != holder && t.node.State == cluster.Up
+		}
+	}
+	return true // an index past the scheme's width
+}

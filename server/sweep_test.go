@@ -1,0 +1,129 @@
+package server
+
+import (
+	"testing"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/store"
+)
+
+// TestAuditVerdicts: the coordinator drops exactly the pieces no committed
+// version needs where they are, and keeps every piece while in doubt.
+func TestAuditVerdicts(t *testing.T) {
+	m := testMap(t, 4)
+	rep, split := schemeID(t, m, "rep:3"), schemeID(t, m, "split:2+1")
+	key := []byte("k")
+	sh := m.ShardOf(cluster.Slot(key))
+	coord, _ := m.Coordinator(sh.First)
+	n := leasedNode(t, m)
+	n.id = coord.ID
+	n.primary, n.pieces, n.inflight = store.New(), store.New(), newInflight()
+	repSpec, _ := m.SchemeByID(rep)
+	targets, _ := pieceTargets(m, key, repSpec.Spec)
+	replicaHolder := targets[0].node.ID
+	var outsider cluster.NodeID // up, and no replica holder of the key
+	for _, node := range m.Nodes {
+		if node.ID != coord.ID && !slicesContainsNode(targets, node.ID) {
+			outsider = node.ID
+		}
+	}
+	splitSpec, _ := m.SchemeByID(split)
+	shards, _ := pieceTargets(m, key, splitSpec.Spec)
+
+	commit := func(scheme uint16, v uint64, flags uint8) {
+		if err := n.primary.Put(key, []byte("v"), store.Meta{Version: v, Scheme: scheme, Flags: flags}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	verdict := func(holder cluster.NodeID, it auditItem) bool {
+		it.Key = key
+		return n.auditVerdicts(holder, []auditItem{it})[0]
+	}
+	replica := func(v uint64) auditItem { return auditItem{Scheme: rep, Version: v, Kind: pieceKindReplica} }
+	shard := func(v uint64, i int) auditItem {
+		return auditItem{Scheme: split, Version: v, Kind: pieceKindShard, Index: uint8(i)}
+	}
+
+	if !verdict(replicaHolder, replica(5)) {
+		t.Error("a replica of a key that does not exist is kept")
+	}
+	commit(rep, 5, 0)
+	for _, c := range []struct {
+		name   string
+		holder cluster.NodeID
+		it     auditItem
+		drop   bool
+	}{
+		{"the committed replica where it belongs", replicaHolder, replica(5), false},
+		{"a replica on the coordinator itself", coord.ID, replica(5), true},
+		{"a replica on a node that is no holder", outsider, replica(5), true},
+		{"a shard of a scheme the key left", shards[0].node.ID, shard(3, 0), true},
+	} {
+		if got := verdict(c.holder, c.it); got != c.drop {
+			t.Errorf("%s: drop %v, want %v", c.name, got, c.drop)
+		}
+	}
+	commit(split, 7, 0)
+	for _, c := range []struct {
+		name   string
+		holder cluster.NodeID
+		it     auditItem
+		drop   bool
+	}{
+		{"the committed shard at its position", shards[1].node.ID, shard(7, 1), false},
+		{"an older shard", shards[1].node.ID, shard(6, 1), true},
+		{"a shard of a newer write that never committed", shards[1].node.ID, shard(8, 1), true},
+		{"the committed shard at another position's node", shards[0].node.ID, shard(7, 1), true},
+		{"a replica of the scheme the key left", replicaHolder, replica(5), true},
+	} {
+		if got := verdict(c.holder, c.it); got != c.drop {
+			t.Errorf("%s: drop %v, want %v", c.name, got, c.drop)
+		}
+	}
+
+	// In doubt, keep: a write in flight, a stub, a lease gone.
+	s := n.inflight.shard(key)
+	s.mu.Lock()
+	p := s.begin(key, 9)
+	s.mu.Unlock()
+	if verdict(shards[1].node.ID, shard(6, 1)) {
+		t.Error("a piece was dropped while a write of its key was in flight")
+	}
+	s.mu.Lock()
+	s.end(key, p)
+	s.mu.Unlock()
+	commit(split, 7, recordStub)
+	if verdict(shards[1].node.ID, shard(6, 1)) {
+		t.Error("a piece was dropped while the key's record is a stub")
+	}
+	commit(split, 7, 0)
+	n.lease.until.Store(0)
+	if verdict(shards[1].node.ID, shard(6, 1)) {
+		t.Error("a coordinator without a lease gave a verdict")
+	}
+}
+
+func slicesContainsNode(ts []target, id cluster.NodeID) bool {
+	for _, t := range ts {
+		if t.node.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// TestAuditCodec: the audit request and reply survive the wire, and a
+// truncated request is refused.
+func TestAuditCodec(t *testing.T) {
+	in := []auditItem{{Key: []byte("a"), Scheme: 3, Version: 9, Kind: pieceKindShard, Index: 2}, {Key: []byte("b"), Version: 1}}
+	b := encodeList(in)
+	got, err := decodeList(b, readAuditItem)
+	if err != nil || len(got) != 2 || string(got[0].Key) != "a" || got[0].Index != 2 || got[1].Version != 1 {
+		t.Fatalf("audit round trip: %+v, %v", got, err)
+	}
+	for i := range b {
+		if _, err := decodeList(b[:i], readAuditItem); err == nil {
+			t.Fatalf("an audit request cut at byte %d decoded", i)
+		}
+	}
+}
