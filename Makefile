@@ -8,7 +8,7 @@ CI_FUZZTIME ?= 10s
 BENCHTIME ?= 200ms
 ROUNDS    ?= 5
 
-.PHONY: all build dev test check fmt-check vet unit fuzz-short fuzz bench bench-ec bench-ec-raw bench-store bench-failure clean
+.PHONY: all build dev test check fmt-check vet unit fuzz-short fuzz robustness bench bench-ec bench-ec-raw bench-store bench-failure clean
 
 all: build
 
@@ -34,9 +34,12 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags failpoints $(PKGS)
 
+## unit: every test with the race detector (tests/ includes the short robustness suite), and the fault injector built in.
 unit:
 	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 -tags failpoints ./internal/faults
 
 fuzz-short:
 	scripts/fuzz.sh $(CI_FUZZTIME) $(PKGS)
@@ -44,6 +47,18 @@ fuzz-short:
 ## fuzz: every fuzz target for FUZZTIME each (default 10m).
 fuzz:
 	scripts/fuzz.sh $(FUZZTIME) $(PKGS)
+
+RUNS ?= 117
+SEED ?=
+
+## robustness: RUNS seeded fault scenarios (docs/robustness.md) on nodes built without the race detector; the report goes to docs/robustness-report.md. SEED=n replays one scenario.
+robustness:
+ifeq ($(SEED),)
+	MEMGEST_TEST_NORACE=1 $(GO) test ./tests -run '^TestRobustness$$' -count=1 -timeout 90m -v \
+		-robustness.runs=$(RUNS) -robustness.report=$(CURDIR)/docs/robustness-report.md
+else
+	MEMGEST_TEST_NORACE=1 $(GO) test ./tests -run '^TestRobustness$$' -count=1 -timeout 30m -v -robustness.seed=$(SEED)
+endif
 
 ## bench-ec: the erasure-coding table (memgest vs raw klauspost vs memcpy), written to docs/benchmarks/ec.md.
 bench-ec:

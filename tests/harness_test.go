@@ -27,9 +27,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "memgest")
-	build := exec.Command("go", "build", "-race", "-o", binary, "github.com/memgest/memgest/cmd/memgest")
+	// Built with the failpoints tag for the robustness suite's nemeses
+	// (internal/faults); the points are inert until a test arms them.
+	build := exec.Command("go", "build", "-race", "-tags", "failpoints", "-o", binary, "github.com/memgest/memgest/cmd/memgest")
 	if os.Getenv("MEMGEST_TEST_NORACE") != "" {
-		build = exec.Command("go", "build", "-o", binary, "github.com/memgest/memgest/cmd/memgest")
+		build = exec.Command("go", "build", "-tags", "failpoints", "-o", binary, "github.com/memgest/memgest/cmd/memgest")
 	}
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
@@ -86,7 +88,7 @@ func startCluster(t *testing.T, n int, o clusterOptions) *testCluster {
 		nd := &node{port: ports[3*i], peerPort: ports[3*i+1], httpPort: ports[3*i+2]}
 		args := []string{"server", "--bind", "127.0.0.1",
 			"--port", strconv.Itoa(nd.port), "--peer-port", strconv.Itoa(nd.peerPort),
-			"--http-port", strconv.Itoa(nd.httpPort), "--data-dir", t.TempDir(), "--log-level", "warn",
+			"--http-port", strconv.Itoa(nd.httpPort), "--data-dir", t.TempDir(), "--log-level", nodeLogLevel(),
 			// A generous timeout, so that a race-built node starved of CPU
 			// is not marked failed; failure tests pass their own.
 			"--failure-timeout", "5s"}
@@ -105,6 +107,15 @@ func startCluster(t *testing.T, n int, o clusterOptions) *testCluster {
 	}
 	c.waitFormed(60 * time.Second)
 	return c
+}
+
+// nodeLogLevel is the nodes' --log-level: warn, or MEMGEST_TEST_LOG_LEVEL
+// (info shows recoveries and rebuilds when a test needs explaining).
+func nodeLogLevel() string {
+	if l := os.Getenv("MEMGEST_TEST_LOG_LEVEL"); l != "" {
+		return l
+	}
+	return "warn"
 }
 
 func (c *testCluster) start(nd *node, args []string) {

@@ -37,6 +37,10 @@ type kvOutput struct {
 	// whether it ran: it may take effect at any point after its call, and
 	// its output (empty) says nothing.
 	unknown bool
+	// lost marks a -LOST refusal: the key's value was lost beyond its
+	// scheme's tolerance and the command did not run. Only lossyModel
+	// accepts it.
+	lost bool
 }
 
 // unknownOutcome is the output recorded for such a write, pending forever.
@@ -46,6 +50,7 @@ var unknownOutcome = kvOutput{unknown: true}
 type kvState struct {
 	value  string
 	exists bool
+	lost   bool // lossyModel only: the key answers -LOST until written or deleted
 }
 
 // kvModel is the sequential specification of one key under GET, SET (plain,
@@ -68,6 +73,9 @@ var kvModel = porcupine.Model{
 	Init: func() any { return kvState{} },
 	Step: func(state, input, output any) (bool, any) {
 		s, in, out := state.(kvState), input.(kvInput), output.(kvOutput)
+		if out.lost {
+			return false, s // a key within its scheme's tolerance is never lost
+		}
 		switch in.op {
 		case "set":
 			return true, kvState{value: in.value, exists: true}
@@ -93,6 +101,45 @@ var kvModel = porcupine.Model{
 	DescribeOperation: func(input, output any) string {
 		return fmt.Sprintf("%+v -> %+v", input, output)
 	},
+}
+
+// lossyModel is kvModel for a key whose scheme tolerates fewer failures
+// than a run injects (none keys under any kill): at any moment the key may
+// lose its value, to absent (its coordinator died before the key directory
+// heard of it) or to lost (GET and the commands that read it answer -LOST
+// until a SET or DEL). It may never return a value that no linearization
+// allows: a loss is never a resurrection of an older value.
+var lossyModel = porcupine.NondeterministicModel{
+	Partition: kvModel.Partition,
+	Init:      func() []any { return []any{kvState{}} },
+	Step: func(state, input, output any) []any {
+		var next []any
+		for _, s := range []kvState{state.(kvState), {}, {lost: true}} {
+			if ok, after := stepLossy(s, input.(kvInput), output.(kvOutput)); ok {
+				next = append(next, after)
+			}
+		}
+		return next
+	},
+	DescribeOperation: kvModel.DescribeOperation,
+}
+
+// stepLossy is one operation on a key that may be lost: kvModel's step,
+// except on a lost key, where only SET and DEL run.
+func stepLossy(s kvState, in kvInput, out kvOutput) (bool, kvState) {
+	if !s.lost {
+		ok, after := kvModel.Step(s, in, out)
+		return ok, after.(kvState)
+	}
+	switch in.op {
+	case "set":
+		return true, kvState{value: in.value, exists: true}
+	case "del":
+		return out.unknown || out.n == 1, kvState{}
+	case "get":
+		return out.lost, s
+	}
+	return out.unknown || out.lost, s // refused: it would read the lost value
 }
 
 // stepIncr is INCR: a missing key counts as 0; a value that is no integer
