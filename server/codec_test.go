@@ -166,7 +166,8 @@ func FuzzPeerPayloads(f *testing.F) {
 	f.Add([]byte(piece{Key: []byte("k"), Data: []byte("v")}.encode(nil)))
 	f.Add([]byte(encodePutPieces([]piece{{Key: []byte("a"), Data: []byte("1")}, {Key: []byte("b"), Versioned: true}})))
 	f.Add([]byte(encodePutPiecesResp([]string{"", "refused"})))
-	f.Add(encodeDirectory([]dirEntry{{Key: []byte("d"), Scheme: 2, Version: 3}}))
+	f.Add(encodeDirectory([]dirEntry{{Key: []byte("d"), Scheme: 2, Version: 3}, {Key: []byte("t"), Version: 4, Kind: dirTombstone}}))
+	f.Add(encodeAudit("holder", []auditItem{{Key: []byte("a"), Scheme: 1, Version: 2, Kind: pieceKindShard, Index: 1}}))
 	f.Add([]byte(forwardReq{Proto: 2, Args: [][]byte{[]byte("GET"), []byte("k")}}.encode(nil)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if p, err := decodePiece(b); err == nil && !bytes.Equal(p.encode(nil), b) {
@@ -189,6 +190,9 @@ func FuzzPeerPayloads(f *testing.F) {
 		}
 		if d, err := decodeDirectory(b); err == nil && !bytes.Equal(encodeDirectory(d), b) {
 			t.Fatal("Directory does not re-encode")
+		}
+		if h, items, err := decodeAudit(b); err == nil && !bytes.Equal(encodeAudit(h, items), b) {
+			t.Fatal("Audit does not re-encode")
 		}
 		_, _ = decodeListReq(b)
 		_, _, _ = parsePieceKey(b)

@@ -55,6 +55,21 @@ func readAuditItem(d *dec) auditItem {
 	return a
 }
 
+// encodeAudit is a msgAudit payload: the holder's id, then its pieces.
+func encodeAudit(holder cluster.NodeID, items []auditItem) []byte {
+	return append(enc(nil).bytes([]byte(holder)), encodeList(items)...)
+}
+
+func decodeAudit(b []byte) (cluster.NodeID, []auditItem, error) {
+	d := dec{b: b}
+	holder := cluster.NodeID(d.bytes())
+	if d.err != nil {
+		return "", nil, d.err
+	}
+	items, err := decodeList(d.b, readAuditItem)
+	return holder, items, err
+}
+
 // sweepLoop audits this node's pieces, one page every --sweep-interval,
 // starting over when it reaches the end.
 func (n *Node) sweepLoop(ctx context.Context) {
@@ -131,8 +146,7 @@ func (n *Node) askAudit(ctx context.Context, node cluster.Node, items []auditIte
 	if node.ID == n.id {
 		return n.auditVerdicts(n.id, items), nil
 	}
-	payload := append(enc(nil).bytes([]byte(n.id)), encodeList(items)...)
-	resp, err := n.call(ctx, node, msgAudit, payload)
+	resp, err := n.call(ctx, node, msgAudit, encodeAudit(n.id, items))
 	if err != nil {
 		return nil, err
 	}
@@ -149,12 +163,7 @@ func (n *Node) askAudit(ctx context.Context, node cluster.Node, items []auditIte
 // onAudit answers a holder's msgAudit (the holder's id, then the pieces):
 // a count, then one byte per piece, 1 to drop it.
 func (n *Node) onAudit(b []byte) ([]byte, error) {
-	d := dec{b: b}
-	holder := cluster.NodeID(d.bytes())
-	if d.err != nil {
-		return nil, d.err
-	}
-	items, err := decodeList(d.b, readAuditItem)
+	holder, items, err := decodeAudit(b)
 	if err != nil {
 		return nil, err
 	}
