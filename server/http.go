@@ -156,7 +156,7 @@ type nodeCollector struct {
 	epoch, keys, logical, stored, overhead *prometheus.Desc
 	serving, nodes, recovering             *prometheus.Desc
 	rebuilding, rebuildKeys, rebuildBytes  *prometheus.Desc
-	corrupt, repaired, scrubbed            *prometheus.Desc
+	corrupt, repaired, scrubbed, swept     *prometheus.Desc
 }
 
 func (n *Node) collector() prometheus.Collector {
@@ -181,11 +181,12 @@ func (n *Node) collector() prometheus.Collector {
 		corrupt:      d("corrupt_found_total", "Stored copies found failing their CRC32C, by reads and the scrub."),
 		repaired:     d("repairs_total", "Keys whose corrupt copies were stored again from redundancy."),
 		scrubbed:     d("scrub_bytes_total", "Bytes the scrub has checked."),
+		swept:        d("swept_pieces_total", "Garbage pieces the sweep dropped (pieces failures left that no committed version needs)."),
 	}
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.commands, c.forwarded, c.expired, c.epoch, c.keys, c.logical, c.stored, c.overhead, c.serving, c.nodes, c.recovering, c.rebuilding, c.rebuildKeys, c.rebuildBytes, c.corrupt, c.repaired, c.scrubbed} {
+	for _, d := range []*prometheus.Desc{c.commands, c.forwarded, c.expired, c.epoch, c.keys, c.logical, c.stored, c.overhead, c.serving, c.nodes, c.recovering, c.rebuilding, c.rebuildKeys, c.rebuildBytes, c.corrupt, c.repaired, c.scrubbed, c.swept} {
 		ch <- d
 	}
 }
@@ -206,6 +207,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.corrupt, prometheus.CounterValue, float64(n.health.corrupt.Load()))
 	ch <- prometheus.MustNewConstMetric(c.repaired, prometheus.CounterValue, float64(n.health.repaired.Load()))
 	ch <- prometheus.MustNewConstMetric(c.scrubbed, prometheus.CounterValue, float64(n.health.scrubbed.Load()))
+	ch <- prometheus.MustNewConstMetric(c.swept, prometheus.CounterValue, float64(n.health.swept.Load()))
 	for state, count := range nodeStates(m) {
 		ch <- prometheus.MustNewConstMetric(c.nodes, prometheus.GaugeValue, float64(count), state)
 	}
