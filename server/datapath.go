@@ -203,6 +203,7 @@ func (n *Node) apply(ctx context.Context, p *pending, op *writeOp) error {
 	if op.del {
 		if err := n.announceDeletion(ctx, op.key, p.version); err != nil {
 			n.abort(op.key, p)
+			n.withdrawTombstone(op.key, p.version)
 			return notAcknowledged(op.key, err)
 		}
 	}

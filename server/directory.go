@@ -178,6 +178,18 @@ func (n *Node) announceDeletion(ctx context.Context, key []byte, v uint64) error
 	return errors.Join(errs...)
 }
 
+// withdrawTombstone undoes a tombstone left by a deletion at v that did not
+// commit (a directory node failed to acknowledge it): a purge, then the
+// key's entry again, in one batch, so that a directory node that stored
+// the tombstone goes on reporting the key if it is lost.
+func (n *Node) withdrawTombstone(key []byte, v uint64) {
+	entries := []dirEntry{{Key: key, Version: v, Kind: dirPurge}}
+	if meta, ok := n.primary.Meta(key); ok {
+		entries = append(entries, entryOf(key, meta))
+	}
+	n.enqueueDirectory(entries...)
+}
+
 // entryOf is the directory entry of a key with primary record meta.
 func entryOf(key []byte, meta store.Meta) dirEntry {
 	return dirEntry{Key: key, Scheme: meta.Scheme, Version: meta.Version, ExpireAt: meta.ExpireAt}

@@ -178,7 +178,7 @@ func coordinatorOf(m *cluster.Map, keys [][]byte) (owner cluster.Node, slot int,
 func (n *Node) forward(ctx context.Context, cs *connState, owner cluster.Node, args [][]byte) resp.Reply {
 	payload := forwardReq{Proto: cs.proto, Args: args}.encode(nil)
 	out, err := n.call(ctx, owner, msgForward, payload)
-	if errors.Is(err, transport.ErrNotSent) || errors.Is(err, errNodeFailed) {
+	if errors.Is(err, transport.ErrNotSent) {
 		// Safe to retry: the coordinator never saw the command.
 		return resp.Errorf("TRYAGAIN memgest: coordinator %s unreachable; the command was not sent: %v", owner.ClientAddr, err)
 	}

@@ -49,6 +49,7 @@ func TestJudgeWeighsTheDirectoryAgainstReadableVersions(t *testing.T) {
 	replica := &candidate{scheme: rep, version: 5, shards: map[uint8]bool{1: true}}
 	twoShards := &candidate{scheme: split, version: 7, shards: map[uint8]bool{0: true, 2: true}}
 	oneShard := &candidate{scheme: split, version: 9, shards: map[uint8]bool{1: true}}
+	completeReplica := &candidate{scheme: rep, version: 5, shards: map[uint8]bool{1: true}, complete: true}
 	dir := func(s uint16, v uint64, exp int64) map[string]pieceEntry {
 		return map[string]pieceEntry{"k": {Key: []byte("k"), Scheme: s, Version: v, ExpireAt: exp, Kind: pieceKindDirectory}}
 	}
@@ -73,6 +74,8 @@ func TestJudgeWeighsTheDirectoryAgainstReadableVersions(t *testing.T) {
 		{"a tombstone newer than every version: deleted", []*candidate{replica, twoShards}, tomb(8), 0, ""},
 		{"a tombstone and the fragments of a half-released version", []*candidate{oneShard}, tomb(10), 0, ""},
 		{"a version written after the tombstone", []*candidate{replica, twoShards}, tomb(6), 7, ""},
+		{"an older version never comes back over a tombstone", []*candidate{twoShards, oneShard}, tomb(8), 0, "split:2+1 2/3"},
+		{"a complete version wins over a newer incomplete one", []*candidate{completeReplica, twoShards}, nil, 5, ""},
 	}
 	for _, c := range cases {
 		best, lost := judge(m, "k", c.cands, c.dir, 1000)
@@ -230,5 +233,33 @@ func TestReadOrderAvoidsDoubtfulPositions(t *testing.T) {
 	first, rest := readOrder(next, key, targets, 2)
 	if len(first) != 2 || slices.Contains(first, 0) || !slices.Equal(rest, []int{0}) {
 		t.Fatalf("position 0 failed: first %v rest %v, want it last", first, rest)
+	}
+}
+
+// TestMarkComplete: a version is complete when every up position of its
+// placement not awaiting rebuild holds a piece of it; failed positions do
+// not count.
+func TestMarkComplete(t *testing.T) {
+	m := testMap(t, 4)
+	rep, split := schemeID(t, m, "rep:3"), schemeID(t, m, "split:2+1")
+	key := []byte("k")
+	sh := m.ShardOf(cluster.Slot(key))
+	holders := m.Holders(sh, 3)
+	all := &candidate{scheme: split, version: 1, shards: map[uint8]bool{0: true, 1: true, 2: true}}
+	two := &candidate{scheme: split, version: 2, shards: map[uint8]bool{0: true, 1: true}}
+	reps := &candidate{scheme: rep, version: 3, holders: holders}
+	fewer := &candidate{scheme: rep, version: 4, holders: holders[:2]}
+	markComplete(m, sh, []*candidate{all, two, reps, fewer})
+	if !all.complete || two.complete || !reps.complete || fewer.complete {
+		t.Fatalf("complete: all shards %v, two of three %v, all replicas %v, two of three %v", all.complete, two.complete, reps.complete, fewer.complete)
+	}
+	failed := mustApply(t, m, cluster.MarkFailed{ID: sh.Placement[2]})
+	fsh := failed.ShardOf(cluster.Slot(key))
+	if fsh.Rebuild == nil && !failed.StoodIn(fsh, 2) {
+		t.Fatal("position 2 neither stood in for nor listed for rebuild")
+	}
+	markComplete(failed, fsh, []*candidate{two})
+	if !two.complete {
+		t.Fatal("a version missing only the failed position's shard is not complete")
 	}
 }

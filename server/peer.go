@@ -101,7 +101,7 @@ func (n *Node) handlePeer(req transport.Frame, reply func(transport.Frame)) {
 			n.servePeer(req, reply)
 		}()
 	case req.Type == msgForward || req.Type == msgScan || req.Type == msgStats || req.Type == msgFlush || req.Type == msgListPieces ||
-		req.Type == msgRepair:
+		req.Type == msgRepair || req.Type == msgAudit:
 		go n.servePeer(req, reply)
 	default:
 		n.servePeer(req, reply)

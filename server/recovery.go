@@ -118,6 +118,9 @@ type candidate struct {
 	crc      uint32         // a rep replica's CRC32C: the value's
 	shards   map[uint8]bool // shard indexes present (split)
 	holders  []cluster.Node // the nodes that listed a piece of it
+	// complete: a piece at every position a commit would have stored one
+	// (markComplete).
+	complete bool
 }
 
 // recoverShard rebuilds the primary records of sh's keys from the pieces
@@ -140,11 +143,16 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 			found[key] = nil
 		}
 	}
+	for _, d := range dir {
+		n.clock.observe(d.Version) // a key written again must outrank its tombstone
+	}
 	now := nowMs()
 	var keys []string
 	var picks []*candidate
 	var stale []staleVersion
+	var partial []string
 	for key, cands := range found {
+		markComplete(m, &sh, cands)
 		best, lost := judge(m, key, cands, dir, now)
 		if lost != nil {
 			n.lost.add(*lost)
@@ -152,6 +160,9 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 		}
 		if best != nil && (best.expireAt == 0 || best.expireAt > now) {
 			keys, picks = append(keys, key), append(picks, best)
+			if !best.complete {
+				partial = append(partial, key)
+			}
 		} else {
 			best = nil // deleted or expired: every version is stale
 		}
@@ -172,6 +183,7 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	// stubs hold no bytes, and a background pass checks their shards.
 	go n.fillStubs(ctx, splitKeys)
 	go n.sweepStale(ctx, stale)
+	go n.completeVersions(ctx, partial)
 	n.log.Info("shard recovered", "shard", sh.ID, "keys", len(keys), "lost", n.lost.count(), "stale", len(stale))
 	return nil
 }
@@ -228,20 +240,22 @@ func (n *Node) sweepStale(ctx context.Context, stale []staleVersion) {
 // its directory entry (sent only after a commit) is newer than every
 // readable version: then that committed version died with its pieces, and
 // an older one must not come back. An expired directory entry loses
-// nothing. A tombstone newer than every readable version means the key
-// was deleted: nothing is restored and nothing is lost.
+// nothing. A tombstone says the key was deleted at its version: the
+// versions before it are dead, and only a newer one (the key written
+// again) can be restored, or found lost.
 func judge(m *cluster.Map, key string, cands []*candidate, dir map[string]pieceEntry, now int64) (*candidate, *LostKey) {
-	best := newestReadable(m, cands)
 	d, hasDir := dir[key]
 	if hasDir && d.ExpireAt != 0 && d.ExpireAt <= now {
 		hasDir = false
 	}
 	if hasDir && d.Index == dirTombstoneFlag {
-		if best == nil || d.Version > best.version {
-			return nil, nil
+		cands = slices.DeleteFunc(slices.Clone(cands), func(c *candidate) bool { return c.version < d.Version })
+		if len(cands) == 0 {
+			return nil, nil // deleted
 		}
 		hasDir = false // written again since; its entry is on its way
 	}
+	best := newestReadable(m, cands)
 	switch {
 	case hasDir && (best == nil || d.Version > best.version):
 		lost := lostByDirectory(m, key, d, cands)
@@ -284,10 +298,20 @@ func addCandidate(found map[string][]*candidate, node cluster.Node, e pieceEntry
 	found[key] = append(found[key], c)
 }
 
-// newestReadable returns the highest-versioned candidate that can be read:
-// any replica for rep, at least k shards for split.
+// newestReadable returns the candidate to restore: the highest-versioned
+// complete one that can be read (any replica for rep, at least k shards
+// for split), else the highest-versioned readable one.
+//
+// A commit stores a piece at every up position of the key's placement
+// that is not awaiting rebuild, before it is acknowledged. A version
+// missing a piece at such a position was never committed: its
+// coordinator died sending it. Restoring it over an older complete
+// version would swap a fully redundant value for one a single further
+// failure can lose (the robustness suite's "two kills 1 s apart" found a
+// rep:3/split:3+2 key lost that way), and is never needed: no client
+// was told it succeeded, and no reader saw it.
 func newestReadable(m *cluster.Map, cands []*candidate) *candidate {
-	var best *candidate
+	var best, bestComplete *candidate
 	for _, c := range cands {
 		e, ok := m.SchemeByID(c.scheme)
 		if !ok || (e.Spec.Kind == scheme.Split && len(c.shards) < e.Spec.K) {
@@ -296,8 +320,55 @@ func newestReadable(m *cluster.Map, cands []*candidate) *candidate {
 		if best == nil || c.version > best.version {
 			best = c
 		}
+		if c.complete && (bestComplete == nil || c.version > bestComplete.version) {
+			bestComplete = c
+		}
+	}
+	if bestComplete != nil {
+		return bestComplete
 	}
 	return best
+}
+
+// markComplete sets each candidate's complete flag: it has a piece at every
+// position of sh's placement for its scheme whose holder is up and not
+// listed for rebuild (a split shard at its own index; a rep replica on the
+// holder, the new coordinator's own included).
+func markComplete(m *cluster.Map, sh *cluster.Shard, cands []*candidate) {
+	for _, c := range cands {
+		e, ok := m.SchemeByID(c.scheme)
+		c.complete = ok
+		if !ok {
+			continue
+		}
+		for p, h := range m.Holders(sh, e.Spec.Nodes()) {
+			if h.State != cluster.Up || slices.Contains(sh.Rebuild, p) {
+				continue
+			}
+			has := c.shards[uint8(p)]
+			if e.Spec.Kind == scheme.Rep {
+				has = slices.ContainsFunc(c.holders, func(n cluster.Node) bool { return n.ID == h.ID })
+			}
+			if !has {
+				c.complete = false
+				break
+			}
+		}
+	}
+}
+
+// completeVersions stores again, in the background of a recovered shard,
+// the pieces missing from the versions it restored incomplete (no complete
+// one was readable), so that they regain their scheme's tolerance: every
+// target is sent the piece of the committed version (its replica, or its
+// shard) and keeps it if it has none of that version.
+func (n *Node) completeVersions(ctx context.Context, keys []string) {
+	all := func([]byte, target, uint64) bool { return true }
+	for _, k := range keys {
+		if _, err := n.rebuildKey(ctx, []byte(k), all); err != nil && ctx.Err() == nil {
+			n.log.Debug("restored version not completed", "key", k, "err", err)
+		}
+	}
 }
 
 // listShard lists every piece (and directory entry) the live nodes of sh's

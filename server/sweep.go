@@ -123,15 +123,20 @@ func (n *Node) sweepStep(ctx context.Context, cursor uint64) uint64 {
 		for i, r := range rows {
 			items[i] = r.item
 		}
-		drop, err := n.askAudit(ctx, nodes[id], items)
+		drop, epoch, err := n.askAudit(ctx, nodes[id], items)
 		if err != nil {
 			n.log.Debug("piece audit failed", "coordinator", id, "err", err)
 			continue
 		}
+		if n.ctl.Map().Epoch != epoch {
+			continue // placements may have moved since the verdicts: ask again next pass
+		}
 		for i, r := range rows {
 			if drop[i] {
-				v := r.item.Version
-				if n.pieces.DeleteIf(r.storeKey, func(meta store.Meta) bool { return meta.Version == v }) {
+				it := r.item
+				if n.pieces.DeleteIf(r.storeKey, func(meta store.Meta) bool {
+					return meta.Version == it.Version && (it.Kind != pieceKindShard || meta.Flags == it.Index)
+				}) {
 					n.health.swept.Add(1)
 				}
 			}
@@ -141,56 +146,62 @@ func (n *Node) sweepStep(ctx context.Context, cursor uint64) uint64 {
 }
 
 // askAudit asks node (the coordinator of items' keys) which of this
-// node's pieces items it should drop.
-func (n *Node) askAudit(ctx context.Context, node cluster.Node, items []auditItem) ([]bool, error) {
+// node's pieces items it should drop, and returns the map epoch the
+// verdicts were given under.
+func (n *Node) askAudit(ctx context.Context, node cluster.Node, items []auditItem) ([]bool, uint64, error) {
 	if node.ID == n.id {
-		return n.auditVerdicts(n.id, items), nil
+		drop, epoch := n.auditVerdicts(n.id, items)
+		return drop, epoch, nil
 	}
 	resp, err := n.call(ctx, node, msgAudit, encodeAudit(n.id, items))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if len(resp) != 4+len(items) || int(binary.BigEndian.Uint32(resp)) != len(items) {
-		return nil, errMalformed
+	if len(resp) != 12+len(items) || int(binary.BigEndian.Uint32(resp[8:])) != len(items) {
+		return nil, 0, errMalformed
 	}
 	drop := make([]bool, len(items))
 	for i := range drop {
-		drop[i] = resp[4+i] == 1
+		drop[i] = resp[12+i] == 1
 	}
-	return drop, nil
+	return drop, binary.BigEndian.Uint64(resp), nil
 }
 
 // onAudit answers a holder's msgAudit (the holder's id, then the pieces):
-// a count, then one byte per piece, 1 to drop it.
+// the map epoch of the verdicts, a count, then one byte per piece, 1 to
+// drop it.
 func (n *Node) onAudit(b []byte) ([]byte, error) {
 	holder, items, err := decodeAudit(b)
 	if err != nil {
 		return nil, err
 	}
-	verdicts := n.auditVerdicts(holder, items)
-	out := make([]byte, 4+len(items))
-	binary.BigEndian.PutUint32(out, uint32(len(items)))
+	verdicts, epoch := n.auditVerdicts(holder, items)
+	out := make([]byte, 12+len(items))
+	binary.BigEndian.PutUint64(out, epoch)
+	binary.BigEndian.PutUint32(out[8:], uint32(len(items)))
 	for i, drop := range verdicts {
 		if drop {
-			out[4+i] = 1
+			out[12+i] = 1
 		}
 	}
 	return out, nil
 }
 
-// auditVerdicts decides which of holder's pieces items are garbage. The
-// node answers for the keys it coordinates in its own map, under a fresh
-// lease; anything else is kept.
-func (n *Node) auditVerdicts(holder cluster.NodeID, items []auditItem) []bool {
+// auditVerdicts decides which of holder's pieces items are garbage, and
+// returns the map epoch it decided under. The node answers for the keys it
+// coordinates in its own map, under a fresh lease, once it has run for two
+// failure timeouts (a node restarted empty must be failed over, not believed
+// that its keys are gone); anything else is kept.
+func (n *Node) auditVerdicts(holder cluster.NodeID, items []auditItem) ([]bool, uint64) {
 	drop := make([]bool, len(items))
-	if !n.leased() {
-		return drop
-	}
 	m := n.ctl.Map()
+	if !n.leased() || time.Since(n.started) < 2*n.cfg.FailureTimeout {
+		return drop, m.Epoch
+	}
 	for i, it := range items {
 		drop[i] = n.isGarbage(m, holder, it)
 	}
-	return drop
+	return drop, m.Epoch
 }
 
 // isGarbage is the verdict on one piece held by holder; see the file

@@ -2,6 +2,7 @@ package server
 
 import (
 	"testing"
+	"time"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/store"
@@ -37,7 +38,8 @@ func TestAuditVerdicts(t *testing.T) {
 	}
 	verdict := func(holder cluster.NodeID, it auditItem) bool {
 		it.Key = key
-		return n.auditVerdicts(holder, []auditItem{it})[0]
+		drop, _ := n.auditVerdicts(holder, []auditItem{it})
+		return drop[0]
 	}
 	replica := func(v uint64) auditItem { return auditItem{Scheme: rep, Version: v, Kind: pieceKindReplica} }
 	shard := func(v uint64, i int) auditItem {
@@ -97,6 +99,11 @@ func TestAuditVerdicts(t *testing.T) {
 		t.Error("a piece was dropped while the key's record is a stub")
 	}
 	commit(split, 7, 0)
+	n.cfg.FailureTimeout = time.Hour
+	if verdict(shards[1].node.ID, shard(6, 1)) {
+		t.Error("a node that started less than two failure timeouts ago gave a verdict")
+	}
+	n.cfg.FailureTimeout = 0
 	n.lease.until.Store(0)
 	if verdict(shards[1].node.ID, shard(6, 1)) {
 		t.Error("a coordinator without a lease gave a verdict")
