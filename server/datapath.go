@@ -285,7 +285,7 @@ func (n *Node) commitLocked(s *inflightShard, op *writeOp, v uint64, p *pending)
 			n.enqueueDirectory(e)
 		}
 		if had && needsRelease(m, prev.Scheme, op) {
-			return []release{{key: op.key, scheme: prev.Scheme, version: prev.Version}}, nil
+			return []release{{key: op.key, scheme: prev.Scheme, version: prev.Version, everywhere: op.del}}, nil
 		}
 		return nil, nil
 	}

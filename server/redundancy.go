@@ -35,6 +35,11 @@ type release struct {
 	scheme  uint16
 	version uint64
 	exact   bool
+	// everywhere sends the release to every up node of the key's shard
+	// placement, not only its current holders: a deletion must also reach
+	// copies left on a node that stood in for a failed one, or recovery
+	// could bring them back once the tombstone is purged.
+	everywhere bool
 }
 
 // target is one placement node that holds a piece of a key.
@@ -72,6 +77,22 @@ func pieceTargets(m *cluster.Map, key []byte, spec scheme.Spec) ([]target, error
 		out = out[1:] // no coordinator up: keep R−1 replicas
 	}
 	return out, nil
+}
+
+// placementTargets lists every node of key's shard placement that is not
+// failed (indexes are positions; releases do not use them).
+func placementTargets(m *cluster.Map, key []byte) []target {
+	sh := m.ShardOf(cluster.Slot(key))
+	if sh == nil {
+		return nil
+	}
+	var out []target
+	for p, id := range sh.Placement {
+		if node, ok := m.Node(id); ok && node.State != cluster.Failed {
+			out = append(out, target{index: p, node: node})
+		}
+	}
+	return out
 }
 
 // livePieces drops the targets (and their pieces) on failed nodes, which no
@@ -592,6 +613,9 @@ func (n *Node) releaseOne(ctx context.Context, r release) error {
 	targets, err := pieceTargets(m, r.key, entry.Spec)
 	if err != nil {
 		return err
+	}
+	if r.everywhere {
+		targets = placementTargets(m, r.key)
 	}
 	ref := pieceRef{Key: r.key, Scheme: r.scheme, Version: r.version, Versioned: entry.Spec.Kind == scheme.Split, Exact: r.exact}
 	var wg sync.WaitGroup
