@@ -49,39 +49,34 @@ func TestAuditVerdicts(t *testing.T) {
 	if !verdict(replicaHolder, replica(5)) {
 		t.Error("a replica of a key that does not exist is kept")
 	}
-	commit(rep, 5, 0)
-	for _, c := range []struct {
+	type verdictCase struct {
 		name   string
 		holder cluster.NodeID
 		it     auditItem
 		drop   bool
-	}{
+	}
+	check := func(cases []verdictCase) {
+		for _, c := range cases {
+			if got := verdict(c.holder, c.it); got != c.drop {
+				t.Errorf("%s: drop %v, want %v", c.name, got, c.drop)
+			}
+		}
+	}
+	commit(rep, 5, 0)
+	check([]verdictCase{
 		{"the committed replica where it belongs", replicaHolder, replica(5), false},
 		{"a replica on the coordinator itself", coord.ID, replica(5), true},
 		{"a replica on a node that is no holder", outsider, replica(5), true},
 		{"a shard of a scheme the key left", shards[0].node.ID, shard(3, 0), true},
-	} {
-		if got := verdict(c.holder, c.it); got != c.drop {
-			t.Errorf("%s: drop %v, want %v", c.name, got, c.drop)
-		}
-	}
+	})
 	commit(split, 7, 0)
-	for _, c := range []struct {
-		name   string
-		holder cluster.NodeID
-		it     auditItem
-		drop   bool
-	}{
+	check([]verdictCase{
 		{"the committed shard at its position", shards[1].node.ID, shard(7, 1), false},
 		{"an older shard", shards[1].node.ID, shard(6, 1), true},
 		{"a shard of a newer write that never committed", shards[1].node.ID, shard(8, 1), true},
 		{"the committed shard at another position's node", shards[0].node.ID, shard(7, 1), true},
 		{"a replica of the scheme the key left", replicaHolder, replica(5), true},
-	} {
-		if got := verdict(c.holder, c.it); got != c.drop {
-			t.Errorf("%s: drop %v, want %v", c.name, got, c.drop)
-		}
-	}
+	})
 
 	// In doubt, keep: a write in flight, a stub, a lease gone.
 	s := n.inflight.shard(key)
