@@ -1,0 +1,241 @@
+package tests
+
+// The robustness suite's checks (robustness_test.go runs the scenarios):
+// piece agreement and stray pieces, porcupine on each key's history, and
+// lost acknowledged writes.
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/redis/go-redis/v9"
+)
+
+// verifyPieces runs SCHEME.VERIFY on every key and compares the pieces it
+// checked, per scheme, with the pieces the nodes hold (SCHEME.INFO): any
+// difference is a stray piece (garbage a fault left, or a piece missing).
+func (r *robRun) verifyPieces() (mismatches []string, stray int) {
+	cl := r.admin(r.watcher())
+	ctx := ctxT(r.t)
+	checked := map[string]int64{}
+	committed := map[string]string{} // key → "scheme version"
+	r.committed = committed
+	for _, k := range robKeys {
+		rep, err := cl.Do(ctx, "SCHEME.VERIFY", k).Slice()
+		if errors.Is(err, redis.Nil) || err != nil && strings.HasPrefix(err.Error(), "LOST") {
+			continue
+		}
+		if err != nil {
+			mismatches = append(mismatches, fmt.Sprintf("%s: %v", k, err))
+			continue
+		}
+		f := flatMap(rep)
+		checked[f["scheme"].(string)] += f["pieces"].(int64)
+		committed[k] = fmt.Sprintf("%s %d", f["scheme"], f["version"])
+	}
+	for _, g := range robGroups {
+		for _, sch := range g.schemes {
+			info, err := cl.Do(ctx, "SCHEME.INFO", sch).Slice()
+			if err != nil {
+				continue // never used in this run
+			}
+			held := flatMap(info)["pieces"].(int64)
+			if d := held - checked[sch]; d != 0 {
+				stray += int(max(d, -d))
+			}
+		}
+	}
+	return mismatches, stray
+}
+
+// describeStray logs, as events, the pieces the live nodes hold that are
+// not of their key's committed version (DEBUG PIECES).
+func (r *robRun) describeStray() {
+	committed := r.committed
+	for _, i := range r.live() {
+		rows, err := r.admin(i).Do(ctxT(r.t), "DEBUG", "PIECES").Slice()
+		if err != nil {
+			r.event("node %d: DEBUG PIECES: %v", i, err)
+			continue
+		}
+		for _, row := range rows {
+			f := row.([]any)
+			key, sch, version, kind := f[0].(string), f[1].(string), f[2].(int64), f[3].(string)
+			want, live := committed[key]
+			switch {
+			case f[3] == "directory":
+			case !live:
+				r.event("stray: node %d holds %s %s v%d of %s, which is deleted or lost", i, kind, sch, version, key)
+			case kind == "shard" && want != fmt.Sprintf("%s %d", sch, version), kind == "replica" && !strings.HasPrefix(want, sch+" "):
+				r.event("stray: node %d holds %s %s v%d of %s, committed %s", i, kind, sch, version, key, want)
+			}
+		}
+	}
+}
+
+// flatMap reads a RESP2 field/value array.
+func flatMap(a []any) map[string]any {
+	m := map[string]any{}
+	for i := 0; i+1 < len(a); i += 2 {
+		if k, ok := a[i].(string); ok {
+			m[k] = a[i+1]
+		}
+	}
+	return m
+}
+
+// check runs porcupine on each key's history (strict or lossy) and writes
+// the histories of the keys it refuses or cannot decide, with the seed, to
+// the artifacts directory.
+func (r *robRun) check(strict, lossy []porcupine.Operation) (illegal, inconclusive []string, artifacts string) {
+	for _, c := range []struct {
+		what    string
+		model   porcupine.Model
+		history []porcupine.Operation
+	}{{"strict", kvModel, strict}, {"lossy", lossyModel.ToModel(), lossy}} {
+		var bad []porcupine.Operation
+		var info porcupine.LinearizationInfo
+		for _, ops := range c.model.Partition(c.history) {
+			res, i := porcupine.CheckOperationsVerbose(c.model, ops, robCheckTimeout)
+			switch res {
+			case porcupine.Ok:
+				continue
+			case porcupine.Illegal:
+				illegal = append(illegal, ops[0].Input.(kvInput).key)
+			default:
+				inconclusive = append(inconclusive, ops[0].Input.(kvInput).key)
+			}
+			bad, info = append(bad, ops...), i
+		}
+		if len(bad) > 0 {
+			artifacts = r.writeArtifacts(c.what, c.model, bad, info)
+		}
+	}
+	sort.Strings(illegal)
+	sort.Strings(inconclusive)
+	return illegal, inconclusive, artifacts
+}
+
+// writeArtifacts writes a failed check's seed, events, history and
+// porcupine visualisation, and returns the directory.
+func (r *robRun) writeArtifacts(what string, model porcupine.Model, history []porcupine.Operation, info porcupine.LinearizationInfo) string {
+	dir := *robArtifactsFlag
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "memgest-robustness")
+	}
+	dir = filepath.Join(dir, fmt.Sprintf("seed-%d", r.seed))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err.Error()
+	}
+	note := fmt.Sprintf("seed %d; replay: make robustness SEED=%d\n%s\n", r.seed, r.seed, strings.Join(r.events, "\n"))
+	_ = os.WriteFile(filepath.Join(dir, "seed.txt"), []byte(note), 0o644)
+	_ = os.Rename(dumpHistory(history, what+" history, seed "+fmt.Sprint(r.seed)), filepath.Join(dir, what+"-history.txt"))
+	if f, err := os.Create(filepath.Join(dir, what+"-history.html")); err == nil {
+		_ = porcupine.Visualize(model, info, f)
+		f.Close()
+	}
+	return dir
+}
+
+// robHistory is the operations of one run.
+type robHistory struct {
+	mu  sync.Mutex
+	ops []porcupine.Operation
+}
+
+func (h *robHistory) add(op porcupine.Operation) {
+	h.mu.Lock()
+	h.ops = append(h.ops, op)
+	h.mu.Unlock()
+}
+
+func (h *robHistory) indeterminate() int {
+	n := 0
+	for _, op := range h.ops {
+		if op.Output.(kvOutput).unknown {
+			n++
+		}
+	}
+	return n
+}
+
+// split separates the keys a run with failures failed nodes must not lose
+// (strict) from those it may (lossy).
+func (h *robHistory) split(failures int) (strict, lossy []porcupine.Operation) {
+	for _, op := range h.ops {
+		if groupOf(op.Input.(kvInput).key).tolerance >= failures {
+			strict = append(strict, op)
+		} else {
+			lossy = append(lossy, op)
+		}
+	}
+	return strict, lossy
+}
+
+// longestGap is the longest time between two successful operations on one
+// hot key within [from, to]: how long the fault kept a key from being
+// served.
+func (h *robHistory) longestGap(from, to time.Duration) time.Duration {
+	byKey := map[string][]int64{}
+	for _, op := range h.ops {
+		k := op.Input.(kvInput).key
+		if op.Return != math.MaxInt64 && slices.Contains(robHot, k) {
+			byKey[k] = append(byKey[k], op.Return)
+		}
+	}
+	var longest int64
+	for _, rets := range byKey {
+		slices.Sort(rets)
+		prev := from.Nanoseconds()
+		for _, ret := range rets {
+			if ret > to.Nanoseconds() {
+				ret = to.Nanoseconds()
+			}
+			if ret > prev {
+				longest = max(longest, ret-prev)
+				prev = ret
+			}
+		}
+	}
+	return time.Duration(longest)
+}
+
+// lostAcknowledged counts the keys whose last write was an acknowledged
+// SET that no other write overlapped, and whose final read (the last
+// operation of the history) did not return its value: an acknowledged
+// write lost, stated without porcupine.
+func lostAcknowledged(history []porcupine.Operation) int {
+	byKey := map[string][]porcupine.Operation{}
+	for _, op := range history {
+		k := op.Input.(kvInput).key
+		byKey[k] = append(byKey[k], op)
+	}
+	lost := 0
+	for _, ops := range byKey {
+		slices.SortFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+		final, writes := ops[len(ops)-1], ops[:len(ops)-1]
+		writes = slices.DeleteFunc(slices.Clone(writes), func(op porcupine.Operation) bool { return op.Input.(kvInput).op == "get" })
+		if len(writes) == 0 {
+			continue
+		}
+		last := writes[len(writes)-1]
+		ambiguous := slices.ContainsFunc(writes[:len(writes)-1], func(w porcupine.Operation) bool { return w.Return > last.Call })
+		if ambiguous || last.Input.(kvInput).op != "set" || last.Output.(kvOutput).unknown {
+			continue
+		}
+		if out := final.Output.(kvOutput); !out.exists || out.value != last.Input.(kvInput).value {
+			lost++
+		}
+	}
+	return lost
+}
