@@ -49,6 +49,8 @@ func TestJudgeWeighsTheDirectoryAgainstReadableVersions(t *testing.T) {
 	replica := &candidate{scheme: rep, version: 5, shards: map[uint8]bool{1: true}}
 	twoShards := &candidate{scheme: split, version: 7, shards: map[uint8]bool{0: true, 2: true}}
 	oneShard := &candidate{scheme: split, version: 9, shards: map[uint8]bool{1: true}}
+	// lostShards: one shard left, the others' nodes failed; a commit left it complete.
+	lostShards := &candidate{scheme: split, version: 9, shards: map[uint8]bool{1: true}, complete: true}
 	completeReplica := &candidate{scheme: rep, version: 5, shards: map[uint8]bool{1: true}, complete: true}
 	dir := func(s uint16, v uint64, exp int64) map[string]pieceEntry {
 		return map[string]pieceEntry{"k": {Key: []byte("k"), Scheme: s, Version: v, ExpireAt: exp, Kind: pieceKindDirectory}}
@@ -65,7 +67,8 @@ func TestJudgeWeighsTheDirectoryAgainstReadableVersions(t *testing.T) {
 	}{
 		{"newest readable wins", []*candidate{replica, twoShards}, nil, 7, ""},
 		{"an unreadable newer version loses to a readable one", []*candidate{replica, oneShard}, nil, 5, ""},
-		{"nothing readable", []*candidate{oneShard}, nil, 0, "split:2+1 2/3"},
+		{"nothing readable", []*candidate{lostShards}, nil, 0, "split:2+1 2/3"},
+		{"fragments of a write that never committed are no loss", []*candidate{oneShard}, nil, 0, ""},
 		{"a none key's entry alone", nil, dir(cluster.NoneID, 3, 0), 0, "none 1/1"},
 		{"an entry older than the readable version", []*candidate{replica}, dir(rep, 2, 0), 5, ""},
 		{"an entry newer than every readable version", []*candidate{replica}, dir(cluster.NoneID, 6, 0), 0, "none 1/1"},
@@ -74,7 +77,7 @@ func TestJudgeWeighsTheDirectoryAgainstReadableVersions(t *testing.T) {
 		{"a tombstone newer than every version: deleted", []*candidate{replica, twoShards}, tomb(8), 0, ""},
 		{"a tombstone and the fragments of a half-released version", []*candidate{oneShard}, tomb(10), 0, ""},
 		{"a version written after the tombstone", []*candidate{replica, twoShards}, tomb(6), 7, ""},
-		{"an older version never comes back over a tombstone", []*candidate{twoShards, oneShard}, tomb(8), 0, "split:2+1 2/3"},
+		{"an older version never comes back over a tombstone", []*candidate{twoShards, lostShards}, tomb(8), 0, "split:2+1 2/3"},
 		{"a complete version wins over a newer incomplete one", []*candidate{completeReplica, twoShards}, nil, 5, ""},
 	}
 	for _, c := range cases {

@@ -256,11 +256,17 @@ func judge(m *cluster.Map, key string, cands []*candidate, dir map[string]pieceE
 		hasDir = false // written again since; its entry is on its way
 	}
 	best := newestReadable(m, cands)
+	// Unreadable pieces are a loss only if their version may have been
+	// committed: complete but for positions a failure took. Fragments with
+	// a piece missing where an up node should hold one are a write that
+	// never committed (its coordinator was cut off sending it): no client
+	// was told of it, and the sweep releases them.
+	committable := slices.ContainsFunc(cands, func(c *candidate) bool { return c.complete })
 	switch {
 	case hasDir && (best == nil || d.Version > best.version):
 		lost := lostByDirectory(m, key, d, cands)
 		return nil, &lost
-	case best == nil && len(cands) > 0:
+	case best == nil && committable:
 		lost := lostReport(m, key, cands)
 		return nil, &lost
 	}
