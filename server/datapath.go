@@ -200,15 +200,19 @@ func (n *Node) apply(ctx context.Context, p *pending, op *writeOp) error {
 		return err
 	}
 	faults.Hit(faults.BeforeRedundancy)
-	if op.del {
-		if err := n.announceDeletion(ctx, op.key, p.version); err != nil {
+	e, announce := n.announcement(op, p.version)
+	if announce {
+		if err := n.announce(ctx, e); err != nil {
 			n.abort(op.key, p)
-			n.withdrawTombstone(op.key, p.version)
+			n.withdraw(op.key, p.version)
 			return notAcknowledged(op.key, err)
 		}
 	}
 	sent, err := n.sendRedundancy(ctx, op, p.version)
-	return n.settle(ctx, p, op, sent, err)
+	if err = n.settle(ctx, p, op, sent, err); err != nil && announce {
+		n.withdraw(op.key, p.version)
+	}
+	return err
 }
 
 // settle ends a write whose redundancy went out: it commits when sending

@@ -27,7 +27,7 @@ import (
 // node: they cost a `none` write no round trip. The price is a window: a
 // key created within that window before its coordinator dies may go
 // unreported. Deletions are the exception: a tombstone is stored, and
-// acknowledged, before the deletion commits (announceDeletion), so that a
+// acknowledged, before the deletion commits (announcement), so that a
 // deleted key is never reported lost nor brought back by recovery; a purge
 // entry removes it once every piece is released.
 // Plain overwrites send nothing: they change neither the key's existence
@@ -139,37 +139,53 @@ func directoryNodes(m *cluster.Map, sh *cluster.Shard) []cluster.Node {
 }
 
 // dirChange says what directory entry, if any, a commit of op at version v
-// that replaced prev (had) must send: one when the key appears, changes
-// scheme or expiry. Deletions send theirs before they commit
-// (announceDeletion).
+// that replaced prev (had) sends after it: one when the key appears or
+// changes expiry. Deletions and scheme changes send theirs before they
+// commit (announcement).
 func dirChange(op *writeOp, v uint64, prev store.Meta, had bool) (dirEntry, bool) {
 	switch {
-	case op.del:
+	case op.del, had && prev.Scheme != op.entry.ID:
 		return dirEntry{}, false
-	case !had || prev.Scheme != op.entry.ID || prev.ExpireAt != op.expireAt:
+	case !had || prev.ExpireAt != op.expireAt:
 		return dirEntry{Key: op.key, Scheme: op.entry.ID, Version: v, ExpireAt: op.expireAt}, true
 	}
 	return dirEntry{}, false
 }
 
-// announceDeletion leaves a tombstone for key at version v on its
-// directory nodes, and waits for them, before the deletion commits. Were the
-// deletion sent after the commit, like the other entries, a coordinator
-// failing right after an acknowledged DEL would leave the directory saying
-// the key exists, and recovery would report the deleted key lost; and a
-// coordinator failing between the commit and the release of the pieces
-// (which readers already saw deleted) would have the key come back from
-// them. The robustness suite found both, partitioning a coordinator. With
-// the tombstone, recovery restores no version up to v (judge) and releases
-// what is left; once the commit has released every piece, a purge entry
-// removes the tombstone (Node.commit).
-func (n *Node) announceDeletion(ctx context.Context, key []byte, v uint64) error {
+// announcement is the directory entry a write of op at version v must
+// store before it commits, if any: a tombstone for a deletion, the new
+// scheme for a scheme change. Both replace a record whose pieces the commit
+// then releases. Were the entry sent after the commit, like the others, a
+// coordinator failing between the commit (which readers may already have
+// seen) and the releases would leave the old version's pieces and a
+// directory that knows nothing newer, and recovery would bring the old
+// value back; a coordinator failing right after an acknowledged DEL would
+// leave the directory saying the key exists, and the deleted key would be
+// reported lost. The robustness suite found all three, partitioning
+// coordinators. With the entry first, recovery restores no version older
+// than it (judge): a tombstone means deleted, a newer scheme entry means
+// lost, never the old value. A deletion's tombstone is purged once the
+// commit has released every piece (Node.commit). The caller holds the
+// key's write slot, so the committed record read here is the one replaced.
+func (n *Node) announcement(op *writeOp, v uint64) (dirEntry, bool) {
+	if op.del {
+		return dirEntry{Key: op.key, Version: v, Kind: dirTombstone}, true
+	}
+	prev, had := n.primary.Meta(op.key)
+	if had && prev.Scheme != op.entry.ID {
+		return dirEntry{Key: op.key, Scheme: op.entry.ID, Version: v, ExpireAt: op.expireAt}, true
+	}
+	return dirEntry{}, false
+}
+
+// announce stores e on its key's directory nodes and waits for them.
+func (n *Node) announce(ctx context.Context, e dirEntry) error {
 	m := n.ctl.Map()
-	sh := m.ShardOf(cluster.Slot(key))
+	sh := m.ShardOf(cluster.Slot(e.Key))
 	if sh == nil {
 		return nil
 	}
-	payload := encodeDirectory([]dirEntry{{Key: key, Version: v, Kind: dirTombstone}})
+	payload := encodeDirectory([]dirEntry{e})
 	var reqs []peerReq
 	for _, node := range directoryNodes(m, sh) {
 		reqs = append(reqs, peerReq{node: node, typ: msgDirectory, payload: payload})
@@ -178,11 +194,12 @@ func (n *Node) announceDeletion(ctx context.Context, key []byte, v uint64) error
 	return errors.Join(errs...)
 }
 
-// withdrawTombstone undoes a tombstone left by a deletion at v that did not
-// commit (a directory node failed to acknowledge it): a purge, then the
-// key's entry again, in one batch, so that a directory node that stored
-// the tombstone goes on reporting the key if it is lost.
-func (n *Node) withdrawTombstone(key []byte, v uint64) {
+// withdraw undoes the entry announced for a write at v that did not
+// commit: a purge, then the key's committed entry again, in one batch, so
+// that the directory goes on describing the committed record (a stale
+// tombstone would hide the key's loss; a stale scheme entry would report
+// it lost).
+func (n *Node) withdraw(key []byte, v uint64) {
 	entries := []dirEntry{{Key: key, Version: v, Kind: dirPurge}}
 	if meta, ok := n.primary.Meta(key); ok {
 		entries = append(entries, entryOf(key, meta))
