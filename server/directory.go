@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/store"
 )
 
@@ -139,40 +140,50 @@ func directoryNodes(m *cluster.Map, sh *cluster.Shard) []cluster.Node {
 }
 
 // dirChange says what directory entry, if any, a commit of op at version v
-// that replaced prev (had) sends after it: one when the key appears or
-// changes expiry. Deletions and scheme changes send theirs before they
-// commit (announcement).
+// that replaced prev (had) sends after it: one when the key appears,
+// changes scheme or changes expiry. Deletions and moves to none send
+// theirs before they commit (announcement).
 func dirChange(op *writeOp, v uint64, prev store.Meta, had bool) (dirEntry, bool) {
 	switch {
-	case op.del, had && prev.Scheme != op.entry.ID:
+	case op.del, had && prev.Scheme != op.entry.ID && op.entry.Spec.Kind == scheme.None:
 		return dirEntry{}, false
-	case !had || prev.ExpireAt != op.expireAt:
+	case !had || prev.Scheme != op.entry.ID || prev.ExpireAt != op.expireAt:
 		return dirEntry{Key: op.key, Scheme: op.entry.ID, Version: v, ExpireAt: op.expireAt}, true
 	}
 	return dirEntry{}, false
 }
 
 // announcement is the directory entry a write of op at version v must
-// store before it commits, if any: a tombstone for a deletion, the new
-// scheme for a scheme change. Both replace a record whose pieces the commit
-// then releases. Were the entry sent after the commit, like the others, a
-// coordinator failing between the commit (which readers may already have
-// seen) and the releases would leave the old version's pieces and a
-// directory that knows nothing newer, and recovery would bring the old
-// value back; a coordinator failing right after an acknowledged DEL would
-// leave the directory saying the key exists, and the deleted key would be
-// reported lost. The robustness suite found all three, partitioning
-// coordinators. With the entry first, recovery restores no version older
-// than it (judge): a tombstone means deleted, a newer scheme entry means
-// lost, never the old value. A deletion's tombstone is purged once the
-// commit has released every piece (Node.commit). The caller holds the
-// key's write slot, so the committed record read here is the one replaced.
+// store before it commits, if any: a tombstone for a deletion, the entry
+// of a move to none. Both replace a record whose pieces the commit then
+// releases, with nothing recovery could find. Were the entry sent after
+// the commit, like the others, a coordinator failing between the commit
+// (which readers may already have seen) and the releases would leave the
+// old version's pieces and a directory that knows nothing newer, and
+// recovery would bring the old value back; a coordinator failing right
+// after an acknowledged DEL would leave the directory saying the key
+// exists, and the deleted key would be reported lost. The robustness suite
+// found all three, partitioning coordinators. With the entry first,
+// recovery restores no version older than it (judge): a tombstone means
+// deleted, a none entry means lost, never the old value. A deletion's
+// tombstone is purged once the commit has released every piece
+// (Node.commit).
+//
+// A move to a redundant scheme needs none of this: its committed version
+// is complete, so recovery prefers it to the old one (newestReadable). And
+// announcing it would cost more than a round trip: a coordinator cut off
+// after the announcement cannot withdraw it, and recovery would report
+// the key lost though its old version is whole (the suite found that too).
+// A move to none cut off that way leaves the key lost, which none allows.
+//
+// The caller holds the key's write slot, so the committed record read here
+// is the one replaced.
 func (n *Node) announcement(op *writeOp, v uint64) (dirEntry, bool) {
 	if op.del {
 		return dirEntry{Key: op.key, Version: v, Kind: dirTombstone}, true
 	}
 	prev, had := n.primary.Meta(op.key)
-	if had && prev.Scheme != op.entry.ID {
+	if had && prev.Scheme != op.entry.ID && op.entry.Spec.Kind == scheme.None {
 		return dirEntry{Key: op.key, Scheme: op.entry.ID, Version: v, ExpireAt: op.expireAt}, true
 	}
 	return dirEntry{}, false

@@ -128,7 +128,7 @@ func TestStaleVersionsAreEveryVersionButTheRestoredOne(t *testing.T) {
 	}
 }
 
-// TestAnnouncementPrecedesWhatReplacesPieces: deletions and scheme changes
+// TestAnnouncementPrecedesWhatReplacesPieces: deletions and moves to none
 // store their directory entry before they commit; other writes do not.
 func TestAnnouncementPrecedesWhatReplacesPieces(t *testing.T) {
 	m := testMap(t, 4)
@@ -145,8 +145,14 @@ func TestAnnouncementPrecedesWhatReplacesPieces(t *testing.T) {
 	if _, ok := n.announcement(&writeOp{key: key, entry: none}, 5); ok {
 		t.Error("an overwrite in the same scheme announced an entry")
 	}
-	if e, ok := n.announcement(&writeOp{key: key, entry: rep}, 5); !ok || e.Kind != dirExists || e.Scheme != rep.ID || e.Version != 5 {
-		t.Errorf("a scheme change announced %+v, %v", e, ok)
+	if _, ok := n.announcement(&writeOp{key: key, entry: rep}, 5); ok {
+		t.Error("a move to a redundant scheme announced an entry")
+	}
+	if err := n.primary.Put(key, []byte("v"), store.Meta{Version: 4, Scheme: rep.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := n.announcement(&writeOp{key: key, entry: none}, 5); !ok || e.Kind != dirExists || e.Scheme != none.ID || e.Version != 5 {
+		t.Errorf("a move to none announced %+v, %v", e, ok)
 	}
 	if e, ok := n.announcement(&writeOp{key: key, del: true}, 6); !ok || e.Kind != dirTombstone || e.Version != 6 {
 		t.Errorf("a deletion announced %+v, %v", e, ok)
@@ -166,7 +172,7 @@ func TestDirChangeSendsOnlyWhatRecoveryNeeds(t *testing.T) {
 	}{
 		{"a new key", writeOp{entry: none}, false, true},
 		{"a plain overwrite", writeOp{entry: none}, true, false},
-		{"a new scheme (announced before it commits)", writeOp{entry: rep}, true, false},
+		{"a new scheme", writeOp{entry: rep}, true, true},
 		{"a new expiry", writeOp{entry: none, expireAt: 99}, true, true},
 		{"a deletion (announced before it commits)", writeOp{del: true}, true, false},
 	}
