@@ -178,7 +178,7 @@ func (n *Node) rmwWith(ctx context.Context, key []byte, read readFunc, fn func(c
 // state, so it begins at once; for none it commits at once. The caller holds
 // s.mu, which writeLocked releases.
 func (n *Node) writeLocked(ctx context.Context, s *inflightShard, op *writeOp) error {
-	if op.entry.Spec.Kind == scheme.None && !op.del {
+	if op.entry.Spec.Kind == scheme.None && !op.del && !n.leavesRedundancy(op) {
 		if err := n.checkMemory(op); err != nil {
 			s.mu.Unlock()
 			return err
@@ -191,6 +191,15 @@ func (n *Node) writeLocked(ctx context.Context, s *inflightShard, op *writeOp) e
 	p := s.begin(op.key, n.clock.next())
 	s.mu.Unlock()
 	return n.apply(ctx, p, op)
+}
+
+// leavesRedundancy says whether op, a write to none, replaces a record in
+// another scheme: it must then announce itself before it commits
+// (announcement), which the fast path for none skips. The caller holds the
+// key's inflight shard lock.
+func (n *Node) leavesRedundancy(op *writeOp) bool {
+	prev, had := n.primary.Meta(op.key)
+	return had && prev.Scheme != op.entry.ID
 }
 
 // apply sends op's redundancy at p's version, then commits it.
