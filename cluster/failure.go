@@ -57,11 +57,12 @@ func (c MarkFailed) apply(m *Map) (*Map, error) {
 	return next, nil
 }
 
-// addRebuild lists placement position p for rebuild.
+// addRebuild lists placement position p for rebuild, in a new round.
 func (sh *Shard) addRebuild(p int) {
 	if !slices.Contains(sh.Rebuild, p) {
 		sh.Rebuild = append(sh.Rebuild, p)
 	}
+	sh.RebuildRound++
 }
 
 // firstSpare is the position in Nodes of the first spare, or -1.
@@ -199,6 +200,8 @@ type RebuildDone struct {
 	Shard     int    `json:"shard"`
 	By        NodeID `json:"by"`
 	Positions []int  `json:"positions"`
+	// Round is the shard's RebuildRound the rebuild was planned in.
+	Round uint64 `json:"round,omitempty"`
 }
 
 func (c RebuildDone) apply(m *Map) (*Map, error) {
@@ -207,8 +210,8 @@ func (c RebuildDone) apply(m *Map) (*Map, error) {
 	}
 	sh := m.Shards[c.Shard]
 	coord, ok := m.Coordinator(sh.First)
-	if !ok || coord.ID != c.By || len(sh.Rebuild) == 0 {
-		return m, nil
+	if !ok || coord.ID != c.By || len(sh.Rebuild) == 0 || c.Round != sh.RebuildRound {
+		return m, nil // a later round lists what this rebuild may have missed
 	}
 	left := slices.DeleteFunc(slices.Clone(sh.Rebuild), func(p int) bool { return slices.Contains(c.Positions, p) })
 	if len(left) == len(sh.Rebuild) {

@@ -119,10 +119,13 @@ func TestSpareTakesTheFailedNodesPlaces(t *testing.T) {
 	if other == coord.ID {
 		other = testNode(2).ID
 	}
-	if same := mustApply(t, next, RebuildDone{Shard: 0, By: other, Positions: sh0.Rebuild}); same.Epoch != next.Epoch {
+	if same := mustApply(t, next, RebuildDone{Shard: 0, By: other, Positions: sh0.Rebuild, Round: sh0.RebuildRound}); same.Epoch != next.Epoch {
 		t.Fatal("RebuildDone from a node that is not the coordinator was applied")
 	}
-	done := mustApply(t, next, RebuildDone{Shard: 0, By: coord.ID, Positions: sh0.Rebuild})
+	if stale := mustApply(t, next, RebuildDone{Shard: 0, By: coord.ID, Positions: sh0.Rebuild, Round: sh0.RebuildRound - 1}); stale.Epoch != next.Epoch {
+		t.Fatal("RebuildDone planned in an earlier round (before a position changed hands) was applied")
+	}
+	done := mustApply(t, next, RebuildDone{Shard: 0, By: coord.ID, Positions: sh0.Rebuild, Round: sh0.RebuildRound})
 	checkValid(t, done)
 	if next.RebuildingShards() != len(next.Shards) || done.RebuildingShards() != len(next.Shards)-1 {
 		t.Fatalf("RebuildingShards %d then %d", next.RebuildingShards(), done.RebuildingShards())

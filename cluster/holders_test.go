@@ -50,7 +50,7 @@ func TestLateSpareStandsByWhereTheCoordinatorKeptTheRecords(t *testing.T) {
 	victim := m.Shards[0].Placement[0]
 	m = mustApply(t, m, MarkFailed{ID: victim})
 	heir, _ := m.Coordinator(m.Shards[0].First)
-	m = mustApply(t, m, ShardRecovered{Shard: 0, By: heir.ID}, RebuildDone{Shard: 0, By: heir.ID, Positions: []int{0}})
+	m = mustApply(t, m, ShardRecovered{Shard: 0, By: heir.ID}, RebuildDone{Shard: 0, By: heir.ID, Positions: []int{0}, Round: m.Shards[0].RebuildRound})
 
 	spare := testNode(9)
 	m = mustApply(t, m, AddNode{Node: spare})
@@ -163,13 +163,13 @@ func TestPhasesFollowMemECsFailureStates(t *testing.T) {
 	if got := m.Phase(c.ID); got != "degraded" {
 		t.Fatalf("coordinator of a shard that lost a redundancy position is %s, want degraded", got)
 	}
-	m = mustApply(t, m, RebuildDone{Shard: 0, By: spare, Positions: m.Shards[0].Rebuild})
+	m = mustApply(t, m, RebuildDone{Shard: 0, By: spare, Positions: m.Shards[0].Rebuild, Round: m.Shards[0].RebuildRound})
 	if got := m.Phase(spare); got != "coordinated-normal" {
 		t.Fatalf("the spare whose own shard is rebuilt, still filling others' positions, is %s", got)
 	}
 	for _, sh := range m.Shards {
 		coord, _ := m.Coordinator(sh.First)
-		m = mustApply(t, m, RebuildDone{Shard: sh.ID, By: coord.ID, Positions: sh.Rebuild})
+		m = mustApply(t, m, RebuildDone{Shard: sh.ID, By: coord.ID, Positions: sh.Rebuild, Round: sh.RebuildRound})
 	}
 	if got := m.Phase(spare); got != "normal" {
 		t.Fatalf("after every rebuild the spare is %s", got)

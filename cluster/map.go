@@ -73,6 +73,11 @@ type Shard struct {
 	// re-creates what the holders now at those positions lack (a spare, a
 	// stand-in of Holders, the rejoined node) and proposes RebuildDone.
 	Rebuild []int `json:"rebuild,omitempty"`
+	// RebuildRound counts the changes to Rebuild's holders: a RebuildDone
+	// planned in an earlier round clears nothing, because a position may
+	// have changed hands since (a node that failed while its position was
+	// being rebuilt onto a stand-in, then rejoined empty).
+	RebuildRound uint64 `json:"rebuild_round,omitempty"`
 	// Standby lists placed nodes that came back empty (a rejoined node, a
 	// late spare) to a position before the node that kept the shard's
 	// records since a failure: they hold pieces but do not coordinate the

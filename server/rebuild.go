@@ -85,7 +85,7 @@ func (n *Node) startRebuilds(ctx context.Context) {
 		},
 		n.rebuildShard,
 		func(sh cluster.Shard) cluster.Command {
-			return cluster.RebuildDone{Shard: sh.ID, By: n.id, Positions: sh.Rebuild}
+			return cluster.RebuildDone{Shard: sh.ID, By: n.id, Positions: sh.Rebuild, Round: sh.RebuildRound}
 		})
 }
 
