@@ -38,7 +38,7 @@ vet:
 
 ## unit: every test with the race detector (tests/ includes the short robustness suite), and the fault injector built in.
 unit:
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 	$(GO) test -race -count=1 -tags failpoints ./internal/faults
 
 fuzz-short:
