@@ -188,7 +188,7 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 func TestRobustness(t *testing.T) {
 	redis.SetLogger(quietLogger{})
 	seeds := robSeeds()
-	began := time.Now()
+	began, code := time.Now(), fbCodeState() // the code the nodes are built from, before anyone commits during the run
 	var results []robResult
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
@@ -213,7 +213,7 @@ func TestRobustness(t *testing.T) {
 		header := fmt.Sprintf("# Robustness report\n\nWritten by `make robustness` (tests/robustness_test.go; what the columns mean: docs/robustness.md).\n\n"+
 			"- %d runs, seeds %d–%d, in %s, %s\n- %s, %d CPUs, %s, %s; nodes built without the race detector\n- %s\n\n",
 			len(results), seeds[0], seeds[len(seeds)-1], time.Since(began).Round(time.Second), began.UTC().Format("2006-01-02 15:04 UTC"),
-			fbCPUModel(), runtime.NumCPU(), fbKernel(), runtime.Version(), fbCodeState())
+			fbCPUModel(), runtime.NumCPU(), fbKernel(), runtime.Version(), code)
 		must(t, os.WriteFile(*robReportFlag, []byte(header+report), 0o644))
 	}
 }
