@@ -251,8 +251,7 @@ func (n *Node) undoReplicas(key []byte, sent []release) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*n.cfg.PeerTimeout)
 	defer cancel()
 	_ = n.releaseAll(ctx, sent, true)
-	all := func([]byte, target, uint64) bool { return true }
-	if _, err := n.rebuildKey(ctx, key, all); err != nil {
+	if _, err := n.rebuildKey(ctx, key, everyPiece); err != nil {
 		n.log.Debug("committed replicas not restored after an aborted write", "key", string(key), "err", err)
 	}
 }

@@ -552,6 +552,11 @@ func (n *Node) keysInSlots(first, last int) [][]byte {
 // v.
 type pieceFilter func(key []byte, t target, v uint64) bool
 
+// everyPiece sends a key's every piece again: a holder that has the
+// committed version keeps its copy (storePiece), one that lacks it stores
+// it.
+func everyPiece([]byte, target, uint64) bool { return true }
+
 // rebuildKey stores again, at its committed version, the pieces of key
 // that need says are missing, and returns the bytes sent. It is a
 // read-modify-write that writes nothing, so no write of the key runs

@@ -191,7 +191,6 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 // staleVersion is a version of a key that recovery did not restore, and
 // the nodes that hold pieces of it.
 type staleVersion struct {
-	key     []byte
 	ref     pieceRef
 	holders []cluster.Node
 }
@@ -208,7 +207,7 @@ func staleVersions(m *cluster.Map, key string, cands []*candidate, best *candida
 			continue
 		}
 		ref := pieceRef{Key: []byte(key), Scheme: c.scheme, Version: c.version, Versioned: isSplit(m, c.scheme), Exact: true}
-		out = append(out, staleVersion{key: ref.Key, ref: ref, holders: c.holders})
+		out = append(out, staleVersion{ref: ref, holders: c.holders})
 	}
 	return out
 }
@@ -230,7 +229,7 @@ func (n *Node) sweepStale(ctx context.Context, stale []staleVersion) {
 		if _, errs := n.callEach(ctx, reqs); ctx.Err() != nil {
 			return
 		} else if err := errors.Join(errs...); err != nil {
-			n.log.Debug("stale pieces not released", "key", string(s.key), "err", err)
+			n.log.Debug("stale pieces not released", "key", string(s.ref.Key), "err", err)
 		}
 	}
 }
@@ -369,9 +368,8 @@ func markComplete(m *cluster.Map, sh *cluster.Shard, cands []*candidate) {
 // target is sent the piece of the committed version (its replica, or its
 // shard) and keeps it if it has none of that version.
 func (n *Node) completeVersions(ctx context.Context, keys []string) {
-	all := func([]byte, target, uint64) bool { return true }
 	for _, k := range keys {
-		if _, err := n.rebuildKey(ctx, []byte(k), all); err != nil && ctx.Err() == nil {
+		if _, err := n.rebuildKey(ctx, []byte(k), everyPiece); err != nil && ctx.Err() == nil {
 			n.log.Debug("restored version not completed", "key", k, "err", err)
 		}
 	}
