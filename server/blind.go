@@ -23,8 +23,9 @@ type blindWrite struct {
 // takes its version first, the redundancy of all of them goes out in one
 // PutPieces frame per node, and each commits once the replies are in, so a
 // batch of rep:3 SETs costs two frames each way instead of two per key. A
-// key with a write already in flight, or repeated in the batch, is written
-// afterwards through Node.set, which waits for that write.
+// key with a write already in flight, repeated in the batch, or held as a
+// rep stub, is written afterwards through Node.set, which waits for that
+// write or fills the stub.
 func (n *Node) writeBlind(ctx context.Context, ws []blindWrite) {
 	var later []int
 	var batch pieceBatch
@@ -56,7 +57,8 @@ func (n *Node) writeBlind(ctx context.Context, ws []blindWrite) {
 	}
 }
 
-// beginBlind starts w unless a write of its key is in flight (false). A
+// beginBlind starts w unless a write of its key is in flight or it would
+// write over a stub (false: Node.set handles both). A
 // write in scheme none commits at once; any other takes a version and
 // registers in flight.
 func (n *Node) beginBlind(ctx context.Context, w *blindWrite) bool {
@@ -66,7 +68,12 @@ func (n *Node) beginBlind(ctx context.Context, w *blindWrite) bool {
 		s.mu.Unlock()
 		return false
 	}
-	w.op = n.valueOp(n.peekLocked(w.key), w.key, w.value, 0, false, nil)
+	cur := n.peekLocked(w.key)
+	w.op = n.valueOp(cur, w.key, w.value, 0, false, nil)
+	if overwritesStub(cur, w.op) {
+		s.mu.Unlock()
+		return false // Node.set fills the stub first
+	}
 	if w.op.entry.Spec.Kind == scheme.None {
 		w.err = n.writeLocked(ctx, s, w.op) // commits and unlocks
 		return true

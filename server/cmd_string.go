@@ -122,20 +122,50 @@ func (n *Node) valueOp(cur current, key, value []byte, expireAt int64, keepTTL b
 }
 
 // set is a plain SET: a blind write when no other write of the key is in
-// flight (the common case), else a read-modify-write, because keeping the
-// key's scheme or TTL must see the write in flight.
+// flight (the common case). Otherwise it is a read-modify-write of the
+// key's metadata: keeping the key's scheme or TTL must see the write in
+// flight, and a rep stub must be filled before it is written over
+// (overwritesStub).
 func (n *Node) set(ctx context.Context, key, value []byte, expireAt int64, keepTTL bool, entry *cluster.SchemeEntry) error {
 	s := n.inflight.shard(key)
 	s.mu.Lock()
-	if s.newest(key) != nil {
-		s.mu.Unlock()
-		return n.rmw(ctx, key, func(cur current) (*writeOp, error) {
-			return n.valueOp(cur, key, value, expireAt, keepTTL, entry), nil
-		})
+	if s.newest(key) == nil {
+		cur := n.peekLocked(key)
+		if op := n.valueOp(cur, key, value, expireAt, keepTTL, entry); !overwritesStub(cur, op) {
+			return n.writeLocked(ctx, s, op)
+		}
 	}
-	cur := n.peekLocked(key)
-	op := n.valueOp(cur, key, value, expireAt, keepTTL, entry)
-	return n.writeLocked(ctx, s, op)
+	s.mu.Unlock()
+	return n.rmwWith(ctx, key, n.filledMeta, func(cur current) (*writeOp, error) {
+		return n.valueOp(cur, key, value, expireAt, keepTTL, entry), nil
+	})
+}
+
+// overwritesStub says whether op would send rep replicas over those of a
+// stub (stub.go) whose value this node has not fetched yet. A replica slot
+// holds one version per key and scheme, so the write's replicas replace
+// the committed ones as they arrive; should the write then fail, nothing
+// would be left to put them back (undoReplicas restores from the primary
+// record). So such a write fills the stub first.
+func overwritesStub(cur current, op *writeOp) bool {
+	return cur.exists && isStub(cur.meta) && cur.meta.Scheme == op.entry.ID && op.entry.Spec.Kind == scheme.Rep
+}
+
+// filledMeta is metaCommitted for a write that needs no value, with a rep
+// stub filled first (overwritesStub); a stub found lost is written over
+// like any lost key.
+func (n *Node) filledMeta(ctx context.Context, key []byte) (current, error) {
+	cur, err := n.metaCommitted(ctx, key)
+	if err != nil || !cur.exists || !isStub(cur.meta) || cur.entry.Spec.Kind != scheme.Rep {
+		return cur, err
+	}
+	_, full, err := n.fillStub(ctx, key, cur.meta)
+	var lost *lostError
+	if errors.As(err, &lost) {
+		return cur, nil
+	}
+	cur.meta = full
+	return cur, err
 }
 
 // peekLocked reads a key's committed metadata (not its value) for a blind

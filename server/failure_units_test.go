@@ -13,10 +13,20 @@ import (
 // testMap is a formed map of n nodes with rep:3 and split:2+1 registered.
 func testMap(t *testing.T, n int) *cluster.Map {
 	t.Helper()
-	m := cluster.NewMap(n, 3)
-	for i := range n {
+	addrs := make([]string, n)
+	for i := range addrs {
+		addrs[i] = fmt.Sprintf("127.0.0.1:%d", 17000+i)
+	}
+	return testMapAt(t, addrs)
+}
+
+// testMapAt is testMap with one node per peer address.
+func testMapAt(t *testing.T, peerAddrs []string) *cluster.Map {
+	t.Helper()
+	m := cluster.NewMap(len(peerAddrs), 3)
+	for i, addr := range peerAddrs {
 		m = mustApply(t, m, cluster.AddNode{Node: cluster.Node{ID: cluster.NodeID(fmt.Sprintf("%040x", i+1)),
-			ClientAddr: fmt.Sprintf("127.0.0.1:%d", 7000+i), PeerAddr: fmt.Sprintf("127.0.0.1:%d", 17000+i)}})
+			ClientAddr: fmt.Sprintf("127.0.0.1:%d", 7000+i), PeerAddr: addr}})
 	}
 	for _, s := range []string{"rep:3", "split:2+1"} {
 		sp, _ := scheme.Parse(s)

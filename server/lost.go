@@ -108,9 +108,15 @@ func (k LostKey) err() error {
 	return &lostError{key: []byte(k.Key), scheme: k.Scheme, lost: k.Lost, total: k.Total}
 }
 
+// errOtherVersion is a fetched rep replica of another version than the one
+// wanted (a replica slot holds one version per key and scheme).
+var errOtherVersion = errors.New("server: the replica held is of another version")
+
 // isLoss says whether a piece fetch failed because the piece is gone: its
-// node is marked failed, or a live node does not have it. Other failures
+// node is marked failed, or a live node does not have it (or holds another
+// version of a replica). Other failures
 // (a timeout, say) may pass and do not make a key lost.
 func isLoss(err error) bool {
-	return errors.Is(err, errNodeFailed) || errors.Is(err, errPieceGone) || errors.Is(err, errPieceCorrupt)
+	return errors.Is(err, errNodeFailed) || errors.Is(err, errPieceGone) || errors.Is(err, errPieceCorrupt) ||
+		errors.Is(err, errOtherVersion)
 }

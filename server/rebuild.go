@@ -500,8 +500,10 @@ func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need pieceFil
 
 // copySource reads key's rep record into buf for copyBatch, filling it
 // first if it is a stub. It reports false for a key that is gone, no
-// longer rep, or corrupt, and an error for a stub it could not fill: that
-// copy is lost until it is filled, so the shard's rebuild must not end.
+// longer rep, corrupt, or lost (a stub no replica can fill, or one written
+// over meanwhile: that write stored its own copies), and an error for a stub
+// it could not fill for now: that copy is lost until it is filled, so the
+// shard's rebuild must not end.
 func (n *Node) copySource(ctx context.Context, m *cluster.Map, key, buf []byte) ([]byte, store.Meta, bool, error) {
 	val, meta, ok := n.primary.Get(key, buf)
 	entry, known := m.SchemeByID(meta.Scheme)
@@ -510,6 +512,10 @@ func (n *Node) copySource(ctx context.Context, m *cluster.Map, key, buf []byte) 
 	}
 	if isStub(meta) {
 		filled, full, err := n.fillStub(ctx, key, meta)
+		var lost *lostError
+		if errors.As(err, &lost) || errors.Is(err, errStubReplaced) {
+			return val, meta, false, nil
+		}
 		if err != nil {
 			return val, meta, false, fmt.Errorf("server: rebuilding the record of %q: %w", key, err)
 		}

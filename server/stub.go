@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -61,6 +62,9 @@ func (n *Node) fillStub(ctx context.Context, key []byte, meta store.Meta) ([]byt
 	switch entry.Spec.Kind {
 	case scheme.Rep:
 		value, err = n.fetchReplica(ctx, m, key, meta, entry)
+		if errors.Is(err, errNoReplica) {
+			return n.loseStub(key, meta, entry, err)
+		}
 		stored = value
 	case scheme.Split:
 		value, err = n.gatherSplit(ctx, m, key, meta, entry, false)
@@ -210,30 +214,77 @@ func stubHolder(self cluster.NodeID, m *cluster.Map, key []byte, entry cluster.S
 
 // fetchReplica returns a rep value at meta's version: a replica whose
 // CRC32C is meta.Aux, from this node's own pieces (a former replica holder
-// that became coordinator keeps one) or from a holder.
+// that became coordinator keeps one) or from a holder. When every copy's
+// node answered and none holds that value, the error wraps errNoReplica.
 func (n *Node) fetchReplica(ctx context.Context, m *cluster.Map, key []byte, meta store.Meta, entry cluster.SchemeEntry) ([]byte, error) {
 	ref := pieceRef{Key: key, Scheme: entry.ID, Version: meta.Version}
-	if data, err := n.loadPiece(ref); err == nil && checksum(data) == meta.Aux {
+	data, err := replicaOf(n.loadPiece(ref))(meta.Aux)
+	if err == nil {
 		return data, nil
 	}
+	fails := []error{fmt.Errorf("this node: %w", err)}
 	targets, err := pieceTargets(m, key, entry.Spec)
 	if err != nil {
 		return nil, err
 	}
-	var errs []error
 	for _, t := range targets {
-		data, err := n.getPiece(ctx, t.node, ref)
+		data, err := replicaOf(n.getPiece(ctx, t.node, ref))(meta.Aux)
 		switch {
-		case err == nil && checksum(data) == meta.Aux:
+		case err == nil:
 			return data, nil
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
-		case err != nil:
-			errs = append(errs, err)
 		}
+		fails = append(fails, fmt.Errorf("node %s: %w", t.node.PeerAddr, err))
+	}
+	err = errors.Join(fails...)
+	if !slices.ContainsFunc(fails, func(e error) bool { return !isLoss(e) }) {
+		err = fmt.Errorf("%w: %w", errNoReplica, err)
 	}
 	return nil, fmt.Errorf("server: key %q: no replica of version %d could be read with its checksum: %w",
-		key, meta.Version, errors.Join(errs...))
+		key, meta.Version, err)
+}
+
+// errNoReplica says that every node that should hold a copy of a rep value
+// answered, and none holds it: the value is gone from the live nodes.
+var errNoReplica = errors.New("no copy of the value is left")
+
+// replicaOf checks a fetched replica against the wanted value's CRC32C: a
+// copy of another version is as good as none (errOtherVersion).
+func replicaOf(data []byte, err error) func(crc uint32) ([]byte, error) {
+	return func(crc uint32) ([]byte, error) {
+		if err == nil && checksum(data) != crc {
+			return nil, errOtherVersion
+		}
+		return data, err
+	}
+}
+
+// errStubReplaced is a stub fetch that found the stub written over or
+// deleted meanwhile: read the key again.
+var errStubReplaced = fmt.Errorf("%w: the stub was written over", errPieceGone)
+
+// loseStub handles a stub whose value no replica holds any more (cause
+// wraps errNoReplica): the key is reported lost, naming it, rather than
+// retried for ever. A stub that changed meanwhile was not lost: one filled
+// by another fetch is returned, and one written over answers
+// errStubReplaced.
+func (n *Node) loseStub(key []byte, stub store.Meta, entry cluster.SchemeEntry, cause error) ([]byte, store.Meta, error) {
+	s := n.inflight.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	val, cur, ok := n.primary.Get(key, nil)
+	switch {
+	case ok && cur.Version == stub.Version && !isStub(cur):
+		return val, cur, nil
+	case !ok || cur.Version != stub.Version:
+		return nil, stub, errStubReplaced
+	}
+	lost := LostKey{Key: string(key), Scheme: entry.Name(), Lost: entry.Spec.Nodes(), Total: entry.Spec.Nodes()}
+	n.lost.add(lost)
+	n.log.Warn("recovery: no replica of a key's value is left; reported lost",
+		"key", string(key), "version", stub.Version, "err", cause)
+	return nil, stub, lost.err()
 }
 
 // fillStubs fills, in the background of a recovered shard, the split stubs

@@ -1,0 +1,214 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/store"
+	"github.com/memgest/memgest/transport"
+)
+
+// fakeHolder is a peer that keeps pieces as a node does (a Node serving
+// only its pieces store), and can be told to refuse new pieces or to fail
+// every request as an overloaded node would.
+type fakeHolder struct {
+	n          *Node
+	addr       string
+	refusePuts atomic.Bool
+	failAll    atomic.Bool
+}
+
+func startFakeHolder(t *testing.T) *fakeHolder {
+	t.Helper()
+	h := &fakeHolder{n: &Node{pieces: store.New(), log: slog.New(slog.DiscardHandler)}}
+	srv := transport.NewServer(func(req transport.Frame, reply func(transport.Frame)) {
+		switch {
+		case h.failAll.Load():
+			reply(errFrame(errors.New("server: overloaded")))
+		case h.refusePuts.Load() && req.Type == msgPutPieces:
+			reply(errFrame(errors.New("server: out of memory")))
+		default:
+			h.n.servePeer(req, reply)
+		}
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	h.addr = ln.Addr().String()
+	return h
+}
+
+// replica returns the value h holds for key in scheme, or nil.
+func (h *fakeHolder) replica(key []byte, schemeID uint16) []byte {
+	data, err := h.n.loadPiece(pieceRef{Key: key, Scheme: schemeID})
+	if err != nil {
+		return nil
+	}
+	return data
+}
+
+func (h *fakeHolder) store(t *testing.T, key []byte, schemeID uint16, v uint64, value string) {
+	t.Helper()
+	err := h.n.storePiece(piece{Key: key, Scheme: schemeID, Version: v, CRC: checksum([]byte(value)), Data: []byte(value)})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stubFixture is the coordinator of a rep:3 key and fake nodes for the
+// rest of the map: the key's two replica holders among them.
+type stubFixture struct {
+	n       *Node
+	rep     uint16
+	holders []*fakeHolder // the key's replica holders, in target order
+}
+
+func newStubFixture(t *testing.T, key []byte) stubFixture {
+	t.Helper()
+	fakes := make([]*fakeHolder, 4)
+	addrs := make([]string, len(fakes))
+	for i := range fakes {
+		fakes[i] = startFakeHolder(t)
+		addrs[i] = fakes[i].addr
+	}
+	m := testMapAt(t, addrs)
+	rep := schemeID(t, m, "rep:3")
+	coord, _ := m.Coordinator(m.ShardOf(cluster.Slot(key)).First)
+	n := leasedNode(t, m)
+	n.id = coord.ID
+	n.primary, n.pieces, n.inflight = store.New(), store.New(), newInflight()
+	n.directory.wake = make(chan struct{}, 1)
+	entry, _ := m.SchemeByID(rep)
+	targets, _ := pieceTargets(m, key, entry.Spec)
+	f := stubFixture{n: n, rep: rep}
+	for _, tg := range targets {
+		for i, a := range addrs {
+			if a == tg.node.PeerAddr {
+				f.holders = append(f.holders, fakes[i])
+			}
+		}
+	}
+	return f
+}
+
+// stub records key as recovery does: metadata first, value elsewhere.
+func (f stubFixture) stub(t *testing.T, key []byte, v uint64, value string) store.Meta {
+	t.Helper()
+	meta := store.Meta{Version: v, Scheme: f.rep, Flags: recordStub, Aux: checksum([]byte(value))}
+	if err := f.n.primary.Put(key, nil, meta); err != nil {
+		t.Fatal(err)
+	}
+	return meta
+}
+
+// TestStubWithNoReplicaLeftIsLost: a stub whose value no replica holds any
+// more, every holder having answered, is reported lost by name instead of
+// failing its shard's rebuild for ever; a holder that only failed to
+// answer leaves it a stub, to be filled later.
+func TestStubWithNoReplicaLeftIsLost(t *testing.T) {
+	key := []byte("k")
+	f := newStubFixture(t, key)
+	ctx := context.Background()
+	meta := f.stub(t, key, 10, "committed")
+	f.holders[0].store(t, key, f.rep, 12, "a later write's") // another version
+	f.holders[1].failAll.Store(true)
+
+	_, _, err := f.n.fillStub(ctx, key, meta)
+	if err == nil || errors.Is(err, errNoReplica) {
+		t.Fatalf("a holder that did not answer: fillStub err %v, want a plain error", err)
+	}
+	if _, lost := f.n.lost.get(key); lost {
+		t.Fatal("a key was reported lost while a holder had not answered")
+	}
+	if _, _, ok, err := f.n.copySource(ctx, f.n.ctl.Map(), key, nil); ok || err == nil {
+		t.Fatalf("copySource of an unfillable stub: ok %v err %v; want the rebuild to retry", ok, err)
+	}
+
+	f.holders[1].failAll.Store(false) // it answers: it has no copy
+	_, _, err = f.n.fillStub(ctx, key, meta)
+	var lost *lostError
+	if !errors.As(err, &lost) {
+		t.Fatalf("every holder answered without the value: fillStub err %v, want a lost error", err)
+	}
+	if _, ok := f.n.lost.get(key); !ok {
+		t.Fatal("the key is not in the lost set")
+	}
+	if _, err := f.n.get(ctx, key); !errors.As(err, &lost) {
+		t.Fatalf("read of the lost key: err %v, want LOST", err)
+	}
+	if _, _, ok, err := f.n.copySource(ctx, f.n.ctl.Map(), key, nil); ok || err != nil {
+		t.Fatalf("copySource of a lost stub: ok %v err %v; want it skipped", ok, err)
+	}
+}
+
+// TestStubIsFilledFromAReplicaOfItsVersion: the one holder with the stub's
+// version fills it, though the other holds another.
+func TestStubIsFilledFromAReplicaOfItsVersion(t *testing.T) {
+	key := []byte("k")
+	f := newStubFixture(t, key)
+	meta := f.stub(t, key, 10, "committed")
+	f.holders[0].store(t, key, f.rep, 12, "a later write's")
+	f.holders[1].store(t, key, f.rep, 10, "committed")
+	cur, err := f.n.get(context.Background(), key)
+	if err != nil || string(cur.value) != "committed" {
+		t.Fatalf("read %q, %v; want the stub's value", cur.value, err)
+	}
+	if got, _ := f.n.primary.Meta(key); isStub(got) || got.Version != meta.Version {
+		t.Fatalf("record after the read: %+v; want the filled version 10", got)
+	}
+}
+
+// TestSetOverAStubFillsItFirst: a plain SET of a key whose record is a rep
+// stub fetches the committed value before its replicas replace the
+// holders'; when the write then fails, the committed value is still here
+// and is stored on the holders again. Before, the SET went out blind, and
+// a failed one could leave the committed value on no node at all.
+func TestSetOverAStubFillsItFirst(t *testing.T) {
+	key := []byte("k")
+	f := newStubFixture(t, key)
+	ctx := context.Background()
+	f.stub(t, key, 10, "committed")
+	for _, h := range f.holders {
+		h.store(t, key, f.rep, 10, "committed")
+	}
+	f.holders[1].refusePuts.Store(true)
+
+	if err := f.n.set(ctx, key, []byte("new"), 0, false, nil); err == nil {
+		t.Fatal("a SET that one holder refused was acknowledged")
+	}
+	val, meta, ok := f.n.primary.Get(key, nil)
+	if !ok || isStub(meta) || meta.Version != 10 || string(val) != "committed" {
+		t.Fatalf("record after the failed SET: %q %+v; want the committed value, filled", val, meta)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for string(f.holders[0].replica(key, f.rep)) != "committed" {
+		if time.Now().After(deadline) {
+			t.Fatalf("holder 0 has %q after the failed SET; want the committed value back",
+				f.holders[0].replica(key, f.rep))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// A stub with nothing left to fill it is lost; a SET writes over it.
+	lostKey := []byte("k") // a fresh fixture: nothing holds a copy
+	f2 := newStubFixture(t, lostKey)
+	f2.stub(t, lostKey, 10, "gone")
+	if err := f2.n.set(ctx, lostKey, []byte("fresh"), 0, false, nil); err != nil {
+		t.Fatalf("SET over a lost stub: %v", err)
+	}
+	if cur, err := f2.n.get(ctx, lostKey); err != nil || string(cur.value) != "fresh" {
+		t.Fatalf("read after the SET: %q, %v", cur.value, err)
+	}
+	if _, lost := f2.n.lost.get(lostKey); lost {
+		t.Fatal("the key is still reported lost after a SET")
+	}
+}
