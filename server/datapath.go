@@ -273,10 +273,14 @@ func (n *Node) commit(ctx context.Context, p *pending, op *writeOp, sent []relea
 	}
 	// A deletion, or a move to another scheme, is acknowledged once the
 	// old redundancy is released, so that no piece outlives it. A deletion
-	// whose every release was acknowledged needs its tombstone no more.
+	// whose every release was acknowledged needs its tombstone no more; one
+	// with a release still to do is finished later (purge.go).
 	err = n.releaseAll(ctx, rel, op.del || len(rel) > 0 && rel[0].scheme != op.entry.ID)
-	if op.del && err == nil {
+	switch {
+	case op.del && err == nil:
 		n.enqueueDirectory(dirEntry{Key: op.key, Version: p.version, Kind: dirPurge})
+	case op.del:
+		n.unfinished.add(op.key, p.version, rel)
 	}
 	faults.Hit(faults.AfterCommit)
 	return nil

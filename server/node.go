@@ -50,7 +50,8 @@ type Node struct {
 	recovering  shardClaims   // shards whose records are being recovered
 	rebuilding  shardClaims   // shards whose lost pieces are being rebuilt
 	rebuild     rebuildProgress
-	lost        lostKeys // keys recovery found beyond their scheme's tolerance
+	lost        lostKeys            // keys recovery found beyond their scheme's tolerance
+	unfinished  unfinishedDeletions // deletions whose releases failed (purge.go)
 	directory   directorySender
 	health      integrity // checksum failures found and repaired
 

@@ -151,6 +151,7 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	var picks []*candidate
 	var stale []staleVersion
 	var partial []string
+	var tombstones []dirEntry // purges of the deleted keys' tombstones
 	for key, cands := range found {
 		markComplete(m, &sh, cands)
 		best, lost := judge(m, key, cands, dir, now)
@@ -165,6 +166,9 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 			}
 		} else {
 			best = nil // deleted or expired: every version is stale
+			if d, ok := dir[key]; ok && d.Index == dirTombstoneFlag {
+				tombstones = append(tombstones, dirEntry{Key: d.Key, Version: d.Version, Kind: dirPurge})
+			}
 		}
 		stale = append(stale, staleVersions(m, key, cands, best)...)
 	}
@@ -182,7 +186,11 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	// the shard's rebuild, which lists the stubs as lost copies; split
 	// stubs hold no bytes, and a background pass checks their shards.
 	go n.fillStubs(ctx, splitKeys)
-	go n.sweepStale(ctx, stale)
+	go func() {
+		if failed := n.sweepStale(ctx, stale); ctx.Err() == nil {
+			n.purgeTombstones(tombstones, failed)
+		}
+	}()
 	go n.completeVersions(ctx, partial)
 	n.log.Info("shard recovered", "shard", sh.ID, "keys", len(keys), "lost", n.lost.count(), "stale", len(stale))
 	return nil
@@ -219,19 +227,23 @@ func isSplit(m *cluster.Map, id uint16) bool {
 
 // sweepStale releases stale versions from the nodes that listed them, in
 // the background of a recovered shard: they cost memory, never a wrong
-// read (reads go through the primary record's version).
-func (n *Node) sweepStale(ctx context.Context, stale []staleVersion) {
+// read (reads go through the primary record's version). It returns the
+// keys with a release that failed.
+func (n *Node) sweepStale(ctx context.Context, stale []staleVersion) map[string]bool {
+	failed := map[string]bool{}
 	for _, s := range stale {
 		reqs := make([]peerReq, 0, len(s.holders))
 		for _, h := range s.holders {
 			reqs = append(reqs, peerReq{node: h, typ: msgDelPiece, payload: s.ref.encode(nil)})
 		}
 		if _, errs := n.callEach(ctx, reqs); ctx.Err() != nil {
-			return
+			return failed
 		} else if err := errors.Join(errs...); err != nil {
+			failed[string(s.ref.Key)] = true
 			n.log.Debug("stale pieces not released", "key", string(s.ref.Key), "err", err)
 		}
 	}
+	return failed
 }
 
 // judge decides a key's fate in recovery: the newest readable version to

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,13 +16,14 @@ import (
 )
 
 // fakeHolder is a peer that keeps pieces as a node does (a Node serving
-// only its pieces store), and can be told to refuse new pieces or to fail
-// every request as an overloaded node would.
+// only its pieces store), and can be told to refuse new pieces or
+// releases, or to fail every request as an overloaded node would.
 type fakeHolder struct {
-	n          *Node
-	addr       string
-	refusePuts atomic.Bool
-	failAll    atomic.Bool
+	n              *Node
+	addr           string
+	refusePuts     atomic.Bool
+	refuseReleases atomic.Bool
+	failAll        atomic.Bool
 }
 
 func startFakeHolder(t *testing.T) *fakeHolder {
@@ -33,6 +35,8 @@ func startFakeHolder(t *testing.T) *fakeHolder {
 			reply(errFrame(errors.New("server: overloaded")))
 		case h.refusePuts.Load() && req.Type == msgPutPieces:
 			reply(errFrame(errors.New("server: out of memory")))
+		case h.refuseReleases.Load() && req.Type == msgDelPiece:
+			reply(errFrame(errors.New("server: busy")))
 		default:
 			h.n.servePeer(req, reply)
 		}
@@ -210,5 +214,61 @@ func TestSetOverAStubFillsItFirst(t *testing.T) {
 	}
 	if _, lost := f2.n.lost.get(lostKey); lost {
 		t.Fatal("the key is still reported lost after a SET")
+	}
+}
+
+// queuedPurge says whether a purge of key's tombstone at v is queued.
+func queuedPurge(n *Node, key []byte, v uint64) bool {
+	n.directory.mu.Lock()
+	defer n.directory.mu.Unlock()
+	return slices.ContainsFunc(n.directory.queue, func(e dirEntry) bool {
+		return e.Kind == dirPurge && string(e.Key) == string(key) && e.Version == v
+	})
+}
+
+// TestUnfinishedDeletionIsPurgedOnceReleased: a DEL whose release a holder
+// refused is acknowledged and keeps its tombstone; the coordinator sends
+// the release again (finishDeletions) and, once it succeeds, purges the
+// tombstone, so tombstones do not pile up after transient failures.
+func TestUnfinishedDeletionIsPurgedOnceReleased(t *testing.T) {
+	key := []byte("k")
+	f := newStubFixture(t, key)
+	ctx := context.Background()
+	value := []byte("committed")
+	if err := f.n.primary.Put(key, value, store.Meta{Version: 10, Scheme: f.rep, Aux: checksum(value)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range f.holders {
+		h.store(t, key, f.rep, 10, string(value))
+	}
+	f.holders[1].refuseReleases.Store(true)
+	existed, err := f.n.del(ctx, key)
+	if err != nil || !existed {
+		t.Fatalf("DEL: existed %v, err %v", existed, err)
+	}
+	if f.n.unfinished.size() != 1 {
+		t.Fatalf("%d unfinished deletions after a refused release, want 1", f.n.unfinished.size())
+	}
+	if f.holders[1].replica(key, f.rep) == nil {
+		t.Fatal("the refusing holder lost its replica anyway; the test proves nothing")
+	}
+	f.n.unfinished.mu.Lock()
+	v := f.n.unfinished.m[string(key)].version
+	f.n.unfinished.mu.Unlock()
+	if queuedPurge(f.n, key, v) {
+		t.Fatal("a purge was queued though a release failed")
+	}
+
+	f.n.finishDeletions(ctx) // still refused: kept
+	if f.n.unfinished.size() != 1 || queuedPurge(f.n, key, v) {
+		t.Fatal("a deletion whose release failed again was dropped or purged")
+	}
+	f.holders[1].refuseReleases.Store(false)
+	f.n.finishDeletions(ctx)
+	if f.n.unfinished.size() != 0 || !queuedPurge(f.n, key, v) {
+		t.Fatalf("after the release succeeded: %d unfinished, purge queued %v", f.n.unfinished.size(), queuedPurge(f.n, key, v))
+	}
+	if f.holders[1].replica(key, f.rep) != nil {
+		t.Fatal("the holder still has its replica")
 	}
 }

@@ -1,0 +1,104 @@
+package server
+
+import (
+	"context"
+	"sync"
+
+	"github.com/memgest/memgest/cluster"
+)
+
+// This file finishes deletions whose releases failed. A deletion stores a
+// tombstone on its key's directory nodes before it commits (directory.go),
+// so that no recovery brings back a version older than it, and purges the
+// tombstone once every piece of the key has been released. When a release
+// fails (a node unreachable for a moment), the tombstone must stay, but
+// not for ever:
+//
+//   - the coordinator keeps the deletion in a bounded list and sends its
+//     releases again at each sweep tick; once they all succeed, it purges
+//     the tombstone;
+//   - should the coordinator fail first, the shard's recovery finds the
+//     tombstone, releases every version older than it from the nodes that
+//     listed them (sweepStale), and purges it when those releases succeed.
+
+// maxUnfinishedDeletions bounds the list; a deletion past it keeps its
+// tombstone until the shard's next recovery.
+const maxUnfinishedDeletions = 1 << 16
+
+// finishPerTick is how many unfinished deletions one sweep tick retries.
+const finishPerTick = 64
+
+// unfinishedDeletion is a committed deletion with releases still to do.
+type unfinishedDeletion struct {
+	version uint64 // the deletion's, which its tombstone carries
+	rels    []release
+}
+
+// unfinishedDeletions is the coordinator's list of them, by key.
+type unfinishedDeletions struct {
+	mu sync.Mutex
+	m  map[string]unfinishedDeletion
+}
+
+// add records key's deletion at version, whose releases rels failed.
+func (u *unfinishedDeletions) add(key []byte, version uint64, rels []release) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.m == nil {
+		u.m = map[string]unfinishedDeletion{}
+	}
+	if len(u.m) < maxUnfinishedDeletions {
+		u.m[string(key)] = unfinishedDeletion{version: version, rels: rels}
+	}
+}
+
+// take removes and returns up to limit deletions.
+func (u *unfinishedDeletions) take(limit int) map[string]unfinishedDeletion {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := map[string]unfinishedDeletion{}
+	for k, d := range u.m {
+		if len(out) == limit {
+			break
+		}
+		out[k] = d
+		delete(u.m, k)
+	}
+	return out
+}
+
+// size is how many deletions wait.
+func (u *unfinishedDeletions) size() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.m)
+}
+
+// finishDeletions retries the releases of up to finishPerTick unfinished
+// deletions and purges the tombstone of each that succeeds. A deletion of a
+// key this node no longer coordinates is dropped: the new coordinator's
+// recovery finishes it. One that fails again goes back on the list.
+func (n *Node) finishDeletions(ctx context.Context) {
+	m := n.ctl.Map()
+	for key, d := range n.unfinished.take(finishPerTick) {
+		if coord, ok := m.Coordinator(cluster.Slot([]byte(key))); !ok || coord.ID != n.id {
+			continue
+		}
+		if err := n.releaseAll(ctx, d.rels, true); err != nil {
+			n.unfinished.add([]byte(key), d.version, d.rels)
+			continue
+		}
+		n.enqueueDirectory(dirEntry{Key: []byte(key), Version: d.version, Kind: dirPurge})
+	}
+}
+
+// purgeTombstones purges, after a shard's recovery, the tombstones of the
+// deleted keys (purges) whose older versions were all released (failed
+// names the keys whose releases did not all succeed).
+func (n *Node) purgeTombstones(purges []dirEntry, failed map[string]bool) {
+	for _, p := range purges {
+		if !failed[string(p.Key)] {
+			n.enqueueDirectory(p)
+		}
+	}
+}
