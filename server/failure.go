@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,12 @@ import (
 //     a restarted one is empty already. Its heartbeats then say it is
 //     fresh, and the leader readmits it (cluster.Rejoin): back to its old
 //     places, to be rebuilt, or as a spare.
+//   - A node that starts on an id it had before says so in its heartbeats
+//     (Restarted) until it is fenced: the leader marks it failed at once
+//     and grants it no lease. The incarnation alone would not do: a leader
+//     elected while the node was down never heard the old one, and would
+//     let the node serve its keys from its empty memory. A restarted
+//     leader hands the leadership off, since no leader suspects itself.
 
 // incarnation tells two runs of one node id apart: a node restarted with
 // the same data directory keeps its id but lost its memory.
@@ -55,6 +62,11 @@ type lease struct {
 	// fences counts the times the node was fenced: a permission taken
 	// before one (an authority) is void after it, even once readmitted.
 	fences atomic.Uint64
+	// restarted is set when the node started on an id it had before, until
+	// it is fenced: the map may still count it a member holding what it
+	// lost, and a leader elected since never heard its old incarnation.
+	restarted  atomic.Bool
+	handingOff atomic.Bool // a restarted leader is handing off (handOff)
 }
 
 func (n *Node) monoNow() int64 { return int64(time.Since(n.started)) }
@@ -211,10 +223,14 @@ func (n *Node) heartbeat(ctx context.Context) bool {
 			n.readmit(self)
 			return false
 		}
+		if n.lease.restarted.Load() {
+			n.handOff(m)
+			return false
+		}
 		if n.ctl.VerifyLeader() != nil {
 			return false
 		}
-		n.detector.seen(n.id, n.incarnation.Load())
+		n.detector.seen(n.id, n.incarnation.Load(), false)
 		n.accepted(sent)
 		return true
 	}
@@ -228,7 +244,8 @@ func (n *Node) heartbeat(ctx context.Context) bool {
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.FailureTimeout/2)
 	defer cancel()
-	req := heartbeatReq{ID: n.id, Incarnation: n.incarnation.Load(), Fresh: n.lease.fresh.Load()}
+	req := heartbeatReq{ID: n.id, Incarnation: n.incarnation.Load(), Fresh: n.lease.fresh.Load(),
+		Restarted: n.lease.restarted.Load()}
 	out, err := n.call(ctx, leader, msgHeartbeat, req.encode(nil))
 	switch {
 	case err == nil:
@@ -287,7 +304,8 @@ func (n *Node) fence() {
 		return
 	}
 	n.lease.fences.Add(1)
-	n.dropDirectory() // decided under the lost lease
+	n.lease.restarted.Store(false) // the leader knows now
+	n.dropDirectory()              // decided under the lost lease
 	if n.lease.fresh.Load() {
 		// Empty since it started: the incarnation the leader has heard
 		// is the one it will readmit.
@@ -309,21 +327,47 @@ func (n *Node) wipe() {
 
 // heartbeatReq is a heartbeat's payload. Fresh says the node holds nothing
 // (it started or wiped since it was last a member in good standing), so the
-// leader may readmit it if it was marked failed.
+// leader may readmit it if it was marked failed. Restarted says it started
+// on an id it had before and has not been fenced since.
 type heartbeatReq struct {
 	ID          cluster.NodeID
 	Incarnation uint64
 	Fresh       bool
+	Restarted   bool
 }
 
 func (h heartbeatReq) encode(e enc) enc {
-	return e.str(string(h.ID)).u64(h.Incarnation).u8(boolByte(h.Fresh))
+	return e.str(string(h.ID)).u64(h.Incarnation).u8(boolByte(h.Fresh)).u8(boolByte(h.Restarted))
 }
 
 func decodeHeartbeat(b []byte) (heartbeatReq, error) {
 	d := dec{b: b}
-	h := heartbeatReq{ID: cluster.NodeID(d.str()), Incarnation: d.u64(), Fresh: d.flag()}
+	h := heartbeatReq{ID: cluster.NodeID(d.str()), Incarnation: d.u64(), Fresh: d.flag(), Restarted: d.flag()}
 	return h, d.done()
+}
+
+// handOff gives up the leadership of a leader that restarted (one at a
+// time): only another leader can fail it over. A lone voter keeps it and
+// serves: no other node can take its shards over, and what the restart
+// lost is lost either way.
+func (n *Node) handOff(m *cluster.Map) {
+	alone := !slices.ContainsFunc(m.Nodes, func(o cluster.Node) bool {
+		return o.ID != n.id && o.Voter && o.State == cluster.Up
+	})
+	if alone {
+		n.lease.restarted.Store(false)
+		return
+	}
+	if n.lease.handingOff.Swap(true) {
+		return
+	}
+	go func() {
+		defer n.lease.handingOff.Store(false)
+		n.log.Warn("this node restarted as the Raft leader; handing the leadership off to be failed over", "node", n.id)
+		if err := n.ctl.TransferLeadership(); err != nil {
+			n.log.Warn("leadership hand-off failed; retrying", "err", err)
+		}
+	}()
 }
 
 // fencedMsg is the leader's answer to a heartbeat from a failed node.
@@ -354,7 +398,7 @@ func (n *Node) onHeartbeat(b []byte) ([]byte, error) {
 	if err := n.ctl.VerifyLeader(); err != nil {
 		return nil, err
 	}
-	if !n.detector.seen(h.ID, h.Incarnation) {
+	if !n.detector.seen(h.ID, h.Incarnation, h.Restarted) {
 		// Restarted with empty memory under a live id: no lease, so it
 		// never serves what it lost; the detector marks it failed now.
 		return nil, errors.New("node restarted; it is being marked failed")
@@ -384,13 +428,14 @@ func (d *detector) makeMaps() {
 	}
 }
 
-// seen records a heartbeat of a live member; false if it came from a new
-// incarnation (the node restarted), which the detector then marks failed.
-func (d *detector) seen(id cluster.NodeID, incarnation uint64) bool {
+// seen records a heartbeat of a live member; false if it came from a node
+// that restarted (it says so, or its incarnation changed), which the
+// detector then marks failed.
+func (d *detector) seen(id cluster.NodeID, incarnation uint64, restarted bool) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.makeMaps()
-	if old, ok := d.incarn[id]; ok && old != incarnation {
+	if old, ok := d.incarn[id]; restarted || ok && old != incarnation {
 		d.restart[id] = true
 	}
 	d.incarn[id] = incarnation

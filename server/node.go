@@ -94,11 +94,12 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 }
 
 func (n *Node) start() error {
-	id, err := loadNodeID(n.cfg.DataDir)
+	id, existed, err := loadNodeID(n.cfg.DataDir)
 	if err != nil {
 		return err
 	}
 	n.id = id
+	n.lease.restarted.Store(existed)
 	if err := n.listenPeers(); err != nil {
 		return err
 	}
@@ -233,24 +234,24 @@ func (n *Node) Close() error {
 }
 
 // loadNodeID reads the node id kept in dataDir, creating one on first start
-// so a restarted node keeps its identity.
-func loadNodeID(dataDir string) (cluster.NodeID, error) {
+// so a restarted node keeps its identity; existed says it was there.
+func loadNodeID(dataDir string) (id cluster.NodeID, existed bool, err error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return "", fmt.Errorf("server: data dir: %w", err)
+		return "", false, fmt.Errorf("server: data dir: %w", err)
 	}
 	path := filepath.Join(dataDir, "node-id")
 	if b, err := os.ReadFile(path); err == nil {
 		id := cluster.NodeID(strings.TrimSpace(string(b)))
 		if !id.Valid() {
-			return "", fmt.Errorf("server: %s holds an invalid node id", path)
+			return "", false, fmt.Errorf("server: %s holds an invalid node id", path)
 		}
-		return id, nil
+		return id, true, nil
 	}
-	id := cluster.NewNodeID()
+	id = cluster.NewNodeID()
 	if err := os.WriteFile(path, []byte(string(id)+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("server: write node id: %w", err)
+		return "", false, fmt.Errorf("server: write node id: %w", err)
 	}
-	return id, nil
+	return id, false, nil
 }
 
 // raftStream is Raft's stream layer over the shared peer port: inbound Raft

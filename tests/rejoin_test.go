@@ -75,3 +75,57 @@ func TestRestartedNodeRejoins(t *testing.T) {
 	c.waitFailed(watcher, other, 15*time.Second)
 	waitRecovered(t, c.plainClient(watcher, 2), want)
 }
+
+// TestRestartUnderANewLeader kills the Raft leader and another node at
+// once, and restarts that node at once on its data directory: it comes
+// back empty under a leader that never heard its old incarnation. It must
+// not serve its keys from its empty memory; it is failed over like any
+// restarted node, and every rep:3 key it coordinated reads back.
+func TestRestartUnderANewLeader(t *testing.T) {
+	c := startCluster(t, 5, clusterOptions{extra: []string{"--failure-timeout", "1s", "--heartbeat-interval", "100ms"}})
+	ctx := ctxT(t)
+	rdb := c.clusterClient()
+	leader := c.leader(0)
+	victim := c.nonVoters()[0]
+	want := map[string]string{}
+	for i := 0; i < 20; i++ {
+		k := c.keyOn(t, rdb, victim, fmt.Sprintf("r%d:", i))
+		want[k] = "value of " + k
+		must(t, rdb.Do(ctx, "SET", k, want[k], "SCHEME", "rep:3").Err())
+	}
+	var watcher int // a voter that survives
+	for _, v := range c.voterIndexes(victim) {
+		if v != leader {
+			watcher = v
+		}
+	}
+	must(t, c.nodes[leader].cmd.Process.Kill())
+	must(t, c.nodes[victim].cmd.Process.Kill())
+	c.restart(victim)
+	time.Sleep(3 * time.Second) // a new leader, and the victim back under it
+	waitRecovered(t, c.plainClient(watcher, 2), want)
+	waitRecovered(t, c.plainClient(victim, 2), want)
+}
+
+// TestRestartedLeaderIsFailedOver kills the Raft leader and restarts it at
+// once on its data directory. Whether or not it is elected again, it must
+// not serve its keys from its empty memory: a restarted leader hands the
+// leadership off and is failed over like any restarted node.
+func TestRestartedLeaderIsFailedOver(t *testing.T) {
+	c := startCluster(t, 5, clusterOptions{extra: []string{"--failure-timeout", "1s", "--heartbeat-interval", "100ms"}})
+	ctx := ctxT(t)
+	rdb := c.clusterClient()
+	leader := c.leader(0)
+	want := map[string]string{}
+	for i := 0; i < 20; i++ {
+		k := c.keyOn(t, rdb, leader, fmt.Sprintf("l%d:", i))
+		want[k] = "value of " + k
+		must(t, rdb.Do(ctx, "SET", k, want[k], "SCHEME", "rep:3").Err())
+	}
+	must(t, c.nodes[leader].cmd.Process.Kill())
+	c.restart(leader)
+	time.Sleep(3 * time.Second)
+	for i := range c.nodes {
+		waitRecovered(t, c.plainClient(i, 2), want)
+	}
+}
