@@ -48,7 +48,7 @@ fuzz-short:
 fuzz:
 	scripts/fuzz.sh $(FUZZTIME) $(PKGS)
 
-RUNS ?= 104
+RUNS ?= 112
 SEED ?=
 
 ## robustness: RUNS seeded fault scenarios (docs/robustness.md) on nodes built without the race detector; the report goes to docs/robustness-report.md. SEED=n replays one scenario.

@@ -65,6 +65,10 @@ var nemeses = []nemesis{
 		time.Sleep(time.Second)
 		r.kill(r.pick(r.nonVoterData()))
 	}},
+	{"kill the raft leader and a node, restart both at once", 2, func(r *robRun) {
+		leader := r.c.leader(r.watcher())
+		r.killRestart(leader, r.pick(r.others(leader)))
+	}},
 }
 
 // writePoints are the failpoints of a coordinator's write.
@@ -129,6 +133,23 @@ func (r *robRun) killNoWait(i int) {
 	r.event("kill -9 node %d", i)
 	r.victims = append(r.victims, i)
 	must(r.t, r.c.nodes[i].cmd.Process.Kill())
+}
+
+// killRestart is kill -9 of nodes, each started again at once on its data
+// directory (same id, empty memory), then a wait while the cluster fails
+// them over and readmits them. With the leader among them, a node may
+// come back under a leader that never heard of its old incarnation.
+func (r *robRun) killRestart(nodes ...int) {
+	for _, i := range nodes {
+		r.event("kill -9 node %d", i)
+		r.touched = append(r.touched, i)
+		must(r.t, r.c.nodes[i].cmd.Process.Kill())
+	}
+	for _, i := range nodes {
+		r.c.restart(i)
+		r.event("node %d started again", i)
+	}
+	time.Sleep(faultHold)
 }
 
 // nonVoterData are the data nodes that are not Raft voters: two failures
