@@ -23,6 +23,11 @@ func TestPeerPayloadRoundTrips(t *testing.T) {
 	if got, err := decodeScanResp(s.encode(nil)); err != nil || got.Next != 42 || len(got.Keys) != 2 {
 		t.Fatalf("scan: %+v, %v", got, err)
 	}
+	for _, h := range []heartbeatReq{{ID: "n1", Incarnation: 7, Fresh: true}, {ID: "n2", Incarnation: 1 << 62, Restarted: true}} {
+		if got, err := decodeHeartbeat(h.encode(nil)); err != nil || got != h {
+			t.Fatalf("heartbeat: %+v, %v; want %+v", got, err, h)
+		}
+	}
 }
 
 func TestPeerPayloadRefusesTruncationAndTrailingBytes(t *testing.T) {
