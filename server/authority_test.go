@@ -40,14 +40,21 @@ func startAuthorityPeer(t *testing.T, newer uint64, onStale func()) *authorityPe
 		}
 		reply(transport.Frame{Type: req.Type})
 	})
+	p.addr = serveFrames(t, srv)
+	return p
+}
+
+// serveFrames serves srv on a loopback port until the test ends and
+// returns its address.
+func serveFrames(t *testing.T, srv *transport.Server) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	p.addr = ln.Addr().String()
-	return p
+	return ln.Addr().String()
 }
 
 func (p *authorityPeer) frames() []uint64 {

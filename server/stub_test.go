@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -41,13 +40,7 @@ func startFakeHolder(t *testing.T) *fakeHolder {
 			h.n.servePeer(req, reply)
 		}
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	h.addr = ln.Addr().String()
+	h.addr = serveFrames(t, srv)
 	return h
 }
 

@@ -83,16 +83,9 @@ func TestRestartedNodeRejoins(t *testing.T) {
 // restarted node, and every rep:3 key it coordinated reads back.
 func TestRestartUnderANewLeader(t *testing.T) {
 	c := startCluster(t, 5, clusterOptions{extra: []string{"--failure-timeout", "1s", "--heartbeat-interval", "100ms"}})
-	ctx := ctxT(t)
-	rdb := c.clusterClient()
 	leader := c.leader(0)
 	victim := c.nonVoters()[0]
-	want := map[string]string{}
-	for i := 0; i < 20; i++ {
-		k := c.keyOn(t, rdb, victim, fmt.Sprintf("r%d:", i))
-		want[k] = "value of " + k
-		must(t, rdb.Do(ctx, "SET", k, want[k], "SCHEME", "rep:3").Err())
-	}
+	want := c.rep3KeysOn(t, victim, 20)
 	var watcher int // a voter that survives
 	for _, v := range c.voterIndexes(victim) {
 		if v != leader {
@@ -113,19 +106,27 @@ func TestRestartUnderANewLeader(t *testing.T) {
 // leadership off and is failed over like any restarted node.
 func TestRestartedLeaderIsFailedOver(t *testing.T) {
 	c := startCluster(t, 5, clusterOptions{extra: []string{"--failure-timeout", "1s", "--heartbeat-interval", "100ms"}})
-	ctx := ctxT(t)
-	rdb := c.clusterClient()
 	leader := c.leader(0)
-	want := map[string]string{}
-	for i := 0; i < 20; i++ {
-		k := c.keyOn(t, rdb, leader, fmt.Sprintf("l%d:", i))
-		want[k] = "value of " + k
-		must(t, rdb.Do(ctx, "SET", k, want[k], "SCHEME", "rep:3").Err())
-	}
+	want := c.rep3KeysOn(t, leader, 20)
 	must(t, c.nodes[leader].cmd.Process.Kill())
 	c.restart(leader)
 	time.Sleep(3 * time.Second)
 	for i := range c.nodes {
 		waitRecovered(t, c.plainClient(i, 2), want)
 	}
+}
+
+// rep3KeysOn writes n rep:3 keys that node i coordinates and returns them
+// with their values.
+func (c *testCluster) rep3KeysOn(t *testing.T, i, n int) map[string]string {
+	t.Helper()
+	ctx := ctxT(t)
+	rdb := c.clusterClient()
+	want := map[string]string{}
+	for j := 0; j < n; j++ {
+		k := c.keyOn(t, rdb, i, fmt.Sprintf("r%d:", j))
+		want[k] = "value of " + k
+		must(t, rdb.Do(ctx, "SET", k, want[k], "SCHEME", "rep:3").Err())
+	}
+	return want
 }
