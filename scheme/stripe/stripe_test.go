@@ -1,0 +1,255 @@
+package stripe
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand"
+	"reflect"
+	"testing"
+
+	"github.com/memgest/memgest/ec"
+)
+
+func TestObjectRoundTrips(t *testing.T) {
+	objects := []Object{
+		{Key: []byte("k"), Value: []byte("v"), Version: 1},
+		{Key: []byte("user:0000000000000000001"), Value: []byte{}, Version: 1 << 63},
+		{Key: bytes.Repeat([]byte("k"), 300), Value: bytes.Repeat([]byte("v"), 70000), Version: 7, ExpireAt: 1_700_000_000_000},
+		{Key: []byte("big"), Value: []byte("middle"), Version: 9, Fragment: true, Offset: 4096, Total: 1 << 20},
+		{Key: []byte{}, Value: []byte("empty key"), Version: 3, ExpireAt: -1},
+	}
+	for _, o := range objects {
+		b := o.AppendTo([]byte("prefix"))[len("prefix"):]
+		if len(b) != o.EncodedLen() {
+			t.Fatalf("%s: encoded %d bytes, EncodedLen says %d", o, len(b), o.EncodedLen())
+		}
+		got, n, err := Parse(append(b, 0, 0, 0))
+		if err != nil || n != len(b) {
+			t.Fatalf("%s: parse: %v, %d of %d bytes", o, err, n, len(b))
+		}
+		if !reflect.DeepEqual(got, o) {
+			t.Fatalf("parsed %+v, want %+v", got, o)
+		}
+	}
+}
+
+func TestParseRefusesDamage(t *testing.T) {
+	o := Object{Key: []byte("key"), Value: []byte("value"), Version: 5, ExpireAt: 99, Fragment: true, Offset: 1, Total: 6}
+	full := o.AppendTo(nil)
+	for i := range full {
+		if _, _, err := Parse(full[:i]); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("a truncation to %d of %d bytes parsed: %v", i, len(full), err)
+		}
+	}
+	for _, flags := range []byte{0, flagExpiry, 0x80 | flagObject} {
+		bad := append([]byte{flags}, full[1:]...)
+		if _, _, err := Parse(bad); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("flags %#x parsed: %v", flags, err)
+		}
+	}
+	beyond := Object{Key: []byte("k"), Value: []byte("value"), Fragment: true, Offset: 4, Total: 6}
+	if _, _, err := Parse(beyond.AppendTo(nil)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("a fragment past its total parsed: %v", err)
+	}
+}
+
+// TestChunkAppendSealAndScan: objects go in until the chunk is full, a
+// scan lists the live ones by their bytes alone, and a sealed chunk takes
+// no more.
+func TestChunkAppendSealAndScan(t *testing.T) {
+	c, err := NewChunk(256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offsets []int
+	for i := 0; ; i++ {
+		o := &Object{Key: []byte(fmt.Sprintf("key%02d", i)), Value: []byte("0123456789"), Version: uint64(i + 1)}
+		off, err := c.Append(o)
+		if errors.Is(err, ErrFull) {
+			if c.Free() >= o.EncodedLen() {
+				t.Fatalf("ErrFull with %d bytes free for a %d-byte object", c.Free(), o.EncodedLen())
+			}
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		offsets = append(offsets, off)
+	}
+	if len(offsets) < 5 {
+		t.Fatalf("only %d objects of 25 bytes fit in 256", len(offsets))
+	}
+	if _, err := c.Delete(offsets[1]); err != nil {
+		t.Fatal(err)
+	}
+	var listed []int
+	if err := c.Objects(func(off int, o Object) bool { listed = append(listed, off); return true }); err != nil {
+		t.Fatal(err)
+	}
+	want := append([]int{offsets[0]}, offsets[2:]...)
+	if !reflect.DeepEqual(listed, want) {
+		t.Fatalf("scan listed %v, want %v", listed, want)
+	}
+	if c.Garbage() != c.Size()-c.Free()-c.Live() || c.Garbage() == 0 {
+		t.Fatalf("garbage %d, live %d, free %d", c.Garbage(), c.Live(), c.Free())
+	}
+	c.Seal()
+	if _, err := c.Append(&Object{Key: []byte("x")}); !errors.Is(err, ErrSealed) {
+		t.Fatalf("append to a sealed chunk: %v", err)
+	}
+	loaded, err := Load(bytes.Clone(c.Bytes()))
+	if err != nil || loaded.Live() != c.Live() {
+		t.Fatalf("reloaded chunk: %v, live %d want %d", err, loaded.Live(), c.Live())
+	}
+}
+
+// TestDeltasKeepParityEqualToAFullEncode: a stripe's parity, first folded
+// from each data chunk as it seals and then updated only by the Changes of
+// replaces and deletes, equals a full encode of the chunks as they end up
+// (DESIGN.md §8 invariant 3; MemEC §2 and §4.3).
+func TestDeltasKeepParityEqualToAFullEncode(t *testing.T) {
+	for _, code := range [][2]int{{2, 1}, {3, 1}, {4, 2}, {3, 2}} {
+		for _, size := range []int{256, 4096} {
+			t.Run(fmt.Sprintf("RS(%d,%d)/%dB", code[0], code[1], size), func(t *testing.T) {
+				checkDeltas(t, code[0], code[1], size, rand.New(rand.NewSource(int64(size*code[0]+code[1]))))
+			})
+		}
+	}
+}
+
+func checkDeltas(t *testing.T, k, m, size int, rng *rand.Rand) {
+	codec, err := ec.New(k, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks := make([]*Chunk, k)
+	offsets := make([][]int, k)
+	parity := make([][]byte, m)
+	for j := range parity {
+		parity[j] = make([]byte, size)
+	}
+	apply := func(i int, ch Change) {
+		for j := range parity {
+			must(t, codec.UpdateParity(j, i, ch.Delta, parity[j][ch.Offset:ch.Offset+len(ch.Delta)]))
+		}
+	}
+	for i := range chunks {
+		chunks[i], _ = NewChunk(size)
+		for {
+			o := randomObject(rng, size/8)
+			off, err := chunks[i].Append(&o)
+			if err != nil {
+				break
+			}
+			offsets[i] = append(offsets[i], off)
+		}
+		chunks[i].Seal()
+		apply(i, Change{Offset: 0, Delta: chunks[i].Bytes()}) // fold the sealed chunk: old is zeros
+	}
+	for step := 0; step < 200; step++ {
+		i := rng.Intn(k)
+		off := offsets[i][rng.Intn(len(offsets[i]))]
+		cur, _, err := chunks[i].At(off)
+		if err != nil {
+			continue // deleted already
+		}
+		if rng.Intn(3) == 0 {
+			ch, err := chunks[i].Delete(off)
+			must(t, err)
+			apply(i, ch)
+			continue
+		}
+		next := Object{Key: cur.Key, Value: make([]byte, len(cur.Value)), Version: cur.Version + 1, ExpireAt: cur.ExpireAt}
+		rng.Read(next.Value)
+		ch, err := chunks[i].Replace(off, &next)
+		must(t, err)
+		apply(i, ch)
+	}
+	shards := make([][]byte, k+m)
+	for i, c := range chunks {
+		shards[i] = bytes.Clone(c.Bytes())
+	}
+	for j := range parity {
+		shards[k+j] = make([]byte, size)
+	}
+	must(t, codec.Encode(shards))
+	for j := range parity {
+		if !bytes.Equal(parity[j], shards[k+j]) {
+			t.Fatalf("parity %d after deltas differs from a full encode", j)
+		}
+	}
+}
+
+func randomObject(rng *rand.Rand, maxValue int) Object {
+	o := Object{Key: []byte(fmt.Sprintf("key-%08d", rng.Intn(1e8))), Value: make([]byte, rng.Intn(maxValue)),
+		Version: rng.Uint64()}
+	rng.Read(o.Value)
+	if rng.Intn(4) == 0 {
+		o.ExpireAt = rng.Int63()
+	}
+	return o
+}
+
+// TestAssembleRebuildsTheDataChunk: from the copies it buffered and the
+// offsets the coordinator sends at seal, a parity node lays out the very
+// bytes of the data chunk (MemEC §4.3).
+func TestAssembleRebuildsTheDataChunk(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	c, _ := NewChunk(512)
+	var placed []Placed
+	for {
+		o := randomObject(rng, 40)
+		off, err := c.Append(&o)
+		if err != nil {
+			break
+		}
+		placed = append(placed, Placed{Offset: off, Object: &o})
+	}
+	rng.Shuffle(len(placed), func(i, j int) { placed[i], placed[j] = placed[j], placed[i] }) // arrival order
+	got, err := Assemble(c.Size(), placed)
+	if err != nil || !bytes.Equal(got, c.Bytes()) {
+		t.Fatalf("assembled chunk differs (err %v)", err)
+	}
+	bad := append(placed, Placed{Offset: placed[0].Offset + 1, Object: placed[0].Object})
+	if _, err := Assemble(c.Size(), bad); !errors.Is(err, ErrOverlap) {
+		t.Fatalf("overlapping objects assembled: %v", err)
+	}
+	if _, err := Assemble(c.Size(), []Placed{{Offset: 500, Object: placed[0].Object}}); !errors.Is(err, ErrFull) {
+		t.Fatalf("an object past the end assembled: %v", err)
+	}
+}
+
+func TestReplaceRefusesANewSize(t *testing.T) {
+	c, _ := NewChunk(MinChunkSize)
+	off, err := c.Append(&Object{Key: []byte("k"), Value: []byte("abc")})
+	must(t, err)
+	if _, err := c.Replace(off, &Object{Key: []byte("k"), Value: []byte("abcd")}); !errors.Is(err, ErrSizeChanged) {
+		t.Fatalf("replace with a longer value: %v", err)
+	}
+	if _, err := NewChunk(MinChunkSize - 1); err == nil {
+		t.Fatal("a chunk below the minimum size was made")
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add((&Object{Key: []byte("k"), Value: []byte("v"), Version: 1, ExpireAt: 5}).AppendTo(nil))
+	f.Add((&Object{Key: []byte("k"), Value: []byte("v"), Fragment: true, Offset: 2, Total: 9}).AppendTo(nil))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		o, n, err := Parse(b)
+		if err != nil {
+			return
+		}
+		if n > len(b) || o.EncodedLen() != n || !bytes.Equal(o.AppendTo(nil), b[:n]) {
+			t.Fatalf("parsed %s from %d bytes, re-encodes differently", o, n)
+		}
+		_ = Scan(b, func(int, Object) bool { return true })
+	})
+}
