@@ -253,3 +253,79 @@ func FuzzParse(f *testing.F) {
 		_ = Scan(b, func(int, Object) bool { return true })
 	})
 }
+
+// indexFixture keeps keys where an Index can read them back by location.
+type indexFixture struct{ keys [][]byte }
+
+func (f *indexFixture) keyAt(loc Loc) []byte { return f.keys[loc.Chunk] }
+
+// TestIndexAgainstAMap: random puts, updates and deletes over many keys
+// agree with a Go map, through several doublings, and the table stays
+// compact (MemEC §3.2: 4-way cuckoo hashing).
+func TestIndexAgainstAMap(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	f := &indexFixture{}
+	x := NewIndex(f.keyAt)
+	model := map[string]Loc{}
+	const n = 50_000
+	for i := 0; i < n; i++ {
+		f.keys = append(f.keys, []byte(fmt.Sprintf("user:%016d", rng.Int63())))
+	}
+	for step := 0; step < 3*n; step++ {
+		i := rng.Intn(n)
+		key := f.keys[i]
+		switch rng.Intn(4) {
+		case 0:
+			if x.Delete(key) != hasKey(model, key) {
+				t.Fatalf("step %d: Delete(%s) disagrees with the model", step, key)
+			}
+			delete(model, string(key))
+		default:
+			loc := Loc{Chunk: uint32(i), Offset: uint32(rng.Intn(MaxOffset + 1))}
+			must(t, x.Put(key, loc))
+			model[string(key)] = loc
+		}
+	}
+	if x.Len() != len(model) {
+		t.Fatalf("Len %d, model %d", x.Len(), len(model))
+	}
+	for i, key := range f.keys {
+		got, ok := x.Get(key)
+		want, in := model[string(key)]
+		if ok != in || got != want {
+			t.Fatalf("key %d: Get = %v %v, want %v %v", i, got, ok, want, in)
+		}
+	}
+	seen := 0
+	x.Range(func(Loc) bool { seen++; return true })
+	if seen != len(model) {
+		t.Fatalf("Range saw %d entries, want %d", seen, len(model))
+	}
+	if per := float64(x.Bytes()) / float64(x.Len()); per > 20 {
+		t.Fatalf("%.1f bytes per key", per)
+	}
+	if err := x.Put([]byte("k"), Loc{Offset: MaxOffset + 1}); !errors.Is(err, ErrOffset) {
+		t.Fatalf("an offset past 20 bits: %v", err)
+	}
+}
+
+func hasKey(m map[string]Loc, key []byte) bool { _, ok := m[string(key)]; return ok }
+
+// TestIndexFillsPastNinetyPercent: 4-way cuckoo hashing places keys until
+// more than 90% of the slots are used before it must grow.
+func TestIndexFillsPastNinetyPercent(t *testing.T) {
+	f := &indexFixture{}
+	x := NewIndex(f.keyAt)
+	best := 0.0
+	for i := 0; i < 1<<17; i++ {
+		f.keys = append(f.keys, []byte(fmt.Sprintf("k%d", i)))
+		before := x.Bytes()
+		must(t, x.Put(f.keys[i], Loc{Chunk: uint32(i)}))
+		if x.Bytes() != before { // it grew: the table before was full
+			best = max(best, float64(i)/float64(before/8))
+		}
+	}
+	if best < 0.9 {
+		t.Fatalf("the table grew at %.0f%% occupancy at best", 100*best)
+	}
+}
