@@ -172,12 +172,6 @@ func (c *Control) VerifyLeader() error {
 	return nil
 }
 
-// TransferLeadership hands the leadership to another voter and waits for
-// the outcome (hashicorp/raft's LeadershipTransfer).
-func (c *Control) TransferLeadership() error {
-	return c.raft.LeadershipTransfer().Error()
-}
-
 // leading is nil on the leader, ErrClosed after Close, else ErrNotLeader.
 func (c *Control) leading() error {
 	switch c.raft.State() {

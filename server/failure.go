@@ -39,8 +39,8 @@ import (
 //     (Restarted) until it is fenced: the leader marks it failed at once
 //     and grants it no lease. The incarnation alone would not do: a leader
 //     elected while the node was down never heard the old one, and would
-//     let the node serve its keys from its empty memory. A restarted
-//     leader hands the leadership off, since no leader suspects itself.
+//     let the node serve its keys from its empty memory. A restarted node
+//     elected leader marks itself failed, since no leader suspects itself.
 
 // incarnation tells two runs of one node id apart: a node restarted with
 // the same data directory keeps its id but lost its memory.
@@ -66,7 +66,7 @@ type lease struct {
 	// it is fenced: the map may still count it a member holding what it
 	// lost, and a leader elected since never heard its old incarnation.
 	restarted  atomic.Bool
-	handingOff atomic.Bool // a restarted leader is handing off (handOff)
+	failingSelf atomic.Bool // a restarted leader is marking itself failed (failSelf)
 }
 
 func (n *Node) monoNow() int64 { return int64(time.Since(n.started)) }
@@ -224,7 +224,7 @@ func (n *Node) heartbeat(ctx context.Context) bool {
 			return false
 		}
 		if n.lease.restarted.Load() {
-			n.handOff(m)
+			n.failSelf(m)
 			return false
 		}
 		if n.ctl.VerifyLeader() != nil {
@@ -346,26 +346,27 @@ func decodeHeartbeat(b []byte) (heartbeatReq, error) {
 	return h, d.done()
 }
 
-// handOff gives up the leadership of a leader that restarted (one at a
-// time): only another leader can fail it over. A lone voter keeps it and
-// serves: no other node can take its shards over, and what the restart
-// lost is lost either way.
-func (n *Node) handOff(m *cluster.Map) {
-	alone := !slices.ContainsFunc(m.Nodes, func(o cluster.Node) bool {
-		return o.ID != n.id && o.Voter && o.State == cluster.Up
-	})
-	if alone {
+// failSelf marks this node failed through Raft when it restarted and was
+// elected leader (one proposal at a time): no leader suspects itself, and
+// the shards it held must pass on as any restarted node's do. Its next
+// heartbeat then finds it failed, and it rejoins empty. With no other node
+// up there is nobody to pass them to, and what the restart lost is lost
+// either way: it serves.
+func (n *Node) failSelf(m *cluster.Map) {
+	if !slices.ContainsFunc(m.Nodes, func(o cluster.Node) bool { return o.ID != n.id && o.State == cluster.Up }) {
 		n.lease.restarted.Store(false)
 		return
 	}
-	if n.lease.handingOff.Swap(true) {
+	if n.lease.failingSelf.Swap(true) {
 		return
 	}
 	go func() {
-		defer n.lease.handingOff.Store(false)
-		n.log.Warn("this node restarted as the Raft leader; handing the leadership off to be failed over", "node", n.id)
-		if err := n.ctl.TransferLeadership(); err != nil {
-			n.log.Warn("leadership hand-off failed; retrying", "err", err)
+		defer n.lease.failingSelf.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.PeerTimeout)
+		defer cancel()
+		n.log.Warn("this node restarted and leads the control plane; marking itself failed", "node", n.id)
+		if _, err := n.ctl.Propose(ctx, cluster.MarkFailed{ID: n.id}); err != nil {
+			n.log.Warn("marking this node failed; retrying", "err", err)
 		}
 	}()
 }
