@@ -351,8 +351,13 @@ func decodeHeartbeat(b []byte) (heartbeatReq, error) {
 // the shards it held must pass on as any restarted node's do. Its next
 // heartbeat then finds it failed, and it rejoins empty. With no other node
 // up there is nobody to pass them to, and what the restart lost is lost
-// either way: it serves.
+// either way: it serves. It decides only on a map that has caught up with
+// its Raft log (formed, and naming it): a leader just elected after a
+// restart may not have applied it yet.
 func (n *Node) failSelf(m *cluster.Map) {
+	if _, known := m.Node(n.id); !known || m.State != cluster.OK {
+		return
+	}
 	if !slices.ContainsFunc(m.Nodes, func(o cluster.Node) bool { return o.ID != n.id && o.State == cluster.Up }) {
 		n.lease.restarted.Store(false)
 		return
