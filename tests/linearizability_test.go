@@ -125,7 +125,9 @@ var lossyModel = porcupine.NondeterministicModel{
 }
 
 // stepLossy is one operation on a key that may be lost: kvModel's step,
-// except on a lost key, where only SET and DEL run.
+// except on a lost key, where only writes that need no value run. A lost key
+// exists (EXISTS counts it, DEL removes it), so SET XX writes over it and
+// SET NX does not; commands that read the value answer -LOST.
 func stepLossy(s kvState, in kvInput, out kvOutput) (bool, kvState) {
 	if !s.lost {
 		ok, after := kvModel.Step(s, in, out)
@@ -134,6 +136,13 @@ func stepLossy(s kvState, in kvInput, out kvOutput) (bool, kvState) {
 	switch in.op {
 	case "set":
 		return true, kvState{value: in.value, exists: true}
+	case "setxx":
+		if out.lost {
+			return true, s
+		}
+		return out.unknown || out.applied, kvState{value: in.value, exists: true}
+	case "setnx":
+		return out.unknown || out.lost || !out.applied, s
 	case "del":
 		return out.unknown || out.n == 1, kvState{}
 	case "get":
@@ -372,6 +381,39 @@ func TestKVModel(t *testing.T) {
 			op(1, 4, 5, get, kvOutput{value: "177", exists: true})}, false},
 	} {
 		if got := porcupine.CheckOperations(kvModel, tc.history); got != tc.legal {
+			t.Errorf("%s: linearizable %v, want %v", tc.name, got, tc.legal)
+		}
+	}
+}
+
+// TestLossyModel checks the model of keys beyond their tolerance: a key may
+// be lost at any moment, SET XX writes over a lost key (which exists), and
+// a loss never brings an older value back.
+func TestLossyModel(t *testing.T) {
+	op := func(call int64, in kvInput, out kvOutput) porcupine.Operation {
+		in.key = "k"
+		return porcupine.Operation{ClientId: 0, Input: in, Call: call, Output: out, Return: call + 1}
+	}
+	set := func(v string) kvInput { return kvInput{op: "set", value: v} }
+	get, lost := kvInput{op: "get"}, kvOutput{lost: true}
+	value := func(v string) kvOutput { return kvOutput{value: v, exists: true} }
+	for _, tc := range []struct {
+		name    string
+		history []porcupine.Operation
+		legal   bool
+	}{
+		{"a key may be lost", []porcupine.Operation{op(0, set("1"), kvOutput{}), op(2, get, lost)}, true},
+		{"or vanish", []porcupine.Operation{op(0, set("1"), kvOutput{}), op(2, get, kvOutput{})}, true},
+		{"a loss never brings an older value back", []porcupine.Operation{op(0, set("1"), kvOutput{}),
+			op(2, set("2"), kvOutput{}), op(4, get, value("1"))}, false},
+		{"nor does a lost key come back", []porcupine.Operation{op(0, set("1"), kvOutput{}),
+			op(2, get, lost), op(4, get, value("1"))}, false},
+		{"SET XX writes over a lost key", []porcupine.Operation{op(0, set("1"), kvOutput{}), op(2, get, lost),
+			op(4, kvInput{op: "setxx", value: "2"}, kvOutput{applied: true}), op(6, get, value("2"))}, true},
+		{"APPEND never reads a lost value", []porcupine.Operation{op(0, set("1"), kvOutput{}), op(2, get, lost),
+			op(4, kvInput{op: "append", value: "7"}, kvOutput{n: 2})}, false},
+	} {
+		if got := porcupine.CheckOperations(lossyModel.ToModel(), tc.history); got != tc.legal {
 			t.Errorf("%s: linearizable %v, want %v", tc.name, got, tc.legal)
 		}
 	}
