@@ -65,7 +65,7 @@ type lease struct {
 	// restarted is set when the node started on an id it had before, until
 	// it is fenced: the map may still count it a member holding what it
 	// lost, and a leader elected since never heard its old incarnation.
-	restarted  atomic.Bool
+	restarted   atomic.Bool
 	failingSelf atomic.Bool // a restarted leader is marking itself failed (failSelf)
 }
 

@@ -532,11 +532,13 @@ func (n *Node) gatherSplit(ctx context.Context, m *cluster.Map, key []byte, meta
 		n.repairLater(key) // read around the corrupt shard; now store it again
 	}
 	if err != nil {
-		lost := 0
-		for _, e := range errs {
-			if isLoss(e) {
-				lost++
-			}
+		lost, rebuilding := countLosses(m, key, targets, errs)
+		if lost > spec.M && lost-rebuilding <= spec.M && rebuilding > 0 {
+			// Pieces at positions awaiting their rebuild are missing, not
+			// lost: a node readmitted empty holds them once it is rebuilt,
+			// and the stand-in that held them meanwhile is out of the
+			// placement. The key is unavailable until then, not gone.
+			return nil, fmt.Errorf("server: key %q: %w", key, errAwaitingRebuild)
 		}
 		if lost > spec.M {
 			if !recovering {
@@ -549,6 +551,26 @@ func (n *Node) gatherSplit(ctx context.Context, m *cluster.Map, key []byte, meta
 		return nil, fmt.Errorf("server: key %q cannot be read: %w", key, errors.Join(append([]error{err}, errs...)...))
 	}
 	return v, nil
+}
+
+// errAwaitingRebuild is a split read that cannot gather k shards because
+// some are at positions still being rebuilt; clients may retry it.
+var errAwaitingRebuild = errors.New("some of its pieces are being rebuilt; try again")
+
+// countLosses counts the failed fetches of errs that are losses (isLoss),
+// and how many of those are at positions of key's shard awaiting rebuild.
+func countLosses(m *cluster.Map, key []byte, targets []target, errs []error) (lost, rebuilding int) {
+	sh := m.ShardOf(cluster.Slot(key))
+	for i, e := range errs {
+		if !isLoss(e) {
+			continue
+		}
+		lost++
+		if sh != nil && slices.Contains(sh.Rebuild, targets[i].index) && targets[i].node.State == cluster.Up {
+			rebuilding++
+		}
+	}
+	return lost, rebuilding
 }
 
 // superseded says whether key's committed version is no longer v (a newer

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme/split"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
 )
@@ -263,5 +265,66 @@ func TestUnfinishedDeletionIsPurgedOnceReleased(t *testing.T) {
 	}
 	if f.holders[1].replica(key, f.rep) != nil {
 		t.Fatal("the holder still has its replica")
+	}
+}
+
+// TestSplitReadAwaitingRebuildIsNotLost: a split key whose missing shards
+// sit at positions awaiting their rebuild (nodes readmitted empty) answers
+// a retryable error, not -LOST, and is not reported lost; the same shards
+// missing with no rebuild pending are a loss.
+func TestSplitReadAwaitingRebuildIsNotLost(t *testing.T) {
+	key := []byte("k")
+	f := newStubFixture(t, key)
+	m := f.n.ctl.Map()
+	entry, _ := m.Scheme("split:2+1")
+	targets, err := pieceTargets(m, key, entry.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byAddr := map[string]*fakeHolder{}
+	for _, h := range f.holders {
+		byAddr[h.addr] = h
+	}
+	// One shard survives, on a fake node; the other two positions lack theirs.
+	shards, err := split.Encode(key, []byte("value"), 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	survivor := slices.IndexFunc(targets, func(tg target) bool { return byAddr[tg.node.PeerAddr] != nil })
+	tg := targets[survivor]
+	err = byAddr[tg.node.PeerAddr].n.storePiece(piece{Key: key, Scheme: entry.ID, Version: 10, Index: uint8(tg.index),
+		Versioned: true, CRC: checksum(shards[tg.index]), Data: shards[tg.index]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var others []int
+	for i, o := range targets {
+		if i != survivor {
+			others = append(others, o.index)
+		}
+	}
+	meta := store.Meta{Version: 10, Scheme: entry.ID, Aux: 5}
+	if err := f.n.primary.Put(key, nil, meta); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	sh := m.ShardOf(cluster.Slot(key))
+	sh.Rebuild = others
+	_, err = f.n.gatherSplit(ctx, m, key, meta, entry, false)
+	var lost *lostError
+	if !errors.Is(err, errAwaitingRebuild) || errors.As(err, &lost) {
+		t.Fatalf("shards missing at positions awaiting rebuild: %v; want errAwaitingRebuild", err)
+	}
+	if _, isLost := f.n.lost.get(key); isLost {
+		t.Fatal("a key whose shards await their rebuild was reported lost")
+	}
+	if r := errReply(err); !strings.HasPrefix(r.String(), "(error) TRYAGAIN") {
+		t.Fatalf("reply %q; want TRYAGAIN", r.String())
+	}
+
+	sh.Rebuild = nil
+	if _, err = f.n.gatherSplit(ctx, m, key, meta, entry, false); !errors.As(err, &lost) {
+		t.Fatalf("the same shards missing with no rebuild pending: %v; want LOST", err)
 	}
 }
