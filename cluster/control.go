@@ -172,6 +172,12 @@ func (c *Control) VerifyLeader() error {
 	return nil
 }
 
+// Barrier waits, on the leader, until every entry of the Raft log before it
+// is applied to the map, so that the map read next is the current one.
+func (c *Control) Barrier(timeout time.Duration) error {
+	return c.raft.Barrier(timeout).Error()
+}
+
 // leading is nil on the leader, ErrClosed after Close, else ErrNotLeader.
 func (c *Control) leading() error {
 	switch c.raft.State() {

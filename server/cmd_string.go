@@ -318,10 +318,6 @@ func errReply(err error) resp.Reply {
 		return resp.Err(err.Error())
 	case errors.Is(err, errOOM):
 		return resp.Err(errOOM.Error())
-	case errors.Is(err, errAwaitingRebuild):
-		// Safe to retry: a value that cannot be read is read before any
-		// write sends anything.
-		return resp.Err("TRYAGAIN memgest: " + err.Error())
 	case errors.Is(err, scheme.ErrSpec), errors.Is(err, scheme.ErrAlias):
 		return resp.Err("ERR " + err.Error())
 	case errors.Is(err, context.DeadlineExceeded):

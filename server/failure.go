@@ -224,7 +224,7 @@ func (n *Node) heartbeat(ctx context.Context) bool {
 			return false
 		}
 		if n.lease.restarted.Load() {
-			n.failSelf(m)
+			n.failSelf()
 			return false
 		}
 		if n.ctl.VerifyLeader() != nil {
@@ -347,26 +347,31 @@ func decodeHeartbeat(b []byte) (heartbeatReq, error) {
 }
 
 // failSelf marks this node failed through Raft when it restarted and was
-// elected leader (one proposal at a time): no leader suspects itself, and
+// elected leader (one attempt at a time): no leader suspects itself, and
 // the shards it held must pass on as any restarted node's do. Its next
-// heartbeat then finds it failed, and it rejoins empty. With no other node
-// up there is nobody to pass them to, and what the restart lost is lost
-// either way: it serves. It decides only on a map that has caught up with
-// its Raft log (formed, and naming it): a leader just elected after a
-// restart may not have applied it yet.
-func (n *Node) failSelf(m *cluster.Map) {
-	if _, known := m.Node(n.id); !known || m.State != cluster.OK {
-		return
-	}
-	if !slices.ContainsFunc(m.Nodes, func(o cluster.Node) bool { return o.ID != n.id && o.State == cluster.Up }) {
-		n.lease.restarted.Store(false)
-		return
-	}
+// heartbeat then finds it failed, and it rejoins empty. It decides on the
+// current map only: a leader just elected after a restart may not have
+// applied its log yet (a Raft barrier waits for that). With no other node
+// up there is nobody to pass the shards to, and what the restart lost is
+// lost either way: it serves.
+func (n *Node) failSelf() {
 	if n.lease.failingSelf.Swap(true) {
 		return
 	}
 	go func() {
 		defer n.lease.failingSelf.Store(false)
+		if err := n.ctl.Barrier(n.cfg.PeerTimeout); err != nil {
+			return // retried at the next heartbeat
+		}
+		m := n.ctl.Map()
+		self, known := m.Node(n.id)
+		switch {
+		case !known || m.State != cluster.OK || self.State == cluster.Failed:
+			return
+		case !slices.ContainsFunc(m.Nodes, func(o cluster.Node) bool { return o.ID != n.id && o.State == cluster.Up }):
+			n.lease.restarted.Store(false)
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.PeerTimeout)
 		defer cancel()
 		n.log.Warn("this node restarted and leads the control plane; marking itself failed", "node", n.id)

@@ -40,16 +40,20 @@ type unfinishedDeletions struct {
 	m  map[string]unfinishedDeletion
 }
 
-// add records key's deletion at version, whose releases rels failed.
+// add records key's deletion at version, whose releases rels failed. A
+// key with a deletion waiting already keeps both's releases, and the later
+// version: its tombstone may be purged only once every older piece is gone.
 func (u *unfinishedDeletions) add(key []byte, version uint64, rels []release) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.m == nil {
 		u.m = map[string]unfinishedDeletion{}
 	}
-	if len(u.m) < maxUnfinishedDeletions {
-		u.m[string(key)] = unfinishedDeletion{version: version, rels: rels}
+	prev, waiting := u.m[string(key)]
+	if !waiting && len(u.m) >= maxUnfinishedDeletions {
+		return
 	}
+	u.m[string(key)] = unfinishedDeletion{version: max(version, prev.version), rels: append(prev.rels, rels...)}
 }
 
 // take removes and returns up to limit deletions.

@@ -526,19 +526,18 @@ func (n *Node) gatherSplit(ctx context.Context, m *cluster.Map, key []byte, meta
 			return nil, errPieceGone // a newer commit released them: read again
 		}
 		fetch(rest)
+		n.fetchFromOthers(ctx, m, key, entry.ID, meta.Version, targets, shards, errs)
 	}
 	v, err := split.Decode(shards, key, spec.K, spec.M)
 	if err == nil && !recovering && slices.ContainsFunc(errs, func(e error) bool { return errors.Is(e, errPieceCorrupt) }) {
 		n.repairLater(key) // read around the corrupt shard; now store it again
 	}
 	if err != nil {
-		lost, rebuilding := countLosses(m, key, targets, errs)
-		if lost > spec.M && lost-rebuilding <= spec.M && rebuilding > 0 {
-			// Pieces at positions awaiting their rebuild are missing, not
-			// lost: a node readmitted empty holds them once it is rebuilt,
-			// and the stand-in that held them meanwhile is out of the
-			// placement. The key is unavailable until then, not gone.
-			return nil, fmt.Errorf("server: key %q: %w", key, errAwaitingRebuild)
+		lost := 0
+		for _, e := range errs {
+			if isLoss(e) {
+				lost++
+			}
 		}
 		if lost > spec.M {
 			if !recovering {
@@ -553,24 +552,38 @@ func (n *Node) gatherSplit(ctx context.Context, m *cluster.Map, key []byte, meta
 	return v, nil
 }
 
-// errAwaitingRebuild is a split read that cannot gather k shards because
-// some are at positions still being rebuilt; clients may retry it.
-var errAwaitingRebuild = errors.New("some of its pieces are being rebuilt; try again")
-
-// countLosses counts the failed fetches of errs that are losses (isLoss),
-// and how many of those are at positions of key's shard awaiting rebuild.
-func countLosses(m *cluster.Map, key []byte, targets []target, errs []error) (lost, rebuilding int) {
-	sh := m.ShardOf(cluster.Slot(key))
-	for i, e := range errs {
-		if !isLoss(e) {
+// fetchFromOthers looks for the split shards that the targets lost
+// (isLoss) on the shard's other live placement nodes: a node that stood in
+// for a failed one keeps the shards it got while the failed node, readmitted
+// empty, waits for its rebuild (robustness finding 14). Without them a read
+// in that window found too few shards and reported a live key lost.
+func (n *Node) fetchFromOthers(ctx context.Context, m *cluster.Map, key []byte, schemeID uint16, v uint64,
+	targets []target, shards [][]byte, errs []error) {
+	others := otherPlacementNodes(m, key, targets)
+	for i := range targets {
+		if !isLoss(errs[i]) {
 			continue
 		}
-		lost++
-		if sh != nil && slices.Contains(sh.Rebuild, targets[i].index) && targets[i].node.State == cluster.Up {
-			rebuilding++
+		ref := pieceRef{Key: key, Scheme: schemeID, Version: v, Versioned: true, HasIndex: true, Index: uint8(targets[i].index)}
+		for _, node := range others {
+			if data, err := n.getPiece(ctx, node, ref); err == nil {
+				shards[i], errs[i] = data, nil
+				break
+			}
 		}
 	}
-	return lost, rebuilding
+}
+
+// otherPlacementNodes are the live nodes of key's shard placement that are
+// not among targets.
+func otherPlacementNodes(m *cluster.Map, key []byte, targets []target) []cluster.Node {
+	var out []cluster.Node
+	for _, p := range placementTargets(m, key) {
+		if !slices.ContainsFunc(targets, func(t target) bool { return t.node.ID == p.node.ID }) {
+			out = append(out, p.node)
+		}
+	}
+	return out
 }
 
 // superseded says whether key's committed version is no longer v (a newer

@@ -227,6 +227,14 @@ func (n *Node) fetchReplica(ctx context.Context, m *cluster.Map, key []byte, met
 	if err != nil {
 		return nil, err
 	}
+	// The shard's other live nodes too: one that stood in for a replica
+	// holder may keep the only copy while that holder, readmitted empty,
+	// waits for its rebuild.
+	for _, node := range otherPlacementNodes(m, key, targets) {
+		if node.ID != n.id {
+			targets = append(targets, target{index: -1, node: node})
+		}
+	}
 	for _, t := range targets {
 		data, err := replicaOf(n.getPiece(ctx, t.node, ref))(meta.Aux)
 		switch {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -69,11 +68,12 @@ type stubFixture struct {
 	n       *Node
 	rep     uint16
 	holders []*fakeHolder // the key's replica holders, in target order
+	byID    map[cluster.NodeID]*fakeHolder
 }
 
 func newStubFixture(t *testing.T, key []byte) stubFixture {
 	t.Helper()
-	fakes := make([]*fakeHolder, 4)
+	fakes := make([]*fakeHolder, 5)
 	addrs := make([]string, len(fakes))
 	for i := range fakes {
 		fakes[i] = startFakeHolder(t)
@@ -88,7 +88,14 @@ func newStubFixture(t *testing.T, key []byte) stubFixture {
 	n.directory.wake = make(chan struct{}, 1)
 	entry, _ := m.SchemeByID(rep)
 	targets, _ := pieceTargets(m, key, entry.Spec)
-	f := stubFixture{n: n, rep: rep}
+	f := stubFixture{n: n, rep: rep, byID: map[cluster.NodeID]*fakeHolder{}}
+	for _, node := range m.Nodes {
+		for i, a := range addrs {
+			if a == node.PeerAddr && node.ID != n.id {
+				f.byID[node.ID] = fakes[i]
+			}
+		}
+	}
 	for _, tg := range targets {
 		for i, a := range addrs {
 			if a == tg.node.PeerAddr {
@@ -268,11 +275,12 @@ func TestUnfinishedDeletionIsPurgedOnceReleased(t *testing.T) {
 	}
 }
 
-// TestSplitReadAwaitingRebuildIsNotLost: a split key whose missing shards
-// sit at positions awaiting their rebuild (nodes readmitted empty) answers
-// a retryable error, not -LOST, and is not reported lost; the same shards
-// missing with no rebuild pending are a loss.
-func TestSplitReadAwaitingRebuildIsNotLost(t *testing.T) {
+// TestSplitReadFindsShardsOnFormerStandIns: a split shard that its
+// position's node lacks (readmitted empty, awaiting its rebuild) is read
+// from another live node of the placement that still holds it (the stand-in
+// it got while that node was down), instead of the key being reported lost
+// (robustness finding 14).
+func TestSplitReadFindsShardsOnFormerStandIns(t *testing.T) {
 	key := []byte("k")
 	f := newStubFixture(t, key)
 	m := f.n.ctl.Map()
@@ -281,50 +289,56 @@ func TestSplitReadAwaitingRebuildIsNotLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byAddr := map[string]*fakeHolder{}
-	for _, h := range f.holders {
-		byAddr[h.addr] = h
+	fakes := f.byID
+	others := slices.DeleteFunc(otherPlacementNodes(m, key, targets), func(o cluster.Node) bool { return fakes[o.ID] == nil })
+	if len(others) == 0 {
+		t.Fatal("the test map has no other placement node to stand in")
 	}
-	// One shard survives, on a fake node; the other two positions lack theirs.
 	shards, err := split.Encode(key, []byte("value"), 2, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	survivor := slices.IndexFunc(targets, func(tg target) bool { return byAddr[tg.node.PeerAddr] != nil })
-	tg := targets[survivor]
-	err = byAddr[tg.node.PeerAddr].n.storePiece(piece{Key: key, Scheme: entry.ID, Version: 10, Index: uint8(tg.index),
-		Versioned: true, CRC: checksum(shards[tg.index]), Data: shards[tg.index]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var others []int
-	for i, o := range targets {
-		if i != survivor {
-			others = append(others, o.index)
+	store := func(h *fakeHolder, index int) {
+		err := h.n.storePiece(piece{Key: key, Scheme: entry.ID, Version: 10, Index: uint8(index),
+			Versioned: true, CRC: checksum(shards[index]), Data: shards[index]})
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
-	meta := store.Meta{Version: 10, Scheme: entry.ID, Aux: 5}
-	if err := f.n.primary.Put(key, nil, meta); err != nil {
+	// One target keeps its shard; a second shard is only on the stand-in.
+	survivor := slices.IndexFunc(targets, func(tg target) bool { return fakes[tg.node.ID] != nil })
+	store(fakes[targets[survivor].node.ID], targets[survivor].index)
+	missing := (survivor + 1) % len(targets)
+	store(fakes[others[0].ID], targets[missing].index)
+	meta := store0(t, f.n, key, entry.ID)
+
+	v, err := f.n.gatherSplit(context.Background(), m, key, meta, entry, false)
+	if err != nil || string(v) != "value" {
+		t.Fatalf("read %q, %v; want the value from the stand-in's shard", v, err)
+	}
+	if _, lost := f.n.lost.get(key); lost {
+		t.Fatal("the key was reported lost")
+	}
+}
+
+// store0 records a committed split record of key at version 10.
+func store0(t *testing.T, n *Node, key []byte, schemeID uint16) store.Meta {
+	t.Helper()
+	meta := store.Meta{Version: 10, Scheme: schemeID, Aux: 5}
+	if err := n.primary.Put(key, nil, meta); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	return meta
+}
 
-	sh := m.ShardOf(cluster.Slot(key))
-	sh.Rebuild = others
-	_, err = f.n.gatherSplit(ctx, m, key, meta, entry, false)
-	var lost *lostError
-	if !errors.Is(err, errAwaitingRebuild) || errors.As(err, &lost) {
-		t.Fatalf("shards missing at positions awaiting rebuild: %v; want errAwaitingRebuild", err)
-	}
-	if _, isLost := f.n.lost.get(key); isLost {
-		t.Fatal("a key whose shards await their rebuild was reported lost")
-	}
-	if r := errReply(err); !strings.HasPrefix(r.String(), "(error) TRYAGAIN") {
-		t.Fatalf("reply %q; want TRYAGAIN", r.String())
-	}
-
-	sh.Rebuild = nil
-	if _, err = f.n.gatherSplit(ctx, m, key, meta, entry, false); !errors.As(err, &lost) {
-		t.Fatalf("the same shards missing with no rebuild pending: %v; want LOST", err)
+// TestUnfinishedDeletionsMerge: a second unfinished deletion of a key keeps
+// the first one's releases, and the later version.
+func TestUnfinishedDeletionsMerge(t *testing.T) {
+	var u unfinishedDeletions
+	u.add([]byte("k"), 5, []release{{key: []byte("k"), version: 3}})
+	u.add([]byte("k"), 9, []release{{key: []byte("k"), version: 7}})
+	got := u.take(10)["k"]
+	if got.version != 9 || len(got.rels) != 2 {
+		t.Fatalf("merged deletion %+v; want version 9 and both releases", got)
 	}
 }
