@@ -278,7 +278,7 @@ func (n *Node) commit(ctx context.Context, p *pending, op *writeOp, sent []relea
 	err = n.releaseAll(ctx, rel, op.del || len(rel) > 0 && rel[0].scheme != op.entry.ID)
 	switch {
 	case op.del && err == nil:
-		n.enqueueDirectory(dirEntry{Key: op.key, Version: p.version, Kind: dirPurge})
+		n.enqueueDirectory(purgeOf(op.key, p.version))
 	case op.del:
 		n.unfinished.add(op.key, p.version, rel)
 	}

@@ -211,12 +211,17 @@ func (n *Node) announce(ctx context.Context, e dirEntry) error {
 // tombstone would hide the key's loss; a stale scheme entry would report
 // it lost).
 func (n *Node) withdraw(key []byte, v uint64) {
-	entries := []dirEntry{{Key: key, Version: v, Kind: dirPurge}}
+	entries := []dirEntry{purgeOf(key, v)}
 	if meta, ok := n.primary.Meta(key); ok {
 		entries = append(entries, entryOf(key, meta))
 	}
 	n.enqueueDirectory(entries...)
 }
+
+// purgeOf is the directory entry that removes key's entries up to version
+// v: a deletion's tombstone once its releases are done, or an announcement
+// withdrawn.
+func purgeOf(key []byte, v uint64) dirEntry { return dirEntry{Key: key, Version: v, Kind: dirPurge} }
 
 // entryOf is the directory entry of a key with primary record meta.
 func entryOf(key []byte, meta store.Meta) dirEntry {

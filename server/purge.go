@@ -71,13 +71,6 @@ func (u *unfinishedDeletions) take(limit int) map[string]unfinishedDeletion {
 	return out
 }
 
-// size is how many deletions wait.
-func (u *unfinishedDeletions) size() int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return len(u.m)
-}
-
 // finishDeletions retries the releases of up to finishPerTick unfinished
 // deletions and purges the tombstone of each that succeeds. A deletion of a
 // key this node no longer coordinates is dropped: the new coordinator's
@@ -92,7 +85,7 @@ func (n *Node) finishDeletions(ctx context.Context) {
 			n.unfinished.add([]byte(key), d.version, d.rels)
 			continue
 		}
-		n.enqueueDirectory(dirEntry{Key: []byte(key), Version: d.version, Kind: dirPurge})
+		n.enqueueDirectory(purgeOf([]byte(key), d.version))
 	}
 }
 

@@ -167,7 +167,7 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 		} else {
 			best = nil // deleted or expired: every version is stale
 			if d, ok := dir[key]; ok && d.Index == dirTombstoneFlag {
-				tombstones = append(tombstones, dirEntry{Key: d.Key, Version: d.Version, Kind: dirPurge})
+				tombstones = append(tombstones, purgeOf(d.Key, d.Version))
 			}
 		}
 		stale = append(stale, staleVersions(m, key, cands, best)...)

@@ -218,8 +218,8 @@ func stubHolder(self cluster.NodeID, m *cluster.Map, key []byte, entry cluster.S
 // node answered and none holds that value, the error wraps errNoReplica.
 func (n *Node) fetchReplica(ctx context.Context, m *cluster.Map, key []byte, meta store.Meta, entry cluster.SchemeEntry) ([]byte, error) {
 	ref := pieceRef{Key: key, Scheme: entry.ID, Version: meta.Version}
-	data, err := replicaOf(n.loadPiece(ref))(meta.Aux)
-	if err == nil {
+	data, err := n.loadPiece(ref)
+	if data, err = replicaOf(data, err, meta.Aux); err == nil {
 		return data, nil
 	}
 	fails := []error{fmt.Errorf("this node: %w", err)}
@@ -236,7 +236,8 @@ func (n *Node) fetchReplica(ctx context.Context, m *cluster.Map, key []byte, met
 		}
 	}
 	for _, t := range targets {
-		data, err := replicaOf(n.getPiece(ctx, t.node, ref))(meta.Aux)
+		data, err := n.getPiece(ctx, t.node, ref)
+		data, err = replicaOf(data, err, meta.Aux)
 		switch {
 		case err == nil:
 			return data, nil
@@ -259,13 +260,11 @@ var errNoReplica = errors.New("no copy of the value is left")
 
 // replicaOf checks a fetched replica against the wanted value's CRC32C: a
 // copy of another version is as good as none (errOtherVersion).
-func replicaOf(data []byte, err error) func(crc uint32) ([]byte, error) {
-	return func(crc uint32) ([]byte, error) {
-		if err == nil && checksum(data) != crc {
-			return nil, errOtherVersion
-		}
-		return data, err
+func replicaOf(data []byte, err error, crc uint32) ([]byte, error) {
+	if err == nil && checksum(data) != crc {
+		return nil, errOtherVersion
 	}
+	return data, err
 }
 
 // errStubReplaced is a stub fetch that found the stub written over or

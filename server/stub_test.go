@@ -97,11 +97,7 @@ func newStubFixture(t *testing.T, key []byte) stubFixture {
 		}
 	}
 	for _, tg := range targets {
-		for i, a := range addrs {
-			if a == tg.node.PeerAddr {
-				f.holders = append(f.holders, fakes[i])
-			}
-		}
+		f.holders = append(f.holders, f.byID[tg.node.ID])
 	}
 	return f
 }
@@ -289,8 +285,7 @@ func TestSplitReadFindsShardsOnFormerStandIns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fakes := f.byID
-	others := slices.DeleteFunc(otherPlacementNodes(m, key, targets), func(o cluster.Node) bool { return fakes[o.ID] == nil })
+	others := slices.DeleteFunc(otherPlacementNodes(m, key, targets), func(o cluster.Node) bool { return f.byID[o.ID] == nil })
 	if len(others) == 0 {
 		t.Fatal("the test map has no other placement node to stand in")
 	}
@@ -298,7 +293,7 @@ func TestSplitReadFindsShardsOnFormerStandIns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := func(h *fakeHolder, index int) {
+	storeShard := func(h *fakeHolder, index int) {
 		err := h.n.storePiece(piece{Key: key, Scheme: entry.ID, Version: 10, Index: uint8(index),
 			Versioned: true, CRC: checksum(shards[index]), Data: shards[index]})
 		if err != nil {
@@ -306,11 +301,11 @@ func TestSplitReadFindsShardsOnFormerStandIns(t *testing.T) {
 		}
 	}
 	// One target keeps its shard; a second shard is only on the stand-in.
-	survivor := slices.IndexFunc(targets, func(tg target) bool { return fakes[tg.node.ID] != nil })
-	store(fakes[targets[survivor].node.ID], targets[survivor].index)
+	survivor := slices.IndexFunc(targets, func(tg target) bool { return f.byID[tg.node.ID] != nil })
+	storeShard(f.byID[targets[survivor].node.ID], targets[survivor].index)
 	missing := (survivor + 1) % len(targets)
-	store(fakes[others[0].ID], targets[missing].index)
-	meta := store0(t, f.n, key, entry.ID)
+	storeShard(f.byID[others[0].ID], targets[missing].index)
+	meta := commitSplitRecord(t, f.n, key, entry.ID)
 
 	v, err := f.n.gatherSplit(context.Background(), m, key, meta, entry, false)
 	if err != nil || string(v) != "value" {
@@ -321,8 +316,8 @@ func TestSplitReadFindsShardsOnFormerStandIns(t *testing.T) {
 	}
 }
 
-// store0 records a committed split record of key at version 10.
-func store0(t *testing.T, n *Node, key []byte, schemeID uint16) store.Meta {
+// commitSplitRecord records a committed split record of key at version 10.
+func commitSplitRecord(t *testing.T, n *Node, key []byte, schemeID uint16) store.Meta {
 	t.Helper()
 	meta := store.Meta{Version: 10, Scheme: schemeID, Aux: 5}
 	if err := n.primary.Put(key, nil, meta); err != nil {
@@ -341,4 +336,11 @@ func TestUnfinishedDeletionsMerge(t *testing.T) {
 	if got.version != 9 || len(got.rels) != 2 {
 		t.Fatalf("merged deletion %+v; want version 9 and both releases", got)
 	}
+}
+
+// size is how many deletions wait.
+func (u *unfinishedDeletions) size() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.m)
 }
