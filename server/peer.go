@@ -18,7 +18,11 @@ const staleEpochPrefix = "STALEEPOCH "
 
 // call sends one request to node under the current epoch. If the peer has a
 // newer map, call waits until this node has it too and retries, so a map
-// change (a new scheme, say) never fails a write; a peer with an older map
+// change (a new scheme, say) never fails a write. Each retry goes out under
+// a strictly newer epoch than the one refused, so the loop ends when this
+// node catches up or the peer timeout runs out, however many map changes a
+// failover commits in a row (a fixed count of retries once lost that race
+// to four quick epochs). A peer with an older map
 // waits on its side (handlePeer). A message that acts on this node's
 // authority as a coordinator (carriesAuthority) is sent only under its
 // lease and retried only while it still holds (stillHolds); otherwise it
@@ -32,7 +36,7 @@ func (n *Node) call(ctx context.Context, node cluster.Node, typ uint8, payload [
 func (n *Node) callUnder(ctx context.Context, node cluster.Node, typ uint8, payload []byte, auth *authority) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.PeerTimeout)
 	defer cancel()
-	for attempt := 0; ; attempt++ {
+	for {
 		req := transport.Frame{Type: typ, Epoch: n.ctl.Map().Epoch, Payload: payload}
 		if carriesAuthority(typ) {
 			if auth == nil {
@@ -45,7 +49,7 @@ func (n *Node) callUnder(ctx context.Context, node cluster.Node, typ uint8, payl
 		}
 		resp, err := n.peers.Get(node.PeerAddr).Call(ctx, req)
 		newer, stale := staleEpoch(err)
-		if !stale || attempt >= 3 {
+		if !stale {
 			if err != nil {
 				return nil, fmt.Errorf("node %s: %w", node.PeerAddr, err)
 			}
