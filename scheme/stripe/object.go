@@ -1,10 +1,17 @@
 // Package stripe packs whole small objects (a header, the key and the value)
 // into fixed-size data chunks, the unit that the stripe:K+M scheme erasure
-// codes across nodes (MemEC §3.2 "all-encoding"; DESIGN.md §2). It is pure:
-// it lays objects out in a chunk, finds them again, and reports every byte
-// range a change touches, so that parity can follow by delta (ec.Delta,
-// ec.UpdateParity). Where chunks live, which stripe they join and who holds
-// parity is decided by the caller.
+// codes across nodes (MemEC §3.2 "all-encoding"; DESIGN.md §2; decision
+// 0003). It is pure, with no I/O and no locks: it lays objects out in a
+// chunk, indexes them, and reports every change to a chunk as an Update for
+// the parity holders, numbered so that holders apply each exactly once and
+// in the order that matters (Data, the coordinator's side; Parity, a parity
+// holder's, which folds updates into parity with ec.UpdateParity). Which
+// lists a node appends to, who holds parity and how updates travel are
+// decided by the caller.
+//
+// Everything here is hand-written: no library packs objects into chunks or
+// sequences parity updates. The Reed-Solomon arithmetic is package ec's
+// (klauspost/reedsolomon).
 //
 // # Objects
 //

@@ -1,0 +1,440 @@
+package stripe
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"slices"
+)
+
+// Data errors.
+var (
+	// ErrNoList says the node holds no data position in any list of the
+	// scheme, so it has nowhere to append.
+	ErrNoList = errors.New("stripe: this node holds no data position of the scheme")
+	// ErrTooLarge says an object does not fit in one chunk.
+	ErrTooLarge = errors.New("stripe: the object is larger than a chunk")
+	// ErrNoObject says a location holds no object written through Append.
+	ErrNoObject = errors.New("stripe: no such object")
+)
+
+// Slot is a data position this node holds in one stripe list.
+type Slot struct {
+	List     uint16
+	Position uint8
+}
+
+// Data is what a coordinator holds of one stripe scheme (decision 0003):
+// the data chunks it appends its keys' objects to, in the lists where it
+// holds a data position, and the index from key to object. Each change to
+// a chunk comes back as Updates for the list's parity holders, numbered
+// per chunk; each stays in the chunk's log until the caller reports that
+// every holder applied it (Acked), so that one a holder missed can be sent
+// again (Since). A Data is not safe for concurrent use.
+type Data struct {
+	size   int
+	slots  []Slot
+	next   int          // the slot that opens the next chunk
+	chunks []*dataChunk // by chunk number; nil for a free number
+	spare  []uint32     // free chunk numbers
+	open   map[uint16]*dataChunk
+	lists  map[uint16]*stripeNumbers
+	byID   map[ChunkID]uint32
+	index  *Index
+	keys   int // logical bytes: keys and values of indexed objects
+	values int
+}
+
+// dataChunk is one data chunk and its protocol state.
+type dataChunk struct {
+	id       ChunkID
+	chunk    *Chunk
+	seq      uint32   // the last update's
+	base     uint32   // the last Seal's or Free's seq
+	inflight int      // appended objects neither committed nor aborted
+	closing  bool     // takes no more appends; seals when quiet
+	log      []logged // updates some holder may still need
+}
+
+type logged struct {
+	u     Update
+	acked bool
+}
+
+// stripeNumbers hands out stripe numbers at one data position, lowest free
+// first, so that stripes stay dense. A freed number keeps its chunk's last
+// seq, which the next chunk there continues, and the updates of its log
+// not yet acknowledged.
+type stripeNumbers struct {
+	next uint32
+	free []freeNumber // sorted by stripe
+}
+
+type freeNumber struct {
+	stripe uint32
+	seq    uint32 // the Free's
+	log    []logged
+}
+
+// NewData returns an empty data store for chunkSize-byte chunks.
+func NewData(chunkSize int) (*Data, error) {
+	if err := ValidateChunkSize(chunkSize); err != nil {
+		return nil, err
+	}
+	d := &Data{size: chunkSize, open: map[uint16]*dataChunk{}, lists: map[uint16]*stripeNumbers{}, byID: map[ChunkID]uint32{}}
+	d.index = NewIndex(d.keyAt)
+	return d, nil
+}
+
+// SetSlots sets the data positions new chunks may open at. Chunks already
+// open elsewhere stay open until they fill.
+func (d *Data) SetSlots(slots []Slot) {
+	d.slots = slices.Clone(slots)
+	d.next = 0
+}
+
+// ChunkSize is the size of the store's chunks.
+func (d *Data) ChunkSize() int { return d.size }
+
+// Append writes o into an open chunk and returns where. The object is in
+// flight: Get does not see it until Commit, and Abort removes it.
+func (d *Data) Append(o *Object) (Loc, []Update, error) {
+	need := o.EncodedLen()
+	if need > d.size {
+		return Loc{}, nil, fmt.Errorf("%w: %d bytes, chunks of %d", ErrTooLarge, need, d.size)
+	}
+	c, ups, err := d.chunkFor(need)
+	if err != nil {
+		return Loc{}, nil, err
+	}
+	off, err := c.chunk.Append(o)
+	if err != nil {
+		return Loc{}, nil, err // cannot happen: chunkFor found the room
+	}
+	c.inflight++
+	bytes := append([]byte(nil), c.chunk.Bytes()[off:off+need]...)
+	ups = append(ups, c.record(Update{Kind: Delta, Offset: off, Bytes: bytes}))
+	return Loc{Chunk: d.byID[c.id], Offset: uint32(off)}, ups, nil
+}
+
+// chunkFor returns the open chunk with the least free space that fits need
+// bytes (MemEC §4.3), or opens one, closing the fullest open chunk of the
+// slot it opens at.
+func (d *Data) chunkFor(need int) (*dataChunk, []Update, error) {
+	var best *dataChunk
+	for _, c := range d.open {
+		if free := c.chunk.Free(); free >= need && (best == nil || free < best.chunk.Free()) {
+			best = c
+		}
+	}
+	if best != nil {
+		return best, nil, nil
+	}
+	if len(d.slots) == 0 {
+		return nil, nil, ErrNoList
+	}
+	slot := d.slots[d.next%len(d.slots)]
+	d.next++
+	var ups []Update
+	if old, ok := d.open[slot.List]; ok {
+		ups = d.close(old)
+	}
+	return d.openChunk(slot), ups, nil
+}
+
+// openChunk starts a chunk at slot's lowest free stripe number.
+func (d *Data) openChunk(slot Slot) *dataChunk {
+	nums := d.lists[slot.List]
+	if nums == nil {
+		nums = &stripeNumbers{}
+		d.lists[slot.List] = nums
+	}
+	id := ChunkID{List: slot.List, Position: slot.Position}
+	chunk, _ := NewChunk(d.size) // the size was validated by NewData
+	c := &dataChunk{id: id, chunk: chunk}
+	if len(nums.free) > 0 {
+		f := nums.free[0]
+		id.Stripe, c.seq, c.base, c.log = f.stripe, f.seq, f.seq, f.log
+		c.id = id
+		nums.free = nums.free[1:]
+	} else {
+		c.id.Stripe = nums.next
+		nums.next++
+	}
+	id = c.id
+	num := d.number()
+	d.chunks[num] = c
+	d.byID[id] = num
+	d.open[slot.List] = c
+	return c
+}
+
+// number returns a free chunk number.
+func (d *Data) number() uint32 {
+	if n := len(d.spare); n > 0 {
+		num := d.spare[n-1]
+		d.spare = d.spare[:n-1]
+		return num
+	}
+	d.chunks = append(d.chunks, nil)
+	return uint32(len(d.chunks) - 1)
+}
+
+// close stops appends to c and seals it if no write into it is in flight.
+func (d *Data) close(c *dataChunk) []Update {
+	c.closing = true
+	if d.open[c.id.List] == c {
+		delete(d.open, c.id.List)
+	}
+	return d.settle(c)
+}
+
+// settle seals a closing chunk that has gone quiet, and frees a sealed
+// chunk whose objects are all gone.
+func (d *Data) settle(c *dataChunk) []Update {
+	if c.inflight > 0 || !c.closing {
+		return nil
+	}
+	var ups []Update
+	if !c.chunk.Sealed() {
+		c.chunk.Seal()
+		ups = append(ups, c.record(Update{Kind: Seal, CRC: crc32.Checksum(c.chunk.Bytes(), castagnoli)}))
+	}
+	if c.chunk.Live() == 0 {
+		ups = append(ups, c.record(Update{Kind: Free}))
+		d.release(c)
+	}
+	return ups
+}
+
+// release forgets a freed chunk. Its stripe number is free again, with its
+// last seq and the rest of its log, which Acked and Since still reach.
+func (d *Data) release(c *dataChunk) {
+	nums := d.lists[c.id.List]
+	i, _ := nums.find(c.id.Stripe)
+	nums.free = slices.Insert(nums.free, i, freeNumber{stripe: c.id.Stripe, seq: c.seq, log: c.log})
+	num := d.byID[c.id]
+	delete(d.byID, c.id)
+	if d.open[c.id.List] == c {
+		delete(d.open, c.id.List)
+	}
+	d.chunks[num] = nil
+	d.spare = append(d.spare, num)
+}
+
+// record numbers u as c's next update and logs it.
+func (c *dataChunk) record(u Update) Update {
+	c.seq++
+	u.Chunk, u.Seq, u.Base = c.id, c.seq, c.base
+	if u.Kind != Delta {
+		c.base = c.seq
+	}
+	c.log = append(c.log, logged{u: u})
+	return u
+}
+
+// Commit makes the object appended at loc key's current one unless the
+// index holds a newer version, and removes the object it replaces. It
+// returns whether the object became current, the replaced object's
+// version (0 if none), and the updates to send.
+func (d *Data) Commit(key []byte, loc Loc) (bool, uint64, []Update, error) {
+	c, obj, err := d.at(loc)
+	if err != nil {
+		return false, 0, nil, err
+	}
+	c.inflight--
+	prevLoc, had := d.index.Get(key)
+	var prev Object
+	if had {
+		_, prev, _ = d.at(prevLoc)
+		if prev.Version >= obj.Version {
+			ups, err := d.remove(c, loc)
+			return false, prev.Version, ups, err
+		}
+	}
+	if err := d.index.Put(key, loc); err != nil {
+		c.inflight++ // as before: the caller may Abort
+		return false, 0, nil, err
+	}
+	d.keys += len(obj.Key)
+	d.values += len(obj.Value)
+	var ups []Update
+	if had {
+		d.keys -= len(prev.Key)
+		d.values -= len(prev.Value)
+		pc, _, _ := d.at(prevLoc)
+		if ups, err = d.remove(pc, prevLoc); err != nil {
+			return true, prev.Version, nil, err
+		}
+	}
+	return true, prev.Version, append(ups, d.settle(c)...), nil
+}
+
+// Abort removes an appended object that will not be committed.
+func (d *Data) Abort(loc Loc) ([]Update, error) {
+	c, _, err := d.at(loc)
+	if err != nil {
+		return nil, err
+	}
+	c.inflight--
+	return d.remove(c, loc)
+}
+
+// Delete removes key's object if its version is at most version, and
+// reports whether it did.
+func (d *Data) Delete(key []byte, version uint64) (bool, []Update, error) {
+	loc, ok := d.index.Get(key)
+	if !ok {
+		return false, nil, nil
+	}
+	c, obj, err := d.at(loc)
+	if err != nil || obj.Version > version {
+		return false, nil, err
+	}
+	d.keys -= len(obj.Key)
+	d.values -= len(obj.Value)
+	d.index.Delete(key)
+	ups, err := d.remove(c, loc)
+	return err == nil, ups, err
+}
+
+// remove zeroes the object at loc in c.
+func (d *Data) remove(c *dataChunk, loc Loc) ([]Update, error) {
+	ch, err := c.chunk.Delete(int(loc.Offset))
+	if err != nil {
+		return nil, err
+	}
+	ups := []Update{c.record(Update{Kind: Delta, Offset: ch.Offset, Bytes: ch.Delta})}
+	return append(ups, d.settle(c)...), nil
+}
+
+// at returns the chunk and object at loc.
+func (d *Data) at(loc Loc) (*dataChunk, Object, error) {
+	if int(loc.Chunk) >= len(d.chunks) || d.chunks[loc.Chunk] == nil {
+		return nil, Object{}, fmt.Errorf("%w: chunk number %d", ErrNoObject, loc.Chunk)
+	}
+	c := d.chunks[loc.Chunk]
+	o, _, err := c.chunk.At(int(loc.Offset))
+	if err != nil {
+		return nil, Object{}, fmt.Errorf("%w: %s offset %d: %v", ErrNoObject, c.id, loc.Offset, err)
+	}
+	return c, o, nil
+}
+
+// keyAt reads the key back for the index.
+func (d *Data) keyAt(loc Loc) []byte {
+	_, o, err := d.at(loc)
+	if err != nil {
+		return nil
+	}
+	return o.Key
+}
+
+// Get returns key's current object. Its Key and Value alias the chunk and
+// are valid until the next call that changes the store.
+func (d *Data) Get(key []byte) (Object, bool) {
+	loc, ok := d.index.Get(key)
+	if !ok {
+		return Object{}, false
+	}
+	_, o, err := d.at(loc)
+	return o, err == nil
+}
+
+// find returns where stripe is, or would be, in the free list.
+func (nums *stripeNumbers) find(stripe uint32) (int, bool) {
+	return slices.BinarySearchFunc(nums.free, stripe, func(f freeNumber, s uint32) int { return int(f.stripe) - int(s) })
+}
+
+// logOf returns the log of chunk id, whether in use or freed.
+func (d *Data) logOf(id ChunkID) *[]logged {
+	if num, ok := d.byID[id]; ok {
+		return &d.chunks[num].log
+	}
+	if nums := d.lists[id.List]; nums != nil {
+		if i, ok := nums.find(id.Stripe); ok {
+			return &nums.free[i].log
+		}
+	}
+	return nil
+}
+
+// Acked records that every parity holder applied u (by chunk and seq), so
+// the chunk's log need not keep it.
+func (d *Data) Acked(id ChunkID, seq uint32) {
+	log := d.logOf(id)
+	if log == nil {
+		return
+	}
+	for i := range *log {
+		if (*log)[i].u.Seq == seq {
+			(*log)[i].acked = true
+		}
+	}
+	for len(*log) > 0 && (*log)[0].acked {
+		*log = (*log)[1:]
+	}
+	if len(*log) == 0 {
+		*log = nil
+	}
+}
+
+// Since returns chunk id's logged updates after seq: what a holder that
+// has applied every update through seq may lack.
+func (d *Data) Since(id ChunkID, seq uint32) []Update {
+	log := d.logOf(id)
+	if log == nil {
+		return nil
+	}
+	var out []Update
+	for _, l := range *log {
+		if l.u.Seq > seq {
+			out = append(out, l.u)
+		}
+	}
+	return out
+}
+
+// Image returns a copy of chunk id's bytes, or nil if the store does not
+// hold it.
+func (d *Data) Image(id ChunkID) []byte {
+	num, ok := d.byID[id]
+	if !ok {
+		return nil
+	}
+	return slices.Clone(d.chunks[num].chunk.Bytes())
+}
+
+// Chunks calls fn with each chunk's id and bytes, which fn must not keep
+// or modify.
+func (d *Data) Chunks(fn func(id ChunkID, b []byte, sealed bool)) {
+	for _, c := range d.chunks {
+		if c != nil {
+			fn(c.id, c.chunk.Bytes(), c.chunk.Sealed())
+		}
+	}
+}
+
+// DataStats is a data store's memory.
+type DataStats struct {
+	Keys         int
+	LogicalBytes int // keys and values of current objects
+	ChunkBytes   int // data chunks, whole
+	LiveBytes    int // encoded current and in-flight objects
+	GarbageBytes int // appended bytes no object holds any more
+	IndexBytes   int
+	OpenChunks   int
+}
+
+// Stats returns the store's memory use.
+func (d *Data) Stats() DataStats {
+	s := DataStats{Keys: d.index.Len(), LogicalBytes: d.keys + d.values, IndexBytes: d.index.Bytes(), OpenChunks: len(d.open)}
+	for _, c := range d.chunks {
+		if c != nil {
+			s.ChunkBytes += d.size
+			s.LiveBytes += c.chunk.Live()
+			s.GarbageBytes += c.chunk.Garbage()
+		}
+	}
+	return s
+}

@@ -1,0 +1,330 @@
+package stripe
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"slices"
+
+	"github.com/memgest/memgest/ec"
+)
+
+// Parity errors.
+var (
+	// ErrUpdate is matched by every refusal of a malformed update.
+	ErrUpdate = errors.New("stripe: bad update")
+	// ErrCopyDiffers says a parity holder's copy of an open chunk did not
+	// match the coordinator's checksum at seal: it must be sent again.
+	ErrCopyDiffers = errors.New("stripe: the parity holder's copy of the chunk differs")
+)
+
+// Outcome is what a parity holder did with an update.
+type Outcome uint8
+
+// The outcomes of Parity.Apply.
+const (
+	// Applied: the update changed the holder's copy or parity.
+	Applied Outcome = iota + 1
+	// Duplicate: it had been applied before; nothing changed.
+	Duplicate
+	// Missing: the update came before an earlier one it must follow (its
+	// Base, or for a Seal or Free every earlier update); nothing changed. The coordinator resends the updates after
+	// the seq Apply returned, then this one.
+	Missing
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Applied:
+		return "applied"
+	case Duplicate:
+		return "duplicate"
+	case Missing:
+		return "missing"
+	}
+	return fmt.Sprintf("outcome(%d)", uint8(o))
+}
+
+// Parity is what one node holds as a parity holder of one stripe scheme
+// (decision 0003): for each stripe (list, stripe number) of a list where it
+// holds parity position j, the parity chunk, and for each data position the
+// updates applied so far and, while that position's chunk is open, a copy
+// of it (MemEC §4.3's buffered replicas). A Parity is not safe for
+// concurrent use.
+type Parity struct {
+	codec   *ec.Codec
+	size    int
+	stripes map[stripeKey]*parityStripe
+	parity  int // bytes of parity chunks held
+	images  int // bytes of open-chunk copies held
+}
+
+type stripeKey struct {
+	list   uint16
+	stripe uint32
+}
+
+// parityStripe is one stripe at one parity holder.
+type parityStripe struct {
+	j      int    // the holder's parity position in the list
+	parity []byte // nil while no position is sealed
+	pos    []position
+}
+
+// position is one data position of a stripe, as a parity holder knows it.
+type position struct {
+	applied seqSet
+	image   []byte // the open chunk's copy; nil if sealed, freed or untouched
+	sealed  bool
+}
+
+// NewParity returns an empty parity holder for RS(k, m) stripes of
+// chunkSize-byte chunks.
+func NewParity(k, m, chunkSize int) (*Parity, error) {
+	if err := ValidateChunkSize(chunkSize); err != nil {
+		return nil, err
+	}
+	codec, err := ec.New(k, m)
+	if err != nil {
+		return nil, err
+	}
+	return &Parity{codec: codec, size: chunkSize, stripes: map[stripeKey]*parityStripe{}}, nil
+}
+
+// Apply applies update u, sent to this holder as parity position j of its
+// list. It returns Missing with the seq through which the chunk's updates
+// are all applied when u is a Seal or Free that must wait for earlier ones.
+func (p *Parity) Apply(j int, u Update) (Outcome, uint32, error) {
+	if err := p.check(j, u); err != nil {
+		return 0, 0, err
+	}
+	st, err := p.stripe(u.Chunk, j)
+	if err != nil {
+		return 0, 0, err
+	}
+	pos := &st.pos[u.Chunk.Position]
+	if pos.applied.has(u.Seq) {
+		return Duplicate, pos.applied.through, nil
+	}
+	if pos.applied.through < u.Base || u.Kind != Delta && pos.applied.through < u.Seq-1 {
+		return Missing, pos.applied.through, nil
+	}
+	switch u.Kind {
+	case Delta:
+		p.applyDelta(st, pos, u)
+	case Seal:
+		if err := p.seal(st, pos, u); err != nil {
+			return 0, 0, err
+		}
+	case Free:
+		if err := p.free(st, pos, u); err != nil {
+			return 0, 0, err
+		}
+	}
+	pos.applied.add(u.Seq)
+	return Applied, pos.applied.through, nil
+}
+
+// check validates u's fields against the scheme.
+func (p *Parity) check(j int, u Update) error {
+	k, m := p.codec.K(), p.codec.M()
+	switch {
+	case j < 0 || j >= m:
+		return fmt.Errorf("%w: parity position %d of %d", ErrUpdate, j, m)
+	case int(u.Chunk.Position) >= k:
+		return fmt.Errorf("%w: %s: data position of %d", ErrUpdate, u.Chunk, k)
+	case u.Seq == 0 || u.Base >= u.Seq:
+		return fmt.Errorf("%w: %s: seq %d after base %d", ErrUpdate, u.Chunk, u.Seq, u.Base)
+	case u.Kind == Delta && (u.Offset < 0 || len(u.Bytes) == 0 || len(u.Bytes) > p.size-u.Offset):
+		return fmt.Errorf("%w: %s: delta of %d bytes at %d in a %d-byte chunk", ErrUpdate, u.Chunk, len(u.Bytes), u.Offset, p.size)
+	case u.Kind != Delta && u.Kind != Seal && u.Kind != Free:
+		return fmt.Errorf("%w: %s: %s", ErrUpdate, u.Chunk, u.Kind)
+	}
+	return nil
+}
+
+// stripe returns the stripe u's chunk belongs to, creating it for holder
+// position j. A stripe's parity position never changes.
+func (p *Parity) stripe(id ChunkID, j int) (*parityStripe, error) {
+	key := stripeKey{id.List, id.Stripe}
+	st, ok := p.stripes[key]
+	if !ok {
+		st = &parityStripe{j: j, pos: make([]position, p.codec.K())}
+		p.stripes[key] = st
+	}
+	if st.j != j {
+		return nil, fmt.Errorf("%w: %s: parity position %d, held as %d", ErrUpdate, id, j, st.j)
+	}
+	return st, nil
+}
+
+// applyDelta XORs a delta into the chunk's copy while it is open here, or
+// its coefficient's multiple into parity once sealed.
+func (p *Parity) applyDelta(st *parityStripe, pos *position, u Update) {
+	if pos.sealed {
+		end := u.Offset + len(u.Bytes)
+		// Cannot fail: check bounded the range, and j and the position
+		// were checked against the codec.
+		_ = p.codec.UpdateParity(st.j, int(u.Chunk.Position), u.Bytes, st.parity[u.Offset:end])
+		return
+	}
+	if pos.image == nil {
+		pos.image = make([]byte, p.size)
+		p.images += p.size
+	}
+	xorInto(pos.image[u.Offset:], u.Bytes)
+}
+
+// seal folds the chunk's copy into parity. Every update before the seal
+// and none after it is applied (Apply and Base see to it), so the copy
+// must match the coordinator's checksum.
+func (p *Parity) seal(st *parityStripe, pos *position, u Update) error {
+	if pos.sealed {
+		return fmt.Errorf("%w: %s sealed twice", ErrUpdate, u.Chunk)
+	}
+	image := pos.image
+	if image == nil {
+		image = make([]byte, p.size) // a chunk whose every object went
+	}
+	if crc32.Checksum(image, castagnoli) != u.CRC {
+		return fmt.Errorf("%w: %s at seq %d", ErrCopyDiffers, u.Chunk, u.Seq)
+	}
+	if st.parity == nil {
+		st.parity = make([]byte, p.size)
+		p.parity += p.size
+	}
+	_ = p.codec.UpdateParity(st.j, int(u.Chunk.Position), image, st.parity)
+	if pos.image != nil {
+		pos.image = nil
+		p.images -= p.size
+	}
+	pos.sealed = true
+	return nil
+}
+
+// free ends a chunk whose objects are all gone, keeping its seqs (a new
+// chunk at the same place continues them). A stripe with no chunk left
+// drops its parity, which is then all zeros.
+func (p *Parity) free(st *parityStripe, pos *position, u Update) error {
+	if pos.image != nil {
+		if slices.ContainsFunc(pos.image, func(b byte) bool { return b != 0 }) {
+			return fmt.Errorf("%w: %s freed with objects in it", ErrUpdate, u.Chunk)
+		}
+		pos.image = nil
+		p.images -= p.size
+	}
+	pos.sealed = false
+	if st.parity != nil && !slices.ContainsFunc(st.pos, func(q position) bool { return q.sealed }) {
+		st.parity = nil
+		p.parity -= p.size
+	}
+	return nil
+}
+
+// Reset replaces the copy of open chunk id with image, at seq: what the
+// coordinator sends when a seal found the copy differing.
+func (p *Parity) Reset(j int, id ChunkID, seq uint32, image []byte) error {
+	if len(image) != p.size {
+		return fmt.Errorf("%w: %s: a %d-byte copy of a %d-byte chunk", ErrUpdate, id, len(image), p.size)
+	}
+	if err := p.check(j, Update{Chunk: id, Seq: max(seq, 1), Kind: Free}); err != nil {
+		return err
+	}
+	st, err := p.stripe(id, j)
+	if err != nil {
+		return err
+	}
+	pos := &st.pos[id.Position]
+	if pos.sealed {
+		return fmt.Errorf("%w: %s is sealed; its copy cannot be reset", ErrUpdate, id)
+	}
+	if pos.image == nil {
+		p.images += p.size
+	}
+	pos.image = append(pos.image[:0], image...)
+	pos.applied = seqSet{through: seq}
+	return nil
+}
+
+// ParityChunk returns the parity chunk of stripe (list, stripe number) and
+// the holder's parity position, or nil if it holds none. The caller must
+// not modify it.
+func (p *Parity) ParityChunk(list uint16, stripe uint32) ([]byte, int) {
+	st, ok := p.stripes[stripeKey{list, stripe}]
+	if !ok {
+		return nil, 0
+	}
+	return st.parity, st.j
+}
+
+// Image returns the copy of open chunk id, or nil. The caller must not
+// modify it.
+func (p *Parity) Image(id ChunkID) []byte {
+	st, ok := p.stripes[stripeKey{id.List, id.Stripe}]
+	if !ok || int(id.Position) >= len(st.pos) {
+		return nil
+	}
+	return st.pos[id.Position].image
+}
+
+// Applied returns the seq through which every update of chunk id is
+// applied here.
+func (p *Parity) Applied(id ChunkID) uint32 {
+	st, ok := p.stripes[stripeKey{id.List, id.Stripe}]
+	if !ok || int(id.Position) >= len(st.pos) {
+		return 0
+	}
+	return st.pos[id.Position].applied.through
+}
+
+// ParityStats is a parity holder's memory.
+type ParityStats struct {
+	ParityBytes int // parity chunks
+	ImageBytes  int // copies of open chunks
+	Stripes     int
+}
+
+// Stats returns the holder's memory use.
+func (p *Parity) Stats() ParityStats {
+	return ParityStats{ParityBytes: p.parity, ImageBytes: p.images, Stripes: len(p.stripes)}
+}
+
+// seqSet is the set of a chunk's applied seqs: every seq up to through,
+// and the few beyond it that arrived early, sorted.
+type seqSet struct {
+	through uint32
+	beyond  []uint32
+}
+
+func (s *seqSet) has(seq uint32) bool {
+	if seq <= s.through {
+		return true
+	}
+	_, ok := slices.BinarySearch(s.beyond, seq)
+	return ok
+}
+
+func (s *seqSet) add(seq uint32) {
+	if seq == s.through+1 {
+		s.through++
+		for len(s.beyond) > 0 && s.beyond[0] == s.through+1 {
+			s.through++
+			s.beyond = s.beyond[1:]
+		}
+		if len(s.beyond) == 0 {
+			s.beyond = nil
+		}
+		return
+	}
+	i, _ := slices.BinarySearch(s.beyond, seq)
+	s.beyond = slices.Insert(s.beyond, i, seq)
+}
+
+// xorInto XORs src into dst's first len(src) bytes.
+func xorInto(dst, src []byte) {
+	for i, b := range src {
+		dst[i] ^= b
+	}
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)

@@ -1,0 +1,438 @@
+package stripe
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand"
+	"testing"
+
+	"github.com/memgest/memgest/ec"
+)
+
+// protoSim runs K+M nodes, each a Data (its own keys' objects, appended at
+// its data positions of K rotated lists) and a Parity (its parity positions
+// of M lists), joined by a network that delays, reorders and duplicates
+// every update, as frames that fail and are sent again do. Node i holds
+// position p of list (i−p) mod (K+M), as rotated shard placements give.
+type protoSim struct {
+	t       *testing.T
+	rng     *rand.Rand
+	k, m, n int
+	size    int
+	data    []*Data
+	parity  []*Parity
+	net     []message
+	acks    map[ackKey]map[int]bool // holders that applied an update
+	sums    map[ChunkID][]byte      // the XOR of every delta sent per chunk
+	model   []map[string]string     // per node: key → value
+	flight  []inFlight
+	version uint64
+}
+
+type message struct {
+	node, j int
+	u       Update
+	from    int // the data node that made it
+}
+
+type ackKey struct {
+	from int
+	id   ChunkID
+	seq  uint32
+}
+
+type inFlight struct {
+	node  int
+	key   string
+	value string
+	loc   Loc
+}
+
+func newProtoSim(t *testing.T, k, m, size int, seed int64) *protoSim {
+	s := &protoSim{t: t, rng: rand.New(rand.NewSource(seed)), k: k, m: m, n: k + m, size: size, acks: map[ackKey]map[int]bool{}, sums: map[ChunkID][]byte{}}
+	for i := 0; i < s.n; i++ {
+		d, err := NewData(size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var slots []Slot
+		for p := 0; p < k; p++ {
+			slots = append(slots, Slot{List: uint16((i - p + s.n) % s.n), Position: uint8(p)})
+		}
+		d.SetSlots(slots)
+		p, err := NewParity(k, m, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.data, s.parity = append(s.data, d), append(s.parity, p)
+		s.model = append(s.model, map[string]string{})
+	}
+	return s
+}
+
+// holder is the node at parity position j of list g.
+func (s *protoSim) holder(g uint16, j int) int { return (int(g) + s.k + j) % s.n }
+
+// dataNode is the node at data position p of list g.
+func (s *protoSim) dataNode(g uint16, p int) int { return (int(g) + p) % s.n }
+
+// send queues ups for their holders, checking that the deltas are exactly
+// the changes their chunks went through: a chunk in use equals the XOR of
+// every delta sent for it.
+func (s *protoSim) send(from int, ups []Update) {
+	for _, u := range ups {
+		if u.Kind == Delta {
+			sum := s.sums[u.Chunk]
+			if sum == nil {
+				sum = make([]byte, s.size)
+				s.sums[u.Chunk] = sum
+			}
+			xorInto(sum[u.Offset:], u.Bytes)
+		}
+	}
+	for _, u := range ups {
+		if cur := s.data[from].Image(u.Chunk); cur != nil && !bytes.Equal(cur, s.sums[u.Chunk]) {
+			s.t.Fatalf("after %s node %d's chunk differs from the XOR of its deltas", u, from)
+		}
+	}
+	for _, u := range ups {
+		for j := 0; j < s.m; j++ {
+			s.net = append(s.net, message{node: s.holder(u.Chunk.List, j), j: j, u: u, from: from})
+		}
+	}
+}
+
+// deliver hands one queued update, chosen at random, to its holder; now
+// and then it stays queued as well (a duplicate).
+func (s *protoSim) deliver() {
+	i := s.rng.Intn(len(s.net))
+	msg := s.net[i]
+	if s.rng.Intn(10) != 0 {
+		s.net[i] = s.net[len(s.net)-1]
+		s.net = s.net[:len(s.net)-1]
+	}
+	out, through, err := s.parity[msg.node].Apply(msg.j, msg.u)
+	if err != nil {
+		s.t.Fatalf("node %d applying %s from node %d: %v", msg.node, msg.u, msg.from, err)
+	}
+	if out == Missing {
+		// Send again what the holder lacks, then this.
+		for _, u := range s.data[msg.from].Since(msg.u.Chunk, through) {
+			s.net = append(s.net, message{node: msg.node, j: msg.j, u: u, from: msg.from})
+		}
+		return
+	}
+	key := ackKey{msg.from, msg.u.Chunk, msg.u.Seq}
+	if s.acks[key] == nil {
+		s.acks[key] = map[int]bool{}
+	}
+	s.acks[key][msg.j] = true
+	if len(s.acks[key]) == s.m {
+		s.data[msg.from].Acked(msg.u.Chunk, msg.u.Seq)
+	}
+}
+
+// step does one random thing: write a key (left in flight), settle a write
+// in flight, delete a key, or deliver an update.
+func (s *protoSim) step() {
+	switch r := s.rng.Intn(100); {
+	case r < 30:
+		s.write()
+	case r < 50 && len(s.flight) > 0:
+		s.settle(s.rng.Intn(len(s.flight)))
+	case r < 60:
+		s.del()
+	case len(s.net) > 0:
+		s.deliver()
+	}
+}
+
+func (s *protoSim) write() {
+	node := s.rng.Intn(s.n)
+	key := fmt.Sprintf("n%d:key:%d", node, s.rng.Intn(40))
+	for _, f := range s.flight {
+		if f.key == key {
+			return // one write of a key at a time, as the coordinator ensures
+		}
+	}
+	s.version++
+	value := bytes.Repeat([]byte{byte('a' + s.rng.Intn(26))}, s.rng.Intn(s.size/4))
+	o := Object{Key: []byte(key), Value: value, Version: s.version}
+	if s.rng.Intn(5) == 0 {
+		o.ExpireAt = 1_700_000_000_000 + int64(s.rng.Intn(1000))
+	}
+	loc, ups, err := s.data[node].Append(&o)
+	if err != nil {
+		s.t.Fatalf("append %s: %v", o, err)
+	}
+	s.send(node, ups)
+	s.flight = append(s.flight, inFlight{node: node, key: key, value: string(value), loc: loc})
+}
+
+// settle commits a write in flight, or aborts one in eight.
+func (s *protoSim) settle(i int) {
+	f := s.flight[i]
+	s.flight = append(s.flight[:i], s.flight[i+1:]...)
+	d := s.data[f.node]
+	if s.rng.Intn(8) == 0 {
+		ups, err := d.Abort(f.loc)
+		if err != nil {
+			s.t.Fatalf("abort %s: %v", f.key, err)
+		}
+		s.send(f.node, ups)
+		return
+	}
+	applied, _, ups, err := d.Commit([]byte(f.key), f.loc)
+	if err != nil || !applied {
+		s.t.Fatalf("commit %s: applied %v, %v", f.key, applied, err)
+	}
+	s.model[f.node][f.key] = f.value
+	s.send(f.node, ups)
+}
+
+func (s *protoSim) del() {
+	node := s.rng.Intn(s.n)
+	key := fmt.Sprintf("n%d:key:%d", node, s.rng.Intn(40))
+	for _, f := range s.flight {
+		if f.key == key {
+			return
+		}
+	}
+	ok, ups, err := s.data[node].Delete([]byte(key), s.version)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if _, want := s.model[node][key]; ok != want {
+		s.t.Fatalf("delete %s: %v, the model has it: %v", key, ok, want)
+	}
+	delete(s.model[node], key)
+	s.send(node, ups)
+}
+
+// drain settles every write and delivers every update.
+func (s *protoSim) drain() {
+	for len(s.flight) > 0 {
+		s.settle(0)
+	}
+	for len(s.net) > 0 {
+		s.deliver()
+	}
+}
+
+// check compares every node's objects with the model, every parity chunk
+// with a full encode of its stripe's sealed chunks, every open chunk with
+// its holders' copies, decodes each sealed data chunk from the others and
+// parity, and checks that no update is left unacknowledged.
+func (s *protoSim) check() {
+	s.t.Helper()
+	for i, d := range s.data {
+		for key, want := range s.model[i] {
+			o, ok := d.Get([]byte(key))
+			if !ok || string(o.Value) != want {
+				s.t.Fatalf("node %d: %s = %q (%v), want %q", i, key, o.Value, ok, want)
+			}
+		}
+		if d.index.Len() != len(s.model[i]) {
+			s.t.Fatalf("node %d indexes %d keys, the model has %d", i, d.index.Len(), len(s.model[i]))
+		}
+	}
+	codec, _ := ec.New(s.k, s.m)
+	stripes := map[stripeKey][][]byte{}
+	for i, d := range s.data {
+		d.Chunks(func(id ChunkID, b []byte, sealed bool) {
+			if left := d.Since(id, 0); len(left) > 0 {
+				s.t.Fatalf("node %d: %s still logs %v", i, id, left)
+			}
+			if !sealed {
+				for j := 0; j < s.m; j++ {
+					if img := s.parity[s.holder(id.List, j)].Image(id); !bytes.Equal(img, b) && !(img == nil && isZero(b)) {
+						s.t.Fatalf("%s: parity holder %d's copy differs from node %d's chunk", id, j, i)
+					}
+				}
+				return
+			}
+			key := stripeKey{id.List, id.Stripe}
+			if stripes[key] == nil {
+				stripes[key] = make([][]byte, s.k+s.m)
+			}
+			stripes[key][id.Position] = bytes.Clone(b)
+		})
+	}
+	for key, shards := range stripes {
+		for p := 0; p < s.k; p++ {
+			if shards[p] == nil {
+				shards[p] = make([]byte, s.size) // open or unused: virtual zeros
+			}
+		}
+		want := make([][]byte, s.k+s.m)
+		copy(want, shards)
+		for j := 0; j < s.m; j++ {
+			want[s.k+j] = make([]byte, s.size)
+		}
+		if err := codec.Encode(want); err != nil {
+			s.t.Fatal(err)
+		}
+		for j := 0; j < s.m; j++ {
+			got, pj := s.parity[s.holder(key.list, j)].ParityChunk(key.list, key.stripe)
+			if pj != j || !bytes.Equal(got, want[s.k+j]) {
+				s.t.Fatalf("stripe %d/%d: parity %d differs from a full encode", key.list, key.stripe, j)
+			}
+			shards[s.k+j] = got
+		}
+		s.decodeEach(codec, key, shards)
+	}
+}
+
+// decodeEach rebuilds each data chunk of a stripe from the others and
+// parity, as a degraded read does.
+func (s *protoSim) decodeEach(codec *ec.Codec, key stripeKey, shards [][]byte) {
+	for lost := 0; lost < s.k; lost++ {
+		work := make([][]byte, len(shards))
+		for i := range shards {
+			if i != lost {
+				work[i] = bytes.Clone(shards[i])
+			}
+		}
+		if err := codec.ReconstructData(work); err != nil {
+			s.t.Fatal(err)
+		}
+		if !bytes.Equal(work[lost], shards[lost]) {
+			s.t.Fatalf("stripe %d/%d: position %d decodes wrong", key.list, key.stripe, lost)
+		}
+	}
+}
+
+func isZero(b []byte) bool { return !bytes.ContainsFunc(b, func(r rune) bool { return r != 0 }) }
+
+// TestProtocolKeepsParityExact runs random writes, aborts and deletes over
+// every scheme shape and both chunk sizes of issue 6 with updates delayed,
+// reordered and duplicated, and checks the model and every stripe after
+// draining, several times per run.
+func TestProtocolKeepsParityExact(t *testing.T) {
+	for _, shape := range [][2]int{{2, 1}, {3, 1}, {4, 2}, {3, 2}} {
+		for _, size := range []int{256, 4096} {
+			t.Run(fmt.Sprintf("stripe:%d+%d/%dB", shape[0], shape[1], size), func(t *testing.T) {
+				s := newProtoSim(t, shape[0], shape[1], size, int64(size*10+shape[0]))
+				for round := 0; round < 4; round++ {
+					for i := 0; i < 3000; i++ {
+						s.step()
+					}
+					s.drain()
+					s.check()
+				}
+				var sealed, freed int
+				for _, p := range s.parity {
+					sealed += p.Stats().Stripes
+				}
+				for _, d := range s.data {
+					for _, nums := range d.lists {
+						freed += len(nums.free)
+					}
+				}
+				if sealed == 0 || freed == 0 {
+					t.Fatalf("the run sealed %d stripes and freed %d chunks: it did not cover seals and frees", sealed, freed)
+				}
+			})
+		}
+	}
+}
+
+// TestParityRefusesBadUpdates: malformed updates are refused and change
+// nothing.
+func TestParityRefusesBadUpdates(t *testing.T) {
+	p, err := NewParity(3, 2, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ChunkID{List: 1, Position: 2, Stripe: 7}
+	obj := Object{Key: []byte("k"), Value: []byte("v"), Version: 1}
+	good := Update{Chunk: id, Seq: 1, Kind: Delta, Bytes: obj.AppendTo(nil)}
+	bad := map[string]struct {
+		j int
+		u Update
+	}{
+		"parity position out of range": {2, good},
+		"data position out of range":   {0, Update{Chunk: ChunkID{Position: 3}, Seq: 1, Kind: Delta, Bytes: []byte{1}}},
+		"seq 0":                        {0, Update{Chunk: id, Kind: Delta, Bytes: []byte{1}}},
+		"base not before seq":          {0, Update{Chunk: id, Seq: 2, Base: 2, Kind: Delta, Bytes: []byte{1}}},
+		"delta past the chunk":         {0, Update{Chunk: id, Seq: 1, Kind: Delta, Offset: 250, Bytes: make([]byte, 7)}},
+		"empty delta":                  {0, Update{Chunk: id, Seq: 1, Kind: Delta}},
+		"negative offset":              {0, Update{Chunk: id, Seq: 1, Kind: Delta, Offset: -1, Bytes: []byte{1}}},
+		"unknown kind":                 {0, Update{Chunk: id, Seq: 1, Kind: 9}},
+	}
+	for name, c := range bad {
+		if _, _, err := p.Apply(c.j, c.u); !errors.Is(err, ErrUpdate) {
+			t.Errorf("%s: %v, want ErrUpdate", name, err)
+		}
+	}
+	if st := p.Stats(); st != (ParityStats{}) {
+		t.Fatalf("refused updates left state behind: %+v", st)
+	}
+	if out, _, err := p.Apply(0, good); out != Applied || err != nil {
+		t.Fatalf("a good delta: %s, %v", out, err)
+	}
+	if _, _, err := p.Apply(1, Update{Chunk: id, Seq: 2, Kind: Delta, Bytes: []byte{1}}); !errors.Is(err, ErrUpdate) {
+		t.Errorf("the stripe held as parity 0 took an update as parity 1: %v", err)
+	}
+	if out, through, err := p.Apply(0, Update{Chunk: id, Seq: 3, Kind: Seal}); out != Missing || through != 1 || err != nil {
+		t.Errorf("a seal ahead of seq 2: %s through %d, %v; want missing through 1", out, through, err)
+	}
+	if _, _, err := p.Apply(0, Update{Chunk: id, Seq: 2, Kind: Free}); !errors.Is(err, ErrUpdate) {
+		t.Errorf("freeing a chunk with an object in it: %v", err)
+	}
+	if _, _, err := p.Apply(0, Update{Chunk: id, Seq: 2, Kind: Seal, CRC: 1}); !errors.Is(err, ErrCopyDiffers) {
+		t.Errorf("a seal with another checksum: %v", err)
+	}
+	if out, _, err := p.Apply(0, good); out != Duplicate || err != nil {
+		t.Errorf("a repeated delta: %s, %v", out, err)
+	}
+	chunk := make([]byte, 256)
+	copy(chunk[10:], good.Bytes)
+	if err := p.Reset(0, id, 5, chunk); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(p.Image(id), chunk) || p.Applied(id) != 5 {
+		t.Fatalf("Reset did not replace the copy and its seq")
+	}
+}
+
+// TestDataRefusals: objects larger than a chunk, a store with no data
+// position, and a commit that loses to a newer version.
+func TestDataRefusals(t *testing.T) {
+	d, err := NewData(128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := Object{Key: []byte("k"), Value: []byte("v"), Version: 2}
+	if _, _, err := d.Append(&small); !errors.Is(err, ErrNoList) {
+		t.Fatalf("append with no slot: %v", err)
+	}
+	d.SetSlots([]Slot{{List: 3, Position: 1}})
+	big := Object{Key: []byte("k"), Value: make([]byte, 128), Version: 3}
+	if _, _, err := d.Append(&big); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("append of an object larger than a chunk: %v", err)
+	}
+	newer, _, err := d.Append(&small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, _, err := d.Commit(small.Key, newer); !ok || err != nil {
+		t.Fatalf("commit: %v, %v", ok, err)
+	}
+	older := Object{Key: []byte("k"), Value: []byte("old"), Version: 1}
+	loc, _, err := d.Append(&older)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, prev, ups, err := d.Commit(older.Key, loc)
+	if ok || prev != 2 || err != nil || len(ups) != 1 || ups[0].Kind != Delta {
+		t.Fatalf("an older commit: applied %v over version %d, %v, updates %v", ok, prev, err, ups)
+	}
+	if o, _ := d.Get(small.Key); string(o.Value) != "v" {
+		t.Fatalf("the older commit replaced the newer object: %q", o.Value)
+	}
+	if st := d.Stats(); st.Keys != 1 || st.LogicalBytes != 2 || st.OpenChunks != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
