@@ -10,8 +10,8 @@ import (
 // Kind is the family of a scheme.
 type Kind uint8
 
-// The scheme kinds of DESIGN.md §2. Stripe and Hybrid parse but are refused by
-// the cluster until the packed data path exists (issue 6).
+// The scheme kinds of DESIGN.md §2. Hybrid parses but is refused by the
+// cluster until its data path exists.
 const (
 	None Kind = iota + 1
 	Rep
@@ -56,10 +56,31 @@ type Spec struct {
 	Kind Kind
 	R    int // replicas, for Rep (R ≥ 1; rep:1 is legal and equals none)
 	K, M int // data and parity shards, for Split, Stripe and Hybrid
+	// Chunk is a stripe scheme's chunk size in bytes; 0 is DefaultChunk,
+	// the canonical form of 4096.
+	Chunk int
 }
 
-// Parse reads a canonical spec: "none", "rep:R", "split:K+M", "stripe:K+M",
-// "hybrid:K+M". Case-insensitive; no spaces.
+// Chunk sizes of stripe schemes: "stripe:K+M/SIZE". A chunk must hold a
+// small object; above 1 MiB a single update's delta would cost more than a
+// split object's rewrite.
+const (
+	MinChunk     = 64
+	MaxChunk     = 1 << 20
+	DefaultChunk = 4096
+)
+
+// ChunkSize is a stripe scheme's chunk size.
+func (sp Spec) ChunkSize() int {
+	if sp.Chunk == 0 {
+		return DefaultChunk
+	}
+	return sp.Chunk
+}
+
+// Parse reads a canonical spec: "none", "rep:R", "split:K+M", "stripe:K+M"
+// or "stripe:K+M/CHUNK" (chunk size in bytes), "hybrid:K+M".
+// Case-insensitive; no spaces.
 func Parse(s string) (Spec, error) {
 	lower := strings.ToLower(s)
 	name, params, hasParams := strings.Cut(lower, ":")
@@ -76,7 +97,16 @@ func Parse(s string) (Spec, error) {
 		sp.R, err = parseInt(s, params, hasParams, "replica count")
 	case "split", "stripe", "hybrid":
 		sp.Kind = map[string]Kind{"split": Split, "stripe": Stripe, "hybrid": Hybrid}[name]
-		sp.K, sp.M, err = parseKM(s, params, hasParams)
+		km, chunk, hasChunk := strings.Cut(params, "/")
+		if hasChunk && sp.Kind != Stripe {
+			return Spec{}, &SpecError{s, "only stripe takes a chunk size"}
+		}
+		if sp.K, sp.M, err = parseKM(s, km, hasParams); err == nil && hasChunk {
+			sp.Chunk, err = parseInt(s, chunk, true, "chunk size")
+			if sp.Chunk == DefaultChunk {
+				sp.Chunk = 0
+			}
+		}
 	default:
 		return Spec{}, &SpecError{s, "unknown kind (want none, rep:R, split:K+M, stripe:K+M or hybrid:K+M)"}
 	}
@@ -127,6 +157,9 @@ func (sp Spec) validate(orig string) error {
 		if sp.Kind == Hybrid && sp.M < 1 {
 			return bad("hybrid needs M ≥ 1 (one parity becomes a replica)")
 		}
+		if sp.Chunk != 0 && (sp.Kind != Stripe || sp.Chunk < MinChunk || sp.Chunk > MaxChunk) {
+			return bad(fmt.Sprintf("chunk size must be %d..%d bytes", MinChunk, MaxChunk))
+		}
 	default:
 		return bad("unknown kind")
 	}
@@ -144,7 +177,11 @@ func (sp Spec) String() string {
 	case Rep:
 		return "rep:" + strconv.Itoa(sp.R)
 	case Split, Stripe, Hybrid:
-		return sp.Kind.String() + ":" + strconv.Itoa(sp.K) + "+" + strconv.Itoa(sp.M)
+		s := sp.Kind.String() + ":" + strconv.Itoa(sp.K) + "+" + strconv.Itoa(sp.M)
+		if sp.Chunk != 0 {
+			s += "/" + strconv.Itoa(sp.Chunk)
+		}
+		return s
 	}
 	return "invalid"
 }

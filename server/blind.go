@@ -70,9 +70,9 @@ func (n *Node) beginBlind(ctx context.Context, w *blindWrite) bool {
 	}
 	cur := n.peekLocked(w.key)
 	w.op = n.valueOp(cur, w.key, w.value, 0, false, nil)
-	if overwritesStub(cur, w.op) {
+	if overwritesStub(cur, w.op) || w.op.entry.Spec.Kind == scheme.Stripe {
 		s.mu.Unlock()
-		return false // Node.set fills the stub first
+		return false // Node.set fills the stub first; stripe objects are appended one by one
 	}
 	if w.op.entry.Spec.Kind == scheme.None {
 		w.err = n.writeLocked(ctx, s, w.op) // commits and unlocks

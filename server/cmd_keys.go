@@ -218,5 +218,6 @@ func (n *Node) flushLocal() {
 	}()
 	n.primary.Clear()
 	n.pieces.Clear()
+	n.stripes.clear()
 	n.stats.splitValues.Clear()
 }

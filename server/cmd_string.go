@@ -172,6 +172,11 @@ func (n *Node) filledMeta(ctx context.Context, key []byte) (current, error) {
 // write; the caller holds the key's inflight shard lock.
 func (n *Node) peekLocked(key []byte) current {
 	meta, ok := n.primary.Meta(key)
+	if !ok {
+		if _, _, cur, inStripe, _ := n.lookupStripe(key, false); inStripe && (cur.meta.ExpireAt == 0 || cur.meta.ExpireAt > nowMs()) {
+			return cur
+		}
+	}
 	if !ok || (meta.ExpireAt != 0 && meta.ExpireAt <= nowMs()) {
 		return current{}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/store"
 )
 
@@ -46,6 +47,9 @@ type writeOp struct {
 	// and its replicas (valueCRC), or taken from a record already checked.
 	crc      uint32
 	crcKnown bool
+	// stripeLoc is where a stripe write's object was appended, until it
+	// commits or aborts.
+	stripeLoc *stripe.Loc
 }
 
 // valueCRC returns the CRC32C of op's value, computing it on first use. A
@@ -76,6 +80,13 @@ func (n *Node) get(ctx context.Context, key []byte) (current, error) {
 // none and rep, by gathering k shards for split.
 func (n *Node) readCommitted(ctx context.Context, key []byte) (current, error) {
 	val, meta, ok := n.primary.Get(key, nil)
+	if !ok {
+		var cur current
+		var inStripe bool
+		if val, meta, cur, inStripe, ok = n.lookupStripe(key, true); inStripe {
+			return n.unlessExpired(key, cur), nil
+		}
+	}
 	if !ok {
 		if lost, isLost := n.lost.get(key); isLost {
 			return current{}, lost.err()
@@ -113,6 +124,15 @@ func (n *Node) readCommitted(ctx context.Context, key []byte) (current, error) {
 	return cur, nil
 }
 
+// unlessExpired is cur, or nothing if it has expired (queued for deletion).
+func (n *Node) unlessExpired(key []byte, cur current) current {
+	if cur.meta.ExpireAt != 0 && cur.meta.ExpireAt <= nowMs() {
+		n.expireLater(key)
+		return current{}
+	}
+	return cur
+}
+
 // rmw runs a read-modify-write: fn sees the committed state with no write in
 // flight and returns the new state, or nil for no change.
 func (n *Node) rmw(ctx context.Context, key []byte, fn func(cur current) (*writeOp, error)) error {
@@ -129,6 +149,13 @@ func (n *Node) rmwMeta(ctx context.Context, key []byte, fn func(cur current) (*w
 // metaCommitted is readCommitted without the value.
 func (n *Node) metaCommitted(_ context.Context, key []byte) (current, error) {
 	meta, ok := n.primary.Meta(key)
+	if !ok {
+		var cur current
+		var inStripe bool
+		if _, meta, cur, inStripe, ok = n.lookupStripe(key, false); inStripe {
+			return n.unlessExpired(key, cur), nil
+		}
+	}
 	if _, isLost := n.lost.get(key); !ok && isLost {
 		// A lost key exists, unreadable: DEL removes it, EXISTS counts it.
 		return current{exists: true, entry: n.ctl.Map().DefaultScheme()}, nil
@@ -199,7 +226,7 @@ func (n *Node) writeLocked(ctx context.Context, s *inflightShard, op *writeOp) e
 // key's inflight shard lock.
 func (n *Node) leavesRedundancy(op *writeOp) bool {
 	prev, had := n.primary.Meta(op.key)
-	return had && prev.Scheme != op.entry.ID
+	return had && prev.Scheme != op.entry.ID || n.inStripes(op.key)
 }
 
 // apply sends op's redundancy at p's version, then commits it.
@@ -229,9 +256,12 @@ func (n *Node) apply(ctx context.Context, p *pending, op *writeOp) error {
 func (n *Node) settle(ctx context.Context, p *pending, op *writeOp, sent []release, sendErr error) error {
 	if sendErr != nil {
 		n.abort(op.key, p)
-		if op.entry.Spec.Kind == scheme.Rep {
+		switch op.entry.Spec.Kind {
+		case scheme.Rep:
 			go n.undoReplicas(op.key, sent)
-		} else {
+		case scheme.Stripe:
+			n.abortStripe(op)
+		default:
 			n.releaseAll(context.Background(), sent, false)
 		}
 		return sendErr
@@ -303,6 +333,9 @@ func (n *Node) commitLocked(s *inflightShard, op *writeOp, v uint64, p *pending)
 		s.end(op.key, p)
 	}
 	n.lost.forget(op.key) // written or deleted: no longer reported lost
+	if op.entry.Spec.Kind == scheme.Stripe && !op.del || n.inStripes(op.key) {
+		return n.commitStripeLocked(op, v)
+	}
 	var prev store.Meta
 	var applied, had bool
 	if op.del {

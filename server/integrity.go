@@ -238,6 +238,13 @@ func cmdDebug(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.R
 		return faultReply(faults.Arm(string(args[2]), string(args[3])))
 	case sub == "LINK" && len(args) == 4:
 		return faultReply(faults.SetLink(string(args[2]), string(args[3])))
+	case sub == "STRIPES" && len(args) == 2:
+		r := n.verifyAllStripes(ctx)
+		out := []resp.Reply{resp.Int(int64(r.checked)), resp.Int(int64(r.unavailable))}
+		for _, p := range r.problems {
+			out = append(out, resp.BulkString(p))
+		}
+		return resp.Array(out...)
 	case sub == "HELP" && len(args) == 2:
 		return resp.Array(resp.Simple("DEBUG FLIP <key>"),
 			resp.Simple("    Flip a byte of every copy of <key> this node stores (to test corruption repair)."),
@@ -245,6 +252,8 @@ func cmdDebug(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.R
 			resp.Simple("    List the redundancy pieces this node holds: key, scheme, version, kind, index."),
 			resp.Simple("DEBUG FAILPOINT <name> crash|sleep:<duration>|on|off"),
 			resp.Simple("    Arm a failpoint (binaries built with -tags failpoints; docs/robustness.md)."),
+			resp.Simple("DEBUG STRIPES"),
+			resp.Simple("    Check every chunk this node coordinates against its stripe: checked, unavailable, problems."),
 			resp.Simple("DEBUG LINK <peer-address> drop|delay:<duration>|ok"),
 			resp.Simple("    Cut or slow this node's connections to a peer (failpoints builds)."))
 	}

@@ -53,7 +53,8 @@ type Node struct {
 	lost        lostKeys            // keys recovery found beyond their scheme's tolerance
 	unfinished  unfinishedDeletions // deletions whose releases failed (purge.go)
 	directory   directorySender
-	health      integrity // checksum failures found and repaired
+	stripes     stripeSchemes // stripe:K+M chunks and parity (stripe.go)
+	health      integrity     // checksum failures found and repaired
 
 	mux      *transport.Mux
 	raftLn   net.Listener

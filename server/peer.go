@@ -67,7 +67,7 @@ func (n *Node) callUnder(ctx context.Context, node cluster.Node, typ uint8, payl
 // the receiver decides on itself (forwarded commands, reads, listings) do
 // not.
 func carriesAuthority(typ uint8) bool {
-	return typ == msgPutPieces || typ == msgDelPiece || typ == msgDirectory
+	return typ == msgPutPieces || typ == msgDelPiece || typ == msgDirectory || typ == msgStripe
 }
 
 func staleEpoch(err error) (uint64, bool) {
@@ -104,7 +104,7 @@ func (n *Node) handlePeer(req transport.Frame, reply func(transport.Frame)) {
 			}
 			n.servePeer(req, reply)
 		}()
-	case req.Type == msgForward || req.Type == msgScan || req.Type == msgStats || req.Type == msgFlush || req.Type == msgListPieces ||
+	case req.Type == msgForward || req.Type == msgScan || req.Type == msgStripeRead || req.Type == msgStats || req.Type == msgFlush || req.Type == msgListPieces ||
 		req.Type == msgRepair || req.Type == msgAudit:
 		go n.servePeer(req, reply)
 	default:
@@ -157,6 +157,10 @@ func (n *Node) peerHandler(typ uint8) func([]byte) ([]byte, error) {
 		return n.onGetPieces
 	case msgAudit:
 		return n.onAudit
+	case msgStripe:
+		return n.onStripe
+	case msgStripeRead:
+		return n.onStripeRead
 	}
 	return func([]byte) ([]byte, error) { return nil, fmt.Errorf("server: unknown peer message type %d", typ) }
 }

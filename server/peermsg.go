@@ -24,6 +24,8 @@ const (
 	msgRepair                      // a holder found a corrupt piece of a key: store its pieces again (integrity.go)
 	msgGetPieces                   // read many pieces at once (bulk split rebuild, rebuild.go)
 	msgAudit                       // which of these pieces are garbage? (the sweep, sweep.go)
+	msgStripe                      // chunk updates for a stripe scheme's parity holder (stripe.go)
+	msgStripeRead                  // read a data chunk, a parity chunk or an open chunk's copy (stripe.go)
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

@@ -122,6 +122,9 @@ func (n *Node) sendRedundancy(ctx context.Context, op *writeOp, v uint64) ([]rel
 	if op.del || op.entry.Spec.Kind == scheme.None {
 		return nil, nil
 	}
+	if op.entry.Spec.Kind == scheme.Stripe {
+		return nil, n.appendStripe(ctx, op, v)
+	}
 	targets, pieces, err := planPieces(n.ctl.Map(), op, v)
 	if err != nil {
 		return nil, err

@@ -75,6 +75,8 @@ func (n *Node) verifyPieces(ctx context.Context, m *cluster.Map, key []byte, cur
 		n.verifyReplicas(ctx, key, cur, targets, &r)
 	case scheme.Split:
 		n.verifyShards(ctx, key, cur, targets, &r)
+	case scheme.Stripe:
+		n.verifyStripe(ctx, m, key, cur, &r)
 	}
 	return r
 }

@@ -4,14 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/memgest/memgest/scheme"
 )
 
-// Chunk size limits. A chunk must hold at least a small object; above 1 MiB
-// a single update's delta would cost more than a split object's rewrite.
+// Chunk size limits, those of a stripe scheme's spec.
 const (
-	MinChunkSize     = 64
-	MaxChunkSize     = 1 << 20
-	DefaultChunkSize = 4096
+	MinChunkSize     = scheme.MinChunk
+	MaxChunkSize     = scheme.MaxChunk
+	DefaultChunkSize = scheme.DefaultChunk
 )
 
 // Chunk errors.

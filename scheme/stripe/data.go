@@ -395,6 +395,50 @@ func (d *Data) Since(id ChunkID, seq uint32) []Update {
 	return out
 }
 
+// Unacked returns every logged update not yet acknowledged by every
+// holder, in seq order per chunk.
+func (d *Data) Unacked() []Update {
+	var out []Update
+	add := func(log []logged) {
+		for _, l := range log {
+			if !l.acked {
+				out = append(out, l.u)
+			}
+		}
+	}
+	for _, c := range d.chunks {
+		if c != nil {
+			add(c.log)
+		}
+	}
+	for _, nums := range d.lists {
+		for _, f := range nums.free {
+			add(f.log)
+		}
+	}
+	return out
+}
+
+// Locate returns the chunk and offset of key's current object.
+func (d *Data) Locate(key []byte) (ChunkID, int, bool) {
+	loc, ok := d.index.Get(key)
+	if !ok || int(loc.Chunk) >= len(d.chunks) || d.chunks[loc.Chunk] == nil {
+		return ChunkID{}, 0, false
+	}
+	return d.chunks[loc.Chunk].id, int(loc.Offset), true
+}
+
+// Read returns a copy of chunk id's bytes and whether it is sealed; ok is
+// false if the store does not hold it.
+func (d *Data) Read(id ChunkID) (b []byte, sealed, ok bool) {
+	num, ok := d.byID[id]
+	if !ok {
+		return nil, false, false
+	}
+	c := d.chunks[num].chunk
+	return slices.Clone(c.Bytes()), c.Sealed(), true
+}
+
 // Image returns a copy of chunk id's bytes, or nil if the store does not
 // hold it.
 func (d *Data) Image(id ChunkID) []byte {

@@ -1,0 +1,549 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/stripe"
+	"github.com/memgest/memgest/store"
+)
+
+// This file is the stripe:K+M data path (decision 0003). A coordinator
+// keeps its stripe keys' objects in chunks (stripe.Data) instead of its
+// primary store; each change to a chunk goes to the M parity holders of the
+// chunk's list as numbered updates (msgStripe), which they fold into
+// parity (stripe.Parity). List g is the first K+M positions of shard g's
+// placement.
+
+// stripeMoveLocks is how many locks guard moves of keys between the
+// primary store and the stripe schemes.
+const stripeMoveLocks = 256
+
+// stripeSchemes is this node's part of every stripe scheme: as the
+// coordinator of keys (data chunks) and as a parity holder.
+type stripeSchemes struct {
+	any  atomic.Bool // set once a stripe scheme is used: reads skip all of this before
+	mu   sync.RWMutex
+	byID map[uint16]*stripeScheme
+	// moves: a read that misses the primary store looks in the stripe
+	// schemes holding one for reading; a commit moving a key between the
+	// primary store and a stripe scheme holds it for writing, so that a
+	// read never finds the key in neither.
+	moves [stripeMoveLocks]sync.RWMutex
+}
+
+var moveSeed = maphash.MakeSeed()
+
+func (ss *stripeSchemes) moveLock(key []byte) *sync.RWMutex {
+	return &ss.moves[maphash.Bytes(moveSeed, key)%stripeMoveLocks]
+}
+
+// stripeScheme is one stripe scheme on this node.
+type stripeScheme struct {
+	id     uint16
+	spec   scheme.Spec
+	mu     sync.Mutex
+	data   *stripe.Data
+	parity *stripe.Parity
+	epoch  uint64 // of the map data's slots were computed from
+}
+
+// scheme returns this node's state for stripe scheme entry, creating it.
+func (ss *stripeSchemes) scheme(entry cluster.SchemeEntry) (*stripeScheme, error) {
+	ss.mu.RLock()
+	s := ss.byID[entry.ID]
+	ss.mu.RUnlock()
+	if s != nil {
+		return s, nil
+	}
+	data, err := stripe.NewData(entry.Spec.ChunkSize())
+	if err != nil {
+		return nil, err
+	}
+	parity, err := stripe.NewParity(entry.Spec.K, entry.Spec.M, entry.Spec.ChunkSize())
+	if err != nil {
+		return nil, err
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if s = ss.byID[entry.ID]; s == nil {
+		if ss.byID == nil {
+			ss.byID = map[uint16]*stripeScheme{}
+		}
+		s = &stripeScheme{id: entry.ID, spec: entry.Spec, data: data, parity: parity}
+		ss.byID[entry.ID] = s
+		ss.any.Store(true)
+	}
+	return s, nil
+}
+
+// all returns every stripe scheme this node has state for.
+func (ss *stripeSchemes) all() []*stripeScheme {
+	ss.mu.RLock()
+	defer ss.mu.RUnlock()
+	out := make([]*stripeScheme, 0, len(ss.byID))
+	for _, s := range ss.byID {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b *stripeScheme) int { return int(a.id) - int(b.id) })
+	return out
+}
+
+// clear drops every stripe scheme's state (FLUSHALL, a wipe).
+func (ss *stripeSchemes) clear() {
+	ss.mu.Lock()
+	ss.byID = nil
+	ss.mu.Unlock()
+}
+
+// refreshSlots points the scheme's appends at the data positions this
+// node holds as the placement's own node in m (decision 0003). The caller
+// holds s.mu.
+func (s *stripeScheme) refreshSlots(m *cluster.Map, self cluster.NodeID) {
+	if s.epoch == m.Epoch {
+		return
+	}
+	var slots []stripe.Slot
+	for g := range m.Shards {
+		sh := &m.Shards[g]
+		for p := 0; p < s.spec.K && p < len(sh.Placement); p++ {
+			if sh.Placement[p] == self && !m.StoodIn(sh, p) {
+				slots = append(slots, stripe.Slot{List: uint16(g), Position: uint8(p)})
+			}
+		}
+	}
+	s.data.SetSlots(slots)
+	s.epoch = m.Epoch
+}
+
+// parityHolders returns the nodes holding parity positions 0..M−1 of
+// list g in m.
+func parityHolders(m *cluster.Map, spec scheme.Spec, g uint16) ([]cluster.Node, error) {
+	if int(g) >= len(m.Shards) {
+		return nil, fmt.Errorf("server: stripe list %d of %d shards", g, len(m.Shards))
+	}
+	holders := m.Holders(&m.Shards[g], spec.K+spec.M)
+	if len(holders) < spec.K+spec.M {
+		return nil, fmt.Errorf("server: scheme %s needs %d nodes, list %d has %d", spec, spec.K+spec.M, g, len(holders))
+	}
+	return holders[spec.K:], nil
+}
+
+// appendStripe appends op's object at version v to a chunk and sends the
+// change to the chunk's parity holders, waiting for every one (the write
+// path's "redundancy"). On success op.stripeLoc says where the object is,
+// for commit; on failure the object is removed again.
+func (n *Node) appendStripe(ctx context.Context, op *writeOp, v uint64) error {
+	s, err := n.stripes.scheme(op.entry)
+	if err != nil {
+		return err
+	}
+	obj := stripe.Object{Key: op.key, Value: op.value, Version: v, ExpireAt: op.expireAt}
+	s.mu.Lock()
+	s.refreshSlots(n.ctl.Map(), n.id)
+	loc, ups, err := s.data.Append(&obj)
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("server: scheme %s: %w", op.entry.Name(), err)
+	}
+	op.stripeLoc = &loc
+	if err := n.sendStripe(ctx, s, ups); err != nil {
+		return notAcknowledged(op.key, err)
+	}
+	return nil
+}
+
+// abortStripe removes the object of a write that will not commit, and
+// tells the parity holders in the background.
+func (n *Node) abortStripe(op *writeOp) {
+	if op.stripeLoc == nil {
+		return
+	}
+	s, err := n.stripes.scheme(op.entry)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	ups, err := s.data.Abort(*op.stripeLoc)
+	s.mu.Unlock()
+	op.stripeLoc = nil
+	if err != nil {
+		n.log.Warn("stripe abort failed", "key", string(op.key), "err", err)
+		return
+	}
+	n.sendStripeLater(s, ups)
+}
+
+// sendStripe sends ups to every parity holder of their chunks' lists and
+// waits until each holder has applied each one. A holder that reports an
+// update Missing (a seal or free overtook an earlier update, or an earlier
+// frame was lost) gets what it lacks from the chunk's log, a few rounds at
+// most. A holder on a failed node is skipped: the stripe then runs with
+// reduced tolerance until it is rebuilt.
+func (n *Node) sendStripe(ctx context.Context, s *stripeScheme, ups []stripe.Update) error {
+	for round := 0; len(ups) > 0; round++ {
+		if round == 4 {
+			return fmt.Errorf("server: parity holders still lack updates of %s after %d rounds", ups[0].Chunk, round)
+		}
+		lacking, err := n.sendStripeRound(ctx, s, ups)
+		if err != nil {
+			return err
+		}
+		ups = lacking
+	}
+	return nil
+}
+
+// sendStripeRound sends ups once and returns the updates some holder
+// still lacks.
+func (n *Node) sendStripeRound(ctx context.Context, s *stripeScheme, ups []stripe.Update) ([]stripe.Update, error) {
+	m := n.ctl.Map()
+	type dest struct {
+		node cluster.Node
+		ups  []stripeUpdate
+	}
+	var dests []*dest
+	destOf := func(node cluster.Node) *dest {
+		for _, d := range dests {
+			if d.node.ID == node.ID {
+				return d
+			}
+		}
+		d := &dest{node: node}
+		dests = append(dests, d)
+		return d
+	}
+	pending := make(map[stripeKey]int, len(ups)) // holders yet to apply each update
+	for _, u := range ups {
+		holders, err := parityHolders(m, s.spec, u.Chunk.List)
+		if err != nil {
+			return nil, err
+		}
+		for j, h := range holders {
+			if h.State == cluster.Failed {
+				continue
+			}
+			d := destOf(h)
+			d.ups = append(d.ups, stripeUpdate{J: j, U: u})
+			pending[stripeKey{u.Chunk, u.Seq}]++
+		}
+	}
+	reqs := make([]peerReq, len(dests))
+	for i, d := range dests {
+		reqs[i] = peerReq{node: d.node, typ: msgStripe, payload: encodeStripeUpdates(s.id, d.ups)}
+	}
+	replies, errs := n.callEach(ctx, reqs)
+	var lacking []stripe.Update
+	var failures []error
+	for i, d := range dests {
+		acks, err := decodeStripeAcks(replies[i], len(d.ups))
+		if errs[i] != nil {
+			err = errs[i]
+		}
+		if err != nil {
+			failures = append(failures, err)
+			continue
+		}
+		for k, a := range acks {
+			u := d.ups[k].U
+			switch {
+			case a.Refusal != "":
+				failures = append(failures, fmt.Errorf("node %s: %s", d.node.PeerAddr, a.Refusal))
+			case a.Outcome == stripe.Missing:
+				s.mu.Lock()
+				lacking = append(lacking, s.data.Since(u.Chunk, a.Through)...)
+				s.mu.Unlock()
+			default:
+				pending[stripeKey{u.Chunk, u.Seq}]--
+			}
+		}
+	}
+	s.mu.Lock()
+	for key, left := range pending {
+		if left == 0 {
+			s.data.Acked(key.chunk, key.seq)
+		}
+	}
+	s.mu.Unlock()
+	if len(failures) > 0 {
+		return nil, errors.Join(failures...)
+	}
+	return dedupUpdates(lacking), nil
+}
+
+// stripeKey names one update of one chunk.
+type stripeKey struct {
+	chunk stripe.ChunkID
+	seq   uint32
+}
+
+// dedupUpdates drops repeats (several holders may lack the same update).
+func dedupUpdates(ups []stripe.Update) []stripe.Update {
+	seen := map[stripeKey]bool{}
+	out := ups[:0]
+	for _, u := range ups {
+		if k := (stripeKey{u.Chunk, u.Seq}); !seen[k] {
+			seen[k] = true
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// sendStripeLater sends updates that no client waits for (the removal of
+// a replaced or aborted object). One that fails stays in its chunk's log
+// and goes again with the next resend (resendStripe).
+func (n *Node) sendStripeLater(s *stripeScheme, ups []stripe.Update) {
+	if len(ups) == 0 {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.PeerTimeout)
+		defer cancel()
+		if err := n.sendStripe(ctx, s, ups); err != nil {
+			n.log.Debug("stripe updates not acknowledged; they will be sent again", "scheme", s.spec, "err", err)
+		}
+	}()
+}
+
+// resendStripe sends every update some holder has not acknowledged yet.
+// The sweep loop calls it, so an update whose frame was lost reaches its
+// holders even if no later seal asks for it.
+func (n *Node) resendStripe(ctx context.Context) {
+	for _, s := range n.stripes.all() {
+		s.mu.Lock()
+		ups := s.data.Unacked()
+		s.mu.Unlock()
+		if len(ups) > 0 {
+			if err := n.sendStripe(ctx, s, ups); err != nil {
+				n.log.Debug("stripe resend failed", "scheme", s.spec, "err", err)
+			}
+		}
+	}
+}
+
+// onStripe applies a batch of chunk updates as a parity holder. A batch
+// that does not decode changes nothing; an update the holder refuses is
+// reported in its slot and fails only its own write.
+func (n *Node) onStripe(b []byte) ([]byte, error) {
+	id, ups, err := decodeStripeUpdates(b)
+	if err != nil {
+		return nil, err
+	}
+	entry, ok := n.ctl.Map().SchemeByID(id)
+	if !ok || entry.Spec.Kind != scheme.Stripe {
+		return nil, fmt.Errorf("server: scheme id %d is not a stripe scheme", id)
+	}
+	s, err := n.stripes.scheme(entry)
+	if err != nil {
+		return nil, err
+	}
+	acks := make([]stripeAck, len(ups))
+	s.mu.Lock()
+	for i, u := range ups {
+		out, through, err := s.parity.Apply(u.J, u.U)
+		acks[i] = stripeAck{Outcome: out, Through: through}
+		if err != nil {
+			acks[i].Refusal = err.Error()
+		}
+	}
+	s.mu.Unlock()
+	return encodeList(acks), nil
+}
+
+// readStripe returns key's committed state if a stripe scheme holds it.
+// The caller holds the key's move lock for reading.
+func (n *Node) readStripe(key []byte, withValue bool) (current, bool) {
+	m := n.ctl.Map()
+	for _, s := range n.stripes.all() {
+		s.mu.Lock()
+		o, ok := s.data.Get(key)
+		var value []byte
+		if ok && withValue {
+			value = slices.Clone(o.Value)
+		}
+		s.mu.Unlock()
+		if !ok {
+			continue
+		}
+		entry, known := m.SchemeByID(s.id)
+		if !known {
+			return current{}, false
+		}
+		meta := store.Meta{Version: o.Version, ExpireAt: o.ExpireAt, Scheme: s.id}
+		return current{exists: true, meta: meta, value: value, entry: entry}, true
+	}
+	return current{}, false
+}
+
+// lookupStripe is readStripe for a key the primary store missed: under the
+// key's move lock it looks in the primary store again, then in the stripe
+// schemes, so that a key moving between them is found in one.
+func (n *Node) lookupStripe(key []byte, withValue bool) (val []byte, meta store.Meta, cur current, inStripe, inPrimary bool) {
+	if !n.stripes.any.Load() {
+		return nil, store.Meta{}, current{}, false, false
+	}
+	l := n.stripes.moveLock(key)
+	l.RLock()
+	defer l.RUnlock()
+	var ok bool
+	if withValue {
+		val, meta, ok = n.primary.Get(key, nil)
+	} else {
+		meta, ok = n.primary.Meta(key)
+	}
+	if ok {
+		return val, meta, current{}, false, true
+	}
+	cur, inStripe = n.readStripe(key, withValue)
+	return nil, store.Meta{}, cur, inStripe, false
+}
+
+// commitStripeLocked is commitLocked for a write that involves a stripe
+// scheme: op's target is one, or the key's committed state is in one. It
+// makes op at version v the committed state unless a newer version is,
+// moving the key between the primary store and the stripe schemes under
+// its move lock, and returns the primary-store pieces to release. The
+// caller holds the key's inflight shard lock.
+func (n *Node) commitStripeLocked(op *writeOp, v uint64) ([]release, error) {
+	l := n.stripes.moveLock(op.key)
+	l.Lock()
+	defer l.Unlock()
+	m := n.ctl.Map()
+	prev, hadPrimary := n.primary.Meta(op.key)
+	if hadPrimary && prev.Version >= v {
+		n.abortStripe(op) // lost to a newer version
+		return nil, nil
+	}
+	toStripe := !op.del && op.entry.Spec.Kind == scheme.Stripe
+	if toStripe {
+		applied, err := n.commitToStripe(op)
+		if err != nil || !applied {
+			return nil, err
+		}
+	} else if !op.del {
+		stored, meta := primaryRecord(op, v)
+		if _, _, _, err := n.primary.Exchange(op.key, stored, meta); err != nil {
+			return nil, fmt.Errorf("server: storing %q: %w", op.key, err)
+		}
+		if e, ok := dirChange(op, v, store.Meta{}, false); ok {
+			n.enqueueDirectory(e) // the key leaves a stripe scheme, which keeps no entry
+		}
+	}
+	n.removeFromStripes(op, v)
+	if !hadPrimary {
+		return nil, nil
+	}
+	if toStripe || op.del {
+		n.primary.DeleteIf(op.key, func(old store.Meta) bool { return old.Version < v })
+	}
+	n.accountSplit(m, op, prev, true)
+	if needsRelease(m, prev.Scheme, op) {
+		return []release{{key: op.key, scheme: prev.Scheme, version: prev.Version, everywhere: op.del}}, nil
+	}
+	return nil, nil
+}
+
+// commitToStripe indexes op's appended object in its scheme, which removes
+// the object it replaces there.
+func (n *Node) commitToStripe(op *writeOp) (bool, error) {
+	if op.stripeLoc == nil {
+		return false, fmt.Errorf("server: %q has no object to commit", op.key)
+	}
+	s, err := n.stripes.scheme(op.entry)
+	if err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	applied, _, ups, err := s.data.Commit(op.key, *op.stripeLoc)
+	s.mu.Unlock()
+	if err != nil {
+		n.abortStripe(op)
+		return false, err
+	}
+	op.stripeLoc = nil
+	n.sendStripeLater(s, ups)
+	return applied, nil
+}
+
+// removeFromStripes deletes key's object, older than v, from every stripe
+// scheme but op's target.
+func (n *Node) removeFromStripes(op *writeOp, v uint64) {
+	for _, s := range n.stripes.all() {
+		if !op.del && s.id == op.entry.ID {
+			continue
+		}
+		s.mu.Lock()
+		_, ups, err := s.data.Delete(op.key, v-1)
+		s.mu.Unlock()
+		if err != nil {
+			n.log.Warn("stripe delete failed", "key", string(op.key), "scheme", s.spec, "err", err)
+		}
+		n.sendStripeLater(s, ups)
+	}
+}
+
+// inStripes says whether a stripe scheme holds key. Only commits change
+// that, and a key's commits never overlap, so a writer may ask before
+// committing.
+func (n *Node) inStripes(key []byte) bool {
+	if !n.stripes.any.Load() {
+		return false
+	}
+	_, ok := n.readStripe(key, false)
+	return ok
+}
+
+// onStripeRead serves a data chunk this node coordinates, or a parity chunk
+// or open chunk's copy it holds as a parity holder.
+func (n *Node) onStripeRead(b []byte) ([]byte, error) {
+	r, err := decodeStripeRead(b)
+	if err != nil {
+		return nil, err
+	}
+	entry, ok := n.ctl.Map().SchemeByID(r.Scheme)
+	if !ok || entry.Spec.Kind != scheme.Stripe {
+		return nil, fmt.Errorf("server: scheme id %d is not a stripe scheme", r.Scheme)
+	}
+	s, err := n.stripes.scheme(entry)
+	if err != nil {
+		return nil, err
+	}
+	var c stripeChunk
+	s.mu.Lock()
+	switch r.What {
+	case readDataChunk:
+		c.Bytes, c.Sealed, c.Found = s.data.Read(r.Chunk)
+	case readParityChunk:
+		p, j := s.parity.ParityChunk(r.Chunk.List, r.Chunk.Stripe)
+		c.Found, c.J, c.Bytes = p != nil, uint8(j), slices.Clone(p)
+	case readImage:
+		img := s.parity.Image(r.Chunk)
+		c.Found, c.Bytes = img != nil, slices.Clone(img)
+	}
+	s.mu.Unlock()
+	return c.encode(nil), nil
+}
+
+// readStripeChunk asks node for a chunk.
+func (n *Node) readStripeChunk(ctx context.Context, node cluster.Node, r stripeRead) (stripeChunk, error) {
+	if node.ID == n.id {
+		b, err := n.onStripeRead(r.encode(nil))
+		if err != nil {
+			return stripeChunk{}, err
+		}
+		return decodeStripeChunk(b)
+	}
+	b, err := n.call(ctx, node, msgStripeRead, r.encode(nil))
+	if err != nil {
+		return stripeChunk{}, err
+	}
+	return decodeStripeChunk(b)
+}

@@ -1,0 +1,113 @@
+package server
+
+import (
+	"github.com/memgest/memgest/scheme/stripe"
+)
+
+// stripeUpdate is one chunk update for one parity holder: the update and
+// the holder's parity position in the chunk's list.
+type stripeUpdate struct {
+	J int
+	U stripe.Update
+}
+
+func (s stripeUpdate) encode(e enc) enc {
+	u := s.U
+	return e.u8(uint8(s.J)).u16(u.Chunk.List).u8(u.Chunk.Position).u32(u.Chunk.Stripe).
+		u32(u.Seq).u32(u.Base).u8(uint8(u.Kind)).u32(uint32(u.Offset)).bytes(u.Bytes).u32(u.CRC)
+}
+
+func readStripeUpdate(d *dec) stripeUpdate {
+	s := stripeUpdate{J: int(d.u8())}
+	s.U.Chunk = stripe.ChunkID{List: d.u16(), Position: d.u8(), Stripe: d.u32()}
+	s.U.Seq, s.U.Base, s.U.Kind = d.u32(), d.u32(), stripe.UpdateKind(d.u8())
+	s.U.Offset, s.U.Bytes, s.U.CRC = int(d.u32()), d.bytes(), d.u32()
+	return s
+}
+
+// encodeStripeUpdates is a msgStripe payload: the scheme id, then the
+// updates as a list.
+func encodeStripeUpdates(schemeID uint16, ups []stripeUpdate) enc {
+	return append(enc(nil).u16(schemeID), encodeList(ups)...)
+}
+
+func decodeStripeUpdates(b []byte) (uint16, []stripeUpdate, error) {
+	d := dec{b: b}
+	id := d.u16()
+	if d.err != nil {
+		return 0, nil, d.err
+	}
+	ups, err := decodeList(d.b, readStripeUpdate)
+	return id, ups, err
+}
+
+// stripeAck is a holder's answer to one update: its outcome and the seq
+// through which the chunk's updates are all applied there, or why it was
+// refused.
+type stripeAck struct {
+	Outcome stripe.Outcome
+	Through uint32
+	Refusal string
+}
+
+func (a stripeAck) encode(e enc) enc {
+	return e.u8(uint8(a.Outcome)).u32(a.Through).str(a.Refusal)
+}
+
+func readStripeAck(d *dec) stripeAck {
+	return stripeAck{Outcome: stripe.Outcome(d.u8()), Through: d.u32(), Refusal: d.str()}
+}
+
+func decodeStripeAcks(b []byte, count int) ([]stripeAck, error) {
+	acks, err := decodeList(b, readStripeAck)
+	if err == nil && len(acks) != count {
+		return nil, errMalformed
+	}
+	return acks, err
+}
+
+// What a msgStripeRead asks for.
+const (
+	readDataChunk   uint8 = iota + 1 // a data chunk, by id, from its coordinator
+	readParityChunk                  // a stripe's parity chunk, from a parity holder
+	readImage                        // a parity holder's copy of an open chunk
+)
+
+// stripeRead is a msgStripeRead request.
+type stripeRead struct {
+	Scheme uint16
+	What   uint8
+	Chunk  stripe.ChunkID // for parity, the position is ignored
+}
+
+func (r stripeRead) encode(e enc) enc {
+	return e.u16(r.Scheme).u8(r.What).u16(r.Chunk.List).u8(r.Chunk.Position).u32(r.Chunk.Stripe)
+}
+
+func decodeStripeRead(b []byte) (stripeRead, error) {
+	d := dec{b: b}
+	r := stripeRead{Scheme: d.u16(), What: d.u8()}
+	r.Chunk = stripe.ChunkID{List: d.u16(), Position: d.u8(), Stripe: d.u32()}
+	if d.err == nil && (r.What < readDataChunk || r.What > readImage) {
+		d.err = errMalformed
+	}
+	return r, d.done()
+}
+
+// stripeChunk is a msgStripeRead reply: the bytes if the node holds them,
+// whether a data chunk is sealed, and a parity chunk's parity position.
+type stripeChunk struct {
+	Found, Sealed bool
+	J             uint8
+	Bytes         []byte
+}
+
+func (c stripeChunk) encode(e enc) enc {
+	return e.u8(boolByte(c.Found)).u8(boolByte(c.Sealed)).u8(c.J).bytes(c.Bytes)
+}
+
+func decodeStripeChunk(b []byte) (stripeChunk, error) {
+	d := dec{b: b}
+	c := stripeChunk{Found: d.flag(), Sealed: d.flag(), J: d.u8(), Bytes: d.bytes()}
+	return c, d.done()
+}
