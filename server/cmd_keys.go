@@ -78,7 +78,7 @@ func fanCount(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.R
 }
 
 func cmdType(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	meta, ok := n.primary.Meta(args[1])
+	meta, ok := n.keyMeta(args[1])
 	if !ok || (meta.ExpireAt != 0 && meta.ExpireAt <= nowMs()) {
 		return resp.Simple("none")
 	}
@@ -129,7 +129,7 @@ func expireAllowed(a resp.ExpireArgs, current, next int64) bool {
 
 func ttlCmd(unit int64) handler {
 	return func(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-		meta, ok := n.primary.Meta(args[1])
+		meta, ok := n.keyMeta(args[1])
 		now := nowMs()
 		switch {
 		case !ok || (meta.ExpireAt != 0 && meta.ExpireAt <= now):

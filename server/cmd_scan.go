@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
 )
@@ -71,14 +72,42 @@ func (n *Node) scanLocal(req scanReq) scanResp {
 	now := nowMs()
 	var out scanResp
 	typeOK := req.Type == "" || strings.EqualFold(req.Type, "string")
-	out.Next = n.primary.Scan(req.Cursor, count, func(key []byte, m store.Meta) bool {
-		if !typeOK || (m.ExpireAt != 0 && m.ExpireAt <= now) {
-			return true
-		}
-		if len(req.Match) == 0 || resp.GlobMatch(req.Match, key, false) {
+	visit := func(key []byte, expireAt int64) {
+		if typeOK && (expireAt == 0 || expireAt > now) && (len(req.Match) == 0 || resp.GlobMatch(req.Match, key, false)) {
 			out.Keys = append(out.Keys, append([]byte(nil), key...))
 		}
-		return true
-	})
+	}
+	if req.Cursor&stripeScanFlag == 0 {
+		out.Next = n.primary.Scan(req.Cursor, count, func(key []byte, m store.Meta) bool {
+			visit(key, m.ExpireAt)
+			return true
+		})
+		if out.Next != 0 || !n.stripes.any.Load() {
+			return out
+		}
+		req.Cursor = stripeScanFlag // on to the stripe schemes' keys
+	}
+	out.Next = n.scanStripes(req.Cursor, count, visit)
 	return out
+}
+
+// stripeScanFlag marks a node-local SCAN cursor that has passed the
+// primary store and walks the stripe schemes: flag | scheme index << 32 |
+// chunk number. The primary store's cursors stay below it.
+const stripeScanFlag = 1 << 52
+
+// scanStripes is one SCAN step over the stripe schemes' keys from cursor.
+func (n *Node) scanStripes(cursor uint64, count int, visit func(key []byte, expireAt int64)) uint64 {
+	schemes := n.stripes.all()
+	for i := int(cursor>>32) & 0xFFFFF; i < len(schemes); i++ {
+		s := schemes[i]
+		s.mu.Lock()
+		next, done := s.data.Scan(uint32(cursor), count, func(o stripe.Object) { visit(o.Key, o.ExpireAt) })
+		s.mu.Unlock()
+		if !done {
+			return stripeScanFlag | uint64(i)<<32 | uint64(next)
+		}
+		cursor = 0
+	}
+	return 0
 }

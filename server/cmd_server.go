@@ -150,7 +150,7 @@ func (n *Node) infoStats() resp.InfoSection {
 // infoKeyspace reports the keys this node coordinates, as a Redis Cluster
 // node reports its own.
 func (n *Node) infoKeyspace() resp.InfoSection {
-	keys := n.primary.Len()
+	keys := n.primary.Len() + n.stripeKeys()
 	if keys == 0 {
 		return resp.InfoSection{Name: "Keyspace"}
 	}

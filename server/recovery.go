@@ -121,6 +121,9 @@ type candidate struct {
 	// complete: a piece at every position a commit would have stored one
 	// (markComplete).
 	complete bool
+	// value is a stripe object's, decoded from the failed coordinator's
+	// chunk (stripe_recover.go).
+	value []byte
 }
 
 // recoverShard rebuilds the primary records of sh's keys from the pieces
@@ -137,6 +140,13 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	})
 	if err != nil {
 		return err
+	}
+	striped, err := n.stripeCandidates(ctx, m, sh)
+	if err != nil {
+		return err
+	}
+	for key, cands := range striped {
+		found[key] = append(found[key], cands...)
 	}
 	for key := range dir {
 		if _, ok := found[key]; !ok {
@@ -175,6 +185,12 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	faults.Hit(faults.MidRecovery)
 	var splitKeys []string
 	for i, key := range keys {
+		if e, ok := m.SchemeByID(picks[i].scheme); ok && e.Spec.Kind == scheme.Stripe {
+			if err := n.rehomeStripe(ctx, m, []byte(key), picks[i]); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := n.writeStub([]byte(key), picks[i]); err != nil {
 			return err
 		}
@@ -355,8 +371,8 @@ func markComplete(m *cluster.Map, sh *cluster.Shard, cands []*candidate) {
 	for _, c := range cands {
 		e, ok := m.SchemeByID(c.scheme)
 		c.complete = ok
-		if !ok {
-			continue
+		if !ok || e.Spec.Kind == scheme.Stripe {
+			continue // a stripe object comes whole, from its decoded chunk
 		}
 		for p, h := range m.Holders(sh, e.Spec.Nodes()) {
 			if h.State != cluster.Up || slices.Contains(sh.Rebuild, p) {

@@ -55,6 +55,19 @@ type schemeUsage struct {
 	Logical int64 `json:"logical"` // key + value bytes as the client sees them
 	Stored  int64 `json:"stored"`  // bytes kept: primary records and pieces
 	Pieces  int64 `json:"pieces"`  // redundancy pieces held (replicas, shards)
+	// A stripe scheme's parts of Stored (decision 0003), and its objects'
+	// encoded bytes and garbage, for SCHEME.INFO.
+	Stripe *stripeUsage `json:"stripe,omitempty"`
+}
+
+// stripeUsage is a stripe scheme's memory on one node (or summed).
+type stripeUsage struct {
+	Chunks   int64 `json:"chunks"`   // data chunks, whole
+	Parity   int64 `json:"parity"`   // parity chunks
+	Buffered int64 `json:"buffered"` // parity holders' copies of open chunks
+	Index    int64 `json:"index"`
+	Objects  int64 `json:"objects"` // encoded objects, live or in flight
+	Garbage  int64 `json:"garbage"` // dead objects' bytes not yet reclaimed
 }
 
 func (u *schemeUsage) add(o *schemeUsage) {
@@ -62,6 +75,18 @@ func (u *schemeUsage) add(o *schemeUsage) {
 	u.Logical += o.Logical
 	u.Stored += o.Stored
 	u.Pieces += o.Pieces
+	if o.Stripe != nil {
+		if u.Stripe == nil {
+			u.Stripe = &stripeUsage{}
+		}
+		s, t := u.Stripe, o.Stripe
+		s.Chunks += t.Chunks
+		s.Parity += t.Parity
+		s.Buffered += t.Buffered
+		s.Index += t.Index
+		s.Objects += t.Objects
+		s.Garbage += t.Garbage
+	}
 }
 
 // localStats reads this node's stores' per-scheme counters.
@@ -95,6 +120,15 @@ func (n *Node) localStats() nodeStats {
 		}
 		usage(id).Stored += int64(s.KeyBytes + s.ValueBytes)
 		usage(id).Pieces += int64(s.Keys)
+	}
+	for _, s := range n.stripes.all() {
+		su, keys, logical := s.usage()
+		u := usage(s.id)
+		u.Stripe = &su
+		u.Keys += keys
+		u.Logical += logical
+		u.Stored += su.Chunks + su.Parity + su.Buffered + su.Index
+		st.Keys += keys
 	}
 	return st
 }

@@ -258,7 +258,11 @@ func (n *Node) sendStripeRound(ctx context.Context, s *stripeScheme, ups []strip
 				failures = append(failures, fmt.Errorf("node %s: %s", d.node.PeerAddr, a.Refusal))
 			case a.Outcome == stripe.Missing:
 				s.mu.Lock()
-				lacking = append(lacking, s.data.Since(u.Chunk, a.Through)...)
+				if more, complete := s.data.Since(u.Chunk, a.Through); complete {
+					lacking = append(lacking, more...)
+				} else if r, ok := s.data.Resync(u.Chunk); ok {
+					lacking = append(lacking, r) // the holder is new to the chunk
+				}
 				s.mu.Unlock()
 			default:
 				pending[stripeKey{u.Chunk, u.Seq}]--
@@ -286,10 +290,14 @@ type stripeKey struct {
 
 // dedupUpdates drops repeats (several holders may lack the same update).
 func dedupUpdates(ups []stripe.Update) []stripe.Update {
-	seen := map[stripeKey]bool{}
+	type key struct {
+		stripeKey
+		kind stripe.UpdateKind
+	}
+	seen := map[key]bool{}
 	out := ups[:0]
 	for _, u := range ups {
-		if k := (stripeKey{u.Chunk, u.Seq}); !seen[k] {
+		if k := (key{stripeKey{u.Chunk, u.Seq}, u.Kind}); !seen[k] {
 			seen[k] = true
 			out = append(out, u)
 		}
@@ -406,6 +414,41 @@ func (n *Node) lookupStripe(key []byte, withValue bool) (val []byte, meta store.
 	return nil, store.Meta{}, cur, inStripe, false
 }
 
+// keyMeta returns the metadata of key's committed record, in the primary
+// store or a stripe scheme, expired or not.
+func (n *Node) keyMeta(key []byte) (store.Meta, bool) {
+	if meta, ok := n.primary.Meta(key); ok {
+		return meta, true
+	}
+	_, meta, cur, inStripe, ok := n.lookupStripe(key, false)
+	if inStripe {
+		return cur.meta, true
+	}
+	return meta, ok
+}
+
+// usage reports the scheme's memory on this node, its key count and its
+// keys' logical bytes.
+func (s *stripeScheme) usage() (stripeUsage, int64, int64) {
+	s.mu.Lock()
+	d, p := s.data.Stats(), s.parity.Stats()
+	s.mu.Unlock()
+	u := stripeUsage{Chunks: int64(d.ChunkBytes), Parity: int64(p.ParityBytes), Buffered: int64(p.ImageBytes),
+		Index: int64(d.IndexBytes), Objects: int64(d.LiveBytes), Garbage: int64(d.GarbageBytes)}
+	return u, int64(d.Keys), int64(d.LogicalBytes)
+}
+
+// stripeKeys counts the keys this node coordinates in stripe schemes.
+func (n *Node) stripeKeys() int {
+	total := 0
+	for _, s := range n.stripes.all() {
+		s.mu.Lock()
+		total += s.data.Len()
+		s.mu.Unlock()
+	}
+	return total
+}
+
 // commitStripeLocked is commitLocked for a write that involves a stripe
 // scheme: op's target is one, or the key's committed state is in one. It
 // makes op at version v the committed state unless a newer version is,
@@ -516,17 +559,24 @@ func (n *Node) onStripeRead(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.What == readPositions {
+		s.mu.Lock()
+		ps := s.parity.Positions(r.Chunk.List, r.Chunk.Position)
+		s.mu.Unlock()
+		return encodePositions(ps), nil
+	}
 	var c stripeChunk
 	s.mu.Lock()
 	switch r.What {
 	case readDataChunk:
-		c.Bytes, c.Sealed, c.Found = s.data.Read(r.Chunk)
+		c.Bytes, c.Sealed, c.Seq, c.Found = s.data.Read(r.Chunk)
 	case readParityChunk:
 		p, j := s.parity.ParityChunk(r.Chunk.List, r.Chunk.Stripe)
 		c.Found, c.J, c.Bytes = p != nil, uint8(j), slices.Clone(p)
+		c.Through, c.SealedAt = s.parity.StripeState(r.Chunk.List, r.Chunk.Stripe)
 	case readImage:
 		img := s.parity.Image(r.Chunk)
-		c.Found, c.Bytes = img != nil, slices.Clone(img)
+		c.Found, c.Bytes, c.Seq = img != nil, slices.Clone(img), s.parity.Applied(r.Chunk)
 	}
 	s.mu.Unlock()
 	return c.encode(nil), nil

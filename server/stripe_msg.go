@@ -14,14 +14,14 @@ type stripeUpdate struct {
 func (s stripeUpdate) encode(e enc) enc {
 	u := s.U
 	return e.u8(uint8(s.J)).u16(u.Chunk.List).u8(u.Chunk.Position).u32(u.Chunk.Stripe).
-		u32(u.Seq).u32(u.Base).u8(uint8(u.Kind)).u32(uint32(u.Offset)).bytes(u.Bytes).u32(u.CRC)
+		u32(u.Seq).u32(u.Base).u8(uint8(u.Kind)).u32(uint32(u.Offset)).bytes(u.Bytes).u32(u.CRC).u8(boolByte(u.Sealed))
 }
 
 func readStripeUpdate(d *dec) stripeUpdate {
 	s := stripeUpdate{J: int(d.u8())}
 	s.U.Chunk = stripe.ChunkID{List: d.u16(), Position: d.u8(), Stripe: d.u32()}
 	s.U.Seq, s.U.Base, s.U.Kind = d.u32(), d.u32(), stripe.UpdateKind(d.u8())
-	s.U.Offset, s.U.Bytes, s.U.CRC = int(d.u32()), d.bytes(), d.u32()
+	s.U.Offset, s.U.Bytes, s.U.CRC, s.U.Sealed = int(d.u32()), d.bytes(), d.u32(), d.flag()
 	return s
 }
 
@@ -71,6 +71,7 @@ const (
 	readDataChunk   uint8 = iota + 1 // a data chunk, by id, from its coordinator
 	readParityChunk                  // a stripe's parity chunk, from a parity holder
 	readImage                        // a parity holder's copy of an open chunk
+	readPositions                    // which stripes a data position has state in, at a parity holder
 )
 
 // stripeRead is a msgStripeRead request.
@@ -88,26 +89,54 @@ func decodeStripeRead(b []byte) (stripeRead, error) {
 	d := dec{b: b}
 	r := stripeRead{Scheme: d.u16(), What: d.u8()}
 	r.Chunk = stripe.ChunkID{List: d.u16(), Position: d.u8(), Stripe: d.u32()}
-	if d.err == nil && (r.What < readDataChunk || r.What > readImage) {
+	if d.err == nil && (r.What < readDataChunk || r.What > readPositions) {
 		d.err = errMalformed
 	}
 	return r, d.done()
 }
 
-// stripeChunk is a msgStripeRead reply: the bytes if the node holds them,
-// whether a data chunk is sealed, and a parity chunk's parity position.
+// stripeChunk is a msgStripeRead reply: the bytes if the node holds them;
+// for a data chunk whether it is sealed and its last seq, for a copy its
+// seq; for a parity chunk the holder's parity position and, per data
+// position, the seq its updates are applied through and whether it is
+// sealed into the parity.
 type stripeChunk struct {
 	Found, Sealed bool
 	J             uint8
+	Seq           uint32
 	Bytes         []byte
+	Through       []uint32
+	SealedAt      []bool
 }
 
 func (c stripeChunk) encode(e enc) enc {
-	return e.u8(boolByte(c.Found)).u8(boolByte(c.Sealed)).u8(c.J).bytes(c.Bytes)
+	e = e.u8(boolByte(c.Found)).u8(boolByte(c.Sealed)).u8(c.J).u32(c.Seq).bytes(c.Bytes).u8(uint8(len(c.Through)))
+	for i, t := range c.Through {
+		e = e.u32(t).u8(boolByte(c.SealedAt[i]))
+	}
+	return e
 }
 
 func decodeStripeChunk(b []byte) (stripeChunk, error) {
 	d := dec{b: b}
-	c := stripeChunk{Found: d.flag(), Sealed: d.flag(), J: d.u8(), Bytes: d.bytes()}
+	c := stripeChunk{Found: d.flag(), Sealed: d.flag(), J: d.u8(), Seq: d.u32(), Bytes: d.bytes()}
+	for range int(d.u8()) {
+		c.Through, c.SealedAt = append(c.Through, d.u32()), append(c.SealedAt, d.flag())
+	}
 	return c, d.done()
+}
+
+// encodePositions is a readPositions reply.
+func encodePositions(ps []stripe.PositionState) enc {
+	e := enc(nil).u32(uint32(len(ps)))
+	for _, p := range ps {
+		e = e.u32(p.Stripe).u32(p.Through).u8(boolByte(p.Sealed)).u8(boolByte(p.Open))
+	}
+	return e
+}
+
+func decodePositions(b []byte) ([]stripe.PositionState, error) {
+	return decodeList(b, func(d *dec) stripe.PositionState {
+		return stripe.PositionState{Stripe: d.u32(), Through: d.u32(), Sealed: d.flag(), Open: d.flag()}
+	})
 }

@@ -55,7 +55,7 @@ func (n *Node) verifyChunk(ctx context.Context, m *cluster.Map, s *stripeScheme,
 
 func (n *Node) verifyChunkOnce(ctx context.Context, m *cluster.Map, s *stripeScheme, id stripe.ChunkID, r *verifyReport) {
 	s.mu.Lock()
-	local, sealed, found := s.data.Read(id)
+	local, sealed, _, found := s.data.Read(id)
 	s.mu.Unlock()
 	if !found {
 		return // freed meanwhile
@@ -66,14 +66,14 @@ func (n *Node) verifyChunkOnce(ctx context.Context, m *cluster.Map, s *stripeSch
 		return
 	}
 	if !sealed {
-		n.verifyCopies(ctx, s, id, local, holders, r)
+		n.verifyCopies(ctx, m, s, id, local, holders, r)
 		return
 	}
 	n.verifyParity(ctx, m, s, id, local, holders, r)
 }
 
 // verifyCopies compares an open chunk with its parity holders' copies.
-func (n *Node) verifyCopies(ctx context.Context, s *stripeScheme, id stripe.ChunkID, local []byte, holders []cluster.Node, r *verifyReport) {
+func (n *Node) verifyCopies(ctx context.Context, m *cluster.Map, s *stripeScheme, id stripe.ChunkID, local []byte, holders []cluster.Node, r *verifyReport) {
 	for j, h := range holders {
 		if h.State == cluster.Failed {
 			r.unavailable++
@@ -81,6 +81,8 @@ func (n *Node) verifyCopies(ctx context.Context, s *stripeScheme, id stripe.Chun
 		}
 		c, err := n.readStripeChunk(ctx, h, stripeRead{Scheme: s.id, What: readImage, Chunk: id})
 		switch {
+		case err == nil && !c.Found && m.StoodIn(&m.Shards[id.List], s.spec.K+j):
+			r.unavailable++ // a stand-in gets the chunk with its next update
 		case err != nil:
 			r.problems = append(r.problems, fmt.Sprintf("parity holder %d of %s: %v", j, id, err))
 		case !c.Found && !isZeroChunk(local), c.Found && !bytes.Equal(c.Bytes, local):
@@ -117,6 +119,9 @@ func (n *Node) verifyParity(ctx context.Context, m *cluster.Map, s *stripeScheme
 			shards[q] = c.Bytes
 		}
 	}
+	if r.unavailable > 0 {
+		return // a lost position's chunk is in parity until it is rebuilt
+	}
 	for j := range s.spec.M {
 		shards[k+j] = make([]byte, size)
 	}
@@ -129,8 +134,8 @@ func (n *Node) verifyParity(ctx context.Context, m *cluster.Map, s *stripeScheme
 		return
 	}
 	for j, h := range holders {
-		if h.State == cluster.Failed {
-			r.unavailable++
+		if h.State == cluster.Failed || m.StoodIn(sh, k+j) {
+			r.unavailable++ // a stand-in holds only what was sent since it stood in
 			continue
 		}
 		c, err := n.readStripeChunk(ctx, h, stripeRead{Scheme: s.id, What: readParityChunk, Chunk: id})

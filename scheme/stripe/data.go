@@ -330,6 +330,35 @@ func (d *Data) keyAt(loc Loc) []byte {
 	return o.Key
 }
 
+// Scan calls fn for each current object in the chunks numbered from on,
+// whole chunks at a time until about count objects were visited, and
+// returns the chunk number to resume from, or done. Objects do not move
+// between chunks except when rewritten, so a scan sees every key that is
+// neither written nor deleted while it runs.
+func (d *Data) Scan(from uint32, count int, fn func(o Object)) (next uint32, done bool) {
+	seen := 0
+	for num := from; int(num) < len(d.chunks); num++ {
+		if seen >= count {
+			return num, false
+		}
+		c := d.chunks[num]
+		if c == nil {
+			continue
+		}
+		_ = c.chunk.Objects(func(off int, o Object) bool {
+			if loc, ok := d.index.Get(o.Key); ok && loc == (Loc{Chunk: num, Offset: uint32(off)}) {
+				fn(o)
+				seen++
+			}
+			return true
+		})
+	}
+	return 0, true
+}
+
+// Len is how many keys the store indexes.
+func (d *Data) Len() int { return d.index.Len() }
+
 // Get returns key's current object. Its Key and Value alias the chunk and
 // are valid until the next call that changes the store.
 func (d *Data) Get(key []byte) (Object, bool) {
@@ -346,23 +375,24 @@ func (nums *stripeNumbers) find(stripe uint32) (int, bool) {
 	return slices.BinarySearchFunc(nums.free, stripe, func(f freeNumber, s uint32) int { return int(f.stripe) - int(s) })
 }
 
-// logOf returns the log of chunk id, whether in use or freed.
-func (d *Data) logOf(id ChunkID) *[]logged {
+// logOf returns the log of chunk id, whether in use or freed, and the
+// chunk's last seq.
+func (d *Data) logOf(id ChunkID) (*[]logged, uint32) {
 	if num, ok := d.byID[id]; ok {
-		return &d.chunks[num].log
+		return &d.chunks[num].log, d.chunks[num].seq
 	}
 	if nums := d.lists[id.List]; nums != nil {
 		if i, ok := nums.find(id.Stripe); ok {
-			return &nums.free[i].log
+			return &nums.free[i].log, nums.free[i].seq
 		}
 	}
-	return nil
+	return nil, 0
 }
 
 // Acked records that every parity holder applied u (by chunk and seq), so
 // the chunk's log need not keep it.
 func (d *Data) Acked(id ChunkID, seq uint32) {
-	log := d.logOf(id)
+	log, _ := d.logOf(id)
 	if log == nil {
 		return
 	}
@@ -380,19 +410,40 @@ func (d *Data) Acked(id ChunkID, seq uint32) {
 }
 
 // Since returns chunk id's logged updates after seq: what a holder that
-// has applied every update through seq may lack.
-func (d *Data) Since(id ChunkID, seq uint32) []Update {
-	log := d.logOf(id)
+// has applied every update through seq may lack. complete is false when
+// some of them are no longer logged (every holder then known acknowledged
+// them): the holder must be resynced (Parity.Resync) instead.
+func (d *Data) Since(id ChunkID, seq uint32) (ups []Update, complete bool) {
+	log, last := d.logOf(id)
 	if log == nil {
-		return nil
+		return nil, false
 	}
-	var out []Update
+	defer func() {
+		complete = complete && (len(ups) == 0 && seq >= last || len(ups) > 0 && ups[len(ups)-1].Seq == last)
+	}()
+	next := seq + 1
 	for _, l := range *log {
-		if l.u.Seq > seq {
-			out = append(out, l.u)
+		if l.u.Seq < next {
+			continue
 		}
+		if l.u.Seq != next {
+			return nil, false
+		}
+		ups = append(ups, l.u)
+		next++
 	}
-	return out
+	return ups, true
+}
+
+// Resync returns the update that brings a holder lacking unlogged
+// updates of chunk id up to date: the whole chunk as of its last seq.
+func (d *Data) Resync(id ChunkID) (Update, bool) {
+	num, ok := d.byID[id]
+	if !ok {
+		return Update{}, false
+	}
+	c := d.chunks[num]
+	return Update{Chunk: id, Seq: c.seq, Base: c.base, Kind: Resync, Bytes: slices.Clone(c.chunk.Bytes()), Sealed: c.chunk.Sealed()}, true
 }
 
 // Unacked returns every logged update not yet acknowledged by every
@@ -428,15 +479,15 @@ func (d *Data) Locate(key []byte) (ChunkID, int, bool) {
 	return d.chunks[loc.Chunk].id, int(loc.Offset), true
 }
 
-// Read returns a copy of chunk id's bytes and whether it is sealed; ok is
-// false if the store does not hold it.
-func (d *Data) Read(id ChunkID) (b []byte, sealed, ok bool) {
+// Read returns a copy of chunk id's bytes, whether it is sealed and the
+// seq of its last update; ok is false if the store does not hold it.
+func (d *Data) Read(id ChunkID) (b []byte, sealed bool, seq uint32, ok bool) {
 	num, ok := d.byID[id]
 	if !ok {
-		return nil, false, false
+		return nil, false, 0, false
 	}
-	c := d.chunks[num].chunk
-	return slices.Clone(c.Bytes()), c.Sealed(), true
+	c := d.chunks[num]
+	return slices.Clone(c.chunk.Bytes()), c.chunk.Sealed(), c.seq, true
 }
 
 // Image returns a copy of chunk id's bytes, or nil if the store does not

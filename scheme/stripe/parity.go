@@ -95,6 +95,10 @@ func NewParity(k, m, chunkSize int) (*Parity, error) {
 // list. It returns Missing with the seq through which the chunk's updates
 // are all applied when u is a Seal or Free that must wait for earlier ones.
 func (p *Parity) Apply(j int, u Update) (Outcome, uint32, error) {
+	if u.Kind == Resync {
+		out, err := p.Resync(j, u.Chunk, u.Seq, u.Bytes, u.Sealed)
+		return out, p.Applied(u.Chunk), err
+	}
 	if err := p.check(j, u); err != nil {
 		return 0, 0, err
 	}
@@ -221,29 +225,90 @@ func (p *Parity) free(st *parityStripe, pos *position, u Update) error {
 	return nil
 }
 
-// Reset replaces the copy of open chunk id with image, at seq: what the
-// coordinator sends when a seal found the copy differing.
-func (p *Parity) Reset(j int, id ChunkID, seq uint32, image []byte) error {
-	if len(image) != p.size {
-		return fmt.Errorf("%w: %s: a %d-byte copy of a %d-byte chunk", ErrUpdate, id, len(image), p.size)
+// Resync brings this holder's state of chunk id to the coordinator's, at
+// seq, when the updates it lacks are no longer logged: a holder that took
+// over a failed one's parity position, or one whose copy of an open chunk
+// differs. An open chunk's copy is replaced. A sealed chunk's bytes are
+// folded into parity, which is possible only while parity holds nothing
+// of this position (a sealed contribution cannot be taken back unseen). A
+// Resync at or below the seq already applied changes nothing.
+func (p *Parity) Resync(j int, id ChunkID, seq uint32, chunk []byte, sealed bool) (Outcome, error) {
+	if len(chunk) != p.size {
+		return 0, fmt.Errorf("%w: %s: a %d-byte copy of a %d-byte chunk", ErrUpdate, id, len(chunk), p.size)
 	}
 	if err := p.check(j, Update{Chunk: id, Seq: max(seq, 1), Kind: Free}); err != nil {
-		return err
+		return 0, err
 	}
 	st, err := p.stripe(id, j)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	pos := &st.pos[id.Position]
-	if pos.sealed {
-		return fmt.Errorf("%w: %s is sealed; its copy cannot be reset", ErrUpdate, id)
+	switch {
+	case pos.applied.through >= seq:
+		return Duplicate, nil
+	case len(pos.applied.beyond) > 0 && pos.applied.beyond[len(pos.applied.beyond)-1] > seq:
+		return 0, fmt.Errorf("%w: %s: updates after seq %d are applied here; resync later", ErrUpdate, id, seq)
+	case pos.sealed:
+		return 0, fmt.Errorf("%w: %s is sealed here at seq %d; its contribution cannot be replaced", ErrUpdate, id, pos.applied.through)
 	}
-	if pos.image == nil {
+	if pos.image != nil {
+		pos.image = nil
+		p.images -= p.size
+	}
+	if sealed {
+		if st.parity == nil {
+			st.parity = make([]byte, p.size)
+			p.parity += p.size
+		}
+		_ = p.codec.UpdateParity(st.j, int(id.Position), chunk, st.parity)
+		pos.sealed = true
+	} else {
+		pos.image = slices.Clone(chunk)
 		p.images += p.size
 	}
-	pos.image = append(pos.image[:0], image...)
 	pos.applied = seqSet{through: seq}
-	return nil
+	return Applied, nil
+}
+
+// PositionState is what a holder knows of one data position of a stripe.
+type PositionState struct {
+	Stripe  uint32
+	Through uint32 // every update through this seq is applied
+	Sealed  bool   // folded into parity
+	Open    bool   // a copy of the open chunk is held
+}
+
+// Positions lists the stripes of list where data position pos has state
+// here, in stripe order: what a new coordinator asks when the chunks at
+// that position are lost.
+func (p *Parity) Positions(list uint16, pos uint8) []PositionState {
+	var out []PositionState
+	for key, st := range p.stripes {
+		if key.list != list || int(pos) >= len(st.pos) {
+			continue
+		}
+		q := st.pos[pos]
+		if q.applied.through > 0 || q.sealed || q.image != nil {
+			out = append(out, PositionState{Stripe: key.stripe, Through: q.applied.through, Sealed: q.sealed, Open: q.image != nil})
+		}
+	}
+	slices.SortFunc(out, func(a, b PositionState) int { return int(a.Stripe) - int(b.Stripe) })
+	return out
+}
+
+// StripeState returns, for each data position of stripe (list, stripe),
+// the seq through which its updates are applied here and whether it is
+// sealed into parity: a decode must use data chunks at exactly these seqs.
+func (p *Parity) StripeState(list uint16, stripe uint32) (through []uint32, sealed []bool) {
+	st, ok := p.stripes[stripeKey{list, stripe}]
+	if !ok {
+		return nil, nil
+	}
+	for _, q := range st.pos {
+		through, sealed = append(through, q.applied.through), append(sealed, q.sealed)
+	}
+	return through, sealed
 }
 
 // ParityChunk returns the parity chunk of stripe (list, stripe number) and

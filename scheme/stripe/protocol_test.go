@@ -118,7 +118,11 @@ func (s *protoSim) deliver() {
 	}
 	if out == Missing {
 		// Send again what the holder lacks, then this.
-		for _, u := range s.data[msg.from].Since(msg.u.Chunk, through) {
+		ups, complete := s.data[msg.from].Since(msg.u.Chunk, through)
+		if !complete {
+			s.t.Fatalf("%s: the log lacks updates after %d that holder %d needs", msg.u.Chunk, through, msg.j)
+		}
+		for _, u := range ups {
 			s.net = append(s.net, message{node: msg.node, j: msg.j, u: u, from: msg.from})
 		}
 		return
@@ -241,7 +245,7 @@ func (s *protoSim) check() {
 	stripes := map[stripeKey][][]byte{}
 	for i, d := range s.data {
 		d.Chunks(func(id ChunkID, b []byte, sealed bool) {
-			if left := d.Since(id, 0); len(left) > 0 {
+			if left := d.Unacked(); len(left) > 0 {
 				s.t.Fatalf("node %d: %s still logs %v", i, id, left)
 			}
 			if !sealed {
@@ -389,11 +393,26 @@ func TestParityRefusesBadUpdates(t *testing.T) {
 	}
 	chunk := make([]byte, 256)
 	copy(chunk[10:], good.Bytes)
-	if err := p.Reset(0, id, 5, chunk); err != nil {
-		t.Fatal(err)
+	if out, err := p.Resync(0, id, 5, chunk, false); out != Applied || err != nil {
+		t.Fatalf("resync: %s, %v", out, err)
 	}
 	if !bytes.Equal(p.Image(id), chunk) || p.Applied(id) != 5 {
-		t.Fatalf("Reset did not replace the copy and its seq")
+		t.Fatalf("Resync did not replace the copy and its seq")
+	}
+	if out, err := p.Resync(0, id, 4, make([]byte, 256), true); out != Duplicate || err != nil {
+		t.Fatalf("an older resync: %s, %v", out, err)
+	}
+	if out, err := p.Resync(0, id, 6, chunk, true); out != Applied || err != nil {
+		t.Fatalf("resync of the sealed chunk: %s, %v", out, err)
+	}
+	if _, err := p.Resync(0, id, 7, chunk, true); !errors.Is(err, ErrUpdate) {
+		t.Fatalf("a second sealed resync replaced a contribution: %v", err)
+	}
+	if through, sealed := p.StripeState(1, 7); through[2] != 6 || !sealed[2] {
+		t.Fatalf("stripe state %v %v", through, sealed)
+	}
+	if ps := p.Positions(1, 2); len(ps) != 1 || ps[0] != (PositionState{Stripe: 7, Through: 6, Sealed: true}) {
+		t.Fatalf("positions %+v", ps)
 	}
 }
 

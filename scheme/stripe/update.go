@@ -31,6 +31,9 @@ const (
 	// Free says the chunk is empty and gone: its bytes are all zero, so
 	// it contributes nothing to parity, and the stripe position is free.
 	Free
+	// Resync gives a holder the whole chunk (Bytes) as of Seq, sealed or
+	// not, when the updates it lacks are no longer logged (Parity.Resync).
+	Resync
 )
 
 func (k UpdateKind) String() string {
@@ -41,6 +44,8 @@ func (k UpdateKind) String() string {
 		return "seal"
 	case Free:
 		return "free"
+	case Resync:
+		return "resync"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -59,8 +64,9 @@ type Update struct {
 	Base   uint32
 	Kind   UpdateKind
 	Offset int
-	Bytes  []byte // Delta
+	Bytes  []byte // Delta, Resync
 	CRC    uint32 // Seal
+	Sealed bool   // Resync
 }
 
 func (u Update) String() string {

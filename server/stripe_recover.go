@@ -1,0 +1,316 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/ec"
+	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/stripe"
+)
+
+// This file recovers the stripe keys of a shard whose coordinator failed
+// (decision 0003). Their objects were in the failed node's data chunks, at
+// its data positions in its K lists per stripe scheme. The new coordinator
+// asks those lists' parity holders which chunks each lost position had,
+// takes an open chunk from a holder's copy and decodes a sealed one from
+// the rest of its stripe, and keeps the objects of the shard's slots as
+// recovery candidates; those judge restores are appended again to the new
+// coordinator's own chunks (rehomeStripe). The failed node's chunks stay in
+// their stripes' parity until a rebuild removes them.
+
+// errStripeBusy says a stripe's chunks and parity did not agree on which
+// updates they hold (updates in flight); recovery tries again.
+var errStripeBusy = errors.New("server: stripe updates in flight; try again")
+
+// lostPosition is a data position of a failed node in one list.
+type lostPosition struct {
+	entry cluster.SchemeEntry
+	list  uint16
+	pos   int
+}
+
+// stripeCandidates decodes the chunks of sh's failed former coordinators
+// and returns the objects of sh's slots as candidates, with their values.
+func (n *Node) stripeCandidates(ctx context.Context, m *cluster.Map, sh cluster.Shard) (map[string][]*candidate, error) {
+	out := map[string][]*candidate{}
+	for _, lp := range lostPositions(m, sh) {
+		chunks, err := n.recoverPosition(ctx, m, lp)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range chunks {
+			err := stripe.Scan(b, func(_ int, o stripe.Object) bool {
+				if slot := cluster.Slot(o.Key); slot >= sh.First && slot <= sh.Last {
+					key := string(o.Key)
+					out[key] = append(out[key], &candidate{scheme: lp.entry.ID, version: o.Version, expireAt: o.ExpireAt,
+						complete: true, value: slices.Clone(o.Value)})
+				}
+				return true
+			})
+			if err != nil {
+				return nil, fmt.Errorf("server: a recovered chunk of list %d position %d: %w", lp.list, lp.pos, err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// lostPositions lists the data positions, in every stripe scheme, of the
+// failed nodes ahead of this node in sh's placement: the nodes that may
+// have coordinated sh's keys.
+func lostPositions(m *cluster.Map, sh cluster.Shard) []lostPosition {
+	var failed []cluster.NodeID
+	for _, id := range sh.Placement {
+		node, ok := m.Node(id)
+		if ok && node.State == cluster.Up {
+			break
+		}
+		failed = append(failed, id)
+	}
+	var out []lostPosition
+	for _, e := range m.Schemes {
+		if e.Spec.Kind != scheme.Stripe {
+			continue
+		}
+		for g := range m.Shards {
+			pl := m.Shards[g].Placement
+			for p := 0; p < e.Spec.K && p < len(pl); p++ {
+				if slices.Contains(failed, pl[p]) {
+					out = append(out, lostPosition{entry: e, list: uint16(g), pos: p})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// recoverPosition returns the bytes of every chunk a lost data position
+// held, trying a few times while updates to its stripes are in flight.
+func (n *Node) recoverPosition(ctx context.Context, m *cluster.Map, lp lostPosition) ([][]byte, error) {
+	var err error
+	for attempt := 0; attempt < 20; attempt++ {
+		var chunks [][]byte
+		if chunks, err = n.recoverPositionOnce(ctx, m, lp); !errors.Is(err, errStripeBusy) {
+			return chunks, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil, err
+}
+
+func (n *Node) recoverPositionOnce(ctx context.Context, m *cluster.Map, lp lostPosition) ([][]byte, error) {
+	holders, err := parityHolders(m, lp.entry.Spec, lp.list)
+	if err != nil {
+		return nil, err
+	}
+	states, err := n.positionStates(ctx, m, lp, holders)
+	if err != nil {
+		return nil, err
+	}
+	var chunks [][]byte
+	for _, r := range sortedStripes(states) {
+		id := stripe.ChunkID{List: lp.list, Position: uint8(lp.pos), Stripe: r}
+		var b []byte
+		if j, open := openCopy(states, r); open {
+			b, err = n.fetchCopy(ctx, lp, holders[j], id)
+		} else {
+			b, err = n.decodeChunk(ctx, m, lp, holders, id)
+		}
+		if err != nil {
+			return nil, err
+		}
+		chunks = append(chunks, b)
+	}
+	return chunks, nil
+}
+
+// positionStates asks each parity holder of the list that is the
+// placement's own node (a stand-in may not have the list's state yet)
+// which stripes the lost position has state in: per holder, by stripe.
+func (n *Node) positionStates(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node) ([]map[uint32]stripe.PositionState, error) {
+	sh := &m.Shards[lp.list]
+	out := make([]map[uint32]stripe.PositionState, len(holders))
+	asked := 0
+	for j, h := range holders {
+		if h.State != cluster.Up || m.StoodIn(sh, lp.entry.Spec.K+j) {
+			continue
+		}
+		req := stripeRead{Scheme: lp.entry.ID, What: readPositions, Chunk: stripe.ChunkID{List: lp.list, Position: uint8(lp.pos)}}
+		b, err := n.stripeReadRaw(ctx, h, req)
+		if err != nil {
+			continue // another holder may answer
+		}
+		ps, err := decodePositions(b)
+		if err != nil {
+			return nil, err
+		}
+		out[j] = map[uint32]stripe.PositionState{}
+		for _, p := range ps {
+			out[j][p.Stripe] = p
+		}
+		asked++
+	}
+	if asked == 0 {
+		return nil, fmt.Errorf("server: no parity holder of list %d (%s) answered; its chunks at position %d cannot be recovered", lp.list, lp.entry.Name(), lp.pos)
+	}
+	return out, nil
+}
+
+// sortedStripes is every stripe number any holder listed.
+func sortedStripes(states []map[uint32]stripe.PositionState) []uint32 {
+	var out []uint32
+	for _, st := range states {
+		for r := range st {
+			if !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// openCopy returns the holder with the most up-to-date copy of stripe r's
+// chunk if the chunk is open there.
+func openCopy(states []map[uint32]stripe.PositionState, r uint32) (int, bool) {
+	best, found := -1, false
+	for j, st := range states {
+		p, ok := st[r]
+		if !ok {
+			continue
+		}
+		if p.Sealed {
+			return 0, false
+		}
+		if p.Open && (best < 0 || p.Through > states[best][r].Through) {
+			best, found = j, true
+		}
+	}
+	return best, found
+}
+
+// fetchCopy reads an open chunk's copy from its parity holder.
+func (n *Node) fetchCopy(ctx context.Context, lp lostPosition, holder cluster.Node, id stripe.ChunkID) ([]byte, error) {
+	c, err := n.readStripeChunk(ctx, holder, stripeRead{Scheme: lp.entry.ID, What: readImage, Chunk: id})
+	if err != nil {
+		return nil, err
+	}
+	if !c.Found {
+		return nil, errStripeBusy // sealed meanwhile
+	}
+	return c.Bytes, nil
+}
+
+// decodeChunk rebuilds a sealed chunk of a lost position from its stripe:
+// the other positions' chunks, each at the seq the parities used hold it
+// at, and enough parity chunks that agree on the lost positions.
+func (n *Node) decodeChunk(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node, id stripe.ChunkID) ([]byte, error) {
+	spec, size := lp.entry.Spec, lp.entry.Spec.ChunkSize()
+	k := spec.K
+	sh := &m.Shards[lp.list]
+	shards := make([][]byte, k+spec.M)
+	type dataState struct {
+		seq    uint32
+		sealed bool
+		known  bool
+	}
+	data := make([]dataState, k)
+	for q := 0; q < k; q++ {
+		node, ok := m.Node(sh.Placement[q])
+		if q == lp.pos || !ok || m.StoodIn(sh, q) {
+			continue // lost: decoded
+		}
+		c, err := n.readStripeChunk(ctx, node, stripeRead{Scheme: lp.entry.ID, What: readDataChunk, Chunk: stripe.ChunkID{List: id.List, Position: uint8(q), Stripe: id.Stripe}})
+		if err != nil {
+			return nil, err
+		}
+		data[q] = dataState{seq: c.Seq, sealed: c.Found && c.Sealed, known: true}
+		if data[q].sealed {
+			shards[q] = c.Bytes
+		} else {
+			shards[q] = make([]byte, size) // open or absent: not in parity
+		}
+	}
+	var lostThrough []uint32 // the lost positions' seqs, as the first parity used holds them
+	used := 0
+	for j, h := range holders {
+		if h.State != cluster.Up {
+			continue
+		}
+		c, err := n.readStripeChunk(ctx, h, stripeRead{Scheme: lp.entry.ID, What: readParityChunk, Chunk: id})
+		if err != nil || !c.Found || int(c.J) != j || len(c.Through) != k {
+			continue
+		}
+		agrees, through := true, []uint32{}
+		for q := 0; q < k; q++ {
+			switch {
+			case data[q].known && data[q].sealed != c.SealedAt[q]:
+				agrees = false
+			case data[q].known && data[q].sealed && data[q].seq != c.Through[q]:
+				agrees = false
+			case !data[q].known:
+				through = append(through, c.Through[q])
+			}
+		}
+		if !agrees || lostThrough != nil && !slices.Equal(through, lostThrough) {
+			continue
+		}
+		lostThrough, shards[k+j] = through, c.Bytes
+		used++
+	}
+	missing := 0
+	for q := 0; q < k; q++ {
+		if !data[q].known {
+			missing++
+		}
+	}
+	if used < missing {
+		return nil, fmt.Errorf("%w: stripe %d/%d of %s: %d positions lost, %d parity chunks agree with the data", errStripeBusy, id.List, id.Stripe, lp.entry.Name(), missing, used)
+	}
+	codec, err := ec.New(k, spec.M)
+	if err != nil {
+		return nil, err
+	}
+	if err := codec.ReconstructData(shards); err != nil {
+		return nil, fmt.Errorf("server: stripe %d/%d of %s: %w", id.List, id.Stripe, lp.entry.Name(), err)
+	}
+	return shards[lp.pos], nil
+}
+
+// stripeReadRaw sends a msgStripeRead and returns the raw reply.
+func (n *Node) stripeReadRaw(ctx context.Context, node cluster.Node, r stripeRead) ([]byte, error) {
+	if node.ID == n.id {
+		return n.onStripeRead(r.encode(nil))
+	}
+	return n.call(ctx, node, msgStripeRead, r.encode(nil))
+}
+
+// rehomeStripe stores a recovered stripe key as this node's own: its
+// object, at the version recovery chose, is appended to one of this
+// node's chunks and sent to the parity holders, then committed.
+func (n *Node) rehomeStripe(ctx context.Context, m *cluster.Map, key []byte, c *candidate) error {
+	entry, ok := m.SchemeByID(c.scheme)
+	if !ok {
+		return fmt.Errorf("server: recovering %q: unknown scheme id %d", key, c.scheme)
+	}
+	n.clock.observe(c.version)
+	op := &writeOp{key: key, value: c.value, expireAt: c.expireAt, entry: entry}
+	if err := n.appendStripe(ctx, op, c.version); err != nil {
+		n.abortStripe(op)
+		return fmt.Errorf("server: recovering %q: %w", key, err)
+	}
+	s := n.inflight.shard(key)
+	s.mu.Lock()
+	_, err := n.commitStripeLocked(op, c.version)
+	s.mu.Unlock()
+	return err
+}
