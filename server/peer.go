@@ -104,7 +104,7 @@ func (n *Node) handlePeer(req transport.Frame, reply func(transport.Frame)) {
 			}
 			n.servePeer(req, reply)
 		}()
-	case req.Type == msgForward || req.Type == msgScan || req.Type == msgStripeRead || req.Type == msgStats || req.Type == msgFlush || req.Type == msgListPieces ||
+	case req.Type == msgForward || req.Type == msgScan || req.Type == msgStripeRead || req.Type == msgStripeResync || req.Type == msgStats || req.Type == msgFlush || req.Type == msgListPieces ||
 		req.Type == msgRepair || req.Type == msgAudit:
 		go n.servePeer(req, reply)
 	default:
@@ -161,6 +161,8 @@ func (n *Node) peerHandler(typ uint8) func([]byte) ([]byte, error) {
 		return n.onStripe
 	case msgStripeRead:
 		return n.onStripeRead
+	case msgStripeResync:
+		return n.onStripeResync
 	}
 	return func([]byte) ([]byte, error) { return nil, fmt.Errorf("server: unknown peer message type %d", typ) }
 }

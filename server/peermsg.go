@@ -9,23 +9,24 @@ import (
 // encode/decode pairs below; docs/transport.md lists them under "Peer
 // messages".
 const (
-	msgPutPieces  uint8 = iota + 1 // store redundancy pieces (one or many writes')
-	msgGetPiece                    // read one piece (split gathers)
-	msgDelPiece                    // release pieces of a key up to a version
-	msgForward                     // run a client command on its coordinator
-	msgJoin                        // ask the leader to add a node
-	msgPropose                     // ask the leader to apply a map command
-	msgStats                       // per-scheme counts and bytes of a node
-	msgScan                        // one SCAN step over a node's coordinated keys
-	msgFlush                       // drop every key and piece of a node
-	msgHeartbeat                   // a node reports to the Raft leader (failure.go)
-	msgListPieces                  // one page of the pieces held for a slot range (recovery.go)
-	msgDirectory                   // key directory entries for a node to keep (directory.go)
-	msgRepair                      // a holder found a corrupt piece of a key: store its pieces again (integrity.go)
-	msgGetPieces                   // read many pieces at once (bulk split rebuild, rebuild.go)
-	msgAudit                       // which of these pieces are garbage? (the sweep, sweep.go)
-	msgStripe                      // chunk updates for a stripe scheme's parity holder (stripe.go)
-	msgStripeRead                  // read a data chunk, a parity chunk or an open chunk's copy (stripe.go)
+	msgPutPieces    uint8 = iota + 1 // store redundancy pieces (one or many writes')
+	msgGetPiece                      // read one piece (split gathers)
+	msgDelPiece                      // release pieces of a key up to a version
+	msgForward                       // run a client command on its coordinator
+	msgJoin                          // ask the leader to add a node
+	msgPropose                       // ask the leader to apply a map command
+	msgStats                         // per-scheme counts and bytes of a node
+	msgScan                          // one SCAN step over a node's coordinated keys
+	msgFlush                         // drop every key and piece of a node
+	msgHeartbeat                     // a node reports to the Raft leader (failure.go)
+	msgListPieces                    // one page of the pieces held for a slot range (recovery.go)
+	msgDirectory                     // key directory entries for a node to keep (directory.go)
+	msgRepair                        // a holder found a corrupt piece of a key: store its pieces again (integrity.go)
+	msgGetPieces                     // read many pieces at once (bulk split rebuild, rebuild.go)
+	msgAudit                         // which of these pieces are garbage? (the sweep, sweep.go)
+	msgStripe                        // chunk updates for a stripe scheme's parity holder (stripe.go)
+	msgStripeRead                    // read a data chunk, a parity chunk or an open chunk's copy (stripe.go)
+	msgStripeResync                  // send a list's chunks whole to one parity holder (stripe_rebuild.go)
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

@@ -104,23 +104,35 @@ func (ss *stripeSchemes) clear() {
 }
 
 // refreshSlots points the scheme's appends at the data positions this
-// node holds as the placement's own node in m (decision 0003). The caller
-// holds s.mu.
+// node holds as the placement's own node in m (decision 0003) that it has
+// adopted (adoptSlots). The caller holds s.mu.
 func (s *stripeScheme) refreshSlots(m *cluster.Map, self cluster.NodeID) {
 	if s.epoch == m.Epoch {
 		return
 	}
 	var slots []stripe.Slot
+	for _, slot := range ownSlots(m, s.spec, self) {
+		if s.data.Adopted(slot) {
+			slots = append(slots, slot)
+		}
+	}
+	s.data.SetSlots(slots)
+	s.epoch = m.Epoch
+}
+
+// ownSlots lists the data positions self may append at in m: those it
+// holds as the placement's own node.
+func ownSlots(m *cluster.Map, spec scheme.Spec, self cluster.NodeID) []stripe.Slot {
+	var slots []stripe.Slot
 	for g := range m.Shards {
 		sh := &m.Shards[g]
-		for p := 0; p < s.spec.K && p < len(sh.Placement); p++ {
+		for p := 0; p < spec.K && p < len(sh.Placement); p++ {
 			if sh.Placement[p] == self && !m.StoodIn(sh, p) {
 				slots = append(slots, stripe.Slot{List: uint16(g), Position: uint8(p)})
 			}
 		}
 	}
-	s.data.SetSlots(slots)
-	s.epoch = m.Epoch
+	return slots
 }
 
 // parityHolders returns the nodes holding parity positions 0..M−1 of
@@ -143,6 +155,9 @@ func parityHolders(m *cluster.Map, spec scheme.Spec, g uint16) ([]cluster.Node, 
 func (n *Node) appendStripe(ctx context.Context, op *writeOp, v uint64) error {
 	s, err := n.stripes.scheme(op.entry)
 	if err != nil {
+		return err
+	}
+	if err := n.adoptSlots(ctx, s); err != nil {
 		return err
 	}
 	obj := stripe.Object{Key: op.key, Value: op.value, Version: v, ExpireAt: op.expireAt}

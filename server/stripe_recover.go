@@ -60,18 +60,11 @@ func (n *Node) stripeCandidates(ctx context.Context, m *cluster.Map, sh cluster.
 	return out, nil
 }
 
-// lostPositions lists the data positions, in every stripe scheme, of the
-// failed nodes ahead of this node in sh's placement: the nodes that may
-// have coordinated sh's keys.
+// lostPositions lists the data positions, in every stripe scheme, whose
+// node failed and whose chunks are still in parity: those awaiting a
+// rebuild, whoever holds them now (a spare takes a failed node's places
+// at once). Any of them may hold keys of sh; the caller keeps those.
 func lostPositions(m *cluster.Map, sh cluster.Shard) []lostPosition {
-	var failed []cluster.NodeID
-	for _, id := range sh.Placement {
-		node, ok := m.Node(id)
-		if ok && node.State == cluster.Up {
-			break
-		}
-		failed = append(failed, id)
-	}
 	var out []lostPosition
 	for _, e := range m.Schemes {
 		if e.Spec.Kind != scheme.Stripe {
@@ -80,7 +73,7 @@ func lostPositions(m *cluster.Map, sh cluster.Shard) []lostPosition {
 		for g := range m.Shards {
 			pl := m.Shards[g].Placement
 			for p := 0; p < e.Spec.K && p < len(pl); p++ {
-				if slices.Contains(failed, pl[p]) {
+				if slices.Contains(m.Shards[g].Rebuild, p) {
 					out = append(out, lostPosition{entry: e, list: uint16(g), pos: p})
 				}
 			}
@@ -108,40 +101,71 @@ func (n *Node) recoverPosition(ctx context.Context, m *cluster.Map, lp lostPosit
 }
 
 func (n *Node) recoverPositionOnce(ctx context.Context, m *cluster.Map, lp lostPosition) ([][]byte, error) {
+	var chunks [][]byte
+	err := n.lostChunks(ctx, m, lp, func(_ stripe.ChunkID, b []byte, _ []map[uint32]stripe.PositionState, _ []cluster.Node) error {
+		chunks = append(chunks, b)
+		return nil
+	})
+	return chunks, err
+}
+
+// lostChunks calls fn with each chunk of a lost data position that is
+// still in its stripe's parity, decoded (or taken from a holder's copy if
+// open), with the holders' states. Chunks that the position's current
+// node holds (a spare appends at new stripe numbers of the places it took
+// before their old chunks are dropped) are not lost and are skipped.
+func (n *Node) lostChunks(ctx context.Context, m *cluster.Map, lp lostPosition,
+	fn func(id stripe.ChunkID, b []byte, states []map[uint32]stripe.PositionState, holders []cluster.Node) error) error {
 	holders, err := parityHolders(m, lp.entry.Spec, lp.list)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	states, err := n.positionStates(ctx, m, lp, holders)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var chunks [][]byte
+	sh := &m.Shards[lp.list]
+	owner, hasOwner := m.Node(sh.Placement[lp.pos])
+	hasOwner = hasOwner && owner.State == cluster.Up && !m.StoodIn(sh, lp.pos)
 	for _, r := range sortedStripes(states) {
+		if !stillInParity(states, r) {
+			continue
+		}
 		id := stripe.ChunkID{List: lp.list, Position: uint8(lp.pos), Stripe: r}
+		if hasOwner {
+			c, err := n.readStripeChunk(ctx, owner, stripeRead{Scheme: lp.entry.ID, What: readDataChunk, Chunk: id})
+			if err != nil {
+				return err
+			}
+			if c.Found {
+				continue // the current node's own chunk
+			}
+		}
 		var b []byte
 		if j, open := openCopy(states, r); open {
 			b, err = n.fetchCopy(ctx, lp, holders[j], id)
 		} else {
-			b, err = n.decodeChunk(ctx, m, lp, holders, id)
+			b, err = n.decodeChunk(ctx, m, lp, holders, id, sealedAt(states, r))
+		}
+		if err == nil {
+			err = fn(id, b, states, holders)
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		chunks = append(chunks, b)
 	}
-	return chunks, nil
+	return nil
 }
 
-// positionStates asks each parity holder of the list that is the
-// placement's own node (a stand-in may not have the list's state yet)
-// which stripes the lost position has state in: per holder, by stripe.
+// positionStates asks each parity holder of the list that has the list's
+// state (not a stand-in awaiting its rebuild) which stripes the lost
+// position has state in: per holder, by stripe.
 func (n *Node) positionStates(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node) ([]map[uint32]stripe.PositionState, error) {
 	sh := &m.Shards[lp.list]
 	out := make([]map[uint32]stripe.PositionState, len(holders))
 	asked := 0
 	for j, h := range holders {
-		if h.State != cluster.Up || m.StoodIn(sh, lp.entry.Spec.K+j) {
+		if h.State != cluster.Up || slices.Contains(sh.Rebuild, lp.entry.Spec.K+j) {
 			continue
 		}
 		req := stripeRead{Scheme: lp.entry.ID, What: readPositions, Chunk: stripe.ChunkID{List: lp.list, Position: uint8(lp.pos)}}
@@ -198,6 +222,18 @@ func openCopy(states []map[uint32]stripe.PositionState, r uint32) (int, bool) {
 	return best, found
 }
 
+// sealedAt is the seq at which the holders that have stripe r's chunk
+// sealed into parity hold it: the most advanced one's.
+func sealedAt(states []map[uint32]stripe.PositionState, r uint32) uint32 {
+	var t uint32
+	for _, st := range states {
+		if p, ok := st[r]; ok && p.Sealed {
+			t = max(t, p.Through)
+		}
+	}
+	return t
+}
+
 // fetchCopy reads an open chunk's copy from its parity holder.
 func (n *Node) fetchCopy(ctx context.Context, lp lostPosition, holder cluster.Node, id stripe.ChunkID) ([]byte, error) {
 	c, err := n.readStripeChunk(ctx, holder, stripeRead{Scheme: lp.entry.ID, What: readImage, Chunk: id})
@@ -210,10 +246,14 @@ func (n *Node) fetchCopy(ctx context.Context, lp lostPosition, holder cluster.No
 	return c.Bytes, nil
 }
 
-// decodeChunk rebuilds a sealed chunk of a lost position from its stripe:
-// the other positions' chunks, each at the seq the parities used hold it
-// at, and enough parity chunks that agree on the lost positions.
-func (n *Node) decodeChunk(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node, id stripe.ChunkID) ([]byte, error) {
+// decodeChunk rebuilds a sealed chunk of a lost position, sealed into
+// parity through seq want, from its stripe: the other positions' chunks,
+// each at the seq the parities used hold it at, and enough parity chunks
+// that hold the lost chunk at want and agree on the other lost positions.
+// A parity that lacks the chunk (a holder that took over and was resynced
+// by the live positions only) would decode it as zeros, so it is never
+// used: the chunk is then undecodable, not empty.
+func (n *Node) decodeChunk(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node, id stripe.ChunkID, want uint32) ([]byte, error) {
 	spec, size := lp.entry.Spec, lp.entry.Spec.ChunkSize()
 	k := spec.K
 	sh := &m.Shards[lp.list]
@@ -223,34 +263,46 @@ func (n *Node) decodeChunk(ctx context.Context, m *cluster.Map, lp lostPosition,
 		sealed bool
 		known  bool
 	}
+	parities := make([]stripeChunk, len(holders))
+	for j, h := range holders {
+		if h.State != cluster.Up || slices.Contains(sh.Rebuild, k+j) {
+			continue // a holder awaiting its rebuild may lack the lost chunks
+		}
+		c, err := n.readStripeChunk(ctx, h, stripeRead{Scheme: lp.entry.ID, What: readParityChunk, Chunk: id})
+		if err == nil && c.Found && int(c.J) == j && len(c.Through) == k {
+			parities[j] = c
+		}
+	}
 	data := make([]dataState, k)
 	for q := 0; q < k; q++ {
-		node, ok := m.Node(sh.Placement[q])
-		if q == lp.pos || !ok || m.StoodIn(sh, q) {
-			continue // lost: decoded
+		if q == lp.pos {
+			continue
 		}
-		c, err := n.readStripeChunk(ctx, node, stripeRead{Scheme: lp.entry.ID, What: readDataChunk, Chunk: stripe.ChunkID{List: id.List, Position: uint8(q), Stripe: id.Stripe}})
+		c, found, err := n.readPosition(ctx, m, lp, id, q)
 		if err != nil {
 			return nil, err
 		}
-		data[q] = dataState{seq: c.Seq, sealed: c.Found && c.Sealed, known: true}
+		switch {
+		case found:
+			data[q] = dataState{seq: c.Seq, sealed: c.Sealed, known: true}
+		case !sealedInAny(parities, q):
+			data[q] = dataState{known: true} // nothing there: zeros
+		default:
+			continue // lost: decoded too
+		}
 		if data[q].sealed {
 			shards[q] = c.Bytes
 		} else {
 			shards[q] = make([]byte, size) // open or absent: not in parity
 		}
 	}
-	var lostThrough []uint32 // the lost positions' seqs, as the first parity used holds them
+	var lostThrough []uint64 // the lost positions' seqs and sealed flags, as the first parity used holds them
 	used := 0
-	for j, h := range holders {
-		if h.State != cluster.Up {
+	for j, c := range parities {
+		if !c.Found {
 			continue
 		}
-		c, err := n.readStripeChunk(ctx, h, stripeRead{Scheme: lp.entry.ID, What: readParityChunk, Chunk: id})
-		if err != nil || !c.Found || int(c.J) != j || len(c.Through) != k {
-			continue
-		}
-		agrees, through := true, []uint32{}
+		agrees, through := c.SealedAt[lp.pos] && c.Through[lp.pos] == want, []uint64{}
 		for q := 0; q < k; q++ {
 			switch {
 			case data[q].known && data[q].sealed != c.SealedAt[q]:
@@ -258,7 +310,7 @@ func (n *Node) decodeChunk(ctx context.Context, m *cluster.Map, lp lostPosition,
 			case data[q].known && data[q].sealed && data[q].seq != c.Through[q]:
 				agrees = false
 			case !data[q].known:
-				through = append(through, c.Through[q])
+				through = append(through, uint64(c.Through[q])<<1|uint64(boolByte(c.SealedAt[q])))
 			}
 		}
 		if !agrees || lostThrough != nil && !slices.Equal(through, lostThrough) {
@@ -284,6 +336,23 @@ func (n *Node) decodeChunk(ctx context.Context, m *cluster.Map, lp lostPosition,
 		return nil, fmt.Errorf("server: stripe %d/%d of %s: %w", id.List, id.Stripe, lp.entry.Name(), err)
 	}
 	return shards[lp.pos], nil
+}
+
+// readPosition reads chunk id's stripe-mate at data position q from the
+// node there, if that node is up and holds it.
+func (n *Node) readPosition(ctx context.Context, m *cluster.Map, lp lostPosition, id stripe.ChunkID, q int) (stripeChunk, bool, error) {
+	sh := &m.Shards[lp.list]
+	node, ok := m.Node(sh.Placement[q])
+	if !ok || node.State != cluster.Up || m.StoodIn(sh, q) {
+		return stripeChunk{}, false, nil
+	}
+	c, err := n.readStripeChunk(ctx, node, stripeRead{Scheme: lp.entry.ID, What: readDataChunk, Chunk: stripe.ChunkID{List: id.List, Position: uint8(q), Stripe: id.Stripe}})
+	return c, err == nil && c.Found, err
+}
+
+// sealedInAny says whether some parity has position q sealed in it.
+func sealedInAny(parities []stripeChunk, q int) bool {
+	return slices.ContainsFunc(parities, func(c stripeChunk) bool { return c.Found && c.SealedAt[q] })
 }
 
 // stripeReadRaw sends a msgStripeRead and returns the raw reply.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/memgest/memgest/cluster"
@@ -106,9 +107,12 @@ func (n *Node) verifyParity(ctx context.Context, m *cluster.Map, s *stripeScheme
 		}
 		shards[q] = make([]byte, size)
 		node, ok := m.Node(sh.Placement[q])
+		if slices.Contains(sh.Rebuild, q) {
+			r.unavailable++ // its lost chunks are in parity until the rebuild drops them
+			continue
+		}
 		if !ok || m.StoodIn(sh, q) {
-			r.unavailable++
-			continue // its chunks are being recovered; nothing to compare with
+			continue // rebuilt: its chunks were dropped from parity
 		}
 		c, err := n.readStripeChunk(ctx, node, stripeRead{Scheme: s.id, What: readDataChunk, Chunk: stripe.ChunkID{List: id.List, Position: uint8(q), Stripe: id.Stripe}})
 		if err != nil {
@@ -134,8 +138,8 @@ func (n *Node) verifyParity(ctx context.Context, m *cluster.Map, s *stripeScheme
 		return
 	}
 	for j, h := range holders {
-		if h.State == cluster.Failed || m.StoodIn(sh, k+j) {
-			r.unavailable++ // a stand-in holds only what was sent since it stood in
+		if h.State == cluster.Failed || slices.Contains(sh.Rebuild, k+j) {
+			r.unavailable++ // a new holder has the list's chunks once rebuilt
 			continue
 		}
 		c, err := n.readStripeChunk(ctx, h, stripeRead{Scheme: s.id, What: readParityChunk, Chunk: id})

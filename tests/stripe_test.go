@@ -168,15 +168,19 @@ func checkStripeKeyspace(t *testing.T, c *testCluster, sch string) {
 // TestStripeSurvivesMFailures writes stripe keys in every shape of issue
 // 6, overwrites and deletes some (so that sealed chunks take deltas), and
 // kills M nodes that are not Raft voters: every key must read back as last
-// written once recovery has decoded the dead coordinators' chunks, and the
-// survivors' stripes must still agree with their parity.
+// written once recovery has decoded the dead coordinators' chunks, the
+// survivors' stripes must agree with their parity, and once M spares have
+// taken the dead nodes' places and the rebuild has dropped their chunks
+// from parity and resynced the spares, every stripe is checkable again.
+// Where enough nodes are left, M more nodes are then killed (stand-ins
+// take their places this time): no key may be lost.
 func TestStripeSurvivesMFailures(t *testing.T) {
 	for _, shape := range []struct {
 		spec string
 		m    int
 	}{{"stripe:2+1/256", 1}, {"stripe:3+1/256", 1}, {"stripe:4+2/256", 2}, {"stripe:3+2/4096", 2}} {
 		t.Run(strings.ReplaceAll(shape.spec, "/", "_"), func(t *testing.T) {
-			c := startCluster(t, 6, clusterOptions{extra: []string{"--failure-timeout", "1s", "--heartbeat-interval", "100ms", "--enable-debug-command"}})
+			c := startCluster(t, 6, clusterOptions{spares: shape.m, extra: []string{"--failure-timeout", "1s", "--heartbeat-interval", "100ms", "--enable-debug-command"}})
 			ctx := ctxT(t)
 			rdb := c.plainClient(0, 2)
 			want := map[string]string{}
@@ -185,15 +189,20 @@ func TestStripeSurvivesMFailures(t *testing.T) {
 				must(t, rdb.Do(ctx, "SET", k, v, "SCHEME", shape.spec).Err())
 				want[k] = v
 			}
-			for i := 0; i < 400; i += 3 {
+			for i := 0; i < 399; i += 3 {
 				k := fmt.Sprintf("s:%d", i)
 				must(t, rdb.Del(ctx, k).Err())
 				delete(want, k)
-				k = fmt.Sprintf("s:%d", i+1)
+				k = fmt.Sprintf("s:%d", i+1) // keeps its scheme
 				must(t, rdb.Set(ctx, k, "new", 0).Err())
 				want[k] = "new"
 			}
-			victims := c.nonVoters()[:shape.m]
+			var victims []int
+			for _, v := range c.nonVoters() {
+				if v < 6 && len(victims) < shape.m { // not a spare: it holds no place yet
+					victims = append(victims, v)
+				}
+			}
 			alive := slices.IndexFunc(c.nodes, func(nd *node) bool {
 				return !slices.ContainsFunc(victims, func(v int) bool { return c.nodes[v] == nd })
 			})
@@ -204,21 +213,54 @@ func TestStripeSurvivesMFailures(t *testing.T) {
 				c.waitFailed(alive, v, 15*time.Second)
 			}
 			took := waitRecovered(t, c.plainClient(alive, 2), want)
-			for i := 0; i < 400; i += 3 {
+			for i := 0; i < 399; i += 3 {
 				if n, err := c.plainClient(alive, 2).Exists(ctx, fmt.Sprintf("s:%d", i)).Result(); err != nil || n != 0 {
 					t.Fatalf("deleted key s:%d came back: %d, %v", i, n, err)
 				}
 			}
-			for i := range c.nodes {
-				if slices.Contains(victims, i) {
-					continue
-				}
-				res, err := c.plainClient(i, 2).Do(ctx, "DEBUG", "STRIPES").Slice()
-				if err != nil || len(res) != 2 {
-					t.Fatalf("DEBUG STRIPES on node %d after the failures: %v, %v", i, res, err)
+			rebuilt := c.waitRebuilt(alive, 20*time.Second)
+			checkStripes(t, c, victims, true)
+			t.Logf("%d keys read back %s after %d nodes were marked failed; rebuilt %s later", len(want), took, shape.m, rebuilt)
+			spec, _, _ := strings.Cut(strings.TrimPrefix(shape.spec, "stripe:"), "/")
+			var k, m int
+			fmt.Sscanf(spec, "%d+%d", &k, &m)
+			if len(c.nodes)-2*shape.m < k+m || len(c.nonVoters()) < 2*shape.m {
+				return // too few nodes left to place the scheme after a second round
+			}
+			// The rebuild restored the tolerance: M more failures lose nothing.
+			var second []int
+			for _, v := range c.nonVoters() {
+				if !slices.Contains(victims, v) && len(second) < shape.m {
+					second = append(second, v)
 				}
 			}
-			t.Logf("%d keys read back %s after %d nodes were marked failed", len(want), took, shape.m)
+			for _, v := range second {
+				must(t, c.nodes[v].cmd.Process.Kill())
+			}
+			for _, v := range second {
+				c.waitFailed(alive, v, 15*time.Second)
+			}
+			took = waitRecovered(t, c.plainClient(alive, 2), want)
+			c.waitRebuilt(alive, 20*time.Second)
+			checkStripes(t, c, append(victims, second...), true)
+			t.Logf("after %d more failures all keys read back %s after they were marked failed", shape.m, took)
 		})
+	}
+}
+
+// checkStripes runs DEBUG STRIPES on every node but the dead ones: no
+// chunk may disagree with its stripe, and once rebuilt none may be left
+// unverifiable.
+func checkStripes(t *testing.T, c *testCluster, dead []int, rebuilt bool) {
+	t.Helper()
+	ctx := ctxT(t)
+	for i := range c.nodes {
+		if slices.Contains(dead, i) {
+			continue
+		}
+		res, err := c.plainClient(i, 2).Do(ctx, "DEBUG", "STRIPES").Slice()
+		if err != nil || len(res) != 2 || rebuilt && res[1].(int64) != 0 {
+			t.Fatalf("DEBUG STRIPES on node %d: %v, %v (checked, unavailable, problems)", i, res, err)
+		}
 	}
 }

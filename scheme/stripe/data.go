@@ -93,6 +93,41 @@ func (d *Data) SetSlots(slots []Slot) {
 	d.next = 0
 }
 
+// Adopted says whether slot's stripe numbers are known: the store has
+// numbered chunks there, or Adopt told it what the holders have.
+func (d *Data) Adopted(slot Slot) bool {
+	_, ok := d.lists[slot.List]
+	return ok
+}
+
+// Adopt takes over a data position that another node (or this one, before
+// a wipe) held: the parity holders still number its stripes' updates, so
+// each stripe number they know becomes free at the seq they hold, and new
+// numbers start after them. A stripe number whose old chunk is still in
+// parity (sealed or open there: a rebuild drops it) is not reused.
+func (d *Data) Adopt(slot Slot, known []PositionState) {
+	nums := &stripeNumbers{}
+	for _, p := range known {
+		nums.next = max(nums.next, p.Stripe+1)
+		if p.Sealed || p.Open {
+			continue
+		}
+		i, found := nums.find(p.Stripe)
+		switch {
+		case !found:
+			nums.free = slices.Insert(nums.free, i, freeNumber{stripe: p.Stripe, seq: p.Through})
+		case p.Through > nums.free[i].seq:
+			nums.free[i].seq = p.Through
+		}
+	}
+	for _, p := range known { // a stripe number some holder still has a chunk at is not free
+		if i, found := nums.find(p.Stripe); found && (p.Sealed || p.Open) {
+			nums.free = slices.Delete(nums.free, i, i+1)
+		}
+	}
+	d.lists[slot.List] = nums
+}
+
 // ChunkSize is the size of the store's chunks.
 func (d *Data) ChunkSize() int { return d.size }
 

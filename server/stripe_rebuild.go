@@ -1,0 +1,230 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/stripe"
+)
+
+// This file restores a stripe list after failures (decision 0003): the
+// chunks of a failed data node are dropped from their stripes' parity once
+// every shard it coordinated is recovered (their objects were appended
+// again elsewhere), a parity holder that took over a failed one gets every
+// chunk of the list from its data nodes, and a node that takes over a data
+// position adopts the stripe numbers the holders know before appending
+// there.
+
+// adoptSlots adopts, before a first append, each data position this node
+// may append at but has not numbered chunks in: it asks the list's parity
+// holders which stripe numbers the position has state in, so that new
+// chunks continue their seqs (a holder would take a repeated seq for a
+// duplicate) and avoid the stripe numbers whose old chunks are still in
+// parity until a rebuild drops them.
+func (n *Node) adoptSlots(ctx context.Context, s *stripeScheme) error {
+	m := n.ctl.Map()
+	s.mu.Lock()
+	var todo []stripe.Slot
+	for _, slot := range ownSlots(m, s.spec, n.id) {
+		if !s.data.Adopted(slot) {
+			todo = append(todo, slot)
+		}
+	}
+	s.mu.Unlock()
+	for _, slot := range todo {
+		lp := lostPosition{entry: cluster.SchemeEntry{ID: s.id, Spec: s.spec}, list: slot.List, pos: int(slot.Position)}
+		holders, err := parityHolders(m, s.spec, slot.List)
+		if err != nil {
+			return err
+		}
+		states, err := n.positionStates(ctx, m, lp, holders)
+		if err != nil {
+			return err
+		}
+		var known []stripe.PositionState
+		for _, st := range states {
+			for _, p := range st {
+				known = append(known, p)
+			}
+		}
+		s.mu.Lock()
+		if !s.data.Adopted(slot) {
+			s.data.Adopt(slot, known)
+			s.epoch = 0 // recompute the slots
+		}
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// rebuildStripes restores the stripe lists of shard sh's placement: list
+// sh.ID of every stripe scheme. Data positions whose own node is gone have
+// their chunks dropped from parity; parity positions held by a node that
+// may lack the list's state are resynced by every live data node.
+func (n *Node) rebuildStripes(ctx context.Context, m *cluster.Map, sh cluster.Shard) error {
+	g := slices.IndexFunc(m.Shards, func(s cluster.Shard) bool { return s.ID == sh.ID })
+	if g < 0 {
+		return nil
+	}
+	var errs []error
+	for _, e := range m.Schemes {
+		if e.Spec.Kind != scheme.Stripe || e.Spec.K+e.Spec.M > len(sh.Placement) {
+			continue
+		}
+		for p := 0; p < e.Spec.K+e.Spec.M; p++ {
+			if !slices.Contains(sh.Rebuild, p) {
+				continue
+			}
+			var err error
+			if p < e.Spec.K {
+				err = n.dropLostChunks(ctx, m, lostPosition{entry: e, list: uint16(g), pos: p})
+			} else {
+				err = n.resyncParity(ctx, m, e, uint16(g), p-e.Spec.K)
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// dropLostChunks removes a lost data position's chunks from their
+// stripes' parity: each chunk is decoded and XORed out of every holder's
+// parity (or copy), then freed there, as numbered updates that continue
+// the holders' seqs, so a repeat is a no-op.
+func (n *Node) dropLostChunks(ctx context.Context, m *cluster.Map, lp lostPosition) error {
+	dropped := 0
+	err := n.lostChunks(ctx, m, lp, func(id stripe.ChunkID, b []byte, states []map[uint32]stripe.PositionState, holders []cluster.Node) error {
+		dropped++
+		return n.dropChunk(ctx, lp, holders, states, id, b)
+	})
+	if dropped > 0 {
+		n.log.Info("lost stripe chunks dropped from parity", "scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos, "chunks", dropped, "err", err)
+	}
+	return err
+}
+
+// stillInParity says whether some holder still has stripe r's chunk,
+// sealed or as a copy.
+func stillInParity(states []map[uint32]stripe.PositionState, r uint32) bool {
+	for _, st := range states {
+		if p, ok := st[r]; ok && (p.Sealed || p.Open) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropChunk sends each holder that has chunk id at the same seq the delta
+// that removes it (b, the chunk's bytes) and a Free.
+func (n *Node) dropChunk(ctx context.Context, lp lostPosition, holders []cluster.Node, states []map[uint32]stripe.PositionState, id stripe.ChunkID, b []byte) error {
+	var reqs []peerReq
+	for j, st := range states {
+		p, ok := st[id.Stripe]
+		if !ok || !p.Sealed && !p.Open {
+			continue
+		}
+		t := p.Through
+		ups := []stripeUpdate{
+			{J: j, U: stripe.Update{Chunk: id, Seq: t + 1, Base: t, Kind: stripe.Delta, Bytes: b}},
+			{J: j, U: stripe.Update{Chunk: id, Seq: t + 2, Base: t, Kind: stripe.Free}},
+		}
+		if isZeroChunk(b) {
+			ups = ups[1:] // nothing to take out of parity
+			ups[0].U.Seq = t + 1
+		}
+		reqs = append(reqs, peerReq{node: holders[j], typ: msgStripe, payload: encodeStripeUpdates(lp.entry.ID, ups)})
+	}
+	replies, errs := n.callEach(ctx, reqs)
+	for i, err := range errs {
+		if err == nil {
+			var acks []stripeAck
+			if acks, err = decodeList(replies[i], readStripeAck); err == nil {
+				for _, a := range acks {
+					if a.Refusal != "" || a.Outcome == stripe.Missing {
+						err = fmt.Errorf("dropping %s: %s %s", id, a.Outcome, a.Refusal)
+					}
+				}
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("server: dropping lost %s of %s: %w", id, lp.entry.Name(), err)
+		}
+	}
+	return nil
+}
+
+// resyncParity has every live data node of list g send the holder of
+// parity position j each of its chunks there (Resync), which a new holder
+// folds into parity and a holder in sync ignores.
+func (n *Node) resyncParity(ctx context.Context, m *cluster.Map, e cluster.SchemeEntry, g uint16, j int) error {
+	sh := &m.Shards[g]
+	req := stripeResyncReq{Scheme: e.ID, List: g, J: uint8(j)}
+	var reqs []peerReq
+	for q := 0; q < e.Spec.K; q++ {
+		node, ok := m.Node(sh.Placement[q])
+		if ok && node.State == cluster.Up && !m.StoodIn(sh, q) {
+			reqs = append(reqs, peerReq{node: node, typ: msgStripeResync, payload: req.encode(nil)})
+		}
+	}
+	_, errs := n.callEach(ctx, reqs)
+	return errors.Join(errs...)
+}
+
+// stripeResyncReq asks a data node to resync its chunks of a list with
+// one parity holder.
+type stripeResyncReq struct {
+	Scheme uint16
+	List   uint16
+	J      uint8
+}
+
+func (r stripeResyncReq) encode(e enc) enc { return e.u16(r.Scheme).u16(r.List).u8(r.J) }
+
+func decodeStripeResync(b []byte) (stripeResyncReq, error) {
+	d := dec{b: b}
+	r := stripeResyncReq{Scheme: d.u16(), List: d.u16(), J: d.u8()}
+	return r, d.done()
+}
+
+// onStripeResync sends this node's chunks of a list to one parity holder,
+// whole (Resync).
+func (n *Node) onStripeResync(b []byte) ([]byte, error) {
+	r, err := decodeStripeResync(b)
+	if err != nil {
+		return nil, err
+	}
+	m := n.ctl.Map()
+	entry, ok := m.SchemeByID(r.Scheme)
+	if !ok || entry.Spec.Kind != scheme.Stripe || int(r.J) >= entry.Spec.M {
+		return nil, fmt.Errorf("server: no parity position %d of a stripe scheme with id %d", r.J, r.Scheme)
+	}
+	s, err := n.stripes.scheme(entry)
+	if err != nil {
+		return nil, err
+	}
+	holders, err := parityHolders(m, entry.Spec, r.List)
+	if err != nil {
+		return nil, err
+	}
+	var ups []stripeUpdate
+	s.mu.Lock()
+	s.data.Chunks(func(id stripe.ChunkID, _ []byte, _ bool) {
+		if id.List == r.List {
+			if u, ok := s.data.Resync(id); ok {
+				ups = append(ups, stripeUpdate{J: int(r.J), U: u})
+			}
+		}
+	})
+	s.mu.Unlock()
+	if len(ups) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.PeerTimeout)
+	defer cancel()
+	_, errs := n.callEach(ctx, []peerReq{{node: holders[r.J], typ: msgStripe, payload: encodeStripeUpdates(r.Scheme, ups)}})
+	return nil, errs[0]
+}
