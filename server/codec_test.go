@@ -191,6 +191,9 @@ func FuzzPeerPayloads(f *testing.F) {
 		if ps, err := decodePositions(b); err == nil && !bytes.Equal(encodePositions(ps), b) {
 			t.Fatal("positions do not re-encode")
 		}
+		if r, err := decodeStripeResync(b); err == nil && !bytes.Equal(r.encode(nil), b) {
+			t.Fatal("StripeResync does not re-encode")
+		}
 		if p, err := decodePiece(b); err == nil && !bytes.Equal(p.encode(nil), b) {
 			t.Fatal("piece does not re-encode")
 		}
@@ -261,6 +264,10 @@ func TestStripeCodecs(t *testing.T) {
 	}
 	if _, err := decodeStripeRead(stripeRead{What: 9}.encode(nil)); err == nil {
 		t.Fatal("an unknown read kind was accepted")
+	}
+	rs := stripeResyncReq{Scheme: 2, List: 7, J: 1}
+	if got, err := decodeStripeResync(rs.encode(nil)); err != nil || got != rs {
+		t.Fatalf("resync: %+v, %v", got, err)
 	}
 	ps := []stripe.PositionState{{Stripe: 1, Through: 2, Sealed: true}, {Stripe: 5, Through: 9, Open: true}}
 	if got, err := decodePositions(encodePositions(ps)); err != nil || !reflect.DeepEqual(got, ps) {
