@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# bench-memory.sh REPORT: load MemEC's workload (24-byte keys, 8-32-byte
+# values; scripts/memload.py) into a 6-node memgest cluster with the
+# default scheme set to none, rep:3, split:4+2 and stripe:4+2 (a fresh
+# cluster each), into one redis-server and into redis-server with two
+# replicas, for each object count in OBJECTS; report the total RSS of the
+# processes holding the data, per object, and the ratios, to REPORT.
+#
+# Everything started here runs on 127.0.0.1 with free ports and is stopped
+# by PID on exit. Installs Debian's redis-server/redis-tools if missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+report=${1:?usage: bench-memory.sh REPORT}
+OBJECTS=${OBJECTS:-"1000000 10000000"}
+SCHEMES=${SCHEMES:-"none rep:3 split:4+2 stripe:4+2"}
+
+if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+	apt-get update -qq && apt-get install -y -qq redis-server redis-tools >/dev/null
+fi
+go build -o bin/memgest ./cmd/memgest
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+free_base() {
+	for base in $(seq 7301 50 9901); do
+		if python3 - "$base" <<'PY'
+import socket, sys
+b = int(sys.argv[1])
+for off in (0, 10000, 20000):
+    for i in range(6):
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", b + off + i))
+        except OSError:
+            sys.exit(1)
+        finally:
+            s.close()
+PY
+		then echo "$base"; return; fi
+	done
+	echo "no free base port" >&2; exit 1
+}
+
+wait_port() {
+	for _ in $(seq 1 200); do
+		redis-cli -p "$1" PING >/dev/null 2>&1 && return 0
+		sleep 0.05
+	done
+	echo "port $1 did not answer" >&2; exit 1
+}
+
+# rss PID...: the summed VmRSS of the processes, in bytes.
+rss() {
+	local total=0
+	for p in "$@"; do
+		total=$((total + $(awk '/^VmRSS:/{print $2}' "/proc/$p/status") * 1024))
+	done
+	echo "$total"
+}
+
+stop_all() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	pids=()
+}
+
+declare -A total base # RSS after and before loading, by target and count
+
+# Redis alone, and Redis with two replicas (their RSS summed).
+redis_run() { # n replicas
+	local n=$1 replicas=$2 name="redis"
+	[ "$replicas" -gt 0 ] && name="redis+${replicas}replicas"
+	local port
+	port=$(free_port)
+	redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" --dbfilename r.rdb >"$work/redis.log" 2>&1 &
+	pids+=($!)
+	local procs=($!)
+	wait_port "$port"
+	for i in $(seq 1 "$replicas"); do
+		local rp
+		rp=$(free_port)
+		redis-server --port "$rp" --bind 127.0.0.1 --save "" --appendonly no --replicaof 127.0.0.1 "$port" \
+			--dir "$work" --dbfilename "r$i.rdb" >"$work/replica$i.log" 2>&1 &
+		pids+=($!)
+		procs+=($!)
+		wait_port "$rp"
+	done
+	sleep 1
+	base[$name,$n]=$(rss "${procs[@]}")
+	python3 scripts/memload.py "$port" "$n"
+	if [ "$replicas" -gt 0 ]; then # wait until every replica has the whole stream
+		for _ in $(seq 1 600); do
+			local off
+			off=$(redis-cli -p "$port" INFO replication | awk -F: '/^master_repl_offset/{print $2+0}')
+			[ "$(redis-cli -p "$port" INFO replication | grep -c "offset=$off,")" -eq "$replicas" ] && break
+			sleep 0.2
+		done
+	fi
+	sleep 1
+	total[$name,$n]=$(rss "${procs[@]}")
+	echo "$name $n objects: $(( total[$name,$n] / n )) B/object" >&2
+	stop_all
+}
+
+memgest_run() { # n scheme
+	local n=$1 scheme=$2 name="memgest $2"
+	local b
+	b=$(free_base)
+	./bin/memgest dev --nodes 6 --base-port "$b" --server-arg=--failure-timeout=30s >"$work/dev.log" 2>&1 &
+	local dev=$!
+	pids+=($dev)
+	for _ in $(seq 1 600); do grep -q "cluster ready" "$work/dev.log" && break; sleep 0.1; done
+	grep -q "cluster ready" "$work/dev.log" || { cat "$work/dev.log"; exit 1; }
+	redis-cli -p "$b" SCHEME.DEFAULT "$scheme" >/dev/null
+	for i in $(seq 0 5); do
+		for _ in $(seq 1 100); do
+			[ "$(redis-cli -p $((b + i)) SCHEME.DEFAULT)" = "$scheme" ] && break
+			sleep 0.05
+		done
+	done
+	local procs
+	mapfile -t procs < <(pgrep -P "$dev")
+	sleep 1
+	base[$name,$n]=$(rss "${procs[@]}")
+	python3 scripts/memload.py "$b" "$n" --cluster
+	sleep 3 # directory entries and background updates settle
+	total[$name,$n]=$(rss "${procs[@]}")
+	echo "$name $n objects: $(( total[$name,$n] / n )) B/object; $(redis-cli -p "$b" SCHEME.INFO "$scheme" | tr '\n' ' ')" >&2
+	kill "$dev"; wait "$dev" 2>/dev/null || true
+	pids=()
+}
+
+names=(redis redis+2replicas)
+for s in $SCHEMES; do names+=("memgest $s"); done
+for n in $OBJECTS; do
+	redis_run "$n" 0
+	redis_run "$n" 2
+	for s in $SCHEMES; do memgest_run "$n" "$s"; done
+done
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b>0) printf "%.2f", a/b; else print "n/a" }'; }
+per() { awk -v a="$1" -v n="$2" 'BEGIN{ printf "%.1f", a/n }'; }
+{
+	echo "# Memory benchmark: memgest vs Redis"
+	echo
+	echo "Generated by \`make bench-memory\` (scripts/bench-memory.sh) on $(date -u +%Y-%m-%d)."
+	echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(redis-server --version | cut -d' ' -f1-3); $(go version | cut -d' ' -f3)."
+	echo
+	echo "MemEC's workload: keys \`key:%020d\` (24 bytes), values of 8 to 32 random"
+	echo "bytes (20 on average), written once with pipelined SETs (scripts/memload.py)."
+	echo "memgest: a fresh 6-node \`memgest dev\` cluster per scheme, the scheme as the"
+	echo "default, each key sent to its coordinator. RSS is VmRSS summed over the"
+	echo "processes that hold the data (6 memgest nodes; Redis and its replicas),"
+	echo "measured after loading; *net* subtracts what the same processes used"
+	echo "before loading (Go runtimes, Raft, buffers)."
+	echo
+	for n in $OBJECTS; do
+		echo "## $n objects"
+		echo
+		echo "| target | RSS | B/object | net B/object | × redis | × memgest rep:3 |"
+		echo "|---|---:|---:|---:|---:|---:|"
+		for t in "${names[@]}"; do
+			[ -n "${total[$t,$n]:-}" ] || continue
+			local_rep=${total["memgest rep:3",$n]:-0}
+			echo "| $t | $(( total[$t,$n] / 1048576 )) MiB | $(per "${total[$t,$n]}" "$n") | $(per $(( total[$t,$n] - base[$t,$n] )) "$n") | $(ratio "${total[$t,$n]}" "${total[redis,$n]}") | $(ratio "${total[$t,$n]}" "$local_rep") |"
+		done
+		echo
+	done
+} >"$report"
+cat "$report"
