@@ -14,49 +14,8 @@ report=${1:?usage: bench-memory.sh REPORT}
 OBJECTS=${OBJECTS:-"1000000 10000000"}
 SCHEMES=${SCHEMES:-"none rep:3 split:4+2 stripe:4+2"}
 
-if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
-	apt-get update -qq && apt-get install -y -qq redis-server redis-tools >/dev/null
-fi
-go build -o bin/memgest ./cmd/memgest
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-free_base() {
-	for base in $(seq 7301 50 9901); do
-		if python3 - "$base" <<'PY'
-import socket, sys
-b = int(sys.argv[1])
-for off in (0, 10000, 20000):
-    for i in range(6):
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", b + off + i))
-        except OSError:
-            sys.exit(1)
-        finally:
-            s.close()
-PY
-		then echo "$base"; return; fi
-	done
-	echo "no free base port" >&2; exit 1
-}
-
-wait_port() {
-	for _ in $(seq 1 200); do
-		redis-cli -p "$1" PING >/dev/null 2>&1 && return 0
-		sleep 0.05
-	done
-	echo "port $1 did not answer" >&2; exit 1
-}
+source scripts/bench-lib.sh
+bench_setup
 
 # rss PID...: the summed VmRSS of the processes, in bytes.
 rss() {
