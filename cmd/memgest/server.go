@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
