@@ -50,6 +50,9 @@ type writeOp struct {
 	// stripeLoc is where a stripe write's object was appended, until it
 	// commits or aborts.
 	stripeLoc *stripe.Loc
+	// stripeRemovals remove the object a commit replaced or deleted from a
+	// stripe scheme's chunks; commit sends them (stripe.go).
+	stripeRemovals []stripeRemoval
 }
 
 // valueCRC returns the CRC32C of op's value, computing it on first use. A
@@ -213,6 +216,7 @@ func (n *Node) writeLocked(ctx context.Context, s *inflightShard, op *writeOp) e
 		rel, err := n.commitLocked(s, op, n.clock.next(), nil)
 		s.mu.Unlock()
 		n.releaseAll(ctx, rel, false)
+		n.sendRemovalsLater(op)
 		return err
 	}
 	p := s.begin(op.key, n.clock.next())
@@ -306,9 +310,18 @@ func (n *Node) commit(ctx context.Context, p *pending, op *writeOp, sent []relea
 	// whose every release was acknowledged needs its tombstone no more; one
 	// with a release still to do is finished later (purge.go).
 	err = n.releaseAll(ctx, rel, op.del || len(rel) > 0 && rel[0].scheme != op.entry.ID)
+	var stripeErr error
+	if op.del {
+		stripeErr = n.sendRemovals(ctx, op)
+	}
+	n.sendRemovalsLater(op)
 	switch {
-	case op.del && err == nil:
+	case op.del && err == nil && stripeErr == nil:
 		n.enqueueDirectory(purgeOf(op.key, p.version))
+	case op.del && stripeErr != nil:
+		// The tombstone stays: the removal is logged and sent again, but
+		// nothing tells the purge when it has arrived.
+		n.log.Debug("stripe removal not acknowledged; the deletion's tombstone stays", "key", string(op.key), "err", stripeErr)
 	case op.del:
 		n.unfinished.add(op.key, p.version, rel)
 	}

@@ -544,8 +544,38 @@ func (n *Node) removeFromStripes(op *writeOp, v uint64) {
 		if err != nil {
 			n.log.Warn("stripe delete failed", "key", string(op.key), "scheme", s.spec, "err", err)
 		}
-		n.sendStripeLater(s, ups)
+		if len(ups) > 0 {
+			op.stripeRemovals = append(op.stripeRemovals, stripeRemoval{s, ups})
+		}
 	}
+}
+
+// stripeRemoval is the updates that remove a deleted key's object from
+// one stripe scheme's chunk, sent once the deletion has committed.
+type stripeRemoval struct {
+	s   *stripeScheme
+	ups []stripe.Update
+}
+
+// sendRemovalsLater sends op's stripe removals, if any are left, in the
+// background: no client waits for the removal of a replaced object.
+func (n *Node) sendRemovalsLater(op *writeOp) {
+	for _, r := range op.stripeRemovals {
+		n.sendStripeLater(r.s, r.ups)
+	}
+	op.stripeRemovals = nil
+}
+
+// sendRemovals sends a deletion's stripe removals and waits for them, so
+// that the deletion's tombstone is purged only once no parity holder has
+// the object any more (a recovery could otherwise bring it back).
+func (n *Node) sendRemovals(ctx context.Context, op *writeOp) error {
+	var errs []error
+	for _, r := range op.stripeRemovals {
+		errs = append(errs, n.sendStripe(ctx, r.s, r.ups))
+	}
+	op.stripeRemovals = nil
+	return errors.Join(errs...)
 }
 
 // inStripes says whether a stripe scheme holds key. Only commits change

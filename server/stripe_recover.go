@@ -381,5 +381,6 @@ func (n *Node) rehomeStripe(ctx context.Context, m *cluster.Map, key []byte, c *
 	s.mu.Lock()
 	_, err := n.commitStripeLocked(op, c.version)
 	s.mu.Unlock()
+	n.sendRemovalsLater(op)
 	return err
 }

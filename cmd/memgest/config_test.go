@@ -90,3 +90,19 @@ func TestDevEnvDividesCores(t *testing.T) {
 		t.Errorf("a GOMAXPROCS the user set was changed: %v", got)
 	}
 }
+
+// TestGCTarget: a small heap keeps Go's default target, a large one gets
+// the floor, and in between the target leaves gcMinHeadroom of growth.
+func TestGCTarget(t *testing.T) {
+	for _, c := range []struct {
+		live uint64
+		want int
+	}{
+		{0, 100}, {1 << 20, 100}, {gcMinHeadroom, 100}, {2 * gcMinHeadroom, 50},
+		{4 * gcMinHeadroom, 25}, {64 * gcMinHeadroom, 25},
+	} {
+		if got := gcTarget(c.live, 25); got != c.want {
+			t.Errorf("gcTarget(%d, 25) = %d, want %d", c.live, got, c.want)
+		}
+	}
+}

@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/memgest/memgest/server"
 	"github.com/spf13/cobra"
@@ -63,23 +65,46 @@ the file.`,
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", cfg.HeartbeatInterval, "how often a node reports to the control-plane leader")
 	f.DurationVar(&cfg.FailureTimeout, "failure-timeout", cfg.FailureTimeout, "silence after which the leader marks a node failed (≥ 3 heartbeat intervals)")
 	f.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "debug, info, warn or error")
-	f.IntVar(&gcPercent, "gc-percent", gcPercent, "Go GC target: heap growth over live data before a collection (GOGC, which overrides it when set)")
+	f.IntVar(&gcPercent, "gc-percent", gcPercent, "Go GC target for a large heap: growth over live data before a collection, never below 32 MiB (GOGC overrides it when set)")
 	return cmd
 }
 
-// gcPercent is the GC target memgest runs with unless GOGC is set. A node's
-// heap is mostly large pointer-free buffers (store slabs, stripe chunks),
-// which a collection does not scan, so collecting at 25% growth instead of
-// Go's 100% costs little CPU and keeps RSS near the data: with MemEC's
-// workload in stripe:4+2 it took the net RSS per object from 232 to 143
-// bytes (docs/benchmarks/memory.md).
+// gcPercent is the GC target memgest runs with once its heap is large,
+// unless GOGC is set. A node's heap is mostly large pointer-free buffers
+// (store slabs, stripe chunks), which a collection does not scan, so
+// collecting at 25% growth instead of Go's 100% costs little CPU and keeps
+// RSS near the data: with MemEC's workload in stripe:4+2 it took the net
+// RSS per object from 232 to 143 bytes (docs/benchmarks/memory.md).
 var gcPercent = 25
 
-// setGC applies --gc-percent unless the environment chose with GOGC.
+// gcMinHeadroom is the least growth allowed before a collection: a small
+// heap at a low target would be collected after every megabyte of
+// requests' garbage.
+const gcMinHeadroom = 32 << 20
+
+// setGC applies --gc-percent unless the environment chose with GOGC: the
+// target is what leaves gcMinHeadroom of growth, between gcPercent and
+// Go's 100, adjusted every second to the live heap.
 func setGC() {
-	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(gcPercent)
+	if _, set := os.LookupEnv("GOGC"); set {
+		return
 	}
+	go func() {
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		for range time.Tick(time.Second) {
+			metrics.Read(sample)
+			debug.SetGCPercent(gcTarget(sample[0].Value.Uint64(), gcPercent))
+		}
+	}()
+}
+
+// gcTarget is the GC percent for a live heap of live bytes: enough for
+// gcMinHeadroom of growth, at least floor and at most 100.
+func gcTarget(live uint64, floor int) int {
+	if live == 0 {
+		return 100
+	}
+	return max(floor, min(100, int(gcMinHeadroom*100/live)))
 }
 
 func runServer(cfg server.Config) error {
