@@ -3,7 +3,6 @@ package stripe
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/memgest/memgest/scheme"
 )
@@ -20,7 +19,6 @@ var (
 	ErrFull        = errors.New("stripe: the object does not fit in the chunk")
 	ErrSealed      = errors.New("stripe: the chunk is sealed")
 	ErrSizeChanged = errors.New("stripe: the new object's size differs; relocate it")
-	ErrOverlap     = errors.New("stripe: objects overlap")
 )
 
 // Chunk is one data chunk on its coordinator. Objects are appended until it
@@ -188,36 +186,4 @@ func Load(b []byte) (*Chunk, error) {
 		return nil, err
 	}
 	return c, nil
-}
-
-// Placed is an object and the offset its data chunk put it at.
-type Placed struct {
-	Offset int
-	Object *Object
-}
-
-// Assemble lays objects out at their offsets in a zero chunk of size bytes:
-// what a parity node does at seal time with the copies it buffered while
-// the chunk was open, given the offsets the coordinator sent (MemEC §4.3).
-// The result equals the data chunk byte for byte.
-func Assemble(size int, objects []Placed) ([]byte, error) {
-	if err := ValidateChunkSize(size); err != nil {
-		return nil, err
-	}
-	sorted := slices.Clone(objects)
-	slices.SortFunc(sorted, func(a, b Placed) int { return a.Offset - b.Offset })
-	b := make([]byte, size)
-	end := 0 // of the object placed last
-	for _, p := range sorted {
-		n := p.Object.EncodedLen()
-		switch {
-		case p.Offset < 0 || n > size-p.Offset:
-			return nil, fmt.Errorf("stripe: %s at %d: %w", p.Object, p.Offset, ErrFull)
-		case p.Offset < end:
-			return nil, fmt.Errorf("stripe: %s at %d: %w", p.Object, p.Offset, ErrOverlap)
-		}
-		p.Object.AppendTo(b[p.Offset:p.Offset])
-		end = p.Offset + n
-	}
-	return b, nil
 }

@@ -128,9 +128,6 @@ func (d *Data) Adopt(slot Slot, known []PositionState) {
 	d.lists[slot.List] = nums
 }
 
-// ChunkSize is the size of the store's chunks.
-func (d *Data) ChunkSize() int { return d.size }
-
 // Append writes o into an open chunk and returns where. The object is in
 // flight: Get does not see it until Commit, and Abort removes it.
 func (d *Data) Append(o *Object) (Loc, []Update, error) {
@@ -523,16 +520,6 @@ func (d *Data) Read(id ChunkID) (b []byte, sealed bool, seq uint32, ok bool) {
 	}
 	c := d.chunks[num]
 	return slices.Clone(c.chunk.Bytes()), c.chunk.Sealed(), c.seq, true
-}
-
-// Image returns a copy of chunk id's bytes, or nil if the store does not
-// hold it.
-func (d *Data) Image(id ChunkID) []byte {
-	num, ok := d.byID[id]
-	if !ok {
-		return nil
-	}
-	return slices.Clone(d.chunks[num].chunk.Bytes())
 }
 
 // Chunks calls fn with each chunk's id and bytes, which fn must not keep

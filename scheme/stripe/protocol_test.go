@@ -92,7 +92,7 @@ func (s *protoSim) send(from int, ups []Update) {
 		}
 	}
 	for _, u := range ups {
-		if cur := s.data[from].Image(u.Chunk); cur != nil && !bytes.Equal(cur, s.sums[u.Chunk]) {
+		if cur, _, _, held := s.data[from].Read(u.Chunk); held && !bytes.Equal(cur, s.sums[u.Chunk]) {
 			s.t.Fatalf("after %s node %d's chunk differs from the XOR of its deltas", u, from)
 		}
 	}

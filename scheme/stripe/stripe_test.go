@@ -191,35 +191,6 @@ func randomObject(rng *rand.Rand, maxValue int) Object {
 	return o
 }
 
-// TestAssembleRebuildsTheDataChunk: from the copies it buffered and the
-// offsets the coordinator sends at seal, a parity node lays out the very
-// bytes of the data chunk (MemEC §4.3).
-func TestAssembleRebuildsTheDataChunk(t *testing.T) {
-	rng := rand.New(rand.NewSource(1))
-	c, _ := NewChunk(512)
-	var placed []Placed
-	for {
-		o := randomObject(rng, 40)
-		off, err := c.Append(&o)
-		if err != nil {
-			break
-		}
-		placed = append(placed, Placed{Offset: off, Object: &o})
-	}
-	rng.Shuffle(len(placed), func(i, j int) { placed[i], placed[j] = placed[j], placed[i] }) // arrival order
-	got, err := Assemble(c.Size(), placed)
-	if err != nil || !bytes.Equal(got, c.Bytes()) {
-		t.Fatalf("assembled chunk differs (err %v)", err)
-	}
-	bad := append(placed, Placed{Offset: placed[0].Offset + 1, Object: placed[0].Object})
-	if _, err := Assemble(c.Size(), bad); !errors.Is(err, ErrOverlap) {
-		t.Fatalf("overlapping objects assembled: %v", err)
-	}
-	if _, err := Assemble(c.Size(), []Placed{{Offset: 500, Object: placed[0].Object}}); !errors.Is(err, ErrFull) {
-		t.Fatalf("an object past the end assembled: %v", err)
-	}
-}
-
 func TestReplaceRefusesANewSize(t *testing.T) {
 	c, _ := NewChunk(MinChunkSize)
 	off, err := c.Append(&Object{Key: []byte("k"), Value: []byte("abc")})
