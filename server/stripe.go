@@ -29,9 +29,11 @@ const stripeMoveLocks = 256
 // stripeSchemes is this node's part of every stripe scheme: as the
 // coordinator of keys (data chunks) and as a parity holder.
 type stripeSchemes struct {
-	any  atomic.Bool // set once a stripe scheme is used: reads skip all of this before
-	mu   sync.RWMutex
-	byID map[uint16]*stripeScheme
+	any atomic.Bool // set once a stripe scheme is used: reads skip all of this before
+	mu  sync.Mutex  // serialises creating and clearing
+	// list holds every scheme, sorted by id, replaced whole on a change:
+	// reads and commits walk it without a lock or an allocation.
+	list atomic.Pointer[[]*stripeScheme]
 	// moves: a read that misses the primary store looks in the stripe
 	// schemes holding one for reading; a commit moving a key between the
 	// primary store and a stripe scheme holds it for writing, so that a
@@ -57,10 +59,7 @@ type stripeScheme struct {
 
 // scheme returns this node's state for stripe scheme entry, creating it.
 func (ss *stripeSchemes) scheme(entry cluster.SchemeEntry) (*stripeScheme, error) {
-	ss.mu.RLock()
-	s := ss.byID[entry.ID]
-	ss.mu.RUnlock()
-	if s != nil {
+	if s := ss.byID(entry.ID); s != nil {
 		return s, nil
 	}
 	data, err := stripe.NewData(entry.Spec.ChunkSize())
@@ -73,33 +72,40 @@ func (ss *stripeSchemes) scheme(entry cluster.SchemeEntry) (*stripeScheme, error
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if s = ss.byID[entry.ID]; s == nil {
-		if ss.byID == nil {
-			ss.byID = map[uint16]*stripeScheme{}
-		}
-		s = &stripeScheme{id: entry.ID, spec: entry.Spec, data: data, parity: parity}
-		ss.byID[entry.ID] = s
-		ss.any.Store(true)
+	if s := ss.byID(entry.ID); s != nil {
+		return s, nil
 	}
+	s := &stripeScheme{id: entry.ID, spec: entry.Spec, data: data, parity: parity}
+	list := append(slices.Clone(ss.all()), s)
+	slices.SortFunc(list, func(a, b *stripeScheme) int { return int(a.id) - int(b.id) })
+	ss.list.Store(&list)
+	ss.any.Store(true)
 	return s, nil
 }
 
-// all returns every stripe scheme this node has state for.
-func (ss *stripeSchemes) all() []*stripeScheme {
-	ss.mu.RLock()
-	defer ss.mu.RUnlock()
-	out := make([]*stripeScheme, 0, len(ss.byID))
-	for _, s := range ss.byID {
-		out = append(out, s)
+// byID returns the scheme with id, or nil.
+func (ss *stripeSchemes) byID(id uint16) *stripeScheme {
+	for _, s := range ss.all() {
+		if s.id == id {
+			return s
+		}
 	}
-	slices.SortFunc(out, func(a, b *stripeScheme) int { return int(a.id) - int(b.id) })
-	return out
+	return nil
+}
+
+// all returns every stripe scheme this node has state for, sorted by id.
+// The caller must not modify the slice.
+func (ss *stripeSchemes) all() []*stripeScheme {
+	if l := ss.list.Load(); l != nil {
+		return *l
+	}
+	return nil
 }
 
 // clear drops every stripe scheme's state (FLUSHALL, a wipe).
 func (ss *stripeSchemes) clear() {
 	ss.mu.Lock()
-	ss.byID = nil
+	ss.list.Store(nil)
 	ss.mu.Unlock()
 }
 
