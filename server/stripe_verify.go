@@ -179,4 +179,4 @@ func (n *Node) verifyAllStripes(ctx context.Context) verifyReport {
 	return r
 }
 
-func isZeroChunk(b []byte) bool { return !bytes.ContainsFunc(b, func(r rune) bool { return r != 0 }) }
+func isZeroChunk(b []byte) bool { return !slices.ContainsFunc(b, func(c byte) bool { return c != 0 }) }
