@@ -2,10 +2,13 @@ package server
 
 import (
 	"context"
+	"errors"
 	"hash/maphash"
+	"slices"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/server/resp"
 )
 
@@ -21,7 +24,8 @@ type blindWrite struct {
 // writeBlind runs plain SETs together: a pipeline's, or an MSET's keys on
 // this coordinator. Each key gets Node.set's semantics, but every write
 // takes its version first, the redundancy of all of them goes out in one
-// PutPieces frame per node, and each commits once the replies are in, so a
+// frame per node (PutPieces for replicas and shards, Stripe for stripe
+// schemes' chunk updates), and each commits once the replies are in, so a
 // batch of rep:3 SETs costs two frames each way instead of two per key. A
 // key with a write already in flight, repeated in the batch, or held as a
 // rep stub, is written afterwards through Node.set, which waits for that
@@ -29,6 +33,7 @@ type blindWrite struct {
 func (n *Node) writeBlind(ctx context.Context, ws []blindWrite) {
 	var later []int
 	var batch pieceBatch
+	var stripes stripeBatch
 	m := n.ctl.Map()
 	for i := range ws {
 		w := &ws[i]
@@ -39,21 +44,68 @@ func (n *Node) writeBlind(ctx context.Context, ws []blindWrite) {
 		if w.p == nil {
 			continue // committed already (none) or failed
 		}
-		if err := batch.add(m, w.op, w.p.version, i); err != nil {
-			n.abort(w.key, w.p)
+		var err error
+		if w.op.entry.Spec.Kind == scheme.Stripe {
+			err = stripes.add(ctx, n, w.op, w.p.version, i)
+		} else {
+			err = batch.add(m, w.op, w.p.version, i)
+		}
+		if err != nil {
+			n.abort(w.key, w.p) // nothing was appended or sent
 			w.p, w.err = nil, err
 		}
 	}
+	errs := make([]error, len(ws))
 	if len(batch.dests) > 0 {
-		errs := n.sendBatch(ctx, &batch, len(ws))
-		for i := range ws {
-			if ws[i].p != nil {
-				n.finishBlind(ctx, &ws[i], errs[i])
-			}
+		errs = n.sendBatch(ctx, &batch, len(ws))
+	}
+	stripes.send(ctx, n, errs)
+	for i := range ws {
+		if ws[i].p != nil {
+			n.finishBlind(ctx, &ws[i], errs[i])
 		}
 	}
 	for _, i := range later {
 		ws[i].err = n.set(ctx, ws[i].key, ws[i].value, 0, false, nil)
+	}
+}
+
+// stripeBatch gathers the chunk updates of a batch's stripe writes by
+// scheme, so that each scheme's go out together.
+type stripeBatch struct {
+	schemes []*stripeScheme
+	ups     [][]stripe.Update
+	owners  [][]int
+}
+
+// add appends op's object at version v (stageStripe) on behalf of write
+// owner and queues its updates.
+func (b *stripeBatch) add(ctx context.Context, n *Node, op *writeOp, v uint64, owner int) error {
+	s, ups, err := n.stageStripe(ctx, op, v)
+	if err != nil {
+		return err
+	}
+	i := slices.Index(b.schemes, s)
+	if i < 0 {
+		i = len(b.schemes)
+		b.schemes = append(b.schemes, s)
+		b.ups = append(b.ups, nil)
+		b.owners = append(b.owners, nil)
+	}
+	b.ups[i] = append(b.ups[i], ups...)
+	b.owners[i] = append(b.owners[i], owner)
+	return nil
+}
+
+// send sends each scheme's updates (sendStripeGrouped) and files a failure
+// in errs for every write of that scheme.
+func (b *stripeBatch) send(ctx context.Context, n *Node, errs []error) {
+	for i, s := range b.schemes {
+		if err := n.sendStripeGrouped(ctx, s, b.ups[i]); err != nil {
+			for _, owner := range b.owners[i] {
+				errs[owner] = errors.Join(errs[owner], err)
+			}
+		}
 	}
 }
 
@@ -70,9 +122,9 @@ func (n *Node) beginBlind(ctx context.Context, w *blindWrite) bool {
 	}
 	cur := n.peekLocked(w.key)
 	w.op = n.valueOp(cur, w.key, w.value, 0, false, nil)
-	if overwritesStub(cur, w.op) || w.op.entry.Spec.Kind == scheme.Stripe {
+	if overwritesStub(cur, w.op) {
 		s.mu.Unlock()
-		return false // Node.set fills the stub first; stripe objects are appended one by one
+		return false // Node.set fills the stub first
 	}
 	if w.op.entry.Spec.Kind == scheme.None {
 		w.err = n.writeLocked(ctx, s, w.op) // commits and unlocks

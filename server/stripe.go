@@ -52,9 +52,13 @@ type stripeScheme struct {
 	id     uint16
 	spec   scheme.Spec
 	mu     sync.Mutex
+	groups stripeGroups
 	data   *stripe.Data
 	parity *stripe.Parity
 	epoch  uint64 // of the map data's slots were computed from
+	// adoptedAt is the epoch of a map all of whose data positions for this
+	// node were adopted (adoptSlots), or 0.
+	adoptedAt uint64
 }
 
 // scheme returns this node's state for stripe scheme entry, creating it.
@@ -159,12 +163,26 @@ func parityHolders(m *cluster.Map, spec scheme.Spec, g uint16) ([]cluster.Node, 
 // path's "redundancy"). On success op.stripeLoc says where the object is,
 // for commit; on failure the object is removed again.
 func (n *Node) appendStripe(ctx context.Context, op *writeOp, v uint64) error {
-	s, err := n.stripes.scheme(op.entry)
+	s, ups, err := n.stageStripe(ctx, op, v)
 	if err != nil {
 		return err
 	}
+	if err := n.sendStripeGrouped(ctx, s, ups); err != nil {
+		return notAcknowledged(op.key, err)
+	}
+	return nil
+}
+
+// stageStripe appends op's object at version v to a chunk of its scheme,
+// sets op.stripeLoc, and returns the scheme and the updates its parity
+// holders must acknowledge before the write commits.
+func (n *Node) stageStripe(ctx context.Context, op *writeOp, v uint64) (*stripeScheme, []stripe.Update, error) {
+	s, err := n.stripes.scheme(op.entry)
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := n.adoptSlots(ctx, s); err != nil {
-		return err
+		return nil, nil, err
 	}
 	obj := stripe.Object{Key: op.key, Value: op.value, Version: v, ExpireAt: op.expireAt}
 	s.mu.Lock()
@@ -172,13 +190,10 @@ func (n *Node) appendStripe(ctx context.Context, op *writeOp, v uint64) error {
 	loc, ups, err := s.data.Append(&obj)
 	s.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("server: scheme %s: %w", op.entry.Name(), err)
+		return nil, nil, fmt.Errorf("server: scheme %s: %w", op.entry.Name(), err)
 	}
 	op.stripeLoc = &loc
-	if err := n.sendStripe(ctx, s, ups); err != nil {
-		return notAcknowledged(op.key, err)
-	}
-	return nil
+	return s, ups, nil
 }
 
 // abortStripe removes the object of a write that will not commit, and
@@ -200,162 +215,6 @@ func (n *Node) abortStripe(op *writeOp) {
 		return
 	}
 	n.sendStripeLater(s, ups)
-}
-
-// sendStripe sends ups to every parity holder of their chunks' lists and
-// waits until each holder has applied each one. A holder that reports an
-// update Missing (a seal or free overtook an earlier update, or an earlier
-// frame was lost) gets what it lacks from the chunk's log, a few rounds at
-// most. A holder on a failed node is skipped: the stripe then runs with
-// reduced tolerance until it is rebuilt.
-func (n *Node) sendStripe(ctx context.Context, s *stripeScheme, ups []stripe.Update) error {
-	for round := 0; len(ups) > 0; round++ {
-		if round == 4 {
-			return fmt.Errorf("server: parity holders still lack updates of %s after %d rounds", ups[0].Chunk, round)
-		}
-		lacking, err := n.sendStripeRound(ctx, s, ups)
-		if err != nil {
-			return err
-		}
-		ups = lacking
-	}
-	return nil
-}
-
-// sendStripeRound sends ups once and returns the updates some holder
-// still lacks.
-func (n *Node) sendStripeRound(ctx context.Context, s *stripeScheme, ups []stripe.Update) ([]stripe.Update, error) {
-	m := n.ctl.Map()
-	type dest struct {
-		node cluster.Node
-		ups  []stripeUpdate
-	}
-	var dests []*dest
-	destOf := func(node cluster.Node) *dest {
-		for _, d := range dests {
-			if d.node.ID == node.ID {
-				return d
-			}
-		}
-		d := &dest{node: node}
-		dests = append(dests, d)
-		return d
-	}
-	pending := make(map[stripeKey]int, len(ups)) // holders yet to apply each update
-	for _, u := range ups {
-		holders, err := parityHolders(m, s.spec, u.Chunk.List)
-		if err != nil {
-			return nil, err
-		}
-		for j, h := range holders {
-			if h.State == cluster.Failed {
-				continue
-			}
-			d := destOf(h)
-			d.ups = append(d.ups, stripeUpdate{J: j, U: u})
-			pending[stripeKey{u.Chunk, u.Seq}]++
-		}
-	}
-	reqs := make([]peerReq, len(dests))
-	for i, d := range dests {
-		reqs[i] = peerReq{node: d.node, typ: msgStripe, payload: encodeStripeUpdates(s.id, d.ups)}
-	}
-	replies, errs := n.callEach(ctx, reqs)
-	var lacking []stripe.Update
-	var failures []error
-	for i, d := range dests {
-		acks, err := decodeStripeAcks(replies[i], len(d.ups))
-		if errs[i] != nil {
-			err = errs[i]
-		}
-		if err != nil {
-			failures = append(failures, err)
-			continue
-		}
-		for k, a := range acks {
-			u := d.ups[k].U
-			switch {
-			case a.Refusal != "":
-				failures = append(failures, fmt.Errorf("node %s: %s", d.node.PeerAddr, a.Refusal))
-			case a.Outcome == stripe.Missing:
-				s.mu.Lock()
-				if more, complete := s.data.Since(u.Chunk, a.Through); complete {
-					lacking = append(lacking, more...)
-				} else if r, ok := s.data.Resync(u.Chunk); ok {
-					lacking = append(lacking, r) // the holder is new to the chunk
-				}
-				s.mu.Unlock()
-			default:
-				pending[stripeKey{u.Chunk, u.Seq}]--
-			}
-		}
-	}
-	s.mu.Lock()
-	for key, left := range pending {
-		if left == 0 {
-			s.data.Acked(key.chunk, key.seq)
-		}
-	}
-	s.mu.Unlock()
-	if len(failures) > 0 {
-		return nil, errors.Join(failures...)
-	}
-	return dedupUpdates(lacking), nil
-}
-
-// stripeKey names one update of one chunk.
-type stripeKey struct {
-	chunk stripe.ChunkID
-	seq   uint32
-}
-
-// dedupUpdates drops repeats (several holders may lack the same update).
-func dedupUpdates(ups []stripe.Update) []stripe.Update {
-	type key struct {
-		stripeKey
-		kind stripe.UpdateKind
-	}
-	seen := map[key]bool{}
-	out := ups[:0]
-	for _, u := range ups {
-		if k := (key{stripeKey{u.Chunk, u.Seq}, u.Kind}); !seen[k] {
-			seen[k] = true
-			out = append(out, u)
-		}
-	}
-	return out
-}
-
-// sendStripeLater sends updates that no client waits for (the removal of
-// a replaced or aborted object). One that fails stays in its chunk's log
-// and goes again with the next resend (resendStripe).
-func (n *Node) sendStripeLater(s *stripeScheme, ups []stripe.Update) {
-	if len(ups) == 0 {
-		return
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.PeerTimeout)
-		defer cancel()
-		if err := n.sendStripe(ctx, s, ups); err != nil {
-			n.log.Debug("stripe updates not acknowledged; they will be sent again", "scheme", s.spec, "err", err)
-		}
-	}()
-}
-
-// resendStripe sends every update some holder has not acknowledged yet.
-// The sweep loop calls it, so an update whose frame was lost reaches its
-// holders even if no later seal asks for it.
-func (n *Node) resendStripe(ctx context.Context) {
-	for _, s := range n.stripes.all() {
-		s.mu.Lock()
-		ups := s.data.Unacked()
-		s.mu.Unlock()
-		if len(ups) > 0 {
-			if err := n.sendStripe(ctx, s, ups); err != nil {
-				n.log.Debug("stripe resend failed", "scheme", s.spec, "err", err)
-			}
-		}
-	}
 }
 
 // onStripe applies a batch of chunk updates as a parity holder. A batch

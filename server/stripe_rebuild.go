@@ -28,11 +28,18 @@ import (
 func (n *Node) adoptSlots(ctx context.Context, s *stripeScheme) error {
 	m := n.ctl.Map()
 	s.mu.Lock()
+	if s.adoptedAt == m.Epoch {
+		s.mu.Unlock()
+		return nil // every position of this map is adopted
+	}
 	var todo []stripe.Slot
 	for _, slot := range ownSlots(m, s.spec, n.id) {
 		if !s.data.Adopted(slot) {
 			todo = append(todo, slot)
 		}
+	}
+	if len(todo) == 0 {
+		s.adoptedAt = m.Epoch
 	}
 	s.mu.Unlock()
 	for _, slot := range todo {

@@ -1,0 +1,232 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme/stripe"
+)
+
+// This file sends a coordinator's chunk updates to their parity holders.
+// Updates of one scheme that are ready together share frames: the writes
+// of one pipeline (writeBlind), and those of concurrent connections, which
+// join a group (stripeGroups) the way replicated writes do (commitGroups).
+
+// stripeGroups is group commit for one stripe scheme's updates: the first
+// sender to arrive opens a group and yields the processor once, so that
+// the writes of other connections that are ready join it; then the group's
+// updates go out in one frame per parity holder (sendStripe), and every
+// member gets the group's result. A failure fails every member: they share
+// frames, and a holder that does not answer fails them all in any case.
+type stripeGroups struct {
+	mu   sync.Mutex
+	open *stripeGroup
+}
+
+// stripeGroup is one group's updates and, once done is closed, its result.
+type stripeGroup struct {
+	ups  []stripe.Update
+	err  error
+	done chan struct{}
+}
+
+// join adds ups to the open group, opening one if there is none (lead:
+// the caller must then send it, with lead).
+func (gs *stripeGroups) join(ups []stripe.Update) (g *stripeGroup, lead bool) {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if gs.open == nil {
+		gs.open, lead = &stripeGroup{done: make(chan struct{})}, true
+	}
+	gs.open.ups = append(gs.open.ups, ups...)
+	return gs.open, lead
+}
+
+// lead sends group g, which the caller opened, once the writers ready to
+// join it have had the processor.
+func (gs *stripeGroups) lead(ctx context.Context, n *Node, s *stripeScheme, g *stripeGroup) {
+	runtime.Gosched()
+	gs.mu.Lock()
+	gs.open = nil
+	gs.mu.Unlock()
+	g.err = n.sendStripe(ctx, s, g.ups)
+	close(g.done)
+}
+
+// sendStripeGrouped sends ups as part of a group and waits for the
+// group's result.
+func (n *Node) sendStripeGrouped(ctx context.Context, s *stripeScheme, ups []stripe.Update) error {
+	g, lead := s.groups.join(ups)
+	if lead {
+		s.groups.lead(ctx, n, s, g)
+	} else {
+		<-g.done // the leader finishes within the peer timeout
+	}
+	return g.err
+}
+
+// sendStripe sends ups to every parity holder of their chunks' lists and
+// waits until each holder has applied each one. A holder that reports an
+// update Missing (a seal or free overtook an earlier update, or an earlier
+// frame was lost) gets what it lacks from the chunk's log, a few rounds at
+// most. A holder on a failed node is skipped: the stripe then runs with
+// reduced tolerance until it is rebuilt.
+func (n *Node) sendStripe(ctx context.Context, s *stripeScheme, ups []stripe.Update) error {
+	for round := 0; len(ups) > 0; round++ {
+		if round == 4 {
+			return fmt.Errorf("server: parity holders still lack updates of %s after %d rounds", ups[0].Chunk, round)
+		}
+		lacking, err := n.sendStripeRound(ctx, s, ups)
+		if err != nil {
+			return err
+		}
+		ups = lacking
+	}
+	return nil
+}
+
+// sendStripeRound sends ups once and returns the updates some holder
+// still lacks.
+func (n *Node) sendStripeRound(ctx context.Context, s *stripeScheme, ups []stripe.Update) ([]stripe.Update, error) {
+	m := n.ctl.Map()
+	type dest struct {
+		node cluster.Node
+		ups  []stripeUpdate
+	}
+	var dests []*dest
+	destOf := func(node cluster.Node) *dest {
+		for _, d := range dests {
+			if d.node.ID == node.ID {
+				return d
+			}
+		}
+		d := &dest{node: node}
+		dests = append(dests, d)
+		return d
+	}
+	pending := make(map[stripeKey]int, len(ups)) // holders yet to apply each update
+	for _, u := range ups {
+		holders, err := parityHolders(m, s.spec, u.Chunk.List)
+		if err != nil {
+			return nil, err
+		}
+		for j, h := range holders {
+			if h.State == cluster.Failed {
+				continue
+			}
+			d := destOf(h)
+			d.ups = append(d.ups, stripeUpdate{J: j, U: u})
+			pending[stripeKey{u.Chunk, u.Seq}]++
+		}
+	}
+	reqs := make([]peerReq, len(dests))
+	for i, d := range dests {
+		reqs[i] = peerReq{node: d.node, typ: msgStripe, payload: encodeStripeUpdates(s.id, d.ups)}
+	}
+	replies, errs := n.callEach(ctx, reqs)
+	var lacking []stripe.Update
+	var failures []error
+	for i, d := range dests {
+		acks, err := decodeStripeAcks(replies[i], len(d.ups))
+		if errs[i] != nil {
+			err = errs[i]
+		}
+		if err != nil {
+			failures = append(failures, err)
+			continue
+		}
+		for k, a := range acks {
+			u := d.ups[k].U
+			switch {
+			case a.Refusal != "":
+				failures = append(failures, fmt.Errorf("node %s: %s", d.node.PeerAddr, a.Refusal))
+			case a.Outcome == stripe.Missing:
+				s.mu.Lock()
+				if more, complete := s.data.Since(u.Chunk, a.Through); complete {
+					lacking = append(lacking, more...)
+				} else if r, ok := s.data.Resync(u.Chunk); ok {
+					lacking = append(lacking, r) // the holder is new to the chunk
+				}
+				s.mu.Unlock()
+			default:
+				pending[stripeKey{u.Chunk, u.Seq}]--
+			}
+		}
+	}
+	s.mu.Lock()
+	for key, left := range pending {
+		if left == 0 {
+			s.data.Acked(key.chunk, key.seq)
+		}
+	}
+	s.mu.Unlock()
+	if len(failures) > 0 {
+		return nil, errors.Join(failures...)
+	}
+	return dedupUpdates(lacking), nil
+}
+
+// stripeKey names one update of one chunk.
+type stripeKey struct {
+	chunk stripe.ChunkID
+	seq   uint32
+}
+
+// dedupUpdates drops repeats (several holders may lack the same update).
+func dedupUpdates(ups []stripe.Update) []stripe.Update {
+	type key struct {
+		stripeKey
+		kind stripe.UpdateKind
+	}
+	seen := map[key]bool{}
+	out := ups[:0]
+	for _, u := range ups {
+		if k := (key{stripeKey{u.Chunk, u.Seq}, u.Kind}); !seen[k] {
+			seen[k] = true
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// sendStripeLater sends updates that no client waits for (the removal of
+// a replaced or aborted object): with the group forming, if there is one,
+// else in a group of their own, in the background. One that fails stays in
+// its chunk's log and goes again with the next resend (resendStripe).
+func (n *Node) sendStripeLater(s *stripeScheme, ups []stripe.Update) {
+	if len(ups) == 0 {
+		return
+	}
+	g, lead := s.groups.join(ups)
+	if !lead {
+		return // a writer's group carries them
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.PeerTimeout)
+		defer cancel()
+		s.groups.lead(ctx, n, s, g)
+		if g.err != nil {
+			n.log.Debug("stripe updates not acknowledged; they will be sent again", "scheme", s.spec, "err", g.err)
+		}
+	}()
+}
+
+// resendStripe sends every update some holder has not acknowledged yet.
+// The sweep loop calls it, so an update whose frame was lost reaches its
+// holders even if no later seal asks for it.
+func (n *Node) resendStripe(ctx context.Context) {
+	for _, s := range n.stripes.all() {
+		s.mu.Lock()
+		ups := s.data.Unacked()
+		s.mu.Unlock()
+		if len(ups) > 0 {
+			if err := n.sendStripe(ctx, s, ups); err != nil {
+				n.log.Debug("stripe resend failed", "scheme", s.spec, "err", err)
+			}
+		}
+	}
+}
