@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench-cluster.sh REPORT: redis-benchmark (SET and GET, 100-byte values,
 # -P 1 and -P 16) against a 6-node memgest cluster with the default scheme
-# set to none, rep:3 and split:4+2 (and rep:3 on 3 nodes), and against
+# set to none, rep:3, split:4+2 and stripe:4+2 (and rep:3 on 3 nodes), and against
 # redis-servers started here (alone, with two asynchronous replicas for the
 # rep:3 comparison, and as a 3-master Redis Cluster), all in one run; writes
 # a Markdown report with ratios to REPORT.
@@ -122,7 +122,7 @@ start_dev() {
 }
 
 start_dev 6 "$work/memgest6.log"
-for scheme in none rep:3 split:4+2; do
+for scheme in none rep:3 split:4+2 stripe:4+2; do
 	redis-cli -p "$base" FLUSHALL >/dev/null
 	redis-cli -p "$base" SCHEME.DEFAULT "$scheme" >/dev/null
 	run_target "memgest $scheme" "$base" --cluster
@@ -151,7 +151,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b>0) printf "%.2f", a/b; else prin
 	echo
 	echo "| target | SET -P1 | GET -P1 | SET -P16 | GET -P16 |"
 	echo "|---|---:|---:|---:|---:|"
-	for t in redis redis+2replicas "redis cluster (3 masters)" "memgest none, 1 node" "memgest none" "memgest rep:3" "memgest split:4+2" "memgest rep:3, 3 nodes"; do
+	for t in redis redis+2replicas "redis cluster (3 masters)" "memgest none, 1 node" "memgest none" "memgest rep:3" "memgest split:4+2" "memgest stripe:4+2" "memgest rep:3, 3 nodes"; do
 		echo "| $t | ${rps[$t,SET,1]} | ${rps[$t,GET,1]} | ${rps[$t,SET,16]} | ${rps[$t,GET,16]} |"
 	done
 	echo
@@ -167,6 +167,8 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b>0) printf "%.2f", a/b; else prin
 	echo "| memgest rep:3 (6 nodes) SET / redis+2 replicas SET | $(ratio "${rps[memgest rep:3,SET,1]}" "${rps[redis+2replicas,SET,1]}") | $(ratio "${rps[memgest rep:3,SET,16]}" "${rps[redis+2replicas,SET,16]}") | ≥ 0.8 |"
 	echo "| memgest rep:3 (3 nodes) SET / redis+2 replicas SET | $(ratio "${rps[memgest rep:3, 3 nodes,SET,1]}" "${rps[redis+2replicas,SET,1]}") | $(ratio "${rps[memgest rep:3, 3 nodes,SET,16]}" "${rps[redis+2replicas,SET,16]}") | ≥ 0.8 |"
 	echo "| memgest rep:3 GET / memgest none GET | $(ratio "${rps[memgest rep:3,GET,1]}" "${rps[memgest none,GET,1]}") | $(ratio "${rps[memgest rep:3,GET,16]}" "${rps[memgest none,GET,16]}") | ≥ 0.9 |"
+	echo "| memgest stripe:4+2 SET / memgest rep:3 SET | $(ratio "${rps[memgest stripe:4+2,SET,1]}" "${rps[memgest rep:3,SET,1]}") | $(ratio "${rps[memgest stripe:4+2,SET,16]}" "${rps[memgest rep:3,SET,16]}") | ≥ 0.7 |"
+	echo "| memgest stripe:4+2 GET / memgest rep:3 GET | $(ratio "${rps[memgest stripe:4+2,GET,1]}" "${rps[memgest rep:3,GET,1]}") | $(ratio "${rps[memgest stripe:4+2,GET,16]}" "${rps[memgest rep:3,GET,16]}") | = 1.0 |"
 	echo "| memgest split:4+2 GET / memgest none GET | $(ratio "${rps[memgest split:4+2,GET,1]}" "${rps[memgest none,GET,1]}") | $(ratio "${rps[memgest split:4+2,GET,16]}" "${rps[memgest none,GET,16]}") | (no target) |"
 } >"$report"
 cat "$report"

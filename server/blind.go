@@ -32,17 +32,28 @@ type blindWrite struct {
 // write or fills the stub.
 func (n *Node) writeBlind(ctx context.Context, ws []blindWrite) {
 	var later []int
+	for i := range ws {
+		if !n.beginBlind(ctx, &ws[i]) {
+			later = append(later, i)
+		}
+	}
+	n.settleBlind(ctx, ws)
+	for _, i := range later {
+		ws[i].err = n.set(ctx, ws[i].key, ws[i].value, 0, false, nil)
+	}
+}
+
+// settleBlind sends the redundancy of every begun write of ws (those with
+// a pending version) together, then commits each whose redundancy was
+// acknowledged and aborts the others.
+func (n *Node) settleBlind(ctx context.Context, ws []blindWrite) {
 	var batch pieceBatch
 	var stripes stripeBatch
 	m := n.ctl.Map()
 	for i := range ws {
 		w := &ws[i]
-		if !n.beginBlind(ctx, w) {
-			later = append(later, i)
-			continue
-		}
 		if w.p == nil {
-			continue // committed already (none) or failed
+			continue // not begun, committed already (none) or failed
 		}
 		var err error
 		if w.op.entry.Spec.Kind == scheme.Stripe {
@@ -64,9 +75,6 @@ func (n *Node) writeBlind(ctx context.Context, ws []blindWrite) {
 		if ws[i].p != nil {
 			n.finishBlind(ctx, &ws[i], errs[i])
 		}
-	}
-	for _, i := range later {
-		ws[i].err = n.set(ctx, ws[i].key, ws[i].value, 0, false, nil)
 	}
 }
 

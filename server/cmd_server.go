@@ -144,6 +144,7 @@ func (n *Node) infoStats() resp.InfoSection {
 		{"total_commands_processed", strconv.FormatInt(n.stats.commands.Load(), 10)},
 		{"expired_keys", strconv.FormatInt(n.stats.expired.Load(), 10)},
 		{"memgest_forwarded_commands", strconv.FormatInt(n.stats.forwarded.Load(), 10)},
+		{"memgest_stripe_relocated_objects", strconv.FormatInt(n.stats.relocated.Load(), 10)},
 	}}
 }
 

@@ -74,6 +74,10 @@ type Config struct {
 	// holds with their coordinators and drops the garbage failures left
 	// (sweep.go; 0: no sweep).
 	SweepInterval time.Duration
+	// CompactRate bounds the bytes of stripe chunks per second that
+	// compaction empties by relocating their objects (stripe_compact.go;
+	// 0: no compaction).
+	CompactRate int64
 	// EnableDebugCommand allows DEBUG (FLIP corrupts stored copies of a
 	// key on purpose, for tests and drills).
 	EnableDebugCommand bool
@@ -110,6 +114,7 @@ func DefaultConfig() Config {
 		RebuildShare:      DefaultRebuildShare,
 		ScrubRate:         4 << 20,
 		SweepInterval:     time.Second,
+		CompactRate:       1 << 20,
 	}
 }
 
@@ -167,6 +172,9 @@ func (c Config) Validate() error {
 	}
 	if c.SweepInterval < 0 {
 		return errors.New("server: sweep-interval must be ≥ 0 (0: no sweep)")
+	}
+	if c.CompactRate < 0 {
+		return errors.New("server: compact-rate must be ≥ 0 (0: no compaction)")
 	}
 	if c.MaxArgs < 2 {
 		return errors.New("server: max-args must be ≥ 2")

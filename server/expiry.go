@@ -48,6 +48,32 @@ func (n *Node) expireSample(ctx context.Context) {
 			n.expireKey(ctx, k)
 		}
 		if len(keys) < expireBatch {
+			break
+		}
+	}
+	for _, s := range n.stripes.all() {
+		n.expireStripeSample(ctx, s, deadline)
+	}
+}
+
+// expireStripeChunks is how many chunks one sample of a stripe scheme
+// looks at.
+const expireStripeChunks = 8
+
+// expireStripeSample deletes the expired objects of stripe scheme s's
+// chunks, sampling a few chunks at a time (stripe.Data.SampleExpired)
+// while more than a quarter of the objects with a TTL it finds have
+// expired and the budget lasts, as Redis's active expiry does.
+func (n *Node) expireStripeSample(ctx context.Context, s *stripeScheme, deadline time.Time) {
+	for time.Now().Before(deadline) {
+		var keys [][]byte
+		s.mu.Lock()
+		withTTL := s.data.SampleExpired(nowMs(), expireStripeChunks, func(key []byte) { keys = append(keys, key) })
+		s.mu.Unlock()
+		for _, k := range keys {
+			n.expireKey(ctx, k)
+		}
+		if len(keys)*4 <= withTTL || len(keys) == 0 {
 			return
 		}
 	}
@@ -57,7 +83,7 @@ func (n *Node) expireSample(ctx context.Context) {
 func (n *Node) expireKey(ctx context.Context, key []byte) {
 	expired := false
 	err := n.rmwMeta(ctx, key, func(cur current) (*writeOp, error) {
-		meta, ok := n.primary.Meta(key)
+		meta, ok := n.keyMeta(key) // the primary store's or a stripe scheme's
 		if !ok || meta.ExpireAt == 0 || meta.ExpireAt > nowMs() {
 			return nil, nil
 		}

@@ -157,6 +157,7 @@ type nodeCollector struct {
 	serving, nodes, recovering             *prometheus.Desc
 	rebuilding, rebuildKeys, rebuildBytes  *prometheus.Desc
 	corrupt, repaired, scrubbed, swept     *prometheus.Desc
+	relocated                              *prometheus.Desc
 }
 
 func (n *Node) collector() prometheus.Collector {
@@ -182,11 +183,12 @@ func (n *Node) collector() prometheus.Collector {
 		repaired:     d("repairs_total", "Keys whose corrupt copies were stored again from redundancy."),
 		scrubbed:     d("scrub_bytes_total", "Bytes the scrub has checked."),
 		swept:        d("swept_pieces_total", "Garbage pieces the sweep dropped (pieces failures left that no committed version needs)."),
+		relocated:    d("stripe_relocated_objects_total", "Stripe objects compaction moved out of chunks with garbage or above free stripe numbers."),
 	}
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.commands, c.forwarded, c.expired, c.epoch, c.keys, c.logical, c.stored, c.overhead, c.serving, c.nodes, c.recovering, c.rebuilding, c.rebuildKeys, c.rebuildBytes, c.corrupt, c.repaired, c.scrubbed, c.swept} {
+	for _, d := range []*prometheus.Desc{c.commands, c.forwarded, c.expired, c.epoch, c.keys, c.logical, c.stored, c.overhead, c.serving, c.nodes, c.recovering, c.rebuilding, c.rebuildKeys, c.rebuildBytes, c.corrupt, c.repaired, c.scrubbed, c.swept, c.relocated} {
 		ch <- d
 	}
 }
@@ -208,6 +210,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.repaired, prometheus.CounterValue, float64(n.health.repaired.Load()))
 	ch <- prometheus.MustNewConstMetric(c.scrubbed, prometheus.CounterValue, float64(n.health.scrubbed.Load()))
 	ch <- prometheus.MustNewConstMetric(c.swept, prometheus.CounterValue, float64(n.health.swept.Load()))
+	ch <- prometheus.MustNewConstMetric(c.relocated, prometheus.CounterValue, float64(n.stats.relocated.Load()))
 	for state, count := range nodeStates(m) {
 		ch <- prometheus.MustNewConstMetric(c.nodes, prometheus.GaugeValue, float64(count), state)
 	}

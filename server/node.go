@@ -128,6 +128,7 @@ func (n *Node) start() error {
 	n.background(ctx, n.directoryLoop)
 	n.background(ctx, n.scrubLoop)
 	n.background(ctx, n.sweepLoop)
+	n.background(ctx, n.compactLoop)
 	if n.cfg.Join != "" {
 		n.background(ctx, n.joinLoop)
 	}

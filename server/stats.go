@@ -17,7 +17,8 @@ type counters struct {
 	forwarded   atomic.Int64
 	connections atomic.Int64
 	expired     atomic.Int64
-	splitValues sync.Map // scheme id → *atomic.Int64: logical value bytes of split keys
+	relocated   atomic.Int64 // stripe objects moved by compaction
+	splitValues sync.Map     // scheme id → *atomic.Int64: logical value bytes of split keys
 }
 
 func (c *counters) splitBytes(id uint16) *atomic.Int64 {

@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"math/rand"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestStripeAgainstModel runs random SET (plain, NX, XX), GET, APPEND,
@@ -138,7 +141,26 @@ func checkStripeKeyspace(t *testing.T, c *testCluster, sch string) {
 			t.Fatalf("SCAN missed %s", k)
 		}
 	}
-	info, err := rdb.Do(ctx, "SCHEME.INFO", sch).Result()
+	fields := schemeInfo(t, rdb, sch)
+	info := fields
+	for _, f := range []string{"keys", "logical_bytes", "data_chunk_bytes", "index_bytes", "object_bytes"} {
+		if n, ok := fields[f].(int64); !ok || n <= 0 {
+			t.Fatalf("SCHEME.INFO %s: %s = %v, want > 0 (%v)", sch, f, fields[f], info)
+		}
+	}
+	// Open chunks are buffered on the parity holders, sealed ones in parity.
+	if p, b := fields["parity_bytes"].(int64), fields["buffered_bytes"].(int64); p+b <= 0 {
+		t.Fatalf("SCHEME.INFO %s has no redundancy bytes: %v", sch, info)
+	}
+	if fields["keys"].(int64) < int64(len(want)) {
+		t.Fatalf("SCHEME.INFO %s counts %d keys, at least %d exist", sch, fields["keys"], len(want))
+	}
+}
+
+// schemeInfo returns the fields of SCHEME.INFO name.
+func schemeInfo(t *testing.T, rdb *redis.Client, name string) map[string]any {
+	t.Helper()
+	info, err := rdb.Do(ctxT(t), "SCHEME.INFO", name).Result()
 	must(t, err)
 	fields := map[string]any{}
 	switch v := info.(type) {
@@ -151,17 +173,159 @@ func checkStripeKeyspace(t *testing.T, c *testCluster, sch string) {
 			fields[fmt.Sprint(k)] = x
 		}
 	}
-	for _, f := range []string{"keys", "logical_bytes", "data_chunk_bytes", "index_bytes", "object_bytes"} {
-		if n, ok := fields[f].(int64); !ok || n <= 0 {
-			t.Fatalf("SCHEME.INFO %s: %s = %v, want > 0 (%v)", sch, f, fields[f], info)
+	return fields
+}
+
+// infoFloat reads a SCHEME.INFO field given as a decimal string.
+func infoFloat(t *testing.T, fields map[string]any, name string) float64 {
+	t.Helper()
+	f, err := strconv.ParseFloat(fmt.Sprint(fields[name]), 64)
+	if err != nil {
+		t.Fatalf("SCHEME.INFO %s = %v: %v", name, fields[name], err)
+	}
+	return f
+}
+
+// TestStripeCompactionUnderChurn loads stripe keys, then churns them: four
+// rounds each overwrite a random half of the keys with values of other
+// sizes, some with a TTL, and the last deletes some, which leaves garbage
+// spread over the chunks. Compaction must bring the scheme's stored bytes back
+// within 10% of MemEC's formula for the objects left, keep every key as
+// last written (TTLs too), and leave every stripe matching its parity.
+func TestStripeCompactionUnderChurn(t *testing.T) {
+	c := startCluster(t, 6, clusterOptions{extra: []string{"--enable-debug-command", "--compact-rate", "262144"}})
+	ctx := ctxT(t)
+	const sch, keys = "stripe:4+2/512", 20000
+	plain := c.plainClient(0, 2)
+	must(t, plain.Do(ctx, "SCHEME.DEFAULT", sch).Err())
+	c.waitDefault(sch)
+	rdb := c.clusterClient()
+	rng := rand.New(rand.NewSource(6))
+	want := make([]string, keys) // "" once deleted
+	withTTL := make([]bool, keys)
+	for round := 0; round <= 4; round++ {
+		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := range keys {
+				k := fmt.Sprintf("churn:%d", i)
+				switch {
+				case round > 0 && rng.Intn(2) == 0:
+					// Half the keys each round, at random: the garbage is
+					// spread over the chunks rather than emptying them.
+				case round == 4 && i%8 == 0:
+					p.Del(ctx, k)
+					want[i] = ""
+				case round == 4 && i%10 == 1:
+					want[i] = fmt.Sprintf("%d:%d:%s", i, round, strings.Repeat("t", rng.Intn(25)))
+					p.Set(ctx, k, want[i], time.Hour)
+					withTTL[i] = true
+				default:
+					want[i] = fmt.Sprintf("%d:%d:%s", i, round, strings.Repeat("v", rng.Intn(25)))
+					p.Set(ctx, k, want[i], 0)
+					withTTL[i] = false
+				}
+			}
+			return nil
+		})
+		must(t, err)
+	}
+	churned := schemeInfo(t, plain, sch)
+	t.Logf("after the churn: overhead %v (formula %v), %v garbage bytes in %v of data chunks",
+		churned["overhead"], churned["memec_overhead"], churned["garbage_bytes"], churned["data_chunk_bytes"])
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		f := schemeInfo(t, plain, sch)
+		over, formula := infoFloat(t, f, "overhead"), infoFloat(t, f, "memec_overhead")
+		if over <= 1.1*formula {
+			t.Logf("after compaction: overhead %.3f, formula %.3f, %v garbage bytes in %v of data chunks",
+				over, formula, f["garbage_bytes"], f["data_chunk_bytes"])
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("overhead still %.3f against the formula's %.3f: %v", over, formula, f)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	var relocated int64
+	for i := range c.nodes {
+		relocated += c.infoField(i, "memgest_stripe_relocated_objects")
+	}
+	if relocated == 0 {
+		t.Fatal("no object was relocated")
+	}
+	cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range keys {
+			p.Get(ctx, fmt.Sprintf("churn:%d", i))
+			p.TTL(ctx, fmt.Sprintf("churn:%d", i))
+		}
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		t.Fatal(err)
+	}
+	for i := range keys {
+		got, err := cmds[2*i].(*redis.StringCmd).Result()
+		ttl := cmds[2*i+1].(*redis.DurationCmd).Val()
+		switch {
+		case want[i] == "" && err != redis.Nil:
+			t.Fatalf("churn:%d was deleted; GET = %q, %v", i, got, err)
+		case want[i] != "" && (err != nil || got != want[i]):
+			t.Fatalf("churn:%d = %q, %v; want %q", i, got, err, want[i])
+		case want[i] != "" && withTTL[i] && (ttl <= 0 || ttl > time.Hour):
+			t.Fatalf("churn:%d lost its TTL: %v", i, ttl)
+		case want[i] != "" && !withTTL[i] && ttl != -1:
+			t.Fatalf("churn:%d has a TTL it was not given: %v", i, ttl)
 		}
 	}
-	// Open chunks are buffered on the parity holders, sealed ones in parity.
-	if p, b := fields["parity_bytes"].(int64), fields["buffered_bytes"].(int64); p+b <= 0 {
-		t.Fatalf("SCHEME.INFO %s has no redundancy bytes: %v", sch, info)
+	for i := range c.nodes {
+		res, err := c.plainClient(i, 2).Do(ctx, "DEBUG", "STRIPES").Slice()
+		if err != nil || len(res) != 2 || res[1].(int64) != 0 {
+			t.Fatalf("DEBUG STRIPES on node %d: %v, %v", i, res, err)
+		}
 	}
-	if fields["keys"].(int64) < int64(len(want)) {
-		t.Fatalf("SCHEME.INFO %s counts %d keys, at least %d exist", sch, fields["keys"], len(want))
+	t.Logf("%d objects relocated", relocated)
+}
+
+// TestStripeKeysExpire: stripe keys with a TTL read as gone once it
+// passes, and the active expiry deletes them from their chunks without
+// being asked.
+func TestStripeKeysExpire(t *testing.T) {
+	c := startCluster(t, 3, clusterOptions{})
+	ctx := ctxT(t)
+	rdb := c.clusterClient()
+	plain := c.plainClient(0, 2)
+	const sch = "stripe:2+1/1024"
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range 300 {
+			p.Do(ctx, "SET", fmt.Sprintf("ttl:%d", i), "v", "PX", 300, "SCHEME", sch)
+			p.Do(ctx, "SET", fmt.Sprintf("keep:%d", i), "v", "SCHEME", sch)
+		}
+		return nil
+	})
+	must(t, err)
+	if n := schemeInfo(t, plain, sch)["keys"].(int64); n != 600 {
+		t.Fatalf("%d keys in %s, want 600", n, sch)
+	}
+	time.Sleep(350 * time.Millisecond)
+	if err := rdb.Get(ctx, "ttl:7").Err(); err != redis.Nil {
+		t.Fatalf("GET of an expired stripe key: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := schemeInfo(t, plain, sch)["keys"].(int64)
+		if n == 300 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d keys left in %s after their TTL; want the 300 without one", n, sch)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var expired int64
+	for i := range c.nodes {
+		expired += c.infoField(i, "expired_keys")
+	}
+	if expired != 300 {
+		t.Fatalf("expired_keys totals %d, want 300", expired)
 	}
 }
 

@@ -1,0 +1,128 @@
+package stripe
+
+import (
+	"math/rand/v2"
+	"slices"
+)
+
+// Compaction (BCStore §III-B's move-based garbage collection). Deleted
+// and relocated objects leave garbage in sealed chunks, which also costs
+// its share of parity. The coordinator reclaims it by rewriting the
+// current objects of the chunks with the most garbage elsewhere (each byte
+// moved there frees the most), after which such a chunk holds nothing and
+// is freed. The rewriting goes through the caller's write path, so that it
+// is ordered with clients' writes of the same keys; Data only picks the
+// chunks and lists what is left in them.
+
+// ChunkGarbage is a sealed chunk's use of its bytes.
+type ChunkGarbage struct {
+	ID      ChunkID
+	Live    int // bytes of objects still in it
+	Garbage int // bytes of objects gone from it
+}
+
+// Victims returns up to n sealed chunks holding garbage, the most garbage
+// first.
+func (d *Data) Victims(n int) []ChunkGarbage {
+	var top []ChunkGarbage // sorted, most garbage first
+	for _, c := range d.chunks {
+		if c == nil || !c.chunk.Sealed() || c.chunk.Garbage() == 0 {
+			continue
+		}
+		g := ChunkGarbage{ID: c.id, Live: c.chunk.Live(), Garbage: c.chunk.Garbage()}
+		if len(top) == n && g.Garbage <= top[n-1].Garbage {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(top, g.Garbage, func(x ChunkGarbage, garbage int) int { return garbage - x.Garbage })
+		top = slices.Insert(top, i, g)
+		if len(top) > n {
+			top = top[:n]
+		}
+	}
+	return top
+}
+
+// Misplaced returns up to n sealed chunks, the highest-numbered first,
+// whose stripe numbers are above as many free numbers of their list. A
+// stripe's parity is kept while any of its positions holds a chunk, so a
+// list whose chunks are spread over more stripe numbers than it has chunks
+// (data shrank, leaving free numbers below used ones) costs parity for
+// every number in use at any position. Relocating a misplaced chunk's
+// objects moves them into a chunk at a free low number, so the positions'
+// numbers become dense again and their stripes coincide. A list with no
+// more than misplacedSlack of its chunks misplaced is left alone.
+func (d *Data) Misplaced(n int) []ChunkGarbage {
+	inUse := map[uint16]uint32{}
+	for id := range d.byID {
+		inUse[id.List]++
+	}
+	misplaced := map[uint16]int{}
+	var all []ChunkGarbage
+	for _, c := range d.chunks {
+		if c != nil && c.chunk.Sealed() && c.id.Stripe >= inUse[c.id.List] {
+			misplaced[c.id.List]++
+			all = append(all, ChunkGarbage{ID: c.id, Live: c.chunk.Live(), Garbage: c.chunk.Garbage()})
+		}
+	}
+	all = slices.DeleteFunc(all, func(g ChunkGarbage) bool {
+		return float64(misplaced[g.ID.List]) <= misplacedSlack*float64(inUse[g.ID.List])
+	})
+	slices.SortFunc(all, func(a, b ChunkGarbage) int { return int(b.ID.Stripe) - int(a.ID.Stripe) })
+	return all[:min(n, len(all))]
+}
+
+// misplacedSlack is the share of a list's chunks that may sit above its
+// free stripe numbers before Misplaced reports them.
+const misplacedSlack = 0.05
+
+// Residents returns copies of the current objects in chunk id: those the
+// index places there. An object gone from the index (expired ones are
+// not) is garbage already.
+func (d *Data) Residents(id ChunkID) []Object {
+	num, ok := d.byID[id]
+	if !ok {
+		return nil
+	}
+	var out []Object
+	_ = d.chunks[num].chunk.Objects(func(off int, o Object) bool {
+		if loc, ok := d.index.Get(o.Key); ok && loc == (Loc{Chunk: num, Offset: uint32(off)}) {
+			o.Key, o.Value = slices.Clone(o.Key), slices.Clone(o.Value)
+			out = append(out, o)
+		}
+		return true
+	})
+	return out
+}
+
+// SampleExpired looks at the current objects of up to chunks chunks
+// picked at random and calls fn with the key of each one that expired at
+// or before now (Unix milliseconds); the key is a copy. It returns how
+// many objects with an expiry it looked at, so that the caller can sample
+// again while most of them turn out expired, as Redis's active expiry
+// does.
+func (d *Data) SampleExpired(now int64, chunks int, fn func(key []byte)) (withTTL int) {
+	if len(d.chunks) == 0 {
+		return 0
+	}
+	for range chunks {
+		num := uint32(rand.IntN(len(d.chunks)))
+		c := d.chunks[num]
+		if c == nil {
+			continue
+		}
+		_ = c.chunk.Objects(func(off int, o Object) bool {
+			if o.ExpireAt == 0 {
+				return true
+			}
+			if loc, ok := d.index.Get(o.Key); !ok || loc != (Loc{Chunk: num, Offset: uint32(off)}) {
+				return true
+			}
+			withTTL++
+			if o.ExpireAt <= now {
+				fn(slices.Clone(o.Key))
+			}
+			return true
+		})
+	}
+	return withTTL
+}

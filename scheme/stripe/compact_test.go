@@ -1,0 +1,131 @@
+package stripe
+
+import (
+	"fmt"
+	"testing"
+)
+
+// putAll appends and commits objects key0..key(n-1) at version v with
+// value size bytes (and expiry exp), one slot, and returns the store.
+func putAll(t *testing.T, d *Data, n, size int, v uint64, exp int64) {
+	t.Helper()
+	for i := range n {
+		o := Object{Key: fmt.Appendf(nil, "key%03d", i), Value: make([]byte, size), Version: v, ExpireAt: exp}
+		o.Value[0] = byte(i + 1)
+		loc, _, err := d.Append(&o)
+		must(t, err)
+		if ok, _, _, err := d.Commit(o.Key, loc); !ok || err != nil {
+			t.Fatalf("commit %s: %v %v", o.Key, ok, err)
+		}
+	}
+}
+
+// TestVictimsAndResidents: compaction's choice is the sealed chunks with
+// the most garbage, and a victim's residents are exactly its objects the
+// index still places there.
+func TestVictimsAndResidents(t *testing.T) {
+	d, err := NewData(256)
+	must(t, err)
+	d.SetSlots([]Slot{{List: 0, Position: 0}})
+	putAll(t, d, 40, 20, 1, 0) // about 30 B each: 8 per chunk, 5 chunks
+	if v := d.Victims(3); len(v) != 0 {
+		t.Fatalf("victims with no garbage: %+v", v)
+	}
+	// Delete 1 object of chunk 0, 3 of chunk 1, 2 of chunk 2 (rewrite one
+	// of them: a rewrite leaves garbage as a deletion does).
+	locs := map[ChunkID][]string{}
+	for i := range 40 {
+		key := fmt.Sprintf("key%03d", i)
+		id, _, ok := d.Locate([]byte(key))
+		if !ok {
+			t.Fatalf("%s not found", key)
+		}
+		locs[id] = append(locs[id], key)
+	}
+	ids := []ChunkID{}
+	for s := uint32(0); s < 3; s++ {
+		ids = append(ids, ChunkID{List: 0, Position: 0, Stripe: s})
+	}
+	gone := map[string]bool{}
+	del := func(key string) {
+		ok, _, err := d.Delete([]byte(key), 1)
+		if !ok || err != nil {
+			t.Fatalf("delete %s: %v %v", key, ok, err)
+		}
+		gone[key] = true
+	}
+	del(locs[ids[0]][0])
+	for _, k := range locs[ids[1]][:3] {
+		del(k)
+	}
+	del(locs[ids[2]][0])
+	o := Object{Key: []byte(locs[ids[2]][1]), Value: []byte("new"), Version: 2}
+	loc, _, err := d.Append(&o)
+	must(t, err)
+	if ok, _, _, err := d.Commit(o.Key, loc); !ok || err != nil {
+		t.Fatalf("rewrite: %v %v", ok, err)
+	}
+	gone[string(o.Key)] = true
+	v := d.Victims(2)
+	if len(v) != 2 || v[0].ID != ids[1] || v[1].ID != ids[2] || v[0].Garbage <= v[1].Garbage {
+		t.Fatalf("victims %+v, want %s then %s", v, ids[1], ids[2])
+	}
+	if all := d.Victims(10); len(all) != 3 || all[2].ID != ids[0] {
+		t.Fatalf("every chunk with garbage: %+v", all)
+	}
+	for _, id := range ids {
+		res := d.Residents(id)
+		want := 0
+		for _, k := range locs[id] {
+			if !gone[k] {
+				want++
+			}
+		}
+		if len(res) != want {
+			t.Fatalf("%s: %d residents, want %d", id, len(res), want)
+		}
+		for _, r := range res {
+			if gone[string(r.Key)] || r.Version != 1 {
+				t.Fatalf("%s: resident %s", id, r)
+			}
+			cur, _ := d.Get(r.Key)
+			if string(cur.Value) != string(r.Value) {
+				t.Fatalf("%s: resident %s differs from the current object", id, r.Key)
+			}
+		}
+	}
+	if res := d.Residents(ChunkID{List: 9}); res != nil {
+		t.Fatalf("residents of an unknown chunk: %v", res)
+	}
+}
+
+// TestSampleExpired: a sample of every chunk finds exactly the expired
+// current objects.
+func TestSampleExpired(t *testing.T) {
+	d, err := NewData(256)
+	must(t, err)
+	d.SetSlots([]Slot{{List: 0, Position: 0}})
+	putAll(t, d, 20, 10, 1, 1000)
+	more := Object{Key: []byte("forever"), Value: []byte("v"), Version: 1}
+	loc, _, err := d.Append(&more)
+	must(t, err)
+	if _, _, _, err := d.Commit(more.Key, loc); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := d.Delete([]byte("key000"), 1); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	found := map[string]bool{}
+	var withTTL int
+	for range 50 { // random picks: enough rounds to visit every chunk
+		withTTL = d.SampleExpired(1000, len(d.chunks), func(k []byte) { found[string(k)] = true })
+	}
+	if len(found) != 19 || found["key000"] || found["forever"] || withTTL == 0 {
+		t.Fatalf("expired keys found: %d (%v), %d with a TTL in the last sample", len(found), found, withTTL)
+	}
+	clear(found)
+	d.SampleExpired(999, len(d.chunks), func(k []byte) { found[string(k)] = true })
+	if len(found) != 0 {
+		t.Fatalf("keys found expired before their time: %v", found)
+	}
+}

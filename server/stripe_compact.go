@@ -1,0 +1,144 @@
+package server
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme/stripe"
+)
+
+// This file is stripe compaction (decision 0003; BCStore §III-B). Every
+// update relocates its object and every deletion zeroes one, so sealed
+// chunks collect garbage, and parity keeps covering it. While a stripe
+// scheme's garbage is above compactGoal of its data chunks' bytes, the
+// coordinator rewrites the current objects of its chunks with the most
+// garbage into open chunks, as writes at new versions through the usual
+// write path (settleBlind): one that a client write of the same key
+// overtakes, or that finds the key changed, is skipped, and the client's
+// write moves the object anyway. An emptied chunk is freed (a Free update),
+// and a stripe whose every chunk is free drops its parity. The work is
+// bounded by --compact-rate, in bytes of victim chunks per second.
+
+const (
+	// compactGoal is the share of a scheme's data chunk bytes that may be
+	// garbage before compaction starts on this node: 5% keeps the scheme
+	// within about 5% of MemEC's formula (parity covers the garbage too).
+	compactGoal = 0.05
+	// compactEvery is how often compaction looks at the schemes.
+	compactEvery = 100 * time.Millisecond
+	// compactBatch bounds the objects relocated in one batch.
+	compactBatch = 256
+)
+
+// compactLoop runs compaction until ctx ends.
+func (n *Node) compactLoop(ctx context.Context) {
+	if n.cfg.CompactRate <= 0 {
+		return
+	}
+	t := time.NewTicker(compactEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n.stripes.any.Load() && n.serving() && compactable(n.ctl.Map()) {
+			budget := int(n.cfg.CompactRate * int64(compactEvery) / int64(time.Second))
+			for _, s := range n.stripes.all() {
+				if budget -= n.compactScheme(ctx, s, budget); budget <= 0 {
+					break
+				}
+			}
+		}
+	}
+}
+
+// compactable says whether compaction may run in m: the cluster is formed
+// and no shard is being recovered or rebuilt, whose chunks those jobs are
+// working on.
+func compactable(m *cluster.Map) bool {
+	return m.State == cluster.OK && m.RecoveringShards() == 0 && m.RebuildingShards() == 0
+}
+
+// compactScheme relocates the current objects of s's chunks with the most
+// garbage, victims of at most budget bytes in all, while the scheme's
+// garbage on this node is above compactGoal. It returns the victims'
+// bytes.
+func (n *Node) compactScheme(ctx context.Context, s *stripeScheme, budget int) int {
+	size := s.spec.ChunkSize()
+	want := max(1, budget/size)
+	s.mu.Lock()
+	st := s.data.Stats()
+	var victims []stripe.ChunkGarbage
+	if float64(st.GarbageBytes) > compactGoal*float64(st.ChunkBytes) {
+		victims = s.data.Victims(want)
+	}
+	for _, v := range s.data.Misplaced(want - len(victims)) {
+		if !slices.ContainsFunc(victims, func(g stripe.ChunkGarbage) bool { return g.ID == v.ID }) {
+			victims = append(victims, v)
+		}
+	}
+	var objs []stripe.Object
+	for _, v := range victims {
+		objs = append(objs, s.data.Residents(v.ID)...)
+	}
+	s.mu.Unlock()
+	for len(objs) > 0 {
+		k := min(len(objs), compactBatch)
+		n.relocate(ctx, s, objs[:k])
+		objs = objs[k:]
+	}
+	return len(victims) * size
+}
+
+// relocate rewrites objs, current objects of s's victim chunks, into open
+// chunks together. An object whose key was written since, is being
+// written, or has expired stays: a client write moves it anyway, and an
+// expired one is queued for deletion.
+func (n *Node) relocate(ctx context.Context, s *stripeScheme, objs []stripe.Object) {
+	ws := make([]blindWrite, 0, len(objs))
+	m := n.ctl.Map()
+	for _, o := range objs {
+		w := blindWrite{key: o.Key, value: o.Value}
+		if n.beginRelocation(m, s, &w, o) {
+			ws = append(ws, w)
+		}
+	}
+	n.settleBlind(ctx, ws)
+	for _, w := range ws {
+		if w.err != nil {
+			n.log.Debug("compaction could not relocate an object", "key", string(w.key), "err", w.err)
+		} else {
+			n.stats.relocated.Add(1)
+		}
+	}
+}
+
+// beginRelocation begins w, the rewrite of o, if this node coordinates
+// its key, no write of it is in flight, and o is still its current,
+// unexpired object in s.
+func (n *Node) beginRelocation(m *cluster.Map, s *stripeScheme, w *blindWrite, o stripe.Object) bool {
+	if c, ok := m.Coordinator(cluster.Slot(o.Key)); !ok || c.ID != n.id {
+		return false
+	}
+	if o.ExpireAt != 0 && o.ExpireAt <= nowMs() {
+		n.expireLater(o.Key)
+		return false
+	}
+	sh := n.inflight.shard(o.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.newest(o.Key) != nil {
+		return false
+	}
+	cur := n.peekLocked(o.Key)
+	if !cur.exists || cur.entry.ID != s.id || cur.meta.Version != o.Version {
+		return false
+	}
+	w.op = &writeOp{key: o.Key, value: o.Value, expireAt: cur.meta.ExpireAt, entry: cur.entry, shrinks: true}
+	w.p = sh.begin(o.Key, n.clock.next())
+	return true
+}
