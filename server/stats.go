@@ -66,6 +66,7 @@ type stripeUsage struct {
 	Chunks   int64 `json:"chunks"`   // data chunks, whole
 	Parity   int64 `json:"parity"`   // parity chunks
 	Buffered int64 `json:"buffered"` // parity holders' copies of open chunks
+	Backups  int64 `json:"backups"`  // parity holders' backups of updates not known stable
 	Index    int64 `json:"index"`
 	Objects  int64 `json:"objects"` // encoded objects, live or in flight
 	Garbage  int64 `json:"garbage"` // dead objects' bytes not yet reclaimed
@@ -84,6 +85,7 @@ func (u *schemeUsage) add(o *schemeUsage) {
 		s.Chunks += t.Chunks
 		s.Parity += t.Parity
 		s.Buffered += t.Buffered
+		s.Backups += t.Backups
 		s.Index += t.Index
 		s.Objects += t.Objects
 		s.Garbage += t.Garbage
@@ -128,7 +130,7 @@ func (n *Node) localStats() nodeStats {
 		u.Stripe = &su
 		u.Keys += keys
 		u.Logical += logical
-		u.Stored += su.Chunks + su.Parity + su.Buffered + su.Index
+		u.Stored += su.Chunks + su.Parity + su.Buffered + su.Backups + su.Index
 		st.Keys += keys
 	}
 	return st

@@ -313,7 +313,7 @@ func (s *stripeScheme) usage() (stripeUsage, int64, int64) {
 	s.mu.Lock()
 	d, p := s.data.Stats(), s.parity.Stats()
 	s.mu.Unlock()
-	u := stripeUsage{Chunks: int64(d.ChunkBytes), Parity: int64(p.ParityBytes), Buffered: int64(p.ImageBytes),
+	u := stripeUsage{Chunks: int64(d.ChunkBytes), Parity: int64(p.ParityBytes), Buffered: int64(p.ImageBytes), Backups: int64(p.BackupBytes),
 		Index: int64(d.IndexBytes), Objects: int64(d.LiveBytes), Garbage: int64(d.GarbageBytes)}
 	return u, int64(d.Keys), int64(d.LogicalBytes)
 }
@@ -469,11 +469,21 @@ func (n *Node) onStripeRead(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.What == readPositions {
+	switch r.What {
+	case readPositions:
 		s.mu.Lock()
 		ps := s.parity.Positions(r.Chunk.List, r.Chunk.Position)
 		s.mu.Unlock()
 		return encodePositions(ps), nil
+	case readBackups:
+		s.mu.Lock()
+		var ups []stripeUpdate
+		for _, u := range s.parity.PositionBackups(r.Chunk.List, r.Chunk.Position) {
+			ups = append(ups, stripeUpdate{U: u})
+		}
+		b := encodeList(ups)
+		s.mu.Unlock()
+		return b, nil
 	}
 	var c stripeChunk
 	s.mu.Lock()

@@ -72,6 +72,7 @@ const (
 	readParityChunk                  // a stripe's parity chunk, from a parity holder
 	readImage                        // a parity holder's copy of an open chunk
 	readPositions                    // which stripes a data position has state in, at a parity holder
+	readBackups                      // a parity holder's backups of a data position's updates, every stripe (a stripeUpdate list)
 )
 
 // stripeRead is a msgStripeRead request.
@@ -89,7 +90,7 @@ func decodeStripeRead(b []byte) (stripeRead, error) {
 	d := dec{b: b}
 	r := stripeRead{Scheme: d.u16(), What: d.u8()}
 	r.Chunk = stripe.ChunkID{List: d.u16(), Position: d.u8(), Stripe: d.u32()}
-	if d.err == nil && (r.What < readDataChunk || r.What > readPositions) {
+	if d.err == nil && (r.What < readDataChunk || r.What > readBackups) {
 		d.err = errMalformed
 	}
 	return r, d.done()

@@ -124,6 +124,13 @@ func (n *Node) lostChunks(ctx context.Context, m *cluster.Map, lp lostPosition,
 	if err != nil {
 		return err
 	}
+	if equalized, err := n.equalizeHolders(ctx, lp, holders, states); err != nil {
+		return err
+	} else if equalized {
+		if states, err = n.positionStates(ctx, m, lp, holders); err != nil {
+			return err
+		}
+	}
 	sh := &m.Shards[lp.list]
 	owner, hasOwner := m.Node(sh.Placement[lp.pos])
 	hasOwner = hasOwner && owner.State == cluster.Up && !m.StoodIn(sh, lp.pos)
@@ -155,6 +162,78 @@ func (n *Node) lostChunks(ctx context.Context, m *cluster.Map, lp lostPosition,
 		}
 	}
 	return nil
+}
+
+// equalizeHolders gives every parity holder of a lost data position the
+// updates of its chunks that another holder applied (their backups, MemEC
+// §5.3): a coordinator that failed while sending updates leaves its
+// holders at different seqs, and neither a decode that needs several
+// parities nor a drop that XORs a chunk out of each may use holders that
+// disagree. The holders answered positionStates (states); one that does
+// not answer now is left out, as decodes will leave it. It says whether
+// any holder applied something.
+func (n *Node) equalizeHolders(ctx context.Context, lp lostPosition, holders []cluster.Node, states []map[uint32]stripe.PositionState) (bool, error) {
+	req := stripeRead{Scheme: lp.entry.ID, What: readBackups, Chunk: stripe.ChunkID{List: lp.list, Position: uint8(lp.pos)}}
+	var asked []int
+	var union []stripe.Update
+	for j, h := range holders {
+		if states[j] == nil {
+			continue
+		}
+		b, err := n.stripeReadRaw(ctx, h, req)
+		if err != nil {
+			continue
+		}
+		ups, err := decodeList(b, readStripeUpdate)
+		if err != nil {
+			return false, err
+		}
+		for _, u := range ups {
+			union = append(union, u.U)
+		}
+		asked = append(asked, j)
+	}
+	union = dedupUpdates(union)
+	if len(union) == 0 {
+		return false, nil
+	}
+	slices.SortFunc(union, func(a, b stripe.Update) int {
+		if a.Chunk.Stripe != b.Chunk.Stripe {
+			return int(a.Chunk.Stripe) - int(b.Chunk.Stripe)
+		}
+		return int(a.Seq) - int(b.Seq)
+	})
+	reqs := make([]peerReq, len(asked))
+	for i, j := range asked {
+		ups := make([]stripeUpdate, len(union))
+		for k, u := range union {
+			ups[k] = stripeUpdate{J: j, U: u}
+		}
+		reqs[i] = peerReq{node: holders[j], typ: msgStripe, payload: encodeStripeUpdates(lp.entry.ID, ups)}
+	}
+	replies, errs := n.callEach(ctx, reqs)
+	applied := false
+	for i, err := range errs {
+		var acks []stripeAck
+		if err == nil {
+			acks, err = decodeStripeAcks(replies[i], len(union))
+		}
+		for k, a := range acks {
+			switch {
+			case a.Refusal != "" || a.Outcome == stripe.Missing:
+				err = fmt.Errorf("%w: replaying %s at %s: %s %s", errStripeBusy, union[k], holders[asked[i]].PeerAddr, a.Outcome, a.Refusal)
+			case a.Outcome == stripe.Applied:
+				applied = true
+			}
+		}
+		if err != nil {
+			return applied, err
+		}
+	}
+	if applied {
+		n.log.Info("stripe holders equalized from their backups", "scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos, "updates", len(union))
+	}
+	return applied, nil
 }
 
 // positionStates asks each parity holder of the list that has the list's

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/scheme/stripe"
 )
 
@@ -90,9 +92,14 @@ func (n *Node) sendStripe(ctx context.Context, s *stripeScheme, ups []stripe.Upd
 }
 
 // sendStripeRound sends ups once and returns the updates some holder
-// still lacks.
+// still lacks. The Stable marks queued since the last round go along
+// (stripe.Data.TakeMarks), so that holders drop their backups of updates
+// every holder has; marks that cannot be sent are queued again.
 func (n *Node) sendStripeRound(ctx context.Context, s *stripeScheme, ups []stripe.Update) ([]stripe.Update, error) {
 	m := n.ctl.Map()
+	s.mu.Lock()
+	marks := s.data.TakeMarks()
+	s.mu.Unlock()
 	type dest struct {
 		node cluster.Node
 		ups  []stripeUpdate
@@ -109,9 +116,10 @@ func (n *Node) sendStripeRound(ctx context.Context, s *stripeScheme, ups []strip
 		return d
 	}
 	pending := make(map[stripeKey]int, len(ups)) // holders yet to apply each update
-	for _, u := range ups {
+	for _, u := range slices.Concat(ups, marks) {
 		holders, err := parityHolders(m, s.spec, u.Chunk.List)
 		if err != nil {
+			n.requeueMarks(s, marks)
 			return nil, err
 		}
 		for j, h := range holders {
@@ -120,12 +128,18 @@ func (n *Node) sendStripeRound(ctx context.Context, s *stripeScheme, ups []strip
 			}
 			d := destOf(h)
 			d.ups = append(d.ups, stripeUpdate{J: j, U: u})
-			pending[stripeKey{u.Chunk, u.Seq}]++
+			if u.Kind != stripe.Stable {
+				pending[stripeKey{u.Chunk, u.Seq}]++
+			}
 		}
 	}
 	reqs := make([]peerReq, len(dests))
 	for i, d := range dests {
 		reqs[i] = peerReq{node: d.node, typ: msgStripe, payload: encodeStripeUpdates(s.id, d.ups)}
+	}
+	if len(reqs) > 1 && faults.Armed(faults.StripeBetweenHolders) {
+		n.callEach(ctx, reqs[:1]) // one holder applies them; a repeat is a no-op
+		faults.Hit(faults.StripeBetweenHolders)
 	}
 	replies, errs := n.callEach(ctx, reqs)
 	var lacking []stripe.Update
@@ -142,6 +156,8 @@ func (n *Node) sendStripeRound(ctx context.Context, s *stripeScheme, ups []strip
 		for k, a := range acks {
 			u := d.ups[k].U
 			switch {
+			case u.Kind == stripe.Stable && a.Refusal == "":
+				// a mark: nothing to count
 			case a.Refusal != "":
 				failures = append(failures, fmt.Errorf("node %s: %s", d.node.PeerAddr, a.Refusal))
 			case a.Outcome == stripe.Missing:
@@ -165,9 +181,19 @@ func (n *Node) sendStripeRound(ctx context.Context, s *stripeScheme, ups []strip
 	}
 	s.mu.Unlock()
 	if len(failures) > 0 {
+		n.requeueMarks(s, marks)
 		return nil, errors.Join(failures...)
 	}
 	return dedupUpdates(lacking), nil
+}
+
+// requeueMarks queues marks again after a round that failed.
+func (n *Node) requeueMarks(s *stripeScheme, marks []stripe.Update) {
+	if len(marks) > 0 {
+		s.mu.Lock()
+		s.data.PutMarks(marks)
+		s.mu.Unlock()
+	}
 }
 
 // stripeKey names one update of one chunk.
@@ -215,18 +241,24 @@ func (n *Node) sendStripeLater(s *stripeScheme, ups []stripe.Update) {
 	}()
 }
 
-// resendStripe sends every update some holder has not acknowledged yet.
-// The sweep loop calls it, so an update whose frame was lost reaches its
-// holders even if no later seal asks for it.
+// resendStripe sends every update some holder has not acknowledged yet,
+// and the Stable marks no update carried. The sweep loop calls it, so an
+// update whose frame was lost reaches its holders even if no later seal
+// asks for it, and holders drop their backups once writes stop.
 func (n *Node) resendStripe(ctx context.Context) {
 	for _, s := range n.stripes.all() {
 		s.mu.Lock()
-		ups := s.data.Unacked()
+		ups, marks := s.data.Unacked(), s.data.HasMarks()
 		s.mu.Unlock()
-		if len(ups) > 0 {
-			if err := n.sendStripe(ctx, s, ups); err != nil {
-				n.log.Debug("stripe resend failed", "scheme", s.spec, "err", err)
-			}
+		var err error
+		switch {
+		case len(ups) > 0:
+			err = n.sendStripe(ctx, s, ups)
+		case marks:
+			_, err = n.sendStripeRound(ctx, s, nil) // the marks alone
+		}
+		if err != nil {
+			n.log.Debug("stripe resend failed", "scheme", s.spec, "err", err)
 		}
 	}
 }

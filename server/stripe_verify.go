@@ -27,10 +27,17 @@ func (n *Node) verifyStripe(ctx context.Context, m *cluster.Map, key []byte, cur
 	}
 	s.mu.Lock()
 	id, _, found := s.data.Locate(key)
+	_, sealed, _, _ := s.data.Read(id)
 	s.mu.Unlock()
 	if !found {
 		r.problems = append(r.problems, "the key's object is in no chunk")
 		return
+	}
+	r.chunk = &chunkReport{id: id, sealed: sealed}
+	if int(id.List) < len(m.Shards) {
+		for _, h := range m.Holders(&m.Shards[id.List], s.spec.K+s.spec.M) {
+			r.chunk.nodes = append(r.chunk.nodes, h.ClientAddr)
+		}
 	}
 	n.verifyChunk(ctx, m, s, id, r)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/split"
+	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/server/resp"
 )
 
@@ -43,12 +44,23 @@ func cmdSchemeVerify(n *Node, ctx context.Context, cs *connState, args [][]byte)
 		return resp.Errorf("ERR memgest: pieces of '%s' disagree with its version %d: %s",
 			key, rep.version, strings.Join(rep.problems, "; "))
 	}
-	return resp.Map(
+	fields := []resp.Reply{
 		resp.BulkString("scheme"), resp.BulkString(rep.scheme),
 		resp.BulkString("version"), resp.Int(int64(rep.version)),
 		resp.BulkString("pieces"), resp.Int(int64(rep.checked)),
 		resp.BulkString("unavailable"), resp.Int(int64(rep.unavailable)),
-	)
+	}
+	if rep.chunk != nil {
+		nodes := make([]resp.Reply, len(rep.chunk.nodes))
+		for i, a := range rep.chunk.nodes {
+			nodes[i] = resp.BulkString(a)
+		}
+		fields = append(fields,
+			resp.BulkString("chunk"), resp.BulkString(rep.chunk.id.String()),
+			resp.BulkString("sealed"), intBool(rep.chunk.sealed),
+			resp.BulkString("stripe_nodes"), resp.Array(nodes...))
+	}
+	return resp.Map(fields...)
 }
 
 // verifyReport is what SCHEME.VERIFY found for one key.
@@ -58,6 +70,16 @@ type verifyReport struct {
 	checked     int // redundancy pieces read and found to agree
 	unavailable int // pieces on failed nodes nobody stands in for
 	problems    []string
+	chunk       *chunkReport // a stripe key's chunk
+}
+
+// chunkReport is where a stripe key's object is: its chunk, whether the
+// chunk is sealed, and the client addresses of the nodes at the positions
+// of the chunk's list, data positions first.
+type chunkReport struct {
+	id     stripe.ChunkID
+	sealed bool
+	nodes  []string
 }
 
 // verifyPieces checks key's pieces against cur, its committed state (whose

@@ -55,6 +55,11 @@ const (
 	// MidRecovery is hit by a shard's new coordinator after it listed the
 	// survivors' pieces and before it writes the recovered records.
 	MidRecovery = "recovery.mid-shard"
+	// StripeBetweenHolders is hit by a coordinator sending chunk updates
+	// (a stripe write, seal, removal) to several parity holders, once the
+	// first holder has applied them and before the others receive them:
+	// armed "crash", the holders are left at different seqs of the chunk.
+	StripeBetweenHolders = "stripe.between-holders"
 
 	// BugEarlyAck is a deliberately wrong path, for proving that the suite
 	// can fail: when "on", a coordinator acknowledges a write without
@@ -64,4 +69,4 @@ const (
 )
 
 // Points lists the failpoints a test may arm with "crash" or "sleep".
-var Points = []string{BeforeRedundancy, BeforeCommit, AfterCommit, BeforeRelease, MidRebuild, MidRecovery}
+var Points = []string{BeforeRedundancy, BeforeCommit, AfterCommit, BeforeRelease, MidRebuild, MidRecovery, StripeBetweenHolders}

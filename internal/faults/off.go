@@ -13,6 +13,9 @@ func Hit(string) {}
 // Active says whether a boolean failpoint is on; never without the tag.
 func Active(string) bool { return false }
 
+// Armed says whether a failpoint has an action; never without the tag.
+func Armed(string) bool { return false }
+
 // Arm sets a failpoint's action; without the tag it refuses.
 func Arm(name, action string) error { return ErrNotBuilt }
 

@@ -58,6 +58,18 @@ func Active(name string) bool {
 	return points[name].kind == "on"
 }
 
+// Armed says whether the failpoint name has any action armed, for a
+// point that must prepare before Hit (StripeBetweenHolders).
+func Armed(name string) bool {
+	if !armed.Load() {
+		return false
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	_, ok := points[name]
+	return ok
+}
+
 // Arm sets the action of the failpoint name: crash, sleep:<duration>, on
 // or off. Unknown names are refused, so that a test cannot arm a point the
 // server never hits.

@@ -43,6 +43,9 @@ type Data struct {
 	index  *Index
 	keys   int // logical bytes: keys and values of indexed objects
 	values int
+	// marks are the Stable marks to send: per chunk, the seq through which
+	// every holder has acknowledged its updates, since last sent.
+	marks map[ChunkID]uint32
 }
 
 // dataChunk is one data chunk and its protocol state.
@@ -422,9 +425,11 @@ func (d *Data) logOf(id ChunkID) (*[]logged, uint32) {
 }
 
 // Acked records that every parity holder applied u (by chunk and seq), so
-// the chunk's log need not keep it.
+// the chunk's log need not keep it. Once every update through some seq is
+// acknowledged, the holders may drop their backups of them: a Stable mark
+// for the chunk is queued (TakeMarks).
 func (d *Data) Acked(id ChunkID, seq uint32) {
-	log, _ := d.logOf(id)
+	log, last := d.logOf(id)
 	if log == nil {
 		return
 	}
@@ -433,13 +438,50 @@ func (d *Data) Acked(id ChunkID, seq uint32) {
 			(*log)[i].acked = true
 		}
 	}
+	trimmed := false
 	for len(*log) > 0 && (*log)[0].acked {
-		*log = (*log)[1:]
+		*log, trimmed = (*log)[1:], true
 	}
+	stable := last
 	if len(*log) == 0 {
 		*log = nil
+	} else {
+		stable = (*log)[0].u.Seq - 1
+	}
+	if trimmed && stable > d.marks[id] {
+		if d.marks == nil {
+			d.marks = map[ChunkID]uint32{}
+		}
+		d.marks[id] = stable
 	}
 }
+
+// TakeMarks returns the queued Stable marks, one per chunk, and forgets
+// them; PutMarks queues again those that could not be sent.
+func (d *Data) TakeMarks() []Update {
+	if len(d.marks) == 0 {
+		return nil
+	}
+	out := make([]Update, 0, len(d.marks))
+	for id, seq := range d.marks {
+		out = append(out, Update{Chunk: id, Seq: seq, Kind: Stable})
+	}
+	clear(d.marks)
+	return out
+}
+
+// PutMarks queues marks again (their send failed).
+func (d *Data) PutMarks(marks []Update) {
+	for _, u := range marks {
+		if d.marks == nil {
+			d.marks = map[ChunkID]uint32{}
+		}
+		d.marks[u.Chunk] = max(d.marks[u.Chunk], u.Seq)
+	}
+}
+
+// HasMarks says whether Stable marks are waiting to be sent.
+func (d *Data) HasMarks() bool { return len(d.marks) > 0 }
 
 // Since returns chunk id's logged updates after seq: what a holder that
 // has applied every update through seq may lack. complete is false when

@@ -57,6 +57,7 @@ type Parity struct {
 	stripes map[stripeKey]*parityStripe
 	parity  int // bytes of parity chunks held
 	images  int // bytes of open-chunk copies held
+	backups int // bytes of updates held as backups
 }
 
 type stripeKey struct {
@@ -76,6 +77,11 @@ type position struct {
 	applied seqSet
 	image   []byte // the open chunk's copy; nil if sealed, freed or untouched
 	sealed  bool
+	// backups are the updates applied here that some other holder may
+	// lack: those after stable, through which every holder has applied
+	// them (MemEC §5.3's delta backups; Backups).
+	backups []Update
+	stable  uint32
 }
 
 // NewParity returns an empty parity holder for RS(k, m) stripes of
@@ -95,9 +101,12 @@ func NewParity(k, m, chunkSize int) (*Parity, error) {
 // list. It returns Missing with the seq through which the chunk's updates
 // are all applied when u is a Seal or Free that must wait for earlier ones.
 func (p *Parity) Apply(j int, u Update) (Outcome, uint32, error) {
-	if u.Kind == Resync {
+	switch u.Kind {
+	case Resync:
 		out, err := p.Resync(j, u.Chunk, u.Seq, u.Bytes, u.Sealed)
 		return out, p.Applied(u.Chunk), err
+	case Stable:
+		return p.markStable(j, u)
 	}
 	if err := p.check(j, u); err != nil {
 		return 0, 0, err
@@ -126,7 +135,74 @@ func (p *Parity) Apply(j int, u Update) (Outcome, uint32, error) {
 		}
 	}
 	pos.applied.add(u.Seq)
+	if u.Seq > pos.stable {
+		b := u
+		b.Bytes = slices.Clone(u.Bytes)
+		pos.backups = append(pos.backups, b)
+		p.backups += len(b.Bytes)
+	}
 	return Applied, pos.applied.through, nil
+}
+
+// markStable applies a Stable mark: the backups through its seq go.
+func (p *Parity) markStable(j int, u Update) (Outcome, uint32, error) {
+	if j < 0 || j >= p.codec.M() || int(u.Chunk.Position) >= p.codec.K() {
+		return 0, 0, fmt.Errorf("%w: %s: a stable mark for parity position %d", ErrUpdate, u.Chunk, j)
+	}
+	st, ok := p.stripes[stripeKey{u.Chunk.List, u.Chunk.Stripe}]
+	if !ok {
+		return Duplicate, 0, nil // nothing held, nothing to drop
+	}
+	pos := &st.pos[u.Chunk.Position]
+	if u.Seq <= pos.stable {
+		return Duplicate, pos.applied.through, nil
+	}
+	pos.stable = u.Seq
+	p.dropBackups(pos, u.Seq)
+	return Applied, pos.applied.through, nil
+}
+
+// dropBackups drops pos's backups of updates through seq.
+func (p *Parity) dropBackups(pos *position, seq uint32) {
+	kept := pos.backups[:0]
+	for _, b := range pos.backups {
+		if b.Seq > seq {
+			kept = append(kept, b)
+		} else {
+			p.backups -= len(b.Bytes)
+		}
+	}
+	clear(pos.backups[len(kept):])
+	pos.backups = kept
+	if len(kept) == 0 {
+		pos.backups = nil
+	}
+}
+
+// Backups returns the updates of chunk id applied here that another
+// holder may lack, in the order applied: after a coordinator failed while
+// sending updates, each holder is given the others' (they commute as the
+// updates themselves do), so that every holder has applied the same ones
+// and a decode may use any of them. The caller must not modify them.
+func (p *Parity) Backups(id ChunkID) []Update {
+	st, ok := p.stripes[stripeKey{id.List, id.Stripe}]
+	if !ok || int(id.Position) >= len(st.pos) {
+		return nil
+	}
+	return st.pos[id.Position].backups
+}
+
+// PositionBackups returns Backups of every chunk of data position pos of
+// list, by stripe, for a recovery that equalizes the holders of a failed
+// coordinator's chunks in one exchange. The caller must not modify them.
+func (p *Parity) PositionBackups(list uint16, pos uint8) []Update {
+	var out []Update
+	for key, st := range p.stripes {
+		if key.list == list && int(pos) < len(st.pos) {
+			out = append(out, st.pos[pos].backups...)
+		}
+	}
+	return out
 }
 
 // check validates u's fields against the scheme.
@@ -268,6 +344,8 @@ func (p *Parity) Resync(j int, id ChunkID, seq uint32, chunk []byte, sealed bool
 		p.images += p.size
 	}
 	pos.applied = seqSet{through: seq}
+	pos.stable = max(pos.stable, seq)
+	p.dropBackups(pos, seq)
 	return Applied, nil
 }
 
@@ -346,12 +424,13 @@ func (p *Parity) Applied(id ChunkID) uint32 {
 type ParityStats struct {
 	ParityBytes int // parity chunks
 	ImageBytes  int // copies of open chunks
+	BackupBytes int // updates kept until every holder has them
 	Stripes     int
 }
 
 // Stats returns the holder's memory use.
 func (p *Parity) Stats() ParityStats {
-	return ParityStats{ParityBytes: p.parity, ImageBytes: p.images, Stripes: len(p.stripes)}
+	return ParityStats{ParityBytes: p.parity, ImageBytes: p.images, BackupBytes: p.backups, Stripes: len(p.stripes)}
 }
 
 // seqSet is the set of a chunk's applied seqs: every seq up to through,

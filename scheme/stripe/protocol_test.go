@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/memgest/memgest/ec"
@@ -96,7 +97,7 @@ func (s *protoSim) send(from int, ups []Update) {
 			s.t.Fatalf("after %s node %d's chunk differs from the XOR of its deltas", u, from)
 		}
 	}
-	for _, u := range ups {
+	for _, u := range append(ups, s.data[from].TakeMarks()...) {
 		for j := 0; j < s.m; j++ {
 			s.net = append(s.net, message{node: s.holder(u.Chunk.List, j), j: j, u: u, from: from})
 		}
@@ -126,6 +127,9 @@ func (s *protoSim) deliver() {
 			s.net = append(s.net, message{node: msg.node, j: msg.j, u: u, from: msg.from})
 		}
 		return
+	}
+	if msg.u.Kind == Stable {
+		return // a mark is not an update: nothing to acknowledge
 	}
 	key := ackKey{msg.from, msg.u.Chunk, msg.u.Seq}
 	if s.acks[key] == nil {
@@ -214,13 +218,36 @@ func (s *protoSim) del() {
 	s.send(node, ups)
 }
 
-// drain settles every write and delivers every update.
+// drain settles every write and delivers every update, then the Stable
+// marks the acknowledgements queued, after which no holder may keep a
+// backup.
 func (s *protoSim) drain() {
 	for len(s.flight) > 0 {
 		s.settle(0)
 	}
 	for len(s.net) > 0 {
 		s.deliver()
+	}
+	for i, d := range s.data {
+		s.send(i, nil)
+		if d.HasMarks() {
+			s.t.Fatalf("node %d has marks after sending them", i)
+		}
+	}
+	for len(s.net) > 0 {
+		s.deliver()
+	}
+	for i, p := range s.parity {
+		if b := p.Stats().BackupBytes; b != 0 {
+			s.t.Fatalf("node %d keeps %d bytes of backups once every update is acknowledged and marked", i, b)
+		}
+		for key, st := range p.stripes {
+			for q := range st.pos {
+				if bs := st.pos[q].backups; len(bs) > 0 {
+					s.t.Fatalf("node %d keeps backups of stripe %d/%d position %d: %v", i, key.list, key.stripe, q, bs)
+				}
+			}
+		}
 	}
 }
 
@@ -453,5 +480,101 @@ func TestDataRefusals(t *testing.T) {
 	}
 	if st := d.Stats(); st.Keys != 1 || st.LogicalBytes != 2 || st.OpenChunks != 1 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestBackupsEqualizeHolders: a coordinator fails after its updates of a
+// sealed chunk reached its two parity holders only in part, each holder a
+// different part. Giving each holder the other's backups (Backups) brings
+// both to the same updates, so that both parities encode the chunk as the
+// coordinator last had it and a decode may use either; a Stable mark then
+// drops the backups.
+func TestBackupsEqualizeHolders(t *testing.T) {
+	const k, m, size = 2, 2, 256
+	d, err := NewData(size)
+	must(t, err)
+	d.SetSlots([]Slot{{List: 0, Position: 0}})
+	holders := []*Parity{}
+	for range m {
+		p, err := NewParity(k, m, size)
+		must(t, err)
+		holders = append(holders, p)
+	}
+	deliver := func(to []int, ups []Update) {
+		t.Helper()
+		for _, j := range to {
+			for _, u := range ups {
+				if out, _, err := holders[j].Apply(j, u); err != nil || out == Missing {
+					t.Fatalf("holder %d applying %s: %v %v", j, u, out, err)
+				}
+			}
+		}
+	}
+	ack := func(ups []Update) {
+		for _, u := range ups {
+			d.Acked(u.Chunk, u.Seq)
+		}
+	}
+	var keys [][]byte
+	for i := 0; len(d.open) == 0 || d.chunks[0].chunk.Free() > 40; i++ { // fill chunk 0
+		o := Object{Key: fmt.Appendf(nil, "k%02d", i), Value: []byte("0123456789"), Version: uint64(i + 1)}
+		loc, ups, err := d.Append(&o)
+		must(t, err)
+		_, _, more, err := d.Commit(o.Key, loc)
+		must(t, err)
+		deliver([]int{0, 1}, append(ups, more...))
+		ack(append(ups, more...))
+		keys = append(keys, o.Key)
+	}
+	first := d.chunks[0].id
+	c := d.chunks[0]
+	seal := d.close(c)
+	deliver([]int{0, 1}, seal)
+	ack(seal)
+	deliver([]int{0, 1}, d.TakeMarks())
+	if b := holders[0].Backups(first); len(b) != 0 {
+		t.Fatalf("backups after every update was marked stable: %v", b)
+	}
+	// Three deletions from the sealed chunk: holder 0 gets the first two,
+	// holder 1 only the third; then the coordinator is gone.
+	var dels [][]Update
+	for _, key := range keys[:3] {
+		_, ups, err := d.Delete(key, 1<<40)
+		must(t, err)
+		dels = append(dels, ups)
+	}
+	deliver([]int{0}, append(dels[0], dels[1]...))
+	deliver([]int{1}, dels[2])
+	p0, _ := holders[0].ParityChunk(0, first.Stripe)
+	p1, _ := holders[1].ParityChunk(0, first.Stripe)
+	codec, _ := ec.New(k, m)
+	want := [][]byte{bytes.Clone(c.chunk.Bytes()), make([]byte, size), make([]byte, size), make([]byte, size)}
+	must(t, codec.Encode(want))
+	if bytes.Equal(p0, want[2]) || bytes.Equal(p1, want[3]) {
+		t.Fatal("a holder's parity already encodes every deletion")
+	}
+	union := append(slices.Clone(holders[0].Backups(first)), holders[1].Backups(first)...)
+	for j := range holders {
+		for _, u := range union {
+			if _, _, err := holders[j].Apply(j, u); err != nil {
+				t.Fatalf("holder %d replaying %s: %v", j, u, err)
+			}
+		}
+	}
+	p0, _ = holders[0].ParityChunk(0, first.Stripe)
+	p1, _ = holders[1].ParityChunk(0, first.Stripe)
+	if !bytes.Equal(p0, want[2]) || !bytes.Equal(p1, want[3]) {
+		t.Fatal("after the replay the parities do not encode the chunk as the coordinator left it")
+	}
+	if th0, th1 := holders[0].Applied(first), holders[1].Applied(first); th0 != th1 {
+		t.Fatalf("holders at seqs %d and %d after the replay", th0, th1)
+	}
+	for j := range holders {
+		if _, _, err := holders[j].Apply(j, Update{Chunk: first, Seq: holders[j].Applied(first), Kind: Stable}); err != nil {
+			t.Fatal(err)
+		}
+		if b := holders[j].Backups(first); len(b) != 0 || holders[j].Stats().BackupBytes != 0 {
+			t.Fatalf("holder %d keeps backups after a mark through its last seq: %v", j, b)
+		}
 	}
 }

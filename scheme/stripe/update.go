@@ -34,6 +34,10 @@ const (
 	// Resync gives a holder the whole chunk (Bytes) as of Seq, sealed or
 	// not, when the updates it lacks are no longer logged (Parity.Resync).
 	Resync
+	// Stable tells a holder that every holder of the list has applied
+	// every update of the chunk through Seq, so it may drop its backups of
+	// them (Parity.Backups). It changes nothing else and takes no seq.
+	Stable
 )
 
 func (k UpdateKind) String() string {
@@ -46,6 +50,8 @@ func (k UpdateKind) String() string {
 		return "free"
 	case Resync:
 		return "resync"
+	case Stable:
+		return "stable"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
