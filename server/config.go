@@ -78,6 +78,9 @@ type Config struct {
 	// compaction empties by relocating their objects (stripe_compact.go;
 	// 0: no compaction).
 	CompactRate int64
+	// CompactShare bounds the share of the time compaction works, in
+	// (0, 1]; 1 is no bound.
+	CompactShare float64
 	// EnableDebugCommand allows DEBUG (FLIP corrupts stored copies of a
 	// key on purpose, for tests and drills).
 	EnableDebugCommand bool
@@ -115,6 +118,7 @@ func DefaultConfig() Config {
 		ScrubRate:         4 << 20,
 		SweepInterval:     time.Second,
 		CompactRate:       1 << 20,
+		CompactShare:      DefaultRebuildShare,
 	}
 }
 
@@ -175,6 +179,9 @@ func (c Config) Validate() error {
 	}
 	if c.CompactRate < 0 {
 		return errors.New("server: compact-rate must be ≥ 0 (0: no compaction)")
+	}
+	if !(c.CompactShare > 0 && c.CompactShare <= 1) {
+		return errors.New("server: compact-share must be in (0, 1] (1: no bound)")
 	}
 	if c.MaxArgs < 2 {
 		return errors.New("server: max-args must be ≥ 2")

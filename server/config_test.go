@@ -30,6 +30,9 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.RebuildShare = 0 }, "rebuild-share"},
 		{func(c *Config) { c.RebuildShare = 1.5 }, "rebuild-share"},
 		{func(c *Config) { c.ScrubRate = -1 }, "scrub-rate"},
+		{func(c *Config) { c.CompactRate = -1 }, "compact-rate"},
+		{func(c *Config) { c.CompactShare = 0 }, "compact-share"},
+		{func(c *Config) { c.CompactShare = 1.5 }, "compact-share"},
 	} {
 		c := DefaultConfig()
 		tc.change(&c)

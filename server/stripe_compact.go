@@ -19,7 +19,8 @@ import (
 // overtakes, or that finds the key changed, is skipped, and the client's
 // write moves the object anyway. An emptied chunk is freed (a Free update),
 // and a stripe whose every chunk is free drops its parity. The work is
-// bounded by --compact-rate, in bytes of victim chunks per second.
+// bounded by --compact-rate, in bytes of victim chunks per second, and by
+// --compact-share of the time.
 
 const (
 	// compactGoal is the share of a scheme's data chunk bytes that may be
@@ -33,25 +34,37 @@ const (
 )
 
 // compactLoop runs compaction until ctx ends.
+// Each round empties victims of at most --compact-rate's bytes per
+// compactEvery; a round that worked for d is followed by a rest of
+// d·(1/share − 1), so that compaction takes at most --compact-share of the
+// time, as the rebuild does (a relocation costs about what a client's
+// write does, and under a steady overwrite load there is always garbage).
 func (n *Node) compactLoop(ctx context.Context) {
 	if n.cfg.CompactRate <= 0 {
 		return
 	}
-	t := time.NewTicker(compactEvery)
-	defer t.Stop()
+	wait := compactEvery
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(wait):
 		}
-		if n.stripes.any.Load() && n.serving() && compactable(n.ctl.Map()) {
-			budget := int(n.cfg.CompactRate * int64(compactEvery) / int64(time.Second))
-			for _, s := range n.stripes.all() {
-				if budget -= n.compactScheme(ctx, s, budget); budget <= 0 {
-					break
-				}
+		wait = compactEvery
+		if !n.stripes.any.Load() || !n.serving() || !compactable(n.ctl.Map()) {
+			continue
+		}
+		start := time.Now()
+		budget, worked := int(n.cfg.CompactRate*int64(compactEvery)/int64(time.Second)), false
+		for _, s := range n.stripes.all() {
+			moved := n.compactScheme(ctx, s, budget)
+			worked = worked || moved > 0
+			if budget -= moved; budget <= 0 {
+				break
 			}
+		}
+		if share := n.cfg.CompactShare; worked && share > 0 && share < 1 {
+			wait = max(wait, time.Duration(float64(time.Since(start))*(1/share-1)))
 		}
 	}
 }

@@ -92,13 +92,23 @@ func (n *Node) sendStripe(ctx context.Context, s *stripeScheme, ups []stripe.Upd
 }
 
 // sendStripeRound sends ups once and returns the updates some holder
-// still lacks. The Stable marks queued since the last round go along
-// (stripe.Data.TakeMarks), so that holders drop their backups of updates
-// every holder has; marks that cannot be sent are queued again.
+// still lacks. The Stable marks queued for the lists the round goes to
+// ride along (stripe.Data.TakeMarks; with no updates, every mark goes), so
+// that holders drop their backups of updates every holder has; marks that
+// cannot be sent are queued again.
 func (n *Node) sendStripeRound(ctx context.Context, s *stripeScheme, ups []stripe.Update) ([]stripe.Update, error) {
 	m := n.ctl.Map()
+	lists := make([]uint16, 0, 8)
+	for _, u := range ups {
+		if !slices.Contains(lists, u.Chunk.List) {
+			lists = append(lists, u.Chunk.List)
+		}
+	}
+	if len(ups) == 0 {
+		lists = nil // the marks alone: all of them
+	}
 	s.mu.Lock()
-	marks := s.data.TakeMarks()
+	marks := s.data.TakeMarks(lists)
 	s.mu.Unlock()
 	type dest struct {
 		node cluster.Node

@@ -456,17 +456,17 @@ func (d *Data) Acked(id ChunkID, seq uint32) {
 	}
 }
 
-// TakeMarks returns the queued Stable marks, one per chunk, and forgets
-// them; PutMarks queues again those that could not be sent.
-func (d *Data) TakeMarks() []Update {
-	if len(d.marks) == 0 {
-		return nil
-	}
-	out := make([]Update, 0, len(d.marks))
+// TakeMarks returns the queued Stable marks of chunks in lists (every
+// list if nil), one per chunk, and forgets them; PutMarks queues again
+// those that could not be sent.
+func (d *Data) TakeMarks(lists []uint16) []Update {
+	var out []Update
 	for id, seq := range d.marks {
-		out = append(out, Update{Chunk: id, Seq: seq, Kind: Stable})
+		if lists == nil || slices.Contains(lists, id.List) {
+			out = append(out, Update{Chunk: id, Seq: seq, Kind: Stable})
+			delete(d.marks, id)
+		}
 	}
-	clear(d.marks)
 	return out
 }
 

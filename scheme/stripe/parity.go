@@ -98,7 +98,8 @@ func NewParity(k, m, chunkSize int) (*Parity, error) {
 }
 
 // Apply applies update u, sent to this holder as parity position j of its
-// list. It returns Missing with the seq through which the chunk's updates
+// list, and keeps it as a backup until a Stable mark covers it: the
+// caller must not modify u.Bytes afterwards. It returns Missing with the seq through which the chunk's updates
 // are all applied when u is a Seal or Free that must wait for earlier ones.
 func (p *Parity) Apply(j int, u Update) (Outcome, uint32, error) {
 	switch u.Kind {
@@ -136,10 +137,8 @@ func (p *Parity) Apply(j int, u Update) (Outcome, uint32, error) {
 	}
 	pos.applied.add(u.Seq)
 	if u.Seq > pos.stable {
-		b := u
-		b.Bytes = slices.Clone(u.Bytes)
-		pos.backups = append(pos.backups, b)
-		p.backups += len(b.Bytes)
+		pos.backups = append(pos.backups, u)
+		p.backups += len(u.Bytes)
 	}
 	return Applied, pos.applied.through, nil
 }

@@ -97,7 +97,7 @@ func (s *protoSim) send(from int, ups []Update) {
 			s.t.Fatalf("after %s node %d's chunk differs from the XOR of its deltas", u, from)
 		}
 	}
-	for _, u := range append(ups, s.data[from].TakeMarks()...) {
+	for _, u := range append(ups, s.data[from].TakeMarks(nil)...) {
 		for j := 0; j < s.m; j++ {
 			s.net = append(s.net, message{node: s.holder(u.Chunk.List, j), j: j, u: u, from: from})
 		}
@@ -531,7 +531,7 @@ func TestBackupsEqualizeHolders(t *testing.T) {
 	seal := d.close(c)
 	deliver([]int{0, 1}, seal)
 	ack(seal)
-	deliver([]int{0, 1}, d.TakeMarks())
+	deliver([]int{0, 1}, d.TakeMarks(nil))
 	if b := holders[0].Backups(first); len(b) != 0 {
 		t.Fatalf("backups after every update was marked stable: %v", b)
 	}
