@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/memgest/memgest/cluster"
@@ -88,11 +87,11 @@ func (n *Node) compactScheme(ctx context.Context, s *stripeScheme, budget int) i
 	var victims []stripe.ChunkGarbage
 	if float64(st.GarbageBytes) > compactGoal*float64(st.ChunkBytes) {
 		victims = s.data.Victims(want)
-	}
-	for _, v := range s.data.Misplaced(want - len(victims)) {
-		if !slices.ContainsFunc(victims, func(g stripe.ChunkGarbage) bool { return g.ID == v.ID }) {
-			victims = append(victims, v)
-		}
+	} else {
+		// Only then: while writes leave garbage, new chunks fill the free
+		// numbers below anyway, and moving whole chunks down would be
+		// wasted.
+		victims = s.data.Misplaced(want)
 	}
 	var objs []stripe.Object
 	for _, v := range victims {
