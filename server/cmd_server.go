@@ -192,9 +192,18 @@ func (n *Node) infoMemgest(ctx context.Context) resp.InfoSection {
 		if u == nil {
 			u = &schemeUsage{}
 		}
-		fields = append(fields, [2]string{"scheme_" + e.Name(),
-			"spec=" + e.Spec.String() + ",keys=" + strconv.FormatInt(u.Keys, 10) +
-				",logical=" + strconv.FormatInt(u.Logical, 10) + ",stored=" + strconv.FormatInt(u.Stored, 10)})
+		line := "spec=" + e.Spec.String() + ",keys=" + strconv.FormatInt(u.Keys, 10) +
+			",logical=" + strconv.FormatInt(u.Logical, 10) + ",stored=" + strconv.FormatInt(u.Stored, 10)
+		if s := u.Stripe; s != nil {
+			for _, f := range []struct {
+				name string
+				v    int64
+			}{{"chunks", s.Chunks}, {"objects", s.Objects}, {"garbage", s.Garbage}, {"parity", s.Parity},
+				{"buffered", s.Buffered}, {"backups", s.Backups}, {"index", s.Index}} {
+				line += "," + f.name + "=" + strconv.FormatInt(f.v, 10)
+			}
+		}
+		fields = append(fields, [2]string{"scheme_" + e.Name(), line})
 	}
 	return resp.InfoSection{Name: "Memgest", Fields: fields}
 }

@@ -47,9 +47,12 @@ type writeOp struct {
 	// and its replicas (valueCRC), or taken from a record already checked.
 	crc      uint32
 	crcKnown bool
-	// stripeLoc is where a stripe write's object was appended, until it
-	// commits or aborts.
+	// stripeLoc is where a stripe write's object was appended or is
+	// updated in place, until it commits or aborts.
 	stripeLoc *stripe.Loc
+	// relocate makes a stripe write append its object even if it could
+	// update it in place: compaction moves objects out of their chunks.
+	relocate bool
 	// stripeRemovals remove the object a commit replaced or deleted from a
 	// stripe scheme's chunks; commit sends them (stripe.go).
 	stripeRemovals []stripeRemoval

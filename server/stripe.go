@@ -173,9 +173,13 @@ func (n *Node) appendStripe(ctx context.Context, op *writeOp, v uint64) error {
 	return nil
 }
 
-// stageStripe appends op's object at version v to a chunk of its scheme,
-// sets op.stripeLoc, and returns the scheme and the updates its parity
-// holders must acknowledge before the write commits.
+// stageStripe stages op's object at version v in its scheme: in place of
+// the key's current object there if both encode to the same length (the
+// parity holders get the delta; the chunk changes at commit), else
+// appended to an open chunk (the old object is removed at commit). It sets
+// op.stripeLoc and returns the scheme and the updates its parity holders
+// must acknowledge before the write commits. A relocation (compaction)
+// always appends.
 func (n *Node) stageStripe(ctx context.Context, op *writeOp, v uint64) (*stripeScheme, []stripe.Update, error) {
 	s, err := n.stripes.scheme(op.entry)
 	if err != nil {
@@ -187,7 +191,13 @@ func (n *Node) stageStripe(ctx context.Context, op *writeOp, v uint64) (*stripeS
 	obj := stripe.Object{Key: op.key, Value: op.value, Version: v, ExpireAt: op.expireAt}
 	s.mu.Lock()
 	s.refreshSlots(n.ctl.Map(), n.id)
-	loc, ups, err := s.data.Append(&obj)
+	loc, ups, inPlace := stripe.Loc{}, []stripe.Update(nil), false
+	if !op.relocate {
+		loc, ups, inPlace = s.data.Update(op.key, &obj)
+	}
+	if !inPlace {
+		loc, ups, err = s.data.Append(&obj)
+	}
 	s.mu.Unlock()
 	if err != nil {
 		return nil, nil, fmt.Errorf("server: scheme %s: %w", op.entry.Name(), err)

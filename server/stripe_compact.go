@@ -8,16 +8,19 @@ import (
 	"github.com/memgest/memgest/scheme/stripe"
 )
 
-// This file is stripe compaction (decision 0003; BCStore §III-B). Every
-// update relocates its object and every deletion zeroes one, so sealed
-// chunks collect garbage, and parity keeps covering it. While a stripe
-// scheme's garbage is above compactGoal of its data chunks' bytes, the
-// coordinator rewrites the current objects of its chunks with the most
+// This file is stripe compaction (decision 0003; BCStore §III-B). An update
+// that changes its object's size relocates it, and a deletion zeroes one,
+// so sealed chunks collect garbage, and parity keeps covering it. While a
+// stripe scheme's garbage is above compactGoal of its data chunks' bytes,
+// the coordinator rewrites the current objects of its chunks with the most
 // garbage into open chunks, as writes at new versions through the usual
 // write path (settleBlind): one that a client write of the same key
 // overtakes, or that finds the key changed, is skipped, and the client's
 // write moves the object anyway. An emptied chunk is freed (a Free update),
-// and a stripe whose every chunk is free drops its parity. The work is
+// and a stripe whose every chunk is free drops its parity. Once garbage is
+// under the goal, chunks above free stripe numbers of their list move too
+// (stripe.Data.Misplaced), so that the lists' stripes coincide again and
+// parity shrinks with the data. The work is
 // bounded by --compact-rate, in bytes of victim chunks per second, and by
 // --compact-share of the time.
 
@@ -150,7 +153,7 @@ func (n *Node) beginRelocation(m *cluster.Map, s *stripeScheme, w *blindWrite, o
 	if !cur.exists || cur.entry.ID != s.id || cur.meta.Version != o.Version {
 		return false
 	}
-	w.op = &writeOp{key: o.Key, value: o.Value, expireAt: cur.meta.ExpireAt, entry: cur.entry, shrinks: true}
+	w.op = &writeOp{key: o.Key, value: o.Value, expireAt: cur.meta.ExpireAt, entry: cur.entry, shrinks: true, relocate: true}
 	w.p = sh.begin(o.Key, n.clock.next())
 	return true
 }

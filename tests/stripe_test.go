@@ -432,15 +432,16 @@ func checkStripes(t *testing.T, c *testCluster, dead []int, rebuilt bool) {
 // TestStripeCrashBetweenParityHolders crashes a coordinator in the middle
 // of sending chunk updates, after the first parity holder of the chunk's
 // list applied them and before the second received them (failpoint
-// stripe.between-holders): once on the seal of a chunk, once on the
-// removal of an object from a sealed chunk. The two holders are left at
+// stripe.between-holders): on the seal of a chunk, on the removal of an
+// object from a sealed chunk, and on an in-place update of one (a value
+// of the same size). The two holders are left at
 // different seqs of the chunk. A second node, a data position of the same
 // list, is killed at once, so that the chunk can only be decoded with both
 // parities (M = 2 failures in all). Every acknowledged key must read back
 // as written, the one write in flight either way, and after the rebuild
 // every stripe must match its parity.
 func TestStripeCrashBetweenParityHolders(t *testing.T) {
-	for _, mid := range []string{"seal", "update"} {
+	for _, mid := range []string{"seal", "update", "inplace"} {
 		t.Run(mid, func(t *testing.T) {
 			c := startCluster(t, 6, clusterOptions{spares: 2, extra: []string{"--failure-timeout", "1s", "--heartbeat-interval", "100ms",
 				"--enable-debug-command", "--compact-rate", "0"}})
@@ -494,6 +495,11 @@ func TestStripeCrashBetweenParityHolders(t *testing.T) {
 				err := admin.Do(ctx, "SET", inFlight, after, "SCHEME", sch).Err()
 				if err == nil {
 					t.Fatal("the SET that seals a chunk was acknowledged; the failpoint should have crashed its coordinator")
+				}
+			} else if mid == "inplace" {
+				after = strings.Repeat("#", len(before))
+				if err := admin.Set(ctx, key, after, 0).Err(); err == nil {
+					t.Fatal("the SET was acknowledged; the failpoint should have crashed its coordinator")
 				}
 			} else if err := admin.Del(ctx, key).Err(); err == nil {
 				t.Fatal("the DEL was acknowledged; the failpoint should have crashed its coordinator")

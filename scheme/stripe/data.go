@@ -46,6 +46,15 @@ type Data struct {
 	// marks are the Stable marks to send: per chunk, the seq through which
 	// every holder has acknowledged its updates, since last sent.
 	marks map[ChunkID]uint32
+	// inPlace are the in-place updates staged (Update) and not yet
+	// committed or aborted, by the object's place.
+	inPlace map[Loc]staged
+}
+
+// staged is an in-place update: the new object and the delta sent for it.
+type staged struct {
+	obj   Object
+	delta []byte
 }
 
 // dataChunk is one data chunk and its protocol state.
@@ -268,11 +277,51 @@ func (c *dataChunk) record(u Update) Update {
 	return u
 }
 
+// Update stages an in-place update of key's current object to o, which
+// must encode to the same length (MemEC §4.3: an update of the same size
+// sends parity the delta, old ⊕ new). The delta goes to the parity holders
+// now, but the chunk changes only at Commit, so reads see the old object
+// until the write commits; Abort sends the delta again, which undoes it
+// at the holders. ok is false, and nothing changes, when key has no
+// current object or o's encoding has another length: the caller appends
+// (and relocates) instead.
+func (d *Data) Update(key []byte, o *Object) (loc Loc, ups []Update, ok bool) {
+	loc, found := d.index.Get(key)
+	if !found {
+		return Loc{}, nil, false
+	}
+	c, old, err := d.at(loc)
+	switch {
+	case err != nil, old.EncodedLen() != o.EncodedLen():
+		return Loc{}, nil, false
+	case old.Version >= o.Version:
+		return Loc{}, nil, false // Append's Commit lets the newer one win
+	case c.closing && !c.chunk.Sealed():
+		return Loc{}, nil, false // a chunk waiting to seal takes no more changes
+	}
+	if _, busy := d.inPlace[loc]; busy {
+		return Loc{}, nil, false // cannot happen: a key's writes do not overlap
+	}
+	off := int(loc.Offset)
+	delta := o.AppendTo(make([]byte, 0, o.EncodedLen()))
+	xorInto(delta, c.chunk.Bytes()[off:off+len(delta)])
+	if d.inPlace == nil {
+		d.inPlace = map[Loc]staged{}
+	}
+	d.inPlace[loc] = staged{obj: Object{Key: slices.Clone(o.Key), Value: slices.Clone(o.Value), Version: o.Version, ExpireAt: o.ExpireAt}, delta: delta}
+	c.inflight++
+	return loc, []Update{c.record(Update{Kind: Delta, Offset: off, Bytes: delta})}, true
+}
+
 // Commit makes the object appended at loc key's current one unless the
-// index holds a newer version, and removes the object it replaces. It
-// returns whether the object became current, the replaced object's
-// version (0 if none), and the updates to send.
+// index holds a newer version, and removes the object it replaces; or
+// applies the in-place update staged at loc (Update). It returns whether
+// the object became current, the replaced object's version (0 if none),
+// and the updates to send.
 func (d *Data) Commit(key []byte, loc Loc) (bool, uint64, []Update, error) {
+	if st, ok := d.inPlace[loc]; ok {
+		return d.commitInPlace(loc, st)
+	}
 	c, obj, err := d.at(loc)
 	if err != nil {
 		return false, 0, nil, err
@@ -305,13 +354,34 @@ func (d *Data) Commit(key []byte, loc Loc) (bool, uint64, []Update, error) {
 	return true, prev.Version, append(ups, d.settle(c)...), nil
 }
 
-// Abort removes an appended object that will not be committed.
+// commitInPlace writes the staged object st over the one at loc.
+func (d *Data) commitInPlace(loc Loc, st staged) (bool, uint64, []Update, error) {
+	delete(d.inPlace, loc)
+	c, prev, err := d.at(loc)
+	if err != nil {
+		return false, 0, nil, err
+	}
+	c.inflight--
+	d.values += len(st.obj.Value) - len(prev.Value)
+	if _, err := c.chunk.Replace(int(loc.Offset), &st.obj); err != nil {
+		return false, 0, nil, err // cannot happen: Update checked the size
+	}
+	return true, prev.Version, d.settle(c), nil
+}
+
+// Abort removes an appended object that will not be committed, or undoes
+// an in-place update at the parity holders (the same delta again).
 func (d *Data) Abort(loc Loc) ([]Update, error) {
 	c, _, err := d.at(loc)
 	if err != nil {
 		return nil, err
 	}
 	c.inflight--
+	if st, ok := d.inPlace[loc]; ok {
+		delete(d.inPlace, loc)
+		ups := []Update{c.record(Update{Kind: Delta, Offset: int(loc.Offset), Bytes: slices.Clone(st.delta)})}
+		return append(ups, d.settle(c)...), nil
+	}
 	return d.remove(c, loc)
 }
 

@@ -29,6 +29,7 @@ type protoSim struct {
 	model   []map[string]string     // per node: key → value
 	flight  []inFlight
 	version uint64
+	inPlace int // writes staged as in-place updates
 }
 
 type message struct {
@@ -93,6 +94,9 @@ func (s *protoSim) send(from int, ups []Update) {
 		}
 	}
 	for _, u := range ups {
+		if s.stagedIn(from, u.Chunk) {
+			continue // an in-place update's delta is sent before the chunk changes
+		}
 		if cur, _, _, held := s.data[from].Read(u.Chunk); held && !bytes.Equal(cur, s.sums[u.Chunk]) {
 			s.t.Fatalf("after %s node %d's chunk differs from the XOR of its deltas", u, from)
 		}
@@ -102,6 +106,17 @@ func (s *protoSim) send(from int, ups []Update) {
 			s.net = append(s.net, message{node: s.holder(u.Chunk.List, j), j: j, u: u, from: from})
 		}
 	}
+}
+
+// stagedIn says whether node has an in-place update staged in chunk id.
+func (s *protoSim) stagedIn(node int, id ChunkID) bool {
+	d := s.data[node]
+	for loc := range d.inPlace {
+		if d.chunks[loc.Chunk] != nil && d.chunks[loc.Chunk].id == id {
+			return true
+		}
+	}
+	return false
 }
 
 // deliver hands one queued update, chosen at random, to its holder; now
@@ -165,14 +180,23 @@ func (s *protoSim) write() {
 		}
 	}
 	s.version++
-	value := bytes.Repeat([]byte{byte('a' + s.rng.Intn(26))}, s.rng.Intn(s.size/4))
+	size := s.rng.Intn(s.size / 4)
+	if s.rng.Intn(2) == 0 {
+		size = 10 // the same size as other writes of the key: updated in place
+	}
+	value := bytes.Repeat([]byte{byte('a' + s.rng.Intn(26))}, size)
 	o := Object{Key: []byte(key), Value: value, Version: s.version}
 	if s.rng.Intn(5) == 0 {
 		o.ExpireAt = 1_700_000_000_000 + int64(s.rng.Intn(1000))
 	}
-	loc, ups, err := s.data[node].Append(&o)
-	if err != nil {
-		s.t.Fatalf("append %s: %v", o, err)
+	loc, ups, inPlace := s.data[node].Update(o.Key, &o)
+	if inPlace {
+		s.inPlace++
+	} else {
+		var err error
+		if loc, ups, err = s.data[node].Append(&o); err != nil {
+			s.t.Fatalf("append %s: %v", o, err)
+		}
 	}
 	s.send(node, ups)
 	s.flight = append(s.flight, inFlight{node: node, key: key, value: string(value), loc: loc})
@@ -336,7 +360,8 @@ func (s *protoSim) decodeEach(codec *ec.Codec, key stripeKey, shards [][]byte) {
 
 func isZero(b []byte) bool { return !bytes.ContainsFunc(b, func(r rune) bool { return r != 0 }) }
 
-// TestProtocolKeepsParityExact runs random writes, aborts and deletes over
+// TestProtocolKeepsParityExact runs random writes (appends, and in-place
+// updates of objects of the same size), aborts and deletes over
 // every scheme shape and both chunk sizes of issue 6 with updates delayed,
 // reordered and duplicated, and checks the model and every stripe after
 // draining, several times per run.
@@ -361,8 +386,8 @@ func TestProtocolKeepsParityExact(t *testing.T) {
 						freed += len(nums.free)
 					}
 				}
-				if sealed == 0 || freed == 0 {
-					t.Fatalf("the run sealed %d stripes and freed %d chunks: it did not cover seals and frees", sealed, freed)
+				if sealed == 0 || freed == 0 || s.inPlace == 0 {
+					t.Fatalf("the run sealed %d stripes, freed %d chunks and updated %d objects in place: it did not cover all three", sealed, freed, s.inPlace)
 				}
 			})
 		}
