@@ -183,6 +183,7 @@ func (n *Node) infoMemgest(ctx context.Context) resp.InfoSection {
 		{"repairs", strconv.FormatInt(n.health.repaired.Load(), 10)},
 		{"scrubbed_bytes", strconv.FormatInt(n.health.scrubbed.Load(), 10)},
 		{"swept_pieces", strconv.FormatInt(n.health.swept.Load(), 10)},
+		{"stripe_positions_lost", strconv.FormatInt(n.stats.stripePositionsLost.Load(), 10)},
 		{"default_scheme", m.DefaultScheme().Name()},
 		{"redirect", strconv.FormatBool(n.cfg.Redirect)},
 	}

@@ -18,7 +18,10 @@ type counters struct {
 	connections atomic.Int64
 	expired     atomic.Int64
 	relocated   atomic.Int64 // stripe objects moved by compaction
-	splitValues sync.Map     // scheme id → *atomic.Int64: logical value bytes of split keys
+	// stripePositionsLost counts lost data positions whose chunks recovery
+	// or the rebuild gave up, beyond their scheme's tolerance.
+	stripePositionsLost atomic.Int64
+	splitValues         sync.Map // scheme id → *atomic.Int64: logical value bytes of split keys
 }
 
 func (c *counters) splitBytes(id uint16) *atomic.Int64 {

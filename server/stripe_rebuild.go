@@ -49,9 +49,13 @@ func (n *Node) adoptSlots(ctx context.Context, s *stripeScheme) error {
 			return err
 		}
 		states, err := n.positionStates(ctx, m, lp, holders)
-		if err != nil {
+		if err != nil && !errors.Is(err, errNoParityState) {
 			return err
 		}
+		// With no holder left that has the list's state (beyond its
+		// tolerance), no old chunk is in any parity a new one could clash
+		// with: the position starts afresh, and new holders get its chunks
+		// by resync.
 		var known []stripe.PositionState
 		for _, st := range states {
 			for _, p := range st {
@@ -87,8 +91,11 @@ func (n *Node) rebuildStripes(ctx context.Context, m *cluster.Map, sh cluster.Sh
 				continue
 			}
 			var err error
-			if p < e.Spec.K {
-				err = n.dropLostChunks(ctx, m, lostPosition{entry: e, list: uint16(g), pos: p})
+			if lp := (lostPosition{entry: e, list: uint16(g), pos: p}); p < e.Spec.K {
+				if err = n.dropLostChunks(ctx, m, lp); err != nil && beyondTolerance(m, lp) {
+					n.abandonPosition(lp, "rebuild", err) // its chunks stay in parity
+					err = nil
+				}
 			} else {
 				err = n.resyncParity(ctx, m, e, uint16(g), p-e.Spec.K)
 			}
@@ -169,6 +176,12 @@ func (n *Node) dropChunk(ctx context.Context, lp lostPosition, holders []cluster
 // folds into parity and a holder in sync ignores.
 func (n *Node) resyncParity(ctx context.Context, m *cluster.Map, e cluster.SchemeEntry, g uint16, j int) error {
 	sh := &m.Shards[g]
+	if holders, err := parityHolders(m, e.Spec, g); err != nil || holders[j].State != cluster.Up {
+		// No node can take the position yet (a failed node with no spare
+		// or stand-in left): the list runs with reduced tolerance, as rep
+		// and split do, until a node takes the place and is rebuilt.
+		return err
+	}
 	req := stripeResyncReq{Scheme: e.ID, List: g, J: uint8(j)}
 	var reqs []peerReq
 	for q := 0; q < e.Spec.K; q++ {

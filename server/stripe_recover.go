@@ -27,6 +27,10 @@ import (
 // updates they hold (updates in flight); recovery tries again.
 var errStripeBusy = errors.New("server: stripe updates in flight; try again")
 
+// errNoParityState says that no parity holder of a list has its state:
+// every one failed, or took its place since and awaits its rebuild.
+var errNoParityState = errors.New("no parity holder has the list's state")
+
 // lostPosition is a data position of a failed node in one list.
 type lostPosition struct {
 	entry cluster.SchemeEntry
@@ -40,6 +44,10 @@ func (n *Node) stripeCandidates(ctx context.Context, m *cluster.Map, sh cluster.
 	out := map[string][]*candidate{}
 	for _, lp := range lostPositions(m, sh) {
 		chunks, err := n.recoverPosition(ctx, m, lp)
+		if err != nil && beyondTolerance(m, lp) {
+			n.abandonPosition(lp, "recovery", err)
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -58,6 +66,33 @@ func (n *Node) stripeCandidates(ctx context.Context, m *cluster.Map, sh cluster.
 		}
 	}
 	return out, nil
+}
+
+// beyondTolerance says whether more of lost position lp's list than its
+// scheme's M positions are lost: failed with no stand-in, or awaiting a
+// rebuild. Its chunks may then be undecodable for good, and recovery and
+// the rebuild must go on without them rather than retry forever (which
+// would keep every key of the shard, in any scheme, unavailable).
+func beyondTolerance(m *cluster.Map, lp lostPosition) bool {
+	sh := &m.Shards[lp.list]
+	spec := lp.entry.Spec
+	lost := 0
+	for p, h := range m.Holders(sh, spec.K+spec.M) {
+		if h.State != cluster.Up || slices.Contains(sh.Rebuild, p) {
+			lost++
+		}
+	}
+	return lost > spec.M
+}
+
+// abandonPosition gives up the chunks of a lost data position beyond its
+// scheme's tolerance: their keys are gone. Stripe keys keep no directory
+// entry, so they cannot be named (decision 0003); the loss is logged and
+// counted (INFO stripe_positions_lost).
+func (n *Node) abandonPosition(lp lostPosition, job string, err error) {
+	n.stats.stripePositionsLost.Add(1)
+	n.log.Error("stripe chunks lost beyond the scheme's tolerance; their keys are gone", "job", job,
+		"scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos, "err", err)
 }
 
 // lostPositions lists the data positions, in every stripe scheme, whose
@@ -86,7 +121,11 @@ func lostPositions(m *cluster.Map, sh cluster.Shard) []lostPosition {
 // held, trying a few times while updates to its stripes are in flight.
 func (n *Node) recoverPosition(ctx context.Context, m *cluster.Map, lp lostPosition) ([][]byte, error) {
 	var err error
-	for attempt := 0; attempt < 20; attempt++ {
+	attempts := 20
+	if beyondTolerance(m, lp) {
+		attempts = 1 // what can be decoded is, once; waiting brings nothing back
+	}
+	for attempt := 0; attempt < attempts; attempt++ {
 		var chunks [][]byte
 		if chunks, err = n.recoverPositionOnce(ctx, m, lp); !errors.Is(err, errStripeBusy) {
 			return chunks, err
@@ -242,11 +281,12 @@ func (n *Node) equalizeHolders(ctx context.Context, lp lostPosition, holders []c
 func (n *Node) positionStates(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node) ([]map[uint32]stripe.PositionState, error) {
 	sh := &m.Shards[lp.list]
 	out := make([]map[uint32]stripe.PositionState, len(holders))
-	asked := 0
+	asked, eligible := 0, 0
 	for j, h := range holders {
 		if h.State != cluster.Up || slices.Contains(sh.Rebuild, lp.entry.Spec.K+j) {
 			continue
 		}
+		eligible++
 		req := stripeRead{Scheme: lp.entry.ID, What: readPositions, Chunk: stripe.ChunkID{List: lp.list, Position: uint8(lp.pos)}}
 		b, err := n.stripeReadRaw(ctx, h, req)
 		if err != nil {
@@ -262,7 +302,10 @@ func (n *Node) positionStates(ctx context.Context, m *cluster.Map, lp lostPositi
 		}
 		asked++
 	}
-	if asked == 0 {
+	switch {
+	case eligible == 0:
+		return nil, fmt.Errorf("server: list %d of %s, position %d: %w", lp.list, lp.entry.Name(), lp.pos, errNoParityState)
+	case asked == 0:
 		return nil, fmt.Errorf("server: no parity holder of list %d (%s) answered; its chunks at position %d cannot be recovered", lp.list, lp.entry.Name(), lp.pos)
 	}
 	return out, nil

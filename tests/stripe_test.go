@@ -162,18 +162,7 @@ func schemeInfo(t *testing.T, rdb *redis.Client, name string) map[string]any {
 	t.Helper()
 	info, err := rdb.Do(ctxT(t), "SCHEME.INFO", name).Result()
 	must(t, err)
-	fields := map[string]any{}
-	switch v := info.(type) {
-	case []any:
-		for i := 0; i+1 < len(v); i += 2 {
-			fields[fmt.Sprint(v[i])] = v[i+1]
-		}
-	case map[any]any:
-		for k, x := range v {
-			fields[fmt.Sprint(k)] = x
-		}
-	}
-	return fields
+	return replyMap(info)
 }
 
 // infoFloat reads a SCHEME.INFO field given as a decimal string.
