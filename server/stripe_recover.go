@@ -41,7 +41,7 @@ type lostPosition struct {
 // stripeCandidates decodes the chunks of sh's failed former coordinators
 // and returns the objects of sh's slots as candidates, with their values.
 func (n *Node) stripeCandidates(ctx context.Context, m *cluster.Map, sh cluster.Shard) (map[string][]*candidate, error) {
-	out := map[string][]*candidate{}
+	found := map[uint16][]stripe.Object{} // by scheme: objects and fragments of sh's slots
 	for _, lp := range lostPositions(m, sh) {
 		chunks, err := n.recoverPosition(ctx, m, lp)
 		if err != nil && beyondTolerance(m, lp) {
@@ -54,15 +54,21 @@ func (n *Node) stripeCandidates(ctx context.Context, m *cluster.Map, sh cluster.
 		for _, b := range chunks {
 			err := stripe.Scan(b, func(_ int, o stripe.Object) bool {
 				if slot := cluster.Slot(o.Key); slot >= sh.First && slot <= sh.Last {
-					key := string(o.Key)
-					out[key] = append(out[key], &candidate{scheme: lp.entry.ID, version: o.Version, expireAt: o.ExpireAt,
-						complete: true, value: slices.Clone(o.Value)})
+					found[lp.entry.ID] = append(found[lp.entry.ID], o)
 				}
 				return true
 			})
 			if err != nil {
 				return nil, fmt.Errorf("server: a recovered chunk of list %d position %d: %w", lp.list, lp.pos, err)
 			}
+		}
+	}
+	out := map[string][]*candidate{}
+	for id, objs := range found {
+		for _, o := range stripe.Assemble(objs) { // an object missing a fragment is no candidate
+			key := string(o.Key)
+			out[key] = append(out[key], &candidate{scheme: id, version: o.Version, expireAt: o.ExpireAt,
+				complete: true, value: slices.Clone(o.Value)})
 		}
 	}
 	return out, nil

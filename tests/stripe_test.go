@@ -92,6 +92,23 @@ func TestStripeAgainstModel(t *testing.T) {
 					must(t, reader.Do(ctx, "SET", fmt.Sprintf("fill:%s:%d", sch, i+1), "y").Err())
 				}
 			}
+			// APPEND grows a key past a chunk: it is stored in fragments.
+			for _, sch := range schemes[:4] {
+				k, want := "grow:"+sch, ""
+				for i := 0; len(want) < 3*size; i++ {
+					piece := fmt.Sprintf("<%d:%s>", i, strings.Repeat("g", i%90))
+					if i == 0 {
+						must(t, reader.Do(ctx, "SET", k, piece, "SCHEME", sch).Err())
+					} else if n, err := reader.Append(ctx, k, piece).Result(); err != nil || int(n) != len(want)+len(piece) {
+						t.Fatalf("APPEND %s: %d, %v; want length %d", k, n, err, len(want)+len(piece))
+					}
+					want += piece
+				}
+				if got, err := reader.Get(ctx, k).Result(); err != nil || got != want {
+					t.Fatalf("GET %s: %d bytes, %v; want %d", k, len(got), err, len(want))
+				}
+				must(t, reader.Do(ctx, "SCHEME.VERIFY", k).Err())
+			}
 			checkStripeKeyspace(t, c, schemes[0])
 			for i := range c.nodes {
 				res, err := c.plainClient(i, 2).Do(ctx, "DEBUG", "STRIPES").Slice()
@@ -339,6 +356,9 @@ func TestStripeSurvivesMFailures(t *testing.T) {
 			want := map[string]string{}
 			for i := 0; i < 400; i++ {
 				k, v := fmt.Sprintf("s:%d", i), strings.Repeat(string(rune('a'+i%26)), 1+i%40)
+				if i%40 == 7 {
+					v = strings.Repeat(v, 1+3000/len(v)) // larger than a chunk: fragments
+				}
 				must(t, rdb.Do(ctx, "SET", k, v, "SCHEME", shape.spec).Err())
 				want[k] = v
 			}

@@ -1,6 +1,7 @@
 package stripe
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"slices"
 )
@@ -75,9 +76,10 @@ func (d *Data) Misplaced(n int) []ChunkGarbage {
 // free stripe numbers before Misplaced reports them.
 const misplacedSlack = 0.05
 
-// Residents returns copies of the current objects in chunk id: those the
-// index places there. An object gone from the index (expired ones are
-// not) is garbage already.
+// Residents returns copies of the current objects with bytes in chunk id:
+// those the index places there, and those with a fragment there, whole
+// (relocating one moves every fragment). An object gone from the index
+// (expired ones are not) is garbage already.
 func (d *Data) Residents(id ChunkID) []Object {
 	num, ok := d.byID[id]
 	if !ok {
@@ -85,9 +87,18 @@ func (d *Data) Residents(id ChunkID) []Object {
 	}
 	var out []Object
 	_ = d.chunks[num].chunk.Objects(func(off int, o Object) bool {
-		if loc, ok := d.index.Get(o.Key); ok && loc == (Loc{Chunk: num, Offset: uint32(off)}) {
-			o.Key, o.Value = slices.Clone(o.Key), slices.Clone(o.Value)
-			out = append(out, o)
+		here := Loc{Chunk: num, Offset: uint32(off)}
+		loc, ok := d.index.Get(o.Key)
+		if !ok || loc != here && !(o.Fragment && d.isFragmentOf(o.Key, here)) {
+			return true
+		}
+		if slices.ContainsFunc(out, func(r Object) bool { return bytes.Equal(r.Key, o.Key) }) {
+			return true // another fragment of an object listed already
+		}
+		whole, err := d.object(o.Key, loc)
+		if err == nil {
+			whole.Key, whole.Value = slices.Clone(whole.Key), slices.Clone(whole.Value)
+			out = append(out, whole)
 		}
 		return true
 	})

@@ -1,7 +1,9 @@
 package stripe
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -127,5 +129,105 @@ func TestSampleExpired(t *testing.T) {
 	d.SampleExpired(999, len(d.chunks), func(k []byte) { found[string(k)] = true })
 	if len(found) != 0 {
 		t.Fatalf("keys found expired before their time: %v", found)
+	}
+}
+
+// TestFragments: an object larger than a chunk is stored as fragments in
+// several chunks; Get assembles it, an overwrite (smaller or larger),
+// Abort, Delete and compaction act on every fragment, and Assemble puts
+// fragments found in chunks back together.
+func TestFragments(t *testing.T) {
+	d, err := NewData(256)
+	must(t, err)
+	d.SetSlots([]Slot{{List: 0, Position: 0}, {List: 1, Position: 1}})
+	value := func(n int, b byte) []byte {
+		v := make([]byte, n)
+		for i := range v {
+			v[i] = b + byte(i%7)
+		}
+		return v
+	}
+	write := func(key string, v []byte, version uint64) {
+		t.Helper()
+		o := Object{Key: []byte(key), Value: v, Version: version, ExpireAt: 1_800_000_000_000}
+		loc, _, err := d.Append(&o)
+		must(t, err)
+		if ok, _, _, err := d.Commit(o.Key, loc); !ok || err != nil {
+			t.Fatalf("commit %s: %v %v", key, ok, err)
+		}
+	}
+	check := func(key string, want []byte) {
+		t.Helper()
+		o, ok := d.Get([]byte(key))
+		if !ok || !bytes.Equal(o.Value, want) || o.Fragment || o.ExpireAt != 1_800_000_000_000 {
+			t.Fatalf("%s: %d bytes (found %v, fragment %v), want %d", key, len(o.Value), ok, o.Fragment, len(want))
+		}
+	}
+	write("small", value(10, 'a'), 1)
+	write("big", value(1000, 'b'), 2)
+	check("big", value(1000, 'b'))
+	if n := len(d.frags["big"]); n < 4 {
+		t.Fatalf("a 1000-byte value in 256-byte chunks took %d fragments", n)
+	}
+	if st := d.Stats(); st.Keys != 2 || st.LogicalBytes != len("small")+10+len("big")+1000 {
+		t.Fatalf("stats %+v", st)
+	}
+	write("big", value(600, 'c'), 3) // fragments replace fragments
+	check("big", value(600, 'c'))
+	write("small", value(700, 'd'), 4) // fragments replace a whole object
+	check("small", value(700, 'd'))
+	write("small", value(5, 'e'), 5) // a whole object replaces fragments
+	check("small", value(5, 'e'))
+	if _, ok := d.frags["small"]; ok {
+		t.Fatal("fragments of a replaced object are still listed")
+	}
+	// An aborted fragmented write leaves nothing behind.
+	before := d.Stats()
+	o := Object{Key: []byte("gone"), Value: value(900, 'f'), Version: 6}
+	loc, _, err := d.Append(&o)
+	must(t, err)
+	if _, err := d.Abort(loc); err != nil {
+		t.Fatal(err)
+	}
+	if after := d.Stats(); after.LiveBytes != before.LiveBytes || len(d.staging) != 0 {
+		t.Fatalf("after an abort: %d live bytes, %d before; %d staged", after.LiveBytes, before.LiveBytes, len(d.staging))
+	}
+	// Every fragment is found in the chunks and reassembles; a missing
+	// one leaves the object out.
+	var objs []Object
+	d.Chunks(func(_ ChunkID, b []byte, _ bool) {
+		_ = Scan(bytes.Clone(b), func(_ int, o Object) bool { objs = append(objs, o); return true })
+	})
+	whole := Assemble(objs)
+	found := map[string]int{}
+	for _, o := range whole {
+		found[string(o.Key)] = len(o.Value)
+	}
+	if found["big"] != 600 || found["small"] != 5 || len(found) != 2 {
+		t.Fatalf("assembled %v", found)
+	}
+	for i, o := range objs {
+		if o.Fragment && o.Offset > 0 {
+			if got := Assemble(slices.Delete(slices.Clone(objs), i, i+1)); len(got) != 1 {
+				t.Fatalf("assembled %d objects with a fragment missing", len(got))
+			}
+			break
+		}
+	}
+	// Compaction lists a fragmented object whole from any of its chunks.
+	for _, l := range d.frags["big"] {
+		res := d.Residents(d.chunks[l.Chunk].id)
+		if !slices.ContainsFunc(res, func(r Object) bool { return string(r.Key) == "big" && len(r.Value) == 600 && !r.Fragment }) {
+			t.Fatalf("residents of %s: %v", d.chunks[l.Chunk].id, res)
+		}
+	}
+	if ok, _, err := d.Delete([]byte("big"), 10); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if _, ok := d.frags["big"]; ok || d.Stats().Keys != 1 {
+		t.Fatalf("a deleted fragmented object is still listed: %v, %d keys", d.frags, d.Stats().Keys)
+	}
+	if _, _, ok := d.Update([]byte("small"), &Object{Key: []byte("small"), Value: value(5, 'g'), Version: 11, ExpireAt: 1_800_000_000_000}); !ok {
+		t.Fatal("a whole object of the same size was not updated in place")
 	}
 }

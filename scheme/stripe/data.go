@@ -49,6 +49,11 @@ type Data struct {
 	// inPlace are the in-place updates staged (Update) and not yet
 	// committed or aborted, by the object's place.
 	inPlace map[Loc]staged
+	// frags are the places of every fragment of each current object
+	// stored as fragments, by key (fragment.go); staging those of objects
+	// appended and not yet committed or aborted, by the first's place.
+	frags   map[string][]Loc
+	staging map[Loc][]Loc
 }
 
 // staged is an in-place update: the new object and the delta sent for it.
@@ -140,9 +145,19 @@ func (d *Data) Adopt(slot Slot, known []PositionState) {
 	d.lists[slot.List] = nums
 }
 
-// Append writes o into an open chunk and returns where. The object is in
-// flight: Get does not see it until Commit, and Abort removes it.
+// Append writes o into an open chunk, or as fragments into several if it
+// is larger than a chunk, and returns where (the first fragment's place).
+// The object is in flight: Get does not see it until Commit, and Abort
+// removes it.
 func (d *Data) Append(o *Object) (Loc, []Update, error) {
+	if o.EncodedLen() > d.size {
+		return d.appendFragments(o)
+	}
+	return d.appendOne(o)
+}
+
+// appendOne writes o, which fits a chunk, into an open chunk.
+func (d *Data) appendOne(o *Object) (Loc, []Update, error) {
 	need := o.EncodedLen()
 	if need > d.size {
 		return Loc{}, nil, fmt.Errorf("%w: %d bytes, chunks of %d", ErrTooLarge, need, d.size)
@@ -287,12 +302,12 @@ func (c *dataChunk) record(u Update) Update {
 // (and relocates) instead.
 func (d *Data) Update(key []byte, o *Object) (loc Loc, ups []Update, ok bool) {
 	loc, found := d.index.Get(key)
-	if !found {
+	if _, fragmented := d.frags[string(key)]; !found || fragmented {
 		return Loc{}, nil, false
 	}
 	c, old, err := d.at(loc)
 	switch {
-	case err != nil, old.EncodedLen() != o.EncodedLen():
+	case err != nil, old.EncodedLen() != o.EncodedLen(), o.EncodedLen() > d.size:
 		return Loc{}, nil, false
 	case old.Version >= o.Version:
 		return Loc{}, nil, false // Append's Commit lets the newer one win
@@ -322,6 +337,9 @@ func (d *Data) Commit(key []byte, loc Loc) (bool, uint64, []Update, error) {
 	if st, ok := d.inPlace[loc]; ok {
 		return d.commitInPlace(loc, st)
 	}
+	if locs, ok := d.staging[loc]; ok {
+		return d.commitFragments(key, locs)
+	}
 	c, obj, err := d.at(loc)
 	if err != nil {
 		return false, 0, nil, err
@@ -330,7 +348,7 @@ func (d *Data) Commit(key []byte, loc Loc) (bool, uint64, []Update, error) {
 	prevLoc, had := d.index.Get(key)
 	var prev Object
 	if had {
-		_, prev, _ = d.at(prevLoc)
+		prev, _ = d.object(key, prevLoc)
 		if prev.Version >= obj.Version {
 			ups, err := d.remove(c, loc)
 			return false, prev.Version, ups, err
@@ -346,8 +364,7 @@ func (d *Data) Commit(key []byte, loc Loc) (bool, uint64, []Update, error) {
 	if had {
 		d.keys -= len(prev.Key)
 		d.values -= len(prev.Value)
-		pc, _, _ := d.at(prevLoc)
-		if ups, err = d.remove(pc, prevLoc); err != nil {
+		if ups, err = d.removeCurrent(key, prevLoc); err != nil {
 			return true, prev.Version, nil, err
 		}
 	}
@@ -372,6 +389,9 @@ func (d *Data) commitInPlace(loc Loc, st staged) (bool, uint64, []Update, error)
 // Abort removes an appended object that will not be committed, or undoes
 // an in-place update at the parity holders (the same delta again).
 func (d *Data) Abort(loc Loc) ([]Update, error) {
+	if locs, ok := d.staging[loc]; ok {
+		return d.abortFragments(locs)
+	}
 	c, _, err := d.at(loc)
 	if err != nil {
 		return nil, err
@@ -392,14 +412,14 @@ func (d *Data) Delete(key []byte, version uint64) (bool, []Update, error) {
 	if !ok {
 		return false, nil, nil
 	}
-	c, obj, err := d.at(loc)
+	obj, err := d.object(key, loc)
 	if err != nil || obj.Version > version {
 		return false, nil, err
 	}
 	d.keys -= len(obj.Key)
 	d.values -= len(obj.Value)
 	d.index.Delete(key)
-	ups, err := d.remove(c, loc)
+	ups, err := d.removeCurrent(key, loc)
 	return err == nil, ups, err
 }
 
@@ -465,13 +485,14 @@ func (d *Data) Scan(from uint32, count int, fn func(o Object)) (next uint32, don
 func (d *Data) Len() int { return d.index.Len() }
 
 // Get returns key's current object. Its Key and Value alias the chunk and
-// are valid until the next call that changes the store.
+// are valid until the next call that changes the store (a fragmented
+// object's Value is a new buffer, assembled from its fragments).
 func (d *Data) Get(key []byte) (Object, bool) {
 	loc, ok := d.index.Get(key)
 	if !ok {
 		return Object{}, false
 	}
-	_, o, err := d.at(loc)
+	o, err := d.object(key, loc)
 	return o, err == nil
 }
 

@@ -181,7 +181,10 @@ func (s *protoSim) write() {
 	}
 	s.version++
 	size := s.rng.Intn(s.size / 4)
-	if s.rng.Intn(2) == 0 {
+	switch s.rng.Intn(20) {
+	case 0:
+		size = s.size + s.rng.Intn(2*s.size) // larger than a chunk: fragments
+	case 1, 2, 3, 4, 5, 6, 7, 8, 9:
 		size = 10 // the same size as other writes of the key: updated in place
 	}
 	value := bytes.Repeat([]byte{byte('a' + s.rng.Intn(26))}, size)
@@ -360,8 +363,9 @@ func (s *protoSim) decodeEach(codec *ec.Codec, key stripeKey, shards [][]byte) {
 
 func isZero(b []byte) bool { return !bytes.ContainsFunc(b, func(r rune) bool { return r != 0 }) }
 
-// TestProtocolKeepsParityExact runs random writes (appends, and in-place
-// updates of objects of the same size), aborts and deletes over
+// TestProtocolKeepsParityExact runs random writes (appends, in-place
+// updates of objects of the same size, and objects larger than a chunk,
+// in fragments), aborts and deletes over
 // every scheme shape and both chunk sizes of issue 6 with updates delayed,
 // reordered and duplicated, and checks the model and every stripe after
 // draining, several times per run.
@@ -386,8 +390,13 @@ func TestProtocolKeepsParityExact(t *testing.T) {
 						freed += len(nums.free)
 					}
 				}
-				if sealed == 0 || freed == 0 || s.inPlace == 0 {
-					t.Fatalf("the run sealed %d stripes, freed %d chunks and updated %d objects in place: it did not cover all three", sealed, freed, s.inPlace)
+				fragmented := 0
+				for _, d := range s.data {
+					fragmented += len(d.frags)
+				}
+				if sealed == 0 || freed == 0 || s.inPlace == 0 || fragmented == 0 {
+					t.Fatalf("the run sealed %d stripes, freed %d chunks, updated %d objects in place and left %d fragmented: it did not cover all four",
+						sealed, freed, s.inPlace, fragmented)
 				}
 			})
 		}
@@ -468,7 +477,7 @@ func TestParityRefusesBadUpdates(t *testing.T) {
 	}
 }
 
-// TestDataRefusals: objects larger than a chunk, a store with no data
+// TestDataRefusals: a key too large to fragment, a store with no data
 // position, and a commit that loses to a newer version.
 func TestDataRefusals(t *testing.T) {
 	d, err := NewData(128)
@@ -480,9 +489,9 @@ func TestDataRefusals(t *testing.T) {
 		t.Fatalf("append with no slot: %v", err)
 	}
 	d.SetSlots([]Slot{{List: 3, Position: 1}})
-	big := Object{Key: []byte("k"), Value: make([]byte, 128), Version: 3}
+	big := Object{Key: make([]byte, 100), Value: make([]byte, 128), Version: 3}
 	if _, _, err := d.Append(&big); !errors.Is(err, ErrTooLarge) {
-		t.Fatalf("append of an object larger than a chunk: %v", err)
+		t.Fatalf("append of an object whose key leaves no room for fragments: %v", err)
 	}
 	newer, _, err := d.Append(&small)
 	if err != nil {
