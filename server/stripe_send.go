@@ -10,6 +10,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/faults"
+	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/stripe"
 )
 
@@ -97,54 +98,22 @@ func (n *Node) sendStripe(ctx context.Context, s *stripeScheme, ups []stripe.Upd
 // that holders drop their backups of updates every holder has; marks that
 // cannot be sent are queued again.
 func (n *Node) sendStripeRound(ctx context.Context, s *stripeScheme, ups []stripe.Update) ([]stripe.Update, error) {
-	m := n.ctl.Map()
-	lists := make([]uint16, 0, 8)
+	var lists []uint16 // nil: every list's marks
 	for _, u := range ups {
 		if !slices.Contains(lists, u.Chunk.List) {
 			lists = append(lists, u.Chunk.List)
 		}
 	}
-	if len(ups) == 0 {
-		lists = nil // the marks alone: all of them
-	}
 	s.mu.Lock()
 	marks := s.data.TakeMarks(lists)
 	s.mu.Unlock()
-	type dest struct {
-		node cluster.Node
-		ups  []stripeUpdate
+	r := stripeRound{pending: make(map[stripeKey]int, len(ups))}
+	if err := r.plan(n.ctl.Map(), s.spec, slices.Concat(ups, marks)); err != nil {
+		n.requeueMarks(s, marks)
+		return nil, err
 	}
-	var dests []*dest
-	destOf := func(node cluster.Node) *dest {
-		for _, d := range dests {
-			if d.node.ID == node.ID {
-				return d
-			}
-		}
-		d := &dest{node: node}
-		dests = append(dests, d)
-		return d
-	}
-	pending := make(map[stripeKey]int, len(ups)) // holders yet to apply each update
-	for _, u := range slices.Concat(ups, marks) {
-		holders, err := parityHolders(m, s.spec, u.Chunk.List)
-		if err != nil {
-			n.requeueMarks(s, marks)
-			return nil, err
-		}
-		for j, h := range holders {
-			if h.State == cluster.Failed {
-				continue
-			}
-			d := destOf(h)
-			d.ups = append(d.ups, stripeUpdate{J: j, U: u})
-			if u.Kind != stripe.Stable {
-				pending[stripeKey{u.Chunk, u.Seq}]++
-			}
-		}
-	}
-	reqs := make([]peerReq, len(dests))
-	for i, d := range dests {
+	reqs := make([]peerReq, len(r.dests))
+	for i, d := range r.dests {
 		reqs[i] = peerReq{node: d.node, typ: msgStripe, payload: encodeStripeUpdates(s.id, d.ups)}
 	}
 	if len(reqs) > 1 && faults.Armed(faults.StripeBetweenHolders) {
@@ -152,9 +121,66 @@ func (n *Node) sendStripeRound(ctx context.Context, s *stripeScheme, ups []strip
 		faults.Hit(faults.StripeBetweenHolders)
 	}
 	replies, errs := n.callEach(ctx, reqs)
-	var lacking []stripe.Update
-	var failures []error
-	for i, d := range dests {
+	lacking, failures := r.settle(s, replies, errs)
+	if len(failures) > 0 {
+		n.requeueMarks(s, marks)
+		return nil, errors.Join(failures...)
+	}
+	return dedupUpdates(lacking), nil
+}
+
+// stripeRound is one round of chunk updates: what each holder gets, and
+// how many holders have yet to apply each update.
+type stripeRound struct {
+	dests   []*stripeDest
+	pending map[stripeKey]int
+}
+
+// stripeDest is the updates one parity holder gets in a round.
+type stripeDest struct {
+	node cluster.Node
+	ups  []stripeUpdate
+}
+
+// plan gives each update (or Stable mark) to every parity holder of its
+// chunk's list in m, but those on failed nodes.
+func (r *stripeRound) plan(m *cluster.Map, spec scheme.Spec, ups []stripe.Update) error {
+	for _, u := range ups {
+		holders, err := parityHolders(m, spec, u.Chunk.List)
+		if err != nil {
+			return err
+		}
+		for j, h := range holders {
+			if h.State == cluster.Failed {
+				continue
+			}
+			d := r.dest(h)
+			d.ups = append(d.ups, stripeUpdate{J: j, U: u})
+			if u.Kind != stripe.Stable { // a mark is not acknowledged
+				r.pending[stripeKey{u.Chunk, u.Seq}]++
+			}
+		}
+	}
+	return nil
+}
+
+func (r *stripeRound) dest(node cluster.Node) *stripeDest {
+	for _, d := range r.dests {
+		if d.node.ID == node.ID {
+			return d
+		}
+	}
+	d := &stripeDest{node: node}
+	r.dests = append(r.dests, d)
+	return d
+}
+
+// settle reads the holders' replies: an update every holder applied is
+// acknowledged in its chunk's log (stripe.Data.Acked); one a holder
+// reports Missing brings what that holder lacks, from the log or as a
+// Resync, into lacking; refusals and failed calls are failures.
+func (r *stripeRound) settle(s *stripeScheme, replies [][]byte, errs []error) (lacking []stripe.Update, failures []error) {
+	for i, d := range r.dests {
 		acks, err := decodeStripeAcks(replies[i], len(d.ups))
 		if errs[i] != nil {
 			err = errs[i]
@@ -166,35 +192,30 @@ func (n *Node) sendStripeRound(ctx context.Context, s *stripeScheme, ups []strip
 		for k, a := range acks {
 			u := d.ups[k].U
 			switch {
-			case u.Kind == stripe.Stable && a.Refusal == "":
-				// a mark: nothing to count
 			case a.Refusal != "":
 				failures = append(failures, fmt.Errorf("node %s: %s", d.node.PeerAddr, a.Refusal))
+			case u.Kind == stripe.Stable:
 			case a.Outcome == stripe.Missing:
 				s.mu.Lock()
 				if more, complete := s.data.Since(u.Chunk, a.Through); complete {
 					lacking = append(lacking, more...)
-				} else if r, ok := s.data.Resync(u.Chunk); ok {
-					lacking = append(lacking, r) // the holder is new to the chunk
+				} else if whole, ok := s.data.Resync(u.Chunk); ok {
+					lacking = append(lacking, whole) // the holder is new to the chunk
 				}
 				s.mu.Unlock()
 			default:
-				pending[stripeKey{u.Chunk, u.Seq}]--
+				r.pending[stripeKey{u.Chunk, u.Seq}]--
 			}
 		}
 	}
 	s.mu.Lock()
-	for key, left := range pending {
+	for key, left := range r.pending {
 		if left == 0 {
 			s.data.Acked(key.chunk, key.seq)
 		}
 	}
 	s.mu.Unlock()
-	if len(failures) > 0 {
-		n.requeueMarks(s, marks)
-		return nil, errors.Join(failures...)
-	}
-	return dedupUpdates(lacking), nil
+	return lacking, failures
 }
 
 // requeueMarks queues marks again after a round that failed.
