@@ -183,12 +183,11 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 		stale = append(stale, staleVersions(m, key, cands, best)...)
 	}
 	faults.Hit(faults.MidRecovery)
-	var splitKeys []string
+	var splitKeys, stripeKeys []string
+	var stripePicks []*candidate
 	for i, key := range keys {
 		if e, ok := m.SchemeByID(picks[i].scheme); ok && e.Spec.Kind == scheme.Stripe {
-			if err := n.rehomeStripe(ctx, m, []byte(key), picks[i]); err != nil {
-				return err
-			}
+			stripeKeys, stripePicks = append(stripeKeys, key), append(stripePicks, picks[i])
 			continue
 		}
 		if err := n.writeStub([]byte(key), picks[i]); err != nil {
@@ -197,6 +196,9 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 		if e, ok := m.SchemeByID(picks[i].scheme); ok && e.Spec.Kind == scheme.Split {
 			splitKeys = append(splitKeys, key)
 		}
+	}
+	if err := n.rehomeStripes(ctx, m, stripeKeys, stripePicks); err != nil {
+		return err
 	}
 	// Values follow, metadata first (stub.go): rep values come back with
 	// the shard's rebuild, which lists the stubs as lost copies; split

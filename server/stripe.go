@@ -494,6 +494,8 @@ func (n *Node) onStripeRead(b []byte) ([]byte, error) {
 		b := encodeList(ups)
 		s.mu.Unlock()
 		return b, nil
+	case readDataRange, readParityRange:
+		return encodeList(s.chunkRange(r)), nil
 	}
 	var c stripeChunk
 	s.mu.Lock()
@@ -510,6 +512,53 @@ func (n *Node) onStripeRead(b []byte) ([]byte, error) {
 	}
 	s.mu.Unlock()
 	return c.encode(nil), nil
+}
+
+// chunkRange answers a range read: a page of this node's data chunks at
+// a position, or of its parity chunks of a list, from a stripe number on.
+func (s *stripeScheme) chunkRange(r stripeRead) []rangedChunk {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []rangedChunk
+	if r.What == readDataRange {
+		for _, id := range s.data.ChunksFrom(r.Chunk.List, r.Chunk.Position, r.Chunk.Stripe, stripeRangePage) {
+			var c stripeChunk
+			c.Bytes, c.Sealed, c.Seq, c.Found = s.data.Read(id)
+			out = append(out, rangedChunk{Stripe: id.Stripe, Chunk: c})
+		}
+		return out
+	}
+	for _, st := range s.parity.StripesFrom(r.Chunk.List, r.Chunk.Stripe, stripeRangePage) {
+		p, j := s.parity.ParityChunk(r.Chunk.List, st)
+		c := stripeChunk{Found: true, J: uint8(j), Bytes: slices.Clone(p)}
+		c.Through, c.SealedAt = s.parity.StripeState(r.Chunk.List, st)
+		out = append(out, rangedChunk{Stripe: st, Chunk: c})
+	}
+	return out
+}
+
+// readChunkRange reads every chunk of a range from node, a page at a
+// time: what is readDataRange or readParityRange, at chunk's list and
+// position. It returns them by stripe number.
+func (n *Node) readChunkRange(ctx context.Context, node cluster.Node, scheme uint16, what uint8, list uint16, pos uint8) (map[uint32]stripeChunk, error) {
+	out := map[uint32]stripeChunk{}
+	for from := uint32(0); ; {
+		b, err := n.stripeReadRaw(ctx, node, stripeRead{Scheme: scheme, What: what, Chunk: stripe.ChunkID{List: list, Position: pos, Stripe: from}})
+		if err != nil {
+			return nil, err
+		}
+		page, err := decodeList(b, readRangedChunk)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range page {
+			out[r.Stripe] = r.Chunk
+			from = r.Stripe + 1
+		}
+		if len(page) < stripeRangePage {
+			return out, nil
+		}
+	}
 }
 
 // readStripeChunk asks node for a chunk.

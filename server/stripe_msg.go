@@ -73,7 +73,28 @@ const (
 	readImage                        // a parity holder's copy of an open chunk
 	readPositions                    // which stripes a data position has state in, at a parity holder
 	readBackups                      // a parity holder's backups of a data position's updates, every stripe (a stripeUpdate list)
+	readDataRange                    // a page of a coordinator's data chunks at a position, from a stripe number on (a rangedChunk list)
+	readParityRange                  // a page of a parity holder's parity chunks of a list, from a stripe number on (a rangedChunk list)
 )
+
+// stripeRangePage is how many chunks one range read returns at most;
+// fewer says the range is done.
+const stripeRangePage = 256
+
+// rangedChunk is one chunk of a range read: its stripe number and the
+// chunk as readDataChunk or readParityChunk would give it.
+type rangedChunk struct {
+	Stripe uint32
+	Chunk  stripeChunk
+}
+
+func (r rangedChunk) encode(e enc) enc { return r.Chunk.encode(e.u32(r.Stripe)) }
+
+func readRangedChunk(d *dec) rangedChunk {
+	r := rangedChunk{Stripe: d.u32()}
+	r.Chunk = readStripeChunkFrom(d)
+	return r
+}
 
 // stripeRead is a msgStripeRead request.
 type stripeRead struct {
@@ -90,7 +111,7 @@ func decodeStripeRead(b []byte) (stripeRead, error) {
 	d := dec{b: b}
 	r := stripeRead{Scheme: d.u16(), What: d.u8()}
 	r.Chunk = stripe.ChunkID{List: d.u16(), Position: d.u8(), Stripe: d.u32()}
-	if d.err == nil && (r.What < readDataChunk || r.What > readBackups) {
+	if d.err == nil && (r.What < readDataChunk || r.What > readParityRange) {
 		d.err = errMalformed
 	}
 	return r, d.done()
@@ -120,11 +141,16 @@ func (c stripeChunk) encode(e enc) enc {
 
 func decodeStripeChunk(b []byte) (stripeChunk, error) {
 	d := dec{b: b}
+	c := readStripeChunkFrom(&d)
+	return c, d.done()
+}
+
+func readStripeChunkFrom(d *dec) stripeChunk {
 	c := stripeChunk{Found: d.flag(), Sealed: d.flag(), J: d.u8(), Seq: d.u32(), Bytes: d.bytes()}
 	for range int(d.u8()) {
 		c.Through, c.SealedAt = append(c.Through, d.u32()), append(c.SealedAt, d.flag())
 	}
-	return c, d.done()
+	return c
 }
 
 // encodePositions is a readPositions reply.

@@ -1,6 +1,7 @@
 package stripe
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -663,6 +664,20 @@ func (d *Data) Chunks(fn func(id ChunkID, b []byte, sealed bool)) {
 			fn(c.id, c.chunk.Bytes(), c.chunk.Sealed())
 		}
 	}
+}
+
+// ChunksFrom lists up to n of the chunks this store holds at data
+// position pos of list, stripe numbers from on, in stripe order: a
+// recovery reads a lost position's stripe-mates a page at a time.
+func (d *Data) ChunksFrom(list uint16, pos uint8, from uint32, n int) []ChunkID {
+	var ids []ChunkID
+	for id := range d.byID {
+		if id.List == list && id.Position == pos && id.Stripe >= from {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, func(a, b ChunkID) int { return cmp.Compare(a.Stripe, b.Stripe) })
+	return ids[:min(n, len(ids))]
 }
 
 // DataStats is a data store's memory.

@@ -388,6 +388,19 @@ func (p *Parity) StripeState(list uint16, stripe uint32) (through []uint32, seal
 	return through, sealed
 }
 
+// StripesFrom lists up to n stripe numbers of list, from on, whose parity
+// this holder keeps, in order: a recovery reads parity a page at a time.
+func (p *Parity) StripesFrom(list uint16, from uint32, n int) []uint32 {
+	var out []uint32
+	for key, st := range p.stripes {
+		if key.list == list && key.stripe >= from && st.parity != nil {
+			out = append(out, key.stripe)
+		}
+	}
+	slices.Sort(out)
+	return out[:min(n, len(out))]
+}
+
 // ParityChunk returns the parity chunk of stripe (list, stripe number) and
 // the holder's parity position, or nil if it holds none. The caller must
 // not modify it.
