@@ -35,12 +35,12 @@ const (
 	compactBatch = 256
 )
 
-// compactLoop runs compaction until ctx ends.
-// Each round empties victims of at most --compact-rate's bytes per
-// compactEvery; a round that worked for d is followed by a rest of
-// d·(1/share − 1), so that compaction takes at most --compact-share of the
-// time, as the rebuild does (a relocation costs about what a client's
-// write does, and under a steady overwrite load there is always garbage).
+// compactLoop runs compaction until ctx ends. Each round empties victims
+// of at most --compact-rate's bytes per compactEvery; a round that worked
+// for d is followed by a rest of d·(1/share − 1), so that compaction takes
+// at most --compact-share of the time, as the rebuild does (a relocation
+// costs about what a client's write does, and under a steady overwrite
+// load of changing sizes there is always garbage).
 func (n *Node) compactLoop(ctx context.Context) {
 	if n.cfg.CompactRate <= 0 {
 		return
@@ -78,10 +78,10 @@ func compactable(m *cluster.Map) bool {
 	return m.State == cluster.OK && m.RecoveringShards() == 0 && m.RebuildingShards() == 0
 }
 
-// compactScheme relocates the current objects of s's chunks with the most
-// garbage, victims of at most budget bytes in all, while the scheme's
-// garbage on this node is above compactGoal. It returns the victims'
-// bytes.
+// compactScheme relocates the current objects of victim chunks of s, of
+// at most budget bytes in all: those with the most garbage while the
+// scheme's garbage on this node is above compactGoal, else its misplaced
+// ones (stripe.Data.Misplaced). It returns the victims' bytes.
 func (n *Node) compactScheme(ctx context.Context, s *stripeScheme, budget int) int {
 	size := s.spec.ChunkSize()
 	want := max(1, budget/size)

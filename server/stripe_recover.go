@@ -165,16 +165,9 @@ func (n *Node) lostChunks(ctx context.Context, m *cluster.Map, lp lostPosition,
 	if err != nil {
 		return err
 	}
-	states, err := n.positionStates(ctx, m, lp, holders)
+	states, err := n.equalStates(ctx, m, lp, holders)
 	if err != nil {
 		return err
-	}
-	if equalized, err := n.equalizeHolders(ctx, lp, holders, states); err != nil {
-		return err
-	} else if equalized {
-		if states, err = n.positionStates(ctx, m, lp, holders); err != nil {
-			return err
-		}
 	}
 	sh := &m.Shards[lp.list]
 	owner, hasOwner := m.Node(sh.Placement[lp.pos])
@@ -194,19 +187,7 @@ func (n *Node) lostChunks(ctx context.Context, m *cluster.Map, lp lostPosition,
 		} else if own {
 			continue // the current node's own chunk
 		}
-		var b []byte
-		if j, open := openCopy(states, r); open {
-			b, err = n.fetchCopy(ctx, lp, holders[j], id)
-		} else {
-			want := sealedAt(states, r)
-			b, err = nil, errStripeBusy
-			if pre != nil {
-				b, err = solveChunk(lp, pre.view(r), id, want)
-			}
-			if errors.Is(err, errStripeBusy) {
-				b, err = n.decodeChunk(ctx, m, lp, holders, id, want) // read as it is now
-			}
-		}
+		b, err := n.lostChunk(ctx, m, lp, holders, states, pre, id)
 		if err == nil {
 			err = fn(id, b, states, holders)
 		}
@@ -215,6 +196,40 @@ func (n *Node) lostChunks(ctx context.Context, m *cluster.Map, lp lostPosition,
 		}
 	}
 	return nil
+}
+
+// equalStates returns what each parity holder of lp's list knows of the
+// lost position's stripes (positionStates), once the holders have been
+// equalized from each other's backups (equalizeHolders).
+func (n *Node) equalStates(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node) ([]map[uint32]stripe.PositionState, error) {
+	states, err := n.positionStates(ctx, m, lp, holders)
+	if err != nil {
+		return nil, err
+	}
+	equalized, err := n.equalizeHolders(ctx, lp, holders, states)
+	if err != nil || !equalized {
+		return states, err
+	}
+	return n.positionStates(ctx, m, lp, holders)
+}
+
+// lostChunk returns the bytes of lost chunk id: an open one from the
+// holder with the latest copy, a sealed one decoded from the prefetched
+// stripe, or, if that stripe was written to since, from the stripe as it
+// is now.
+func (n *Node) lostChunk(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node,
+	states []map[uint32]stripe.PositionState, pre *stripePrefetch, id stripe.ChunkID) ([]byte, error) {
+	if j, open := openCopy(states, id.Stripe); open {
+		return n.fetchCopy(ctx, lp, holders[j], id)
+	}
+	want := sealedAt(states, id.Stripe)
+	if pre != nil {
+		b, err := solveChunk(lp, pre.view(id.Stripe), id, want)
+		if !errors.Is(err, errStripeBusy) {
+			return b, err
+		}
+	}
+	return n.decodeChunk(ctx, m, lp, holders, id, want)
 }
 
 // stripePrefetch is a lost position's stripes, read a page at a time
