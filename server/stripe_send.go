@@ -143,12 +143,18 @@ type stripeDest struct {
 }
 
 // plan gives each update (or Stable mark) to every parity holder of its
-// chunk's list in m, but those on failed nodes.
+// chunk's list in m, but those on failed nodes. An update with no live
+// holder at all is done once sent to none (settle acknowledges it): the
+// holders that take those places are resynced with whole chunks, so
+// keeping it logged would only grow the log with every write.
 func (r *stripeRound) plan(m *cluster.Map, spec scheme.Spec, ups []stripe.Update) error {
 	for _, u := range ups {
 		holders, err := parityHolders(m, spec, u.Chunk.List)
 		if err != nil {
 			return err
+		}
+		if u.Kind != stripe.Stable {
+			r.pending[stripeKey{u.Chunk, u.Seq}] += 0 // listed, to be acknowledged even with no holder
 		}
 		for j, h := range holders {
 			if h.State == cluster.Failed {
