@@ -56,7 +56,7 @@ func cmdSchemeVerify(n *Node, ctx context.Context, cs *connState, args [][]byte)
 			nodes[i] = resp.BulkString(a)
 		}
 		fields = append(fields,
-			resp.BulkString("chunk"), resp.BulkString(rep.chunk.id.String()),
+			resp.BulkString("chunk"), resp.BulkString(fmt.Sprintf("%d/%d/%d", rep.chunk.id.List, rep.chunk.id.Position, rep.chunk.id.Stripe)),
 			resp.BulkString("sealed"), intBool(rep.chunk.sealed),
 			resp.BulkString("stripe_nodes"), resp.Array(nodes...))
 	}

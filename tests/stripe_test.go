@@ -476,6 +476,10 @@ func TestStripeCrashBetweenParityHolders(t *testing.T) {
 				f, err := rdb.Do(ctx, "SCHEME.VERIFY", k).Result()
 				must(t, err)
 				m := replyMap(f)
+				var list, pos, num int
+				if n, err := fmt.Sscanf(fmt.Sprint(m["chunk"]), "%d/%d/%d", &list, &pos, &num); n != 3 || err != nil || pos > 3 {
+					t.Fatalf("SCHEME.VERIFY %s names chunk %q", k, m["chunk"])
+				}
 				nodes := m["stripe_nodes"].([]any)
 				if m["sealed"].(int64) != 1 || len(nodes) != 6 {
 					continue
