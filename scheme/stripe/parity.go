@@ -79,7 +79,7 @@ type position struct {
 	sealed  bool
 	// backups are the updates applied here that some other holder may
 	// lack: those after stable, through which every holder has applied
-	// them (MemEC §5.3's delta backups; Backups).
+	// them (MemEC §5.3's delta backups; PositionBackups).
 	backups []Update
 	stable  uint32
 }
@@ -178,22 +178,14 @@ func (p *Parity) dropBackups(pos *position, seq uint32) {
 	}
 }
 
-// Backups returns the updates of chunk id applied here that another
-// holder may lack, in the order applied: after a coordinator failed while
-// sending updates, each holder is given the others' (they commute as the
-// updates themselves do), so that every holder has applied the same ones
-// and a decode may use any of them. The caller must not modify them.
-func (p *Parity) Backups(id ChunkID) []Update {
-	st, ok := p.stripes[stripeKey{id.List, id.Stripe}]
-	if !ok || int(id.Position) >= len(st.pos) {
-		return nil
-	}
-	return st.pos[id.Position].backups
-}
-
-// PositionBackups returns Backups of every chunk of data position pos of
-// list, by stripe, for a recovery that equalizes the holders of a failed
-// coordinator's chunks in one exchange. The caller must not modify them.
+// PositionBackups returns the updates applied here to the chunks of data
+// position pos of list that another holder may lack (those after each
+// chunk's Stable mark), by stripe, each chunk's in the order applied.
+// After a coordinator failed while sending updates, each holder is given
+// the others' (they commute as the updates themselves do), so that every
+// holder has applied the same ones and a decode may use any of them: a
+// recovery equalizes a lost position's holders in one exchange. The
+// caller must not modify them.
 func (p *Parity) PositionBackups(list uint16, pos uint8) []Update {
 	var out []Update
 	for key, st := range p.stripes {

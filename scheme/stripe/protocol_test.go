@@ -519,7 +519,7 @@ func TestDataRefusals(t *testing.T) {
 
 // TestBackupsEqualizeHolders: a coordinator fails after its updates of a
 // sealed chunk reached its two parity holders only in part, each holder a
-// different part. Giving each holder the other's backups (Backups) brings
+// different part. Giving each holder the other's backups (PositionBackups) brings
 // both to the same updates, so that both parities encode the chunk as the
 // coordinator last had it and a decode may use either; a Stable mark then
 // drops the backups.
@@ -566,7 +566,7 @@ func TestBackupsEqualizeHolders(t *testing.T) {
 	deliver([]int{0, 1}, seal)
 	ack(seal)
 	deliver([]int{0, 1}, d.TakeMarks(nil))
-	if b := holders[0].Backups(first); len(b) != 0 {
+	if b := holders[0].PositionBackups(0, 0); len(b) != 0 {
 		t.Fatalf("backups after every update was marked stable: %v", b)
 	}
 	// Three deletions from the sealed chunk: holder 0 gets the first two,
@@ -587,7 +587,7 @@ func TestBackupsEqualizeHolders(t *testing.T) {
 	if bytes.Equal(p0, want[2]) || bytes.Equal(p1, want[3]) {
 		t.Fatal("a holder's parity already encodes every deletion")
 	}
-	union := append(slices.Clone(holders[0].Backups(first)), holders[1].Backups(first)...)
+	union := append(slices.Clone(holders[0].PositionBackups(0, 0)), holders[1].PositionBackups(0, 0)...)
 	for j := range holders {
 		for _, u := range union {
 			if _, _, err := holders[j].Apply(j, u); err != nil {
@@ -607,7 +607,7 @@ func TestBackupsEqualizeHolders(t *testing.T) {
 		if _, _, err := holders[j].Apply(j, Update{Chunk: first, Seq: holders[j].Applied(first), Kind: Stable}); err != nil {
 			t.Fatal(err)
 		}
-		if b := holders[j].Backups(first); len(b) != 0 || holders[j].Stats().BackupBytes != 0 {
+		if b := holders[j].PositionBackups(0, 0); len(b) != 0 || holders[j].Stats().BackupBytes != 0 {
 			t.Fatalf("holder %d keeps backups after a mark through its last seq: %v", j, b)
 		}
 	}

@@ -36,7 +36,7 @@ const (
 	Resync
 	// Stable tells a holder that every holder of the list has applied
 	// every update of the chunk through Seq, so it may drop its backups of
-	// them (Parity.Backups). It changes nothing else and takes no seq.
+	// them (Parity.PositionBackups). It changes nothing else and takes no seq.
 	Stable
 )
 
