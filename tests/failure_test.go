@@ -356,6 +356,10 @@ func TestLinearizableUnderCoordinatorPause(t *testing.T) {
 				if ret == math.MaxInt64 {
 					cid = int(nextID.Add(1) - 1)
 				}
+				// Paced, so that a key's history stays checkable: a run
+				// of 3,400 operations on one key took porcupine 3 minutes
+				// (legal; its race-built check in CI ran out of time).
+				time.Sleep(pauseClientGap)
 			}
 		}(id)
 	}
@@ -439,6 +443,10 @@ func visualise(info porcupine.LinearizationInfo) string {
 // pauseClients is how many clients TestLinearizableUnderCoordinatorPause
 // runs; the ids after theirs are its initial writes' and final reads'.
 const pauseClients = 8
+
+// pauseClientGap is how long each of those clients waits between two
+// operations.
+const pauseClientGap = 10 * time.Millisecond
 
 // dumpHistory writes history, one operation a line sorted by call time,
 // to a file that outlives the test, and returns its path.
