@@ -244,8 +244,10 @@ func (n *Node) onStripe(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	acks := make([]stripeAck, len(ups))
+	m := n.ctl.Map()
 	s.mu.Lock()
 	for i, u := range ups {
+		n.takeParityPosition(m, s, u)
 		out, through, err := s.parity.Apply(u.J, u.U)
 		acks[i] = stripeAck{Outcome: out, Through: through}
 		if err != nil {
@@ -254,6 +256,25 @@ func (n *Node) onStripe(b []byte) ([]byte, error) {
 	}
 	s.mu.Unlock()
 	return encodeList(acks), nil
+}
+
+// takeParityPosition makes this node parity position u.J of u's list if
+// it keeps the update's stripe as another position and m says the list's
+// holder u.J is this node: a stand-in moved (stripe.Parity.Reassign). A
+// sender with another map than this node's is refused as before, by
+// Apply. The caller holds s.mu.
+func (n *Node) takeParityPosition(m *cluster.Map, s *stripeScheme, u stripeUpdate) {
+	held, ok := s.parity.HeldAs(u.U.Chunk.List, u.U.Chunk.Stripe)
+	if !ok || held == u.J {
+		return
+	}
+	holders, err := parityHolders(m, s.spec, u.U.Chunk.List)
+	if err != nil || u.J < 0 || u.J >= len(holders) || holders[u.J].ID != n.id {
+		return
+	}
+	dropped := s.parity.Reassign(u.U.Chunk.List, u.J)
+	n.log.Info("this node moved to another parity position of a stripe list; its old parity there is dropped",
+		"scheme", s.spec, "list", u.U.Chunk.List, "from", held, "to", u.J, "stripes", dropped)
 }
 
 // readStripe returns key's committed state if a stripe scheme holds it.

@@ -211,7 +211,7 @@ func decodeStripeResync(b []byte) (stripeResyncReq, error) {
 }
 
 // onStripeResync sends this node's chunks of a list to one parity holder,
-// whole (Resync).
+// whole (Resync), and then whatever the holder still lacks.
 func (n *Node) onStripeResync(b []byte) ([]byte, error) {
 	r, err := decodeStripeResync(b)
 	if err != nil {
@@ -230,21 +230,58 @@ func (n *Node) onStripeResync(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ups []stripeUpdate
+	var ups []stripe.Update
 	s.mu.Lock()
 	s.data.Chunks(func(id stripe.ChunkID, _ []byte, _ bool) {
 		if id.List == r.List {
 			if u, ok := s.data.Resync(id); ok {
-				ups = append(ups, stripeUpdate{J: int(r.J), U: u})
+				ups = append(ups, u)
 			}
 		}
 	})
 	s.mu.Unlock()
-	if len(ups) == 0 {
-		return nil, nil
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.PeerTimeout)
 	defer cancel()
-	_, errs := n.callEach(ctx, []peerReq{{node: holders[r.J], typ: msgStripe, payload: encodeStripeUpdates(r.Scheme, ups)}})
-	return nil, errs[0]
+	return nil, n.resyncHolder(ctx, s, holders[r.J], int(r.J), ups)
+}
+
+// resyncHolder sends ups to holder, parity position j, until it has
+// applied them, a few rounds at most. A holder refuses a Resync when it
+// has applied an update the Resync does not carry yet (a write's, sent
+// meanwhile, that overtook it); ignoring the refusal left its copy of the
+// chunk at that one update. Each update refused or reported Missing is
+// followed by what the holder then lacks (stripe.Data.CatchUp): a later
+// Resync, or the logged updates after its seq.
+func (n *Node) resyncHolder(ctx context.Context, s *stripeScheme, holder cluster.Node, j int, ups []stripe.Update) error {
+	var refused error // the last refusal, for the error
+	for round := 0; len(ups) > 0; round++ {
+		if round == 4 {
+			return fmt.Errorf("server: parity holder %s still lacks %s after %d rounds of resync (%v)", holder.PeerAddr, ups[0].Chunk, round, refused)
+		}
+		frame := make([]stripeUpdate, len(ups))
+		for i, u := range ups {
+			frame[i] = stripeUpdate{J: j, U: u}
+		}
+		replies, errs := n.callEach(ctx, []peerReq{{node: holder, typ: msgStripe, payload: encodeStripeUpdates(s.id, frame)}})
+		if errs[0] != nil {
+			return errs[0]
+		}
+		acks, err := decodeStripeAcks(replies[0], len(ups))
+		if err != nil {
+			return err
+		}
+		var lacking []stripe.Update
+		s.mu.Lock()
+		for i, a := range acks {
+			if a.Refusal != "" {
+				refused = fmt.Errorf("%s: %s", ups[i], a.Refusal)
+			}
+			if a.Refusal != "" || a.Outcome == stripe.Missing {
+				lacking = append(lacking, s.data.CatchUp(ups[i].Chunk, a.Through)...)
+			}
+		}
+		s.mu.Unlock()
+		ups = dedupUpdates(lacking)
+	}
+	return nil
 }

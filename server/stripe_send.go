@@ -203,11 +203,7 @@ func (r *stripeRound) settle(s *stripeScheme, replies [][]byte, errs []error) (l
 			case u.Kind == stripe.Stable:
 			case a.Outcome == stripe.Missing:
 				s.mu.Lock()
-				if more, complete := s.data.Since(u.Chunk, a.Through); complete {
-					lacking = append(lacking, more...)
-				} else if whole, ok := s.data.Resync(u.Chunk); ok {
-					lacking = append(lacking, whole) // the holder is new to the chunk
-				}
+				lacking = append(lacking, s.data.CatchUp(u.Chunk, a.Through)...)
 				s.mu.Unlock()
 			default:
 				r.pending[stripeKey{u.Chunk, u.Seq}]--

@@ -601,15 +601,48 @@ func (d *Data) Since(id ChunkID, seq uint32) (ups []Update, complete bool) {
 	return ups, true
 }
 
+// CatchUp returns what brings a holder that has applied chunk id's
+// updates through seq up to date: the logged updates after seq if the log
+// has them all, else the whole chunk (Resync); nil if the store does not
+// hold the chunk.
+func (d *Data) CatchUp(id ChunkID, seq uint32) []Update {
+	if more, complete := d.Since(id, seq); complete {
+		return more
+	}
+	if whole, ok := d.Resync(id); ok {
+		return []Update{whole}
+	}
+	return nil
+}
+
 // Resync returns the update that brings a holder lacking unlogged
-// updates of chunk id up to date: the whole chunk as of its last seq.
+// updates of chunk id up to date: the whole chunk as of its last seq, as
+// the holders have it (asSent).
 func (d *Data) Resync(id ChunkID) (Update, bool) {
 	num, ok := d.byID[id]
 	if !ok {
 		return Update{}, false
 	}
 	c := d.chunks[num]
-	return Update{Chunk: id, Seq: c.seq, Base: c.base, Kind: Resync, Bytes: slices.Clone(c.chunk.Bytes()), Sealed: c.chunk.Sealed()}, true
+	return Update{Chunk: id, Seq: c.seq, Base: c.base, Kind: Resync, Bytes: d.asSent(num), Sealed: c.chunk.Sealed()}, true
+}
+
+// asSent returns a copy of chunk number num's bytes as a holder has them
+// once it applied every update recorded so far: with the deltas of the
+// in-place updates staged in it (Update), which the chunk itself takes
+// only at commit. The chunk's seq counts those deltas, so a Resync or a
+// decode that used the committed bytes at that seq would leave the holder
+// one delta short: apart from the chunk for good after the commit, and
+// after an abort, whose undoing delta it would then apply to bytes that
+// never had it.
+func (d *Data) asSent(num uint32) []byte {
+	b := slices.Clone(d.chunks[num].chunk.Bytes())
+	for loc, st := range d.inPlace {
+		if loc.Chunk == num {
+			xorInto(b[loc.Offset:], st.delta)
+		}
+	}
+	return b
 }
 
 // Unacked returns every logged update not yet acknowledged by every
@@ -645,15 +678,16 @@ func (d *Data) Locate(key []byte) (ChunkID, int, bool) {
 	return d.chunks[loc.Chunk].id, int(loc.Offset), true
 }
 
-// Read returns a copy of chunk id's bytes, whether it is sealed and the
-// seq of its last update; ok is false if the store does not hold it.
+// Read returns a copy of chunk id's bytes as its holders have them at the
+// seq of its last update (asSent), whether it is sealed, and that seq; ok
+// is false if the store does not hold it.
 func (d *Data) Read(id ChunkID) (b []byte, sealed bool, seq uint32, ok bool) {
 	num, ok := d.byID[id]
 	if !ok {
 		return nil, false, 0, false
 	}
 	c := d.chunks[num]
-	return slices.Clone(c.chunk.Bytes()), c.chunk.Sealed(), c.seq, true
+	return d.asSent(num), c.chunk.Sealed(), c.seq, true
 }
 
 // Chunks calls fn with each chunk's id and bytes, which fn must not keep

@@ -229,6 +229,46 @@ func (p *Parity) stripe(id ChunkID, j int) (*parityStripe, error) {
 	return st, nil
 }
 
+// HeldAs returns the parity position this holder keeps stripe (list,
+// stripe) as, if it keeps it at all.
+func (p *Parity) HeldAs(list uint16, stripe uint32) (int, bool) {
+	st, ok := p.stripes[stripeKey{list, stripe}]
+	if !ok {
+		return 0, false
+	}
+	return st.j, true
+}
+
+// Reassign makes this holder parity position j of list: it drops every
+// stripe of list it keeps as another position, and returns how many it
+// dropped. A stand-in moves to another position when a node it did not
+// stand in for fails or returns (cluster.Map.Holders); what it kept as the
+// old position is no longer the list's parity (its new holder is rebuilt)
+// and cannot become the new one's (parity depends on the position), so it
+// starts afresh and is resynced.
+func (p *Parity) Reassign(list uint16, j int) int {
+	dropped := 0
+	for key, st := range p.stripes {
+		if key.list != list || st.j == j {
+			continue
+		}
+		if st.parity != nil {
+			p.parity -= p.size
+		}
+		for i := range st.pos {
+			if st.pos[i].image != nil {
+				p.images -= p.size
+			}
+			for _, b := range st.pos[i].backups {
+				p.backups -= len(b.Bytes)
+			}
+		}
+		delete(p.stripes, key)
+		dropped++
+	}
+	return dropped
+}
+
 // applyDelta XORs a delta into the chunk's copy while it is open here, or
 // its coefficient's multiple into parity once sealed.
 func (p *Parity) applyDelta(st *parityStripe, pos *position, u Update) {
