@@ -8,7 +8,7 @@ import (
 
 // Command is a change to the map. The concrete commands are Init, AddNode,
 // CreateScheme, DropScheme, SetDefault, MarkFailed, ShardRecovered,
-// RebuildDone, SetVoters and Rejoin; Apply applies one, and
+// StripesRestored, RebuildDone, SetVoters and Rejoin; Apply applies one, and
 // EncodeCommand/DecodeCommand carry one through the Raft log or to the
 // leader over the peer protocol.
 type Command interface {
@@ -55,16 +55,17 @@ type SetDefault struct {
 	Name string `json:"name"`
 }
 
-func (Init) op() string           { return "init" }
-func (AddNode) op() string        { return "add_node" }
-func (CreateScheme) op() string   { return "create_scheme" }
-func (DropScheme) op() string     { return "drop_scheme" }
-func (SetDefault) op() string     { return "set_default" }
-func (MarkFailed) op() string     { return "mark_failed" }
-func (ShardRecovered) op() string { return "shard_recovered" }
-func (RebuildDone) op() string    { return "rebuild_done" }
-func (SetVoters) op() string      { return "set_voters" }
-func (Rejoin) op() string         { return "rejoin" }
+func (Init) op() string            { return "init" }
+func (AddNode) op() string         { return "add_node" }
+func (CreateScheme) op() string    { return "create_scheme" }
+func (DropScheme) op() string      { return "drop_scheme" }
+func (SetDefault) op() string      { return "set_default" }
+func (MarkFailed) op() string      { return "mark_failed" }
+func (ShardRecovered) op() string  { return "shard_recovered" }
+func (StripesRestored) op() string { return "stripes_restored" }
+func (RebuildDone) op() string     { return "rebuild_done" }
+func (SetVoters) op() string       { return "set_voters" }
+func (Rejoin) op() string          { return "rejoin" }
 
 type envelope struct {
 	Op   string          `json:"op"`
@@ -104,6 +105,8 @@ func DecodeCommand(b []byte) (Command, error) {
 		return decodeArgs[MarkFailed](env)
 	case "shard_recovered":
 		return decodeArgs[ShardRecovered](env)
+	case "stripes_restored":
+		return decodeArgs[StripesRestored](env)
 	case "rebuild_done":
 		return decodeArgs[RebuildDone](env)
 	case "set_voters":

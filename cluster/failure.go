@@ -21,6 +21,16 @@ type MarkFailed struct {
 type ShardRecovered struct {
 	Shard int    `json:"shard"`
 	By    NodeID `json:"by"`
+	// StripesPending says stripe keys of the shard are still to be
+	// restored (Shard.StripesPending).
+	StripesPending bool `json:"stripes_pending,omitempty"`
+}
+
+// StripesRestored says the shard's coordinator (By) has restored every
+// stripe key its recovery deferred.
+type StripesRestored struct {
+	Shard int    `json:"shard"`
+	By    NodeID `json:"by"`
 }
 
 func (c MarkFailed) apply(m *Map) (*Map, error) {
@@ -190,6 +200,21 @@ func (c ShardRecovered) apply(m *Map) (*Map, error) {
 	}
 	next := m.Clone()
 	next.Shards[c.Shard].Recovering = false
+	next.Shards[c.Shard].StripesPending = c.StripesPending
+	return next, nil
+}
+
+func (c StripesRestored) apply(m *Map) (*Map, error) {
+	if c.Shard < 0 || c.Shard >= len(m.Shards) {
+		return nil, errorf(ErrBadCommand, "no shard %d", c.Shard)
+	}
+	sh := m.Shards[c.Shard]
+	coord, ok := m.Coordinator(sh.First)
+	if !sh.StripesPending || sh.Recovering || !ok || coord.ID != c.By {
+		return m, nil
+	}
+	next := m.Clone()
+	next.Shards[c.Shard].StripesPending = false
 	return next, nil
 }
 

@@ -61,7 +61,7 @@ func TestMarkFailedHandsShardsToTheNextNode(t *testing.T) {
 	if _, err := Apply(next, MarkFailed{ID: testNode(99).ID}); err == nil {
 		t.Fatal("an unknown node was marked failed")
 	}
-	for _, c := range []Command{MarkFailed{ID: victim}, ShardRecovered{Shard: 2, By: heir}} {
+	for _, c := range []Command{MarkFailed{ID: victim}, ShardRecovered{Shard: 2, By: heir, StripesPending: true}, StripesRestored{Shard: 1, By: heir}} {
 		b, err := EncodeCommand(c)
 		if err != nil {
 			t.Fatal(err)
@@ -164,5 +164,31 @@ func TestSetVotersRecordsSuffrage(t *testing.T) {
 	}
 	if _, err := Apply(next, SetVoters{Nodes: []VoterFlag{{ID: testNode(99).ID, Voter: true}}}); err == nil {
 		t.Fatal("an unknown node was made a voter")
+	}
+}
+
+// TestStripesPendingOutlivesTheRecovery: a recovery that deferred stripe
+// keys leaves the shard flagged until its coordinator says they are
+// restored; nobody else can clear it, nor can a restore reported before
+// the recovery ended.
+func TestStripesPendingOutlivesTheRecovery(t *testing.T) {
+	m := NewMap(3, 3)
+	m = mustApply(t, m, AddNode{Node: testNode(0)}, AddNode{Node: testNode(1)}, AddNode{Node: testNode(2)})
+	sh := m.Shards[0]
+	victim, heir := sh.Placement[0], sh.Placement[1]
+	m = mustApply(t, m, MarkFailed{ID: victim})
+	if early := mustApply(t, m, StripesRestored{Shard: sh.ID, By: heir}); early.Epoch != m.Epoch {
+		t.Fatal("a restore reported during the recovery changed the map")
+	}
+	m = mustApply(t, m, ShardRecovered{Shard: sh.ID, By: heir, StripesPending: true})
+	if !m.Shards[sh.ID].StripesPending || m.Shards[sh.ID].Recovering || m.StripesPendingShards() != 1 {
+		t.Fatalf("after a deferring recovery: %+v, %d pending", m.Shards[sh.ID], m.StripesPendingShards())
+	}
+	if other := mustApply(t, m, StripesRestored{Shard: sh.ID, By: victim}); !other.Shards[sh.ID].StripesPending {
+		t.Fatal("a node that is not the coordinator cleared the flag")
+	}
+	m = mustApply(t, m, StripesRestored{Shard: sh.ID, By: heir})
+	if m.Shards[sh.ID].StripesPending || m.StripesPendingShards() != 0 {
+		t.Fatal("StripesRestored by the coordinator left the flag")
 	}
 }

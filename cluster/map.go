@@ -68,6 +68,12 @@ type Shard struct {
 	// recovered the shard's metadata and proposed ShardRecovered (Ring §5.5,
 	// metadata first).
 	Recovering bool `json:"recovering,omitempty"`
+	// StripesPending is set by a ShardRecovered that served the shard
+	// before restoring every stripe key of its failed coordinator: the
+	// chunks holding the rest are still to be decoded (on first access,
+	// or by a background pass) and must stay in their stripes' parity
+	// until the coordinator proposes StripesRestored. Rebuilds wait.
+	StripesPending bool `json:"stripes_pending,omitempty"`
 	// Rebuild lists placement positions whose pieces were lost with a
 	// failed node (or that an empty node took back): the coordinator
 	// re-creates what the holders now at those positions lack (a spare, a
@@ -125,7 +131,9 @@ type index struct {
 	slotShard  []uint16 // slot → position in Shards; nil when there are no shards
 	node       map[NodeID]int
 	recovering int // shards flagged Recovering
-	rebuilding int // shards with positions to Rebuild
+	// stripesPending counts shards flagged StripesPending.
+	stripesPending int
+	rebuilding     int // shards with positions to Rebuild
 }
 
 // noShard marks a slot without a shard in index.slotShard.
@@ -178,6 +186,9 @@ func buildIndex(m *Map) *index {
 			if sh.Recovering {
 				ix.recovering++
 			}
+			if sh.StripesPending {
+				ix.stripesPending++
+			}
 			if len(sh.Rebuild) > 0 {
 				ix.rebuilding++
 			}
@@ -189,6 +200,10 @@ func buildIndex(m *Map) *index {
 // RecoveringShards counts the shards whose records are being recovered
 // after their coordinator failed.
 func (m *Map) RecoveringShards() int { return m.index().recovering }
+
+// StripesPendingShards counts the shards served with stripe keys still to
+// restore (Shard.StripesPending).
+func (m *Map) StripesPendingShards() int { return m.index().stripesPending }
 
 // RebuildingShards counts the shards with lost pieces still to re-create.
 func (m *Map) RebuildingShards() int { return m.index().rebuilding }

@@ -190,7 +190,9 @@ func (n *Node) joins(cs *connState, p parsed, args [][]byte) bool {
 		return false
 	}
 	_, refused := n.refuseKeys(m, args[1:2])
-	return !refused // a refused SET runs the usual way, to get its error
+	// A refused SET runs the usual way, to get its error; so does one
+	// whose key recovery has yet to restore.
+	return !refused && !n.keyPending(m, args[1])
 }
 
 func (g *setGroup) has(key []byte) bool {

@@ -204,10 +204,15 @@ func cmdFlush(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.R
 }
 
 // flushLocal drops every key this node coordinates and every piece it
-// holds. It holds every inflight shard lock meanwhile, so no commit on this
-// node interleaves with it; writes in flight across nodes can still leave a
-// piece or a record behind (docs/decisions/0002, "Known gaps").
+// holds, and forgets the stripe chunks its recoveries deferred (their keys
+// are flushed too). It holds every inflight shard lock meanwhile, so no
+// commit on this node interleaves with it; writes in flight across nodes
+// can still leave a piece or a record behind (docs/decisions/0002, "Known
+// gaps").
 func (n *Node) flushLocal() {
+	n.pending.work.Lock() // after the restore in flight, if any
+	defer n.pending.work.Unlock()
+	n.pending.clearLocked()
 	for i := range n.inflight.shards {
 		n.inflight.shards[i].mu.Lock()
 	}

@@ -35,6 +35,9 @@ func cmdScan(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Re
 	req := scanReq{Cursor: local, Count: min(a.Count, maxScanCount), Match: a.Match, Type: a.Type}
 	var res scanResp
 	if nodes[idx].ID == n.id {
+		if err := n.restoreAll(ctx); err != nil {
+			return errReply(err)
+		}
 		res = n.scanLocal(req)
 	} else {
 		out, err := n.call(ctx, nodes[idx], msgScan, req.encode(nil))

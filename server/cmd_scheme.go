@@ -151,6 +151,7 @@ func stripeInfo(spec scheme.Spec, u *schemeUsage) []resp.Reply {
 		resp.BulkString("parity_bytes"), resp.Int(s.Parity),
 		resp.BulkString("buffered_bytes"), resp.Int(s.Buffered),
 		resp.BulkString("backup_bytes"), resp.Int(s.Backups),
+		resp.BulkString("manifest_bytes"), resp.Int(s.Manifests),
 		resp.BulkString("index_bytes"), resp.Int(s.Index),
 		resp.BulkString("memec_overhead"), resp.BulkString(strconv.FormatFloat(formula, 'f', 3, 64)),
 	}

@@ -184,6 +184,9 @@ func (n *Node) infoMemgest(ctx context.Context) resp.InfoSection {
 		{"scrubbed_bytes", strconv.FormatInt(n.health.scrubbed.Load(), 10)},
 		{"swept_pieces", strconv.FormatInt(n.health.swept.Load(), 10)},
 		{"stripe_positions_lost", strconv.FormatInt(n.stats.stripePositionsLost.Load(), 10)},
+		{"stripe_chunks_pending", strconv.FormatInt(n.pending.chunks(), 10)},
+		{"stripe_chunks_restored", strconv.FormatInt(n.stats.stripeChunksRestored.Load(), 10)},
+		{"shards_stripes_pending", strconv.Itoa(m.StripesPendingShards())},
 		{"default_scheme", m.DefaultScheme().Name()},
 		{"redirect", strconv.FormatBool(n.cfg.Redirect)},
 	}
@@ -200,7 +203,7 @@ func (n *Node) infoMemgest(ctx context.Context) resp.InfoSection {
 				name string
 				v    int64
 			}{{"chunks", s.Chunks}, {"objects", s.Objects}, {"garbage", s.Garbage}, {"parity", s.Parity},
-				{"buffered", s.Buffered}, {"backups", s.Backups}, {"index", s.Index}} {
+				{"buffered", s.Buffered}, {"backups", s.Backups}, {"manifests", s.Manifests}, {"index", s.Index}} {
 				line += "," + f.name + "=" + strconv.FormatInt(f.v, 10)
 			}
 		}

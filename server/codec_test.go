@@ -269,7 +269,8 @@ func TestStripeCodecs(t *testing.T) {
 	if got, err := decodeStripeResync(rs.encode(nil)); err != nil || got != rs {
 		t.Fatalf("resync: %+v, %v", got, err)
 	}
-	ps := []stripe.PositionState{{Stripe: 1, Through: 2, Sealed: true}, {Stripe: 5, Through: 9, Open: true}}
+	ps := []stripe.PositionState{{Stripe: 1, Through: 2, Sealed: true, HasManifest: true, Manifest: []byte{1, 2, 3}},
+		{Stripe: 3, Sealed: true, HasManifest: true}, {Stripe: 5, Through: 9, Open: true}}
 	if got, err := decodePositions(encodePositions(ps)); err != nil || !reflect.DeepEqual(got, ps) {
 		t.Fatalf("positions: %+v, %v", got, err)
 	}

@@ -87,6 +87,9 @@ func (n *Node) executeParsed(ctx context.Context, cs *connState, args [][]byte, 
 		if r, refused := n.refuseKeys(n.ctl.Map(), keys); refused {
 			return r
 		}
+		if err := n.restoreKeys(ctx, keys); err != nil {
+			return resp.Errorf("TRYAGAIN memgest: restoring the key's stripe chunk: %v", err)
+		}
 		if p.local {
 			deadline := n.leaseDeadline()
 			return n.withinLease(deadline, cmd.run(n, ctx, cs, args))

@@ -195,6 +195,7 @@ func (n *Node) jobLoop(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		n.startRecoveries(ctx)
+		n.startStripeRestores(ctx)
 		n.startRebuilds(ctx)
 		select {
 		case <-ctx.Done():

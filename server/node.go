@@ -49,6 +49,8 @@ type Node struct {
 	detector    detector      // the leader's failure detector
 	recovering  shardClaims   // shards whose records are being recovered
 	rebuilding  shardClaims   // shards whose lost pieces are being rebuilt
+	restoring   shardClaims   // shards whose pending stripe keys are being restored
+	pending     stripePending // lost stripe chunks recovery deferred (stripe_pending.go)
 	rebuild     rebuildProgress
 	lost        lostKeys            // keys recovery found beyond their scheme's tolerance
 	unfinished  unfinishedDeletions // deletions whose releases failed (purge.go)

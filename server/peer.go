@@ -242,6 +242,11 @@ func (n *Node) onScan(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.PeerTimeout*4/5)
+	defer cancel()
+	if err := n.restoreAll(ctx); err != nil {
+		return nil, err
+	}
 	return n.scanLocal(req).encode(nil), nil
 }
 

@@ -90,14 +90,15 @@ func (n *Node) startRebuilds(ctx context.Context) {
 }
 
 // recoveryUnderway says whether some shard of m is recovering on a live
-// coordinator. A shard with no live node left stays recovering until one
-// comes back, and holds no rebuild up.
+// coordinator, or has stripe keys still to restore (their chunks must
+// stay in parity until then). A shard with no live node left stays
+// recovering until one comes back, and holds no rebuild up.
 func recoveryUnderway(m *cluster.Map) bool {
-	if m.RecoveringShards() == 0 {
+	if m.RecoveringShards() == 0 && m.StripesPendingShards() == 0 {
 		return false
 	}
 	for _, sh := range m.Shards {
-		if _, ok := m.Coordinator(sh.First); ok && sh.Recovering {
+		if _, ok := m.Coordinator(sh.First); ok && (sh.Recovering || sh.StripesPending) {
 			return true
 		}
 	}

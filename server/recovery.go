@@ -11,6 +11,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/store"
 )
 
@@ -69,7 +70,9 @@ func (n *Node) startRecoveries(ctx context.Context) {
 	n.startShardJobs(ctx, "recovery", &n.recovering,
 		func(_ *cluster.Map, sh cluster.Shard) bool { return sh.Recovering },
 		n.recoverShard,
-		func(sh cluster.Shard) cluster.Command { return cluster.ShardRecovered{Shard: sh.ID, By: n.id} })
+		func(sh cluster.Shard) cluster.Command {
+			return cluster.ShardRecovered{Shard: sh.ID, By: n.id, StripesPending: n.pending.pending(sh.ID)}
+		})
 }
 
 // startShardJobs runs job for every shard of the current map that wants
@@ -141,7 +144,14 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	if err != nil {
 		return err
 	}
-	striped, err := n.stripeCandidates(ctx, m, sh)
+	known := map[uint32]bool{} // tags of keys found outside stripe chunks
+	for key := range found {
+		known[stripe.KeyTag([]byte(key))] = true
+	}
+	for key := range dir {
+		known[stripe.KeyTag([]byte(key))] = true
+	}
+	striped, deferred, err := n.stripeCandidates(ctx, m, sh, known)
 	if err != nil {
 		return err
 	}
@@ -200,6 +210,7 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	if err := n.rehomeStripes(ctx, m, stripeKeys, stripePicks); err != nil {
 		return err
 	}
+	n.pending.install(sh, deferred)
 	// Values follow, metadata first (stub.go): rep values come back with
 	// the shard's rebuild, which lists the stubs as lost copies; split
 	// stubs hold no bytes, and a background pass checks their shards.
@@ -210,7 +221,7 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 		}
 	}()
 	go n.completeVersions(ctx, partial)
-	n.log.Info("shard recovered", "shard", sh.ID, "keys", len(keys), "lost", n.lost.count(), "stale", len(stale))
+	n.log.Info("shard recovered", "shard", sh.ID, "keys", len(keys), "lost", n.lost.count(), "stale", len(stale), "stripe_chunks_pending", len(deferred))
 	return nil
 }
 

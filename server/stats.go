@@ -21,7 +21,10 @@ type counters struct {
 	// stripePositionsLost counts lost data positions whose chunks recovery
 	// or the rebuild gave up, beyond their scheme's tolerance.
 	stripePositionsLost atomic.Int64
-	splitValues         sync.Map // scheme id → *atomic.Int64: logical value bytes of split keys
+	// stripeChunksRestored counts lost chunks decoded after their
+	// shard was served (stripe_pending.go).
+	stripeChunksRestored atomic.Int64
+	splitValues          sync.Map // scheme id → *atomic.Int64: logical value bytes of split keys
 }
 
 func (c *counters) splitBytes(id uint16) *atomic.Int64 {
@@ -70,9 +73,11 @@ type stripeUsage struct {
 	Parity   int64 `json:"parity"`   // parity chunks
 	Buffered int64 `json:"buffered"` // parity holders' copies of open chunks
 	Backups  int64 `json:"backups"`  // parity holders' backups of updates not known stable
-	Index    int64 `json:"index"`
-	Objects  int64 `json:"objects"` // encoded objects, live or in flight
-	Garbage  int64 `json:"garbage"` // dead objects' bytes not yet reclaimed
+	// Manifests is the first parity holders' key tags of sealed chunks.
+	Manifests int64 `json:"manifests"`
+	Index     int64 `json:"index"`
+	Objects   int64 `json:"objects"` // encoded objects, live or in flight
+	Garbage   int64 `json:"garbage"` // dead objects' bytes not yet reclaimed
 }
 
 func (u *schemeUsage) add(o *schemeUsage) {
@@ -89,6 +94,7 @@ func (u *schemeUsage) add(o *schemeUsage) {
 		s.Parity += t.Parity
 		s.Buffered += t.Buffered
 		s.Backups += t.Backups
+		s.Manifests += t.Manifests
 		s.Index += t.Index
 		s.Objects += t.Objects
 		s.Garbage += t.Garbage
@@ -133,13 +139,18 @@ func (n *Node) localStats() nodeStats {
 		u.Stripe = &su
 		u.Keys += keys
 		u.Logical += logical
-		u.Stored += su.Chunks + su.Parity + su.Buffered + su.Backups + su.Index
+		u.Stored += su.Chunks + su.Parity + su.Buffered + su.Backups + su.Manifests + su.Index
 		st.Keys += keys
 	}
 	return st
 }
 
 func (n *Node) onStats([]byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.PeerTimeout*4/5)
+	defer cancel()
+	if err := n.restoreAll(ctx); err != nil { // the key counts must include them
+		return nil, err
+	}
 	return json.Marshal(n.localStats())
 }
 
@@ -158,7 +169,9 @@ func (n *Node) clusterStats(ctx context.Context) ([]nodeStats, error) {
 		case node.State == cluster.Failed || node.State == cluster.Left:
 			errs[i] = errSkipped
 		case node.ID == n.id:
-			out[i] = n.localStats()
+			if errs[i] = n.restoreAll(ctx); errs[i] == nil {
+				out[i] = n.localStats()
+			}
 		default:
 			wg.Add(1)
 			go func() {

@@ -345,7 +345,7 @@ func (s *stripeScheme) usage() (stripeUsage, int64, int64) {
 	d, p := s.data.Stats(), s.parity.Stats()
 	s.mu.Unlock()
 	u := stripeUsage{Chunks: int64(d.ChunkBytes), Parity: int64(p.ParityBytes), Buffered: int64(p.ImageBytes), Backups: int64(p.BackupBytes),
-		Index: int64(d.IndexBytes), Objects: int64(d.LiveBytes), Garbage: int64(d.GarbageBytes)}
+		Manifests: int64(p.ManifestBytes), Index: int64(d.IndexBytes), Objects: int64(d.LiveBytes), Garbage: int64(d.GarbageBytes)}
 	return u, int64(d.Keys), int64(d.LogicalBytes)
 }
 

@@ -153,17 +153,22 @@ func readStripeChunkFrom(d *dec) stripeChunk {
 	return c
 }
 
-// encodePositions is a readPositions reply.
+// encodePositions is a readPositions reply: each stripe's state of the
+// position and, from the list's first parity holder, its manifest.
 func encodePositions(ps []stripe.PositionState) enc {
 	e := enc(nil).u32(uint32(len(ps)))
 	for _, p := range ps {
-		e = e.u32(p.Stripe).u32(p.Through).u8(boolByte(p.Sealed)).u8(boolByte(p.Open))
+		e = e.u32(p.Stripe).u32(p.Through).u8(boolByte(p.Sealed)).u8(boolByte(p.Open)).u8(boolByte(p.HasManifest)).bytes(p.Manifest)
 	}
 	return e
 }
 
 func decodePositions(b []byte) ([]stripe.PositionState, error) {
 	return decodeList(b, func(d *dec) stripe.PositionState {
-		return stripe.PositionState{Stripe: d.u32(), Through: d.u32(), Sealed: d.flag(), Open: d.flag()}
+		p := stripe.PositionState{Stripe: d.u32(), Through: d.u32(), Sealed: d.flag(), Open: d.flag(), HasManifest: d.flag(), Manifest: d.bytes()}
+		if len(p.Manifest) == 0 {
+			p.Manifest = nil
+		}
+		return p
 	})
 }

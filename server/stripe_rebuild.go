@@ -111,7 +111,7 @@ func (n *Node) rebuildStripes(ctx context.Context, m *cluster.Map, sh cluster.Sh
 // the holders' seqs, so a repeat is a no-op.
 func (n *Node) dropLostChunks(ctx context.Context, m *cluster.Map, lp lostPosition) error {
 	dropped := 0
-	err := n.lostChunks(ctx, m, lp, func(id stripe.ChunkID, b []byte, states []map[uint32]stripe.PositionState, holders []cluster.Node) error {
+	err := n.lostChunks(ctx, m, lp, nil, func(id stripe.ChunkID, b []byte, states []map[uint32]stripe.PositionState, holders []cluster.Node) error {
 		dropped++
 		return n.dropChunk(ctx, lp, holders, states, id, b)
 	})

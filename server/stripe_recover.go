@@ -38,40 +38,103 @@ type lostPosition struct {
 	pos   int
 }
 
-// stripeCandidates decodes the chunks of sh's failed former coordinators
-// and returns the objects of sh's slots as candidates, with their values.
-func (n *Node) stripeCandidates(ctx context.Context, m *cluster.Map, sh cluster.Shard) (map[string][]*candidate, error) {
+// stripeCandidates returns the objects of sh's slots found in the lost
+// chunks that recovery must decode now, as candidates with their values,
+// and defers the rest (metadata-first, Ring §5.5): a sealed chunk whose
+// manifest names keys of sh's slots, none of them known (a key in another
+// scheme or the directory, whose versions must be judged together), is
+// decoded when one of its keys is first used or by a background pass
+// (stripe_pending.go). A chunk that holds objects of a key decoded now
+// (a fragment, an older version) is decoded now too.
+func (n *Node) stripeCandidates(ctx context.Context, m *cluster.Map, sh cluster.Shard, known map[uint32]bool) (map[string][]*candidate, []*pendingChunk, error) {
 	found := map[uint16][]stripe.Object{} // by scheme: objects and fragments of sh's slots
+	var deferred []*pendingChunk
 	for _, lp := range lostPositions(m, sh) {
-		chunks, err := n.recoverPosition(ctx, m, lp)
+		later, chunks, err := n.recoverPosition(ctx, m, lp, sh, known)
 		if err != nil && beyondTolerance(m, lp) {
 			n.abandonPosition(lp, "recovery", err)
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		deferred = append(deferred, later...)
 		for _, b := range chunks {
-			err := stripe.Scan(b, func(_ int, o stripe.Object) bool {
-				if slot := cluster.Slot(o.Key); slot >= sh.First && slot <= sh.Last {
-					found[lp.entry.ID] = append(found[lp.entry.ID], o)
-				}
-				return true
-			})
-			if err != nil {
-				return nil, fmt.Errorf("server: a recovered chunk of list %d position %d: %w", lp.list, lp.pos, err)
+			if err := keepShardObjects(found, lp, sh, b); err != nil {
+				return nil, nil, err
 			}
 		}
 	}
+	for {
+		now, later := splitPending(deferred, foundTags(found))
+		if len(now) == 0 {
+			break
+		}
+		for _, pc := range now {
+			b, err := n.decodePending(ctx, m, pc)
+			if err == nil {
+				err = keepShardObjects(found, pc.lp, sh, b)
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+		}
+		deferred = later
+	}
+	return stripeObjectCandidates(found), deferred, nil
+}
+
+// keepShardObjects adds the objects of sh's slots in lost chunk b of lp to
+// found, by scheme.
+func keepShardObjects(found map[uint16][]stripe.Object, lp lostPosition, sh cluster.Shard, b []byte) error {
+	err := stripe.Scan(b, func(_ int, o stripe.Object) bool {
+		if slot := cluster.Slot(o.Key); slot >= sh.First && slot <= sh.Last {
+			found[lp.entry.ID] = append(found[lp.entry.ID], o)
+		}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("server: a recovered chunk of list %d position %d: %w", lp.list, lp.pos, err)
+	}
+	return nil
+}
+
+// stripeObjectCandidates makes found's objects recovery candidates: whole
+// objects, and fragmented ones whose fragments of one version cover the
+// value (an object missing a fragment is no candidate).
+func stripeObjectCandidates(found map[uint16][]stripe.Object) map[string][]*candidate {
 	out := map[string][]*candidate{}
 	for id, objs := range found {
-		for _, o := range stripe.Assemble(objs) { // an object missing a fragment is no candidate
+		for _, o := range stripe.Assemble(objs) {
 			key := string(o.Key)
 			out[key] = append(out[key], &candidate{scheme: id, version: o.Version, expireAt: o.ExpireAt,
 				complete: true, value: slices.Clone(o.Value)})
 		}
 	}
-	return out, nil
+	return out
+}
+
+// foundTags is the set of the tags of found's keys.
+func foundTags(found map[uint16][]stripe.Object) map[uint32]bool {
+	out := map[uint32]bool{}
+	for _, objs := range found {
+		for _, o := range objs {
+			out[stripe.KeyTag(o.Key)] = true
+		}
+	}
+	return out
+}
+
+// splitPending separates the chunks that carry one of tags from the rest.
+func splitPending(chunks []*pendingChunk, tags map[uint32]bool) (carry, rest []*pendingChunk) {
+	for _, pc := range chunks {
+		if slices.ContainsFunc(pc.tags, func(t uint32) bool { return tags[t] }) {
+			carry = append(carry, pc)
+		} else {
+			rest = append(rest, pc)
+		}
+	}
+	return carry, rest
 }
 
 // beyondTolerance says whether more of lost position lp's list than its
@@ -123,43 +186,84 @@ func lostPositions(m *cluster.Map, sh cluster.Shard) []lostPosition {
 	return out
 }
 
-// recoverPosition returns the bytes of every chunk a lost data position
-// held, trying a few times while updates to its stripes are in flight.
-func (n *Node) recoverPosition(ctx context.Context, m *cluster.Map, lp lostPosition) ([][]byte, error) {
+// recoverPosition returns the bytes of the chunks of a lost data position
+// that sh's recovery must decode now, and the chunks it defers (see
+// stripeCandidates), trying a few times while updates to its stripes are
+// in flight.
+func (n *Node) recoverPosition(ctx context.Context, m *cluster.Map, lp lostPosition, sh cluster.Shard, known map[uint32]bool) ([]*pendingChunk, [][]byte, error) {
 	var err error
 	attempts := 20
 	if beyondTolerance(m, lp) {
 		attempts = 1 // what can be decoded is, once; waiting brings nothing back
 	}
 	for attempt := 0; attempt < attempts; attempt++ {
+		var later []*pendingChunk
 		var chunks [][]byte
-		if chunks, err = n.recoverPositionOnce(ctx, m, lp); !errors.Is(err, errStripeBusy) {
-			return chunks, err
+		sel := func(r uint32, states []map[uint32]stripe.PositionState) bool {
+			now, pc := deferChunk(lp, sh, known, r, states)
+			if pc != nil {
+				later = append(later, pc)
+			}
+			return now
+		}
+		err = n.lostChunks(ctx, m, lp, sel, func(_ stripe.ChunkID, b []byte, _ []map[uint32]stripe.PositionState, _ []cluster.Node) error {
+			chunks = append(chunks, b)
+			return nil
+		})
+		if !errors.Is(err, errStripeBusy) {
+			return later, chunks, err
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return nil, err
+	return nil, nil, err
 }
 
-func (n *Node) recoverPositionOnce(ctx context.Context, m *cluster.Map, lp lostPosition) ([][]byte, error) {
-	var chunks [][]byte
-	err := n.lostChunks(ctx, m, lp, func(_ stripe.ChunkID, b []byte, _ []map[uint32]stripe.PositionState, _ []cluster.Node) error {
-		chunks = append(chunks, b)
-		return nil
+// deferChunk decides what sh's recovery does with lost chunk (lp, r): it
+// decodes it now (true) when it is open, has no manifest, or its manifest
+// names a known key of sh; it skips it when the manifest names no key of
+// sh's slots; otherwise it defers it (the pending chunk).
+func deferChunk(lp lostPosition, sh cluster.Shard, known map[uint32]bool, r uint32, states []map[uint32]stripe.PositionState) (bool, *pendingChunk) {
+	if _, open := openCopy(states, r); open {
+		return true, nil
+	}
+	var manifest []byte
+	has := false
+	for _, st := range states {
+		if p, ok := st[r]; ok && p.Sealed && p.HasManifest {
+			manifest, has = p.Manifest, true
+		}
+	}
+	if !has {
+		return true, nil
+	}
+	pc := &pendingChunk{lp: lp, id: stripe.ChunkID{List: lp.list, Position: uint8(lp.pos), Stripe: r}, want: sealedAt(states, r)}
+	now := false
+	stripe.Tags(manifest, func(t uint32) {
+		if slot := stripe.TagSlot(t); slot < sh.First || slot > sh.Last {
+			return
+		}
+		now = now || known[t]
+		if !slices.Contains(pc.tags, t) {
+			pc.tags = append(pc.tags, t)
+		}
 	})
-	return chunks, err
+	if now || len(pc.tags) == 0 {
+		return now, nil
+	}
+	return false, pc
 }
 
 // lostChunks calls fn with each chunk of a lost data position that is
-// still in its stripe's parity, decoded (or taken from a holder's copy if
-// open), with the holders' states. Chunks that the position's current
-// node holds (a spare appends at new stripe numbers of the places it took
-// before their old chunks are dropped) are not lost and are skipped.
-func (n *Node) lostChunks(ctx context.Context, m *cluster.Map, lp lostPosition,
+// still in its stripe's parity and that sel picks (every one if sel is
+// nil), decoded (or taken from a holder's copy if open), with the
+// holders' states. Chunks that the position's current node holds (a spare
+// appends at new stripe numbers of the places it took before their old
+// chunks are dropped) are not lost and are skipped.
+func (n *Node) lostChunks(ctx context.Context, m *cluster.Map, lp lostPosition, sel func(r uint32, states []map[uint32]stripe.PositionState) bool,
 	fn func(id stripe.ChunkID, b []byte, states []map[uint32]stripe.PositionState, holders []cluster.Node) error) error {
 	holders, err := parityHolders(m, lp.entry.Spec, lp.list)
 	if err != nil {
@@ -169,24 +273,30 @@ func (n *Node) lostChunks(ctx context.Context, m *cluster.Map, lp lostPosition,
 	if err != nil {
 		return err
 	}
-	sh := &m.Shards[lp.list]
-	owner, hasOwner := m.Node(sh.Placement[lp.pos])
-	hasOwner = hasOwner && owner.State == cluster.Up && !m.StoodIn(sh, lp.pos)
-	pre, err := n.prefetchStripes(ctx, m, lp, holders, owner, hasOwner)
+	owned, err := n.ownedChunks(ctx, m, lp)
 	if err != nil {
-		n.log.Debug("stripe prefetch failed; reading chunk by chunk", "scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos, "err", err)
-		pre = nil
+		return err
 	}
+	var picked []uint32
+	sealed := 0
 	for _, r := range sortedStripes(states) {
-		if !stillInParity(states, r) {
+		if _, own := owned[r]; own || !stillInParity(states, r) || sel != nil && !sel(r, states) {
 			continue
 		}
-		id := stripe.ChunkID{List: lp.list, Position: uint8(lp.pos), Stripe: r}
-		if own, err := n.ownsChunk(ctx, lp, pre, owner, hasOwner, id); err != nil {
-			return err
-		} else if own {
-			continue // the current node's own chunk
+		picked = append(picked, r)
+		if _, open := openCopy(states, r); !open {
+			sealed++
 		}
+	}
+	var pre *stripePrefetch
+	if sealed >= prefetchFrom {
+		if pre, err = n.prefetchStripes(ctx, m, lp, holders); err != nil {
+			n.log.Debug("stripe prefetch failed; reading chunk by chunk", "scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos, "err", err)
+			pre = nil
+		}
+	}
+	for _, r := range picked {
+		id := stripe.ChunkID{List: lp.list, Position: uint8(lp.pos), Stripe: r}
 		b, err := n.lostChunk(ctx, m, lp, holders, states, pre, id)
 		if err == nil {
 			err = fn(id, b, states, holders)
@@ -196,6 +306,23 @@ func (n *Node) lostChunks(ctx context.Context, m *cluster.Map, lp lostPosition,
 		}
 	}
 	return nil
+}
+
+// prefetchFrom is how many sealed chunks of a position a decode must need
+// before it reads the position's stripes a page at a time (fewer are read
+// one by one).
+const prefetchFrom = 16
+
+// ownedChunks reads the chunks the current node of lp's position holds
+// itself, by stripe number: none unless a spare or a returned node has it
+// (not a stand-in).
+func (n *Node) ownedChunks(ctx context.Context, m *cluster.Map, lp lostPosition) (map[uint32]stripeChunk, error) {
+	sh := &m.Shards[lp.list]
+	owner, ok := m.Node(sh.Placement[lp.pos])
+	if !ok || owner.State != cluster.Up || m.StoodIn(sh, lp.pos) {
+		return nil, nil
+	}
+	return n.readChunkRange(ctx, owner, lp.entry.ID, readDataRange, lp.list, uint8(lp.pos))
 }
 
 // equalStates returns what each parity holder of lp's list knows of the
@@ -235,16 +362,14 @@ func (n *Node) lostChunk(ctx context.Context, m *cluster.Map, lp lostPosition, h
 // stripePrefetch is a lost position's stripes, read a page at a time
 // before decoding its chunks (a read per chunk made recovering 33 000
 // keys take 8 s): every usable parity holder's parity chunks of the list,
-// every other data position's chunks from its live node, and the chunks
-// the position's current node holds, if it has one. Stripes written to
-// since disagree in solveChunk and are read again one by one.
+// and every other data position's chunks from its live node. Stripes
+// written to since disagree in solveChunk and are read again one by one.
 type stripePrefetch struct {
 	parities []map[uint32]stripeChunk // by parity position; nil: not usable
 	data     []map[uint32]stripeChunk // by data position; nil: no live node
-	owner    map[uint32]stripeChunk
 }
 
-func (n *Node) prefetchStripes(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node, owner cluster.Node, hasOwner bool) (*stripePrefetch, error) {
+func (n *Node) prefetchStripes(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node) (*stripePrefetch, error) {
 	k := lp.entry.Spec.K
 	sh := &m.Shards[lp.list]
 	pre := &stripePrefetch{parities: make([]map[uint32]stripeChunk, len(holders)), data: make([]map[uint32]stripeChunk, k)}
@@ -265,11 +390,6 @@ func (n *Node) prefetchStripes(ctx context.Context, m *cluster.Map, lp lostPosit
 			return nil, err
 		}
 	}
-	if hasOwner {
-		if pre.owner, err = n.readChunkRange(ctx, owner, lp.entry.ID, readDataRange, lp.list, uint8(lp.pos)); err != nil {
-			return nil, err
-		}
-	}
 	return pre, nil
 }
 
@@ -283,21 +403,6 @@ func (p *stripePrefetch) view(r uint32) stripeView {
 		v.data[q] = got[r]
 	}
 	return v
-}
-
-// ownsChunk says whether the current node of lp's position holds chunk id
-// itself (a spare appends at new stripe numbers of the places it took
-// before their old chunks are dropped), from the prefetch if there is one.
-func (n *Node) ownsChunk(ctx context.Context, lp lostPosition, pre *stripePrefetch, owner cluster.Node, hasOwner bool, id stripe.ChunkID) (bool, error) {
-	if !hasOwner {
-		return false, nil
-	}
-	if pre != nil {
-		_, own := pre.owner[id.Stripe]
-		return own, nil
-	}
-	c, err := n.readStripeChunk(ctx, owner, stripeRead{Scheme: lp.entry.ID, What: readDataChunk, Chunk: id})
-	return c.Found, err
 }
 
 // equalizeHolders gives every parity holder of a lost data position the

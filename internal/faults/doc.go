@@ -60,6 +60,10 @@ const (
 	// first holder has applied them and before the others receive them:
 	// armed "crash", the holders are left at different seqs of the chunk.
 	StripeBetweenHolders = "stripe.between-holders"
+	// BeforeStripeRestore is hit by the background pass that restores a
+	// recovered shard's pending stripe chunks, before it starts: armed
+	// "sleep", it leaves the chunks to commands on their keys meanwhile.
+	BeforeStripeRestore = "stripe.before-restore"
 
 	// BugEarlyAck is a deliberately wrong path, for proving that the suite
 	// can fail: when "on", a coordinator acknowledges a write without
@@ -69,4 +73,4 @@ const (
 )
 
 // Points lists the failpoints a test may arm with "crash" or "sleep".
-var Points = []string{BeforeRedundancy, BeforeCommit, AfterCommit, BeforeRelease, MidRebuild, MidRecovery, StripeBetweenHolders}
+var Points = []string{BeforeRedundancy, BeforeCommit, AfterCommit, BeforeRelease, MidRebuild, MidRecovery, StripeBetweenHolders, BeforeStripeRestore}

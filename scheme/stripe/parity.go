@@ -58,6 +58,7 @@ type Parity struct {
 	parity  int // bytes of parity chunks held
 	images  int // bytes of open-chunk copies held
 	backups int // bytes of updates held as backups
+	tags    int // bytes of manifests held
 }
 
 type stripeKey struct {
@@ -82,6 +83,11 @@ type position struct {
 	// them (MemEC §5.3's delta backups; PositionBackups).
 	backups []Update
 	stable  uint32
+	// manifest is the sealed chunk's key tags (manifest.go), kept by
+	// the list's first parity holder only; hasManifest tells an empty
+	// chunk's from none.
+	manifest    []byte
+	hasManifest bool
 }
 
 // NewParity returns an empty parity holder for RS(k, m) stripes of
@@ -262,6 +268,7 @@ func (p *Parity) Reassign(list uint16, j int) int {
 			for _, b := range st.pos[i].backups {
 				p.backups -= len(b.Bytes)
 			}
+			p.tags -= len(st.pos[i].manifest)
 		}
 		delete(p.stripes, key)
 		dropped++
@@ -305,12 +312,29 @@ func (p *Parity) seal(st *parityStripe, pos *position, u Update) error {
 		p.parity += p.size
 	}
 	_ = p.codec.UpdateParity(st.j, int(u.Chunk.Position), image, st.parity)
+	p.keepManifest(st, pos, image)
 	if pos.image != nil {
 		pos.image = nil
 		p.images -= p.size
 	}
 	pos.sealed = true
 	return nil
+}
+
+// keepManifest records sealed chunk's tags at pos if this holder is its
+// list's first (the one recovery asks).
+func (p *Parity) keepManifest(st *parityStripe, pos *position, chunk []byte) {
+	p.dropManifest(pos)
+	if st.j != 0 {
+		return
+	}
+	pos.manifest, pos.hasManifest = manifestOf(chunk)
+	p.tags += len(pos.manifest)
+}
+
+func (p *Parity) dropManifest(pos *position) {
+	p.tags -= len(pos.manifest)
+	pos.manifest, pos.hasManifest = nil, false
 }
 
 // free ends a chunk whose objects are all gone, keeping its seqs (a new
@@ -325,6 +349,7 @@ func (p *Parity) free(st *parityStripe, pos *position, u Update) error {
 		p.images -= p.size
 	}
 	pos.sealed = false
+	p.dropManifest(pos)
 	if st.parity != nil && !slices.ContainsFunc(st.pos, func(q position) bool { return q.sealed }) {
 		st.parity = nil
 		p.parity -= p.size
@@ -369,6 +394,7 @@ func (p *Parity) Resync(j int, id ChunkID, seq uint32, chunk []byte, sealed bool
 			p.parity += p.size
 		}
 		_ = p.codec.UpdateParity(st.j, int(id.Position), chunk, st.parity)
+		p.keepManifest(st, pos, chunk)
 		pos.sealed = true
 	} else {
 		pos.image = slices.Clone(chunk)
@@ -386,6 +412,10 @@ type PositionState struct {
 	Through uint32 // every update through this seq is applied
 	Sealed  bool   // folded into parity
 	Open    bool   // a copy of the open chunk is held
+	// Manifest is the sealed chunk's key tags (manifest.go), if this
+	// holder keeps them (HasManifest).
+	Manifest    []byte
+	HasManifest bool
 }
 
 // Positions lists the stripes of list where data position pos has state
@@ -399,7 +429,8 @@ func (p *Parity) Positions(list uint16, pos uint8) []PositionState {
 		}
 		q := st.pos[pos]
 		if q.applied.through > 0 || q.sealed || q.image != nil {
-			out = append(out, PositionState{Stripe: key.stripe, Through: q.applied.through, Sealed: q.sealed, Open: q.image != nil})
+			out = append(out, PositionState{Stripe: key.stripe, Through: q.applied.through, Sealed: q.sealed, Open: q.image != nil,
+				Manifest: slices.Clone(q.manifest), HasManifest: q.hasManifest})
 		}
 	}
 	slices.SortFunc(out, func(a, b PositionState) int { return int(a.Stripe) - int(b.Stripe) })
@@ -469,12 +500,14 @@ type ParityStats struct {
 	ParityBytes int // parity chunks
 	ImageBytes  int // copies of open chunks
 	BackupBytes int // updates kept until every holder has them
-	Stripes     int
+	// ManifestBytes is the sealed chunks' key tags kept for recovery.
+	ManifestBytes int
+	Stripes       int
 }
 
 // Stats returns the holder's memory use.
 func (p *Parity) Stats() ParityStats {
-	return ParityStats{ParityBytes: p.parity, ImageBytes: p.images, BackupBytes: p.backups, Stripes: len(p.stripes)}
+	return ParityStats{ParityBytes: p.parity, ImageBytes: p.images, BackupBytes: p.backups, ManifestBytes: p.tags, Stripes: len(p.stripes)}
 }
 
 // seqSet is the set of a chunk's applied seqs: every seq up to through,

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"reflect"
 	"slices"
 	"testing"
 
+	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/ec"
 )
 
@@ -459,7 +461,7 @@ func TestParityRefusesBadUpdates(t *testing.T) {
 	if through, sealed := p.StripeState(1, 7); through[2] != 6 || !sealed[2] {
 		t.Fatalf("stripe state %v %v", through, sealed)
 	}
-	if ps := p.Positions(1, 2); len(ps) != 1 || ps[0] != (PositionState{Stripe: 7, Through: 6, Sealed: true}) {
+	if ps := p.Positions(1, 2); len(ps) != 1 || ps[0].Stripe != 7 || ps[0].Through != 6 || !ps[0].Sealed || ps[0].Open {
 		t.Fatalf("positions %+v", ps)
 	}
 }
@@ -707,5 +709,89 @@ func TestReassignDropsTheOldPosition(t *testing.T) {
 	}
 	if j, _ := p.HeldAs(1, ids[1].Stripe); j != 0 {
 		t.Fatalf("list 1's stripe held as %d", j)
+	}
+}
+
+// TestManifestNamesASealedChunksKeys: the list's first parity holder
+// keeps the tags of a sealed chunk's keys, the others keep none, and a
+// freed chunk's manifest goes with it.
+func TestManifestNamesASealedChunksKeys(t *testing.T) {
+	const k, m, size = 2, 2, 256
+	d, err := NewData(size)
+	must(t, err)
+	d.SetSlots([]Slot{{List: 0, Position: 0}})
+	holders := make([]*Parity, m)
+	for j := range holders {
+		holders[j], err = NewParity(k, m, size)
+		must(t, err)
+	}
+	apply := func(ups []Update) {
+		t.Helper()
+		for _, u := range ups {
+			for j, h := range holders {
+				if out, _, err := h.Apply(j, u); err != nil || out == Missing {
+					t.Fatalf("applying %s as %d: %v %v", u, j, out, err)
+				}
+			}
+		}
+	}
+	var sealed *ChunkID
+	versions := map[string]uint64{}
+	for i := 0; sealed == nil; i++ {
+		o := Object{Key: fmt.Appendf(nil, "key%02d", i), Value: make([]byte, 40), Version: uint64(i + 1)}
+		loc, ups, err := d.Append(&o)
+		must(t, err)
+		_, _, more, err := d.Commit(o.Key, loc)
+		must(t, err)
+		apply(append(ups, more...))
+		versions[string(o.Key)] = o.Version
+		for _, u := range ups {
+			if u.Kind == Seal {
+				sealed = &u.Chunk
+			}
+		}
+	}
+	chunk, _, _, _ := d.Read(*sealed)
+	var want []uint32
+	var keys []string
+	must(t, Scan(chunk, func(_ int, o Object) bool {
+		want, keys = append(want, KeyTag(o.Key)), append(keys, string(o.Key))
+		return true
+	}))
+	manifest := func(j int) (PositionState, bool) {
+		for _, ps := range holders[j].Positions(sealed.List, sealed.Position) {
+			if ps.Stripe == sealed.Stripe {
+				return ps, true
+			}
+		}
+		return PositionState{}, false
+	}
+	first, _ := manifest(0)
+	var got []uint32
+	Tags(first.Manifest, func(tag uint32) { got = append(got, tag) })
+	if !first.HasManifest || !reflect.DeepEqual(got, want) {
+		t.Fatalf("the first holder's manifest: %v %v, want the tags %v", first.HasManifest, got, want)
+	}
+	for i, tag := range got {
+		if TagSlot(tag) != cluster.Slot([]byte(keys[i])) {
+			t.Fatalf("tag %#x of %q carries slot %d", tag, keys[i], TagSlot(tag))
+		}
+	}
+	if second, _ := manifest(1); second.HasManifest || second.Manifest != nil {
+		t.Fatalf("the second holder keeps a manifest: %+v", second)
+	}
+	if st := holders[0].Stats(); st.ManifestBytes != len(keys)*TagBytes {
+		t.Fatalf("ManifestBytes %d, want %d", st.ManifestBytes, len(keys)*TagBytes)
+	}
+	for _, key := range keys {
+		_, ups, err := d.Delete([]byte(key), versions[key])
+		must(t, err)
+		apply(ups)
+	}
+	if ps, held := manifest(0); held && ps.HasManifest {
+		t.Fatalf("a freed chunk keeps its manifest: %+v", ps)
+	}
+	if st := holders[0].Stats(); st.ManifestBytes != 0 {
+		t.Fatalf("ManifestBytes %d after the chunk was freed", st.ManifestBytes)
 	}
 }

@@ -1,0 +1,359 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/internal/faults"
+	"github.com/memgest/memgest/scheme/stripe"
+)
+
+// This file is the lazy half of metadata-first recovery of stripe keys
+// (Ring §5.5, decision 0003). A recovering coordinator decodes at once
+// only the lost chunks it must (stripe_recover.go); the sealed chunks
+// whose manifests name only unknown keys of the shard stay pending, and
+// the shard is served. Before any command on a key runs, the pending
+// chunks whose manifests carry the key's tag are decoded and the key's
+// newest version re-homed (restoreKeys); a background pass restores the
+// rest, and the coordinator then proposes StripesRestored, which lets the
+// rebuild drop the lost chunks from parity.
+//
+// A restore decodes a closed set of chunks: those carrying any tag of the
+// chunks it decodes. Every version and fragment of a key it re-homes is
+// in that set, so a key is restored once, whole, at its newest version,
+// and no pending chunk names a key after a command on it has run (a
+// deleted key never comes back).
+
+// pendingChunk is a lost sealed chunk whose decode recovery deferred.
+type pendingChunk struct {
+	lp   lostPosition
+	id   stripe.ChunkID
+	want uint32   // the seq it is sealed into parity at
+	tags []uint32 // its manifest's tags in the shard's slots
+}
+
+// pendingKey names a pending chunk: its scheme and id.
+type pendingKey struct {
+	scheme uint16
+	id     stripe.ChunkID
+}
+
+func (pc *pendingChunk) key() pendingKey { return pendingKey{pc.lp.entry.ID, pc.id} }
+
+// pendingShard is one shard's pending chunks, and their tags.
+type pendingShard struct {
+	sh     cluster.Shard
+	chunks map[pendingKey]*pendingChunk
+	byTag  map[uint32][]*pendingChunk
+}
+
+// stripePending is a node's pending chunks, by shard.
+type stripePending struct {
+	// work is held by a restore (its decodes and re-homes) and by
+	// install, so restores of one node never overlap and a recovery
+	// that starts again waits for the restore in flight.
+	work sync.Mutex
+	mu   sync.RWMutex // guards shards
+	// count is the pending chunks of every shard: the fast path of
+	// restoreKeys when it is zero.
+	count  atomic.Int64
+	shards map[int]*pendingShard
+}
+
+// install makes chunks sh's pending chunks, replacing those of an earlier
+// recovery of sh.
+func (p *stripePending) install(sh cluster.Shard, chunks []*pendingChunk) {
+	p.work.Lock()
+	defer p.work.Unlock()
+	ps := &pendingShard{sh: sh, chunks: map[pendingKey]*pendingChunk{}, byTag: map[uint32][]*pendingChunk{}}
+	for _, pc := range chunks {
+		ps.chunks[pc.key()] = pc
+		for _, t := range pc.tags {
+			ps.byTag[t] = append(ps.byTag[t], pc)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shards == nil {
+		p.shards = map[int]*pendingShard{}
+	}
+	if old := p.shards[sh.ID]; old != nil {
+		p.count.Add(-int64(len(old.chunks)))
+	}
+	delete(p.shards, sh.ID)
+	if len(chunks) > 0 {
+		p.shards[sh.ID] = ps
+		p.count.Add(int64(len(ps.chunks)))
+	}
+}
+
+// pending says whether shard has chunks pending.
+func (p *stripePending) pending(shard int) bool {
+	if p.count.Load() == 0 {
+		return false
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.shards[shard] != nil
+}
+
+// carries says whether a pending chunk of shard carries tag.
+func (p *stripePending) carries(shard int, tag uint32) bool {
+	if p.count.Load() == 0 {
+		return false
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	ps := p.shards[shard]
+	return ps != nil && len(ps.byTag[tag]) > 0
+}
+
+// closure returns shard's pending chunks that carry one of tags, and
+// those that carry one of theirs, until no other chunk carries any.
+func (p *stripePending) closure(shard int, tags []uint32) (cluster.Shard, []*pendingChunk) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	ps := p.shards[shard]
+	if ps == nil {
+		return cluster.Shard{}, nil
+	}
+	seen := map[uint32]bool{}
+	picked := map[pendingKey]bool{}
+	var out []*pendingChunk
+	for len(tags) > 0 {
+		t := tags[len(tags)-1]
+		tags = tags[:len(tags)-1]
+		if seen[t] {
+			continue
+		}
+		seen[t] = true
+		for _, pc := range ps.byTag[t] {
+			if !picked[pc.key()] {
+				picked[pc.key()] = true
+				out = append(out, pc)
+				tags = append(tags, pc.tags...)
+			}
+		}
+	}
+	return ps.sh, out
+}
+
+// someTags returns the tags of shard's first pending chunks, up to about
+// n of them, for a background pass.
+func (p *stripePending) someTags(shard, n int) []uint32 {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	ps := p.shards[shard]
+	if ps == nil {
+		return nil
+	}
+	var out []uint32
+	for _, pc := range ps.chunks {
+		out = append(out, pc.tags...)
+		if len(out) >= n {
+			break
+		}
+	}
+	return out
+}
+
+// remove drops chunks from shard's pending chunks.
+func (p *stripePending) remove(shard int, chunks []*pendingChunk) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ps := p.shards[shard]
+	if ps == nil {
+		return
+	}
+	for _, pc := range chunks {
+		if _, ok := ps.chunks[pc.key()]; !ok {
+			continue
+		}
+		delete(ps.chunks, pc.key())
+		p.count.Add(-1)
+		for _, t := range pc.tags {
+			ps.byTag[t] = slices.DeleteFunc(ps.byTag[t], func(o *pendingChunk) bool { return o == pc })
+			if len(ps.byTag[t]) == 0 {
+				delete(ps.byTag, t)
+			}
+		}
+	}
+	if len(ps.chunks) == 0 {
+		delete(p.shards, shard)
+	}
+}
+
+// chunks counts the pending chunks (INFO stripe_chunks_pending).
+func (p *stripePending) chunks() int64 { return p.count.Load() }
+
+// restoreKeys restores, before a command on keys runs, every pending
+// chunk that may hold one of them.
+func (n *Node) restoreKeys(ctx context.Context, keys [][]byte) error {
+	if n.pending.count.Load() == 0 {
+		return nil
+	}
+	m := n.ctl.Map()
+	for _, k := range keys {
+		sh := m.ShardOf(cluster.Slot(k))
+		if sh == nil {
+			continue
+		}
+		tag := stripe.KeyTag(k)
+		if !n.pending.carries(sh.ID, tag) {
+			continue
+		}
+		if err := n.restoreTags(ctx, sh.ID, []uint32{tag}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keyPending says whether key may be in a pending chunk.
+func (n *Node) keyPending(m *cluster.Map, key []byte) bool {
+	if n.pending.count.Load() == 0 {
+		return false
+	}
+	sh := m.ShardOf(cluster.Slot(key))
+	return sh != nil && n.pending.carries(sh.ID, stripe.KeyTag(key))
+}
+
+// restoreAll restores every pending chunk of this node: what a command
+// that lists or drops every key (SCAN, KEYS, DBSIZE, FLUSHALL) needs
+// first.
+func (n *Node) restoreAll(ctx context.Context) error {
+	if n.pending.count.Load() == 0 {
+		return nil
+	}
+	n.pending.mu.RLock()
+	shards := make([]int, 0, len(n.pending.shards))
+	for id := range n.pending.shards {
+		shards = append(shards, id)
+	}
+	n.pending.mu.RUnlock()
+	for _, id := range shards {
+		if err := n.restoreShard(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restoreBatch is about how many tags a background pass restores at once.
+const restoreBatch = 256
+
+// restoreShard restores every pending chunk of shard.
+func (n *Node) restoreShard(ctx context.Context, shard int) error {
+	for n.pending.pending(shard) {
+		if err := n.restoreTags(ctx, shard, n.pending.someTags(shard, restoreBatch)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restoreTags decodes the pending chunks of shard that carry one of tags
+// (and their closure), re-homes the newest version of each key of the
+// shard's slots found in them, and drops them from the pending chunks.
+func (n *Node) restoreTags(ctx context.Context, shard int, tags []uint32) error {
+	n.pending.work.Lock()
+	defer n.pending.work.Unlock()
+	sh, chunks := n.pending.closure(shard, tags)
+	if len(chunks) == 0 {
+		return nil // restored meanwhile
+	}
+	m := n.ctl.Map()
+	found := map[uint16][]stripe.Object{}
+	for _, pc := range chunks {
+		b, err := n.decodePending(ctx, m, pc)
+		if err != nil && beyondTolerance(m, pc.lp) {
+			n.abandonPosition(pc.lp, "restore", err)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := keepShardObjects(found, pc.lp, sh, b); err != nil {
+			return err
+		}
+	}
+	keys, picks := newestLive(stripeObjectCandidates(found))
+	if err := n.rehomeStripes(ctx, m, keys, picks); err != nil {
+		return err
+	}
+	n.pending.remove(shard, chunks)
+	n.stats.stripeChunksRestored.Add(int64(len(chunks)))
+	return nil
+}
+
+// newestLive picks each key's newest candidate, leaving out expired ones.
+func newestLive(cands map[string][]*candidate) ([]string, []*candidate) {
+	now := nowMs()
+	var keys []string
+	var picks []*candidate
+	for key, cs := range cands {
+		best := cs[0]
+		for _, c := range cs[1:] {
+			if c.version > best.version {
+				best = c
+			}
+		}
+		if best.expireAt == 0 || best.expireAt > now {
+			keys, picks = append(keys, key), append(picks, best)
+		}
+	}
+	return keys, picks
+}
+
+// decodePending decodes a pending chunk from its stripe as it is now,
+// trying a few times while updates to the stripe are in flight. A chunk
+// the position's current node holds itself is not lost (see lostChunks)
+// and decodes as empty.
+func (n *Node) decodePending(ctx context.Context, m *cluster.Map, pc *pendingChunk) ([]byte, error) {
+	holders, err := parityHolders(m, pc.lp.entry.Spec, pc.lp.list)
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		var b []byte
+		b, err = n.decodeChunk(ctx, m, pc.lp, holders, pc.id, pc.want)
+		if !errors.Is(err, errStripeBusy) || attempt == 20 {
+			if err != nil {
+				return nil, fmt.Errorf("server: decoding pending chunk %d/%d/%d of %s: %w", pc.id.List, pc.id.Position, pc.id.Stripe, pc.lp.entry.Name(), err)
+			}
+			return b, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// startStripeRestores runs the background pass of every shard this node
+// coordinates that is served with stripe keys pending, and proposes
+// StripesRestored when none is left.
+func (n *Node) startStripeRestores(ctx context.Context) {
+	n.startShardJobs(ctx, "stripe restore", &n.restoring,
+		func(_ *cluster.Map, sh cluster.Shard) bool { return sh.StripesPending && !sh.Recovering },
+		func(ctx context.Context, _ *cluster.Map, sh cluster.Shard) error {
+			faults.Hit(faults.BeforeStripeRestore)
+			return n.restoreShard(ctx, sh.ID)
+		},
+		func(sh cluster.Shard) cluster.Command { return cluster.StripesRestored{Shard: sh.ID, By: n.id} })
+}
+
+// clearLocked forgets every pending chunk; the caller holds work.
+func (p *stripePending) clearLocked() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.shards = nil
+	p.count.Store(0)
+}
