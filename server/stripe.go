@@ -558,12 +558,13 @@ func (s *stripeScheme) chunkRange(r stripeRead) []rangedChunk {
 	return out
 }
 
-// readChunkRange reads every chunk of a range from node, a page at a
+// readChunkRange reads the chunks of a range from node, a page at a
 // time: what is readDataRange or readParityRange, at chunk's list and
-// position. It returns them by stripe number.
-func (n *Node) readChunkRange(ctx context.Context, node cluster.Node, scheme uint16, what uint8, list uint16, pos uint8) (map[uint32]stripeChunk, error) {
+// position, from stripe number from on, until a page reaches stripe to or
+// the range ends. It returns them by stripe number.
+func (n *Node) readChunkRange(ctx context.Context, node cluster.Node, scheme uint16, what uint8, list uint16, pos uint8, from, to uint32) (map[uint32]stripeChunk, error) {
 	out := map[uint32]stripeChunk{}
-	for from := uint32(0); ; {
+	for {
 		b, err := n.stripeReadRaw(ctx, node, stripeRead{Scheme: scheme, What: what, Chunk: stripe.ChunkID{List: list, Position: pos, Stripe: from}})
 		if err != nil {
 			return nil, err
@@ -576,7 +577,7 @@ func (n *Node) readChunkRange(ctx context.Context, node cluster.Node, scheme uin
 			out[r.Stripe] = r.Chunk
 			from = r.Stripe + 1
 		}
-		if len(page) < stripeRangePage {
+		if len(page) < stripeRangePage || from > to {
 			return out, nil
 		}
 	}

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -144,23 +146,33 @@ func (p *stripePending) closure(shard int, tags []uint32) (cluster.Shard, []*pen
 	return ps.sh, out
 }
 
-// someTags returns the tags of shard's first pending chunks, up to about
-// n of them, for a background pass.
-func (p *stripePending) someTags(shard, n int) []uint32 {
+// firstTags returns the tags of shard's first n pending chunks in
+// (scheme, list, position, stripe) order, for a background pass: chunks
+// of one position at nearby stripe numbers are read together.
+func (p *stripePending) firstTags(shard, n int) []uint32 {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	ps := p.shards[shard]
 	if ps == nil {
 		return nil
 	}
+	keys := make([]pendingKey, 0, len(ps.chunks))
+	for k := range ps.chunks {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, comparePending)
 	var out []uint32
-	for _, pc := range ps.chunks {
-		out = append(out, pc.tags...)
-		if len(out) >= n {
-			break
-		}
+	for _, k := range keys[:min(n, len(keys))] {
+		out = append(out, ps.chunks[k].tags...)
 	}
 	return out
+}
+
+// comparePending orders pending chunks by scheme, list, position and
+// stripe number.
+func comparePending(a, b pendingKey) int {
+	return cmp.Or(cmp.Compare(a.scheme, b.scheme), cmp.Compare(a.id.List, b.id.List),
+		cmp.Compare(a.id.Position, b.id.Position), cmp.Compare(a.id.Stripe, b.id.Stripe))
 }
 
 // remove drops chunks from shard's pending chunks.
@@ -245,13 +257,14 @@ func (n *Node) restoreAll(ctx context.Context) error {
 	return nil
 }
 
-// restoreBatch is about how many tags a background pass restores at once.
-const restoreBatch = 256
+// restoreBatch is how many pending chunks a background pass restores at
+// once (with the chunks that share their keys' tags).
+const restoreBatch = 64
 
 // restoreShard restores every pending chunk of shard.
 func (n *Node) restoreShard(ctx context.Context, shard int) error {
 	for n.pending.pending(shard) {
-		if err := n.restoreTags(ctx, shard, n.pending.someTags(shard, restoreBatch)); err != nil {
+		if err := n.restoreTags(ctx, shard, n.pending.firstTags(shard, restoreBatch)); err != nil {
 			return err
 		}
 	}
@@ -270,8 +283,9 @@ func (n *Node) restoreTags(ctx context.Context, shard int, tags []uint32) error 
 	}
 	m := n.ctl.Map()
 	found := map[uint16][]stripe.Object{}
+	pre := n.prefetchPending(ctx, m, chunks)
 	for _, pc := range chunks {
-		b, err := n.decodePending(ctx, m, pc)
+		b, err := n.decodeWith(ctx, m, pre[pc.key().position()], pc)
 		if err != nil && beyondTolerance(m, pc.lp) {
 			n.abandonPosition(pc.lp, "restore", err)
 			continue
@@ -311,10 +325,60 @@ func newestLive(cands map[string][]*candidate) ([]string, []*candidate) {
 	return keys, picks
 }
 
+// position names a lost position of a scheme.
+func (k pendingKey) position() pendingKey {
+	k.id.Stripe = 0
+	return k
+}
+
+// prefetchPending reads, for each lost position with prefetchFrom or more
+// of chunks, their stripes a page at a time (prefetchStripes, over the
+// chunks' range of stripe numbers). A position whose read fails is
+// decoded chunk by chunk.
+func (n *Node) prefetchPending(ctx context.Context, m *cluster.Map, chunks []*pendingChunk) map[pendingKey]*stripePrefetch {
+	groups := map[pendingKey][]*pendingChunk{}
+	for _, pc := range chunks {
+		groups[pc.key().position()] = append(groups[pc.key().position()], pc)
+	}
+	out := map[pendingKey]*stripePrefetch{}
+	for pos, group := range groups {
+		if len(group) < prefetchFrom {
+			continue
+		}
+		lp := group[0].lp
+		holders, err := parityHolders(m, lp.entry.Spec, lp.list)
+		if err != nil {
+			continue
+		}
+		lo, hi := uint32(math.MaxUint32), uint32(0)
+		for _, pc := range group {
+			lo, hi = min(lo, pc.id.Stripe), max(hi, pc.id.Stripe)
+		}
+		if pre, err := n.prefetchStripes(ctx, m, lp, holders, lo, hi); err == nil {
+			out[pos] = pre
+		}
+	}
+	return out
+}
+
+// decodeWith decodes pending chunk pc from prefetched stripes, or, if
+// there are none or the stripe was written to since, from the stripe as
+// it is now (decodePending).
+func (n *Node) decodeWith(ctx context.Context, m *cluster.Map, pre *stripePrefetch, pc *pendingChunk) ([]byte, error) {
+	if pre != nil {
+		b, err := solveChunk(pc.lp, pre.view(pc.id.Stripe), pc.id, pc.want)
+		if !errors.Is(err, errStripeBusy) {
+			return b, err
+		}
+	}
+	return n.decodePending(ctx, m, pc)
+}
+
 // decodePending decodes a pending chunk from its stripe as it is now,
-// trying a few times while updates to the stripe are in flight. A chunk
-// the position's current node holds itself is not lost (see lostChunks)
-// and decodes as empty.
+// trying a few times while updates to the stripe are in flight. (A
+// chunk the position's current node holds is never pending: recovery
+// skips those, and a node that takes a position over avoids the stripe
+// numbers still in parity.)
 func (n *Node) decodePending(ctx context.Context, m *cluster.Map, pc *pendingChunk) ([]byte, error) {
 	holders, err := parityHolders(m, pc.lp.entry.Spec, pc.lp.list)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -290,7 +291,7 @@ func (n *Node) lostChunks(ctx context.Context, m *cluster.Map, lp lostPosition, 
 	}
 	var pre *stripePrefetch
 	if sealed >= prefetchFrom {
-		if pre, err = n.prefetchStripes(ctx, m, lp, holders); err != nil {
+		if pre, err = n.prefetchStripes(ctx, m, lp, holders, 0, math.MaxUint32); err != nil {
 			n.log.Debug("stripe prefetch failed; reading chunk by chunk", "scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos, "err", err)
 			pre = nil
 		}
@@ -322,7 +323,7 @@ func (n *Node) ownedChunks(ctx context.Context, m *cluster.Map, lp lostPosition)
 	if !ok || owner.State != cluster.Up || m.StoodIn(sh, lp.pos) {
 		return nil, nil
 	}
-	return n.readChunkRange(ctx, owner, lp.entry.ID, readDataRange, lp.list, uint8(lp.pos))
+	return n.readChunkRange(ctx, owner, lp.entry.ID, readDataRange, lp.list, uint8(lp.pos), 0, math.MaxUint32)
 }
 
 // equalStates returns what each parity holder of lp's list knows of the
@@ -362,21 +363,22 @@ func (n *Node) lostChunk(ctx context.Context, m *cluster.Map, lp lostPosition, h
 // stripePrefetch is a lost position's stripes, read a page at a time
 // before decoding its chunks (a read per chunk made recovering 33 000
 // keys take 8 s): every usable parity holder's parity chunks of the list,
-// and every other data position's chunks from its live node. Stripes
-// written to since disagree in solveChunk and are read again one by one.
+// and every other data position's chunks from its live node, in a range
+// of stripe numbers (pages from one to past the other). Stripes written to
+// since disagree in solveChunk and are read again one by one.
 type stripePrefetch struct {
 	parities []map[uint32]stripeChunk // by parity position; nil: not usable
 	data     []map[uint32]stripeChunk // by data position; nil: no live node
 }
 
-func (n *Node) prefetchStripes(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node) (*stripePrefetch, error) {
+func (n *Node) prefetchStripes(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node, from, to uint32) (*stripePrefetch, error) {
 	k := lp.entry.Spec.K
 	sh := &m.Shards[lp.list]
 	pre := &stripePrefetch{parities: make([]map[uint32]stripeChunk, len(holders)), data: make([]map[uint32]stripeChunk, k)}
 	var err error
 	for j, h := range holders {
 		if parityUsable(m, lp, h, j) {
-			if pre.parities[j], err = n.readChunkRange(ctx, h, lp.entry.ID, readParityRange, lp.list, 0); err != nil {
+			if pre.parities[j], err = n.readChunkRange(ctx, h, lp.entry.ID, readParityRange, lp.list, 0, from, to); err != nil {
 				return nil, err
 			}
 		}
@@ -386,7 +388,7 @@ func (n *Node) prefetchStripes(ctx context.Context, m *cluster.Map, lp lostPosit
 		if q == lp.pos || !ok || node.State != cluster.Up || m.StoodIn(sh, q) {
 			continue
 		}
-		if pre.data[q], err = n.readChunkRange(ctx, node, lp.entry.ID, readDataRange, lp.list, uint8(q)); err != nil {
+		if pre.data[q], err = n.readChunkRange(ctx, node, lp.entry.ID, readDataRange, lp.list, uint8(q), from, to); err != nil {
 			return nil, err
 		}
 	}
