@@ -513,16 +513,8 @@ func TestDataRefusals(t *testing.T) {
 // coordinator last had it and a decode may use either; a Stable mark then
 // drops the backups.
 func TestBackupsEqualizeHolders(t *testing.T) {
-	const k, m, size = 2, 2, 256
-	d, err := NewData(size)
-	must(t, err)
-	d.SetSlots([]Slot{{List: 0, Position: 0}})
-	holders := []*Parity{}
-	for range m {
-		p, err := NewParity(k, m, size)
-		must(t, err)
-		holders = append(holders, p)
-	}
+	const k, m, size = 2, 2, 256 // newListOfTwo's
+	d, holders := newListOfTwo(t)
 	deliver := func(to []int, ups []Update) {
 		t.Helper()
 		for _, j := range to {
@@ -716,15 +708,7 @@ func TestReassignDropsTheOldPosition(t *testing.T) {
 // keeps the tags of a sealed chunk's keys, the others keep none, and a
 // freed chunk's manifest goes with it.
 func TestManifestNamesASealedChunksKeys(t *testing.T) {
-	const k, m, size = 2, 2, 256
-	d, err := NewData(size)
-	must(t, err)
-	d.SetSlots([]Slot{{List: 0, Position: 0}})
-	holders := make([]*Parity, m)
-	for j := range holders {
-		holders[j], err = NewParity(k, m, size)
-		must(t, err)
-	}
+	d, holders := newListOfTwo(t)
 	apply := func(ups []Update) {
 		t.Helper()
 		for _, u := range ups {
@@ -794,4 +778,20 @@ func TestManifestNamesASealedChunksKeys(t *testing.T) {
 	if st := holders[0].Stats(); st.ManifestBytes != 0 {
 		t.Fatalf("ManifestBytes %d after the chunk was freed", st.ManifestBytes)
 	}
+}
+
+// newListOfTwo returns the data of position 0 of list 0 of RS(2, 2)
+// stripes of 256-byte chunks, and the list's two parity holders.
+func newListOfTwo(t *testing.T) (*Data, []*Parity) {
+	t.Helper()
+	const k, m, size = 2, 2, 256
+	d, err := NewData(size)
+	must(t, err)
+	d.SetSlots([]Slot{{List: 0, Position: 0}})
+	holders := make([]*Parity, m)
+	for j := range holders {
+		holders[j], err = NewParity(k, m, size)
+		must(t, err)
+	}
+	return d, holders
 }
