@@ -17,12 +17,14 @@ import (
 // This file recovers the stripe keys of a shard whose coordinator failed
 // (decision 0003). Their objects were in the failed node's data chunks, at
 // its data positions in its K lists per stripe scheme. The new coordinator
-// asks those lists' parity holders which chunks each lost position had,
-// takes an open chunk from a holder's copy and decodes a sealed one from
-// the rest of its stripe, and keeps the objects of the shard's slots as
-// recovery candidates; those judge restores are appended again to the new
-// coordinator's own chunks (rehomeStripes). The failed node's chunks stay in
-// their stripes' parity until a rebuild removes them.
+// asks those lists' parity holders which chunks each lost position had
+// (with the manifests of sealed ones), takes an open chunk from a holder's
+// copy and decodes the sealed ones it must before serving from the rest of
+// their stripes (deferring the others: stripe_pending.go), and keeps the
+// objects of the shard's slots as recovery candidates; those judge
+// restores are appended again to the new coordinator's own chunks
+// (rehomeStripes). The failed node's chunks stay in their stripes' parity
+// until a rebuild removes them.
 
 // errStripeBusy says a stripe's chunks and parity did not agree on which
 // updates they hold (updates in flight); recovery tries again.
