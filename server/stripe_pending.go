@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/faults"
@@ -212,16 +211,10 @@ func (n *Node) restoreKeys(ctx context.Context, keys [][]byte) error {
 	}
 	m := n.ctl.Map()
 	for _, k := range keys {
-		sh := m.ShardOf(cluster.Slot(k))
-		if sh == nil {
-			continue
-		}
-		tag := stripe.KeyTag(k)
-		if !n.pending.carries(sh.ID, tag) {
-			continue
-		}
-		if err := n.restoreTags(ctx, sh.ID, []uint32{tag}); err != nil {
-			return err
+		if shard, tag, ok := n.pendingTag(m, k); ok {
+			if err := n.restoreTags(ctx, shard, []uint32{tag}); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -229,11 +222,22 @@ func (n *Node) restoreKeys(ctx context.Context, keys [][]byte) error {
 
 // keyPending says whether key may be in a pending chunk.
 func (n *Node) keyPending(m *cluster.Map, key []byte) bool {
+	_, _, ok := n.pendingTag(m, key)
+	return ok
+}
+
+// pendingTag returns key's shard and tag if a pending chunk of the shard
+// carries the tag.
+func (n *Node) pendingTag(m *cluster.Map, key []byte) (int, uint32, bool) {
 	if n.pending.count.Load() == 0 {
-		return false
+		return 0, 0, false
 	}
 	sh := m.ShardOf(cluster.Slot(key))
-	return sh != nil && n.pending.carries(sh.ID, stripe.KeyTag(key))
+	if sh == nil {
+		return 0, 0, false
+	}
+	tag := stripe.KeyTag(key)
+	return sh.ID, tag, n.pending.carries(sh.ID, tag)
 }
 
 // restoreAll restores every pending chunk of this node: what a command
@@ -297,7 +301,7 @@ func (n *Node) restoreTags(ctx context.Context, shard int, tags []uint32) error 
 			return err
 		}
 	}
-	keys, picks := newestLive(stripeObjectCandidates(found))
+	keys, picks := newestLive(m, stripeObjectCandidates(found))
 	if err := n.rehomeStripes(ctx, m, keys, picks); err != nil {
 		return err
 	}
@@ -306,19 +310,15 @@ func (n *Node) restoreTags(ctx context.Context, shard int, tags []uint32) error 
 	return nil
 }
 
-// newestLive picks each key's newest candidate, leaving out expired ones.
-func newestLive(cands map[string][]*candidate) ([]string, []*candidate) {
+// newestLive picks each key's newest candidate (newestReadable), leaving
+// out expired ones.
+func newestLive(m *cluster.Map, cands map[string][]*candidate) ([]string, []*candidate) {
 	now := nowMs()
 	var keys []string
 	var picks []*candidate
 	for key, cs := range cands {
-		best := cs[0]
-		for _, c := range cs[1:] {
-			if c.version > best.version {
-				best = c
-			}
-		}
-		if best.expireAt == 0 || best.expireAt > now {
+		best := newestReadable(m, cs)
+		if best != nil && (best.expireAt == 0 || best.expireAt > now) {
 			keys, picks = append(keys, key), append(picks, best)
 		}
 	}
@@ -384,21 +384,15 @@ func (n *Node) decodePending(ctx context.Context, m *cluster.Map, pc *pendingChu
 	if err != nil {
 		return nil, err
 	}
-	for attempt := 0; ; attempt++ {
-		var b []byte
+	var b []byte
+	err = retryBusy(ctx, busyAttempts, func() (err error) {
 		b, err = n.decodeChunk(ctx, m, pc.lp, holders, pc.id, pc.want)
-		if !errors.Is(err, errStripeBusy) || attempt == 20 {
-			if err != nil {
-				return nil, fmt.Errorf("server: decoding pending chunk %d/%d/%d of %s: %w", pc.id.List, pc.id.Position, pc.id.Stripe, pc.lp.entry.Name(), err)
-			}
-			return b, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: decoding pending chunk %d/%d/%d of %s: %w", pc.id.List, pc.id.Position, pc.id.Stripe, pc.lp.entry.Name(), err)
 	}
+	return b, nil
 }
 
 // startStripeRestores runs the background pass of every shard this node

@@ -194,14 +194,14 @@ func lostPositions(m *cluster.Map, sh cluster.Shard) []lostPosition {
 // stripeCandidates), trying a few times while updates to its stripes are
 // in flight.
 func (n *Node) recoverPosition(ctx context.Context, m *cluster.Map, lp lostPosition, sh cluster.Shard, known map[uint32]bool) ([]*pendingChunk, [][]byte, error) {
-	var err error
-	attempts := 20
+	attempts := busyAttempts
 	if beyondTolerance(m, lp) {
 		attempts = 1 // what can be decoded is, once; waiting brings nothing back
 	}
-	for attempt := 0; attempt < attempts; attempt++ {
-		var later []*pendingChunk
-		var chunks [][]byte
+	var later []*pendingChunk
+	var chunks [][]byte
+	err := retryBusy(ctx, attempts, func() error {
+		later, chunks = nil, nil
 		sel := func(r uint32, states []map[uint32]stripe.PositionState) bool {
 			now, pc := deferChunk(lp, sh, known, r, states)
 			if pc != nil {
@@ -209,20 +209,35 @@ func (n *Node) recoverPosition(ctx context.Context, m *cluster.Map, lp lostPosit
 			}
 			return now
 		}
-		err = n.lostChunks(ctx, m, lp, sel, func(_ stripe.ChunkID, b []byte, _ []map[uint32]stripe.PositionState, _ []cluster.Node) error {
+		return n.lostChunks(ctx, m, lp, sel, func(_ stripe.ChunkID, b []byte, _ []map[uint32]stripe.PositionState, _ []cluster.Node) error {
 			chunks = append(chunks, b)
 			return nil
 		})
-		if !errors.Is(err, errStripeBusy) {
-			return later, chunks, err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return later, chunks, nil
+}
+
+// busyAttempts is how many times a decode is tried while updates to its
+// stripes are in flight (errStripeBusy), 100 ms apart.
+const busyAttempts = 20
+
+// retryBusy calls fn until it returns anything but errStripeBusy, at most
+// attempts times, 100 ms apart, and returns its last error.
+func retryBusy(ctx context.Context, attempts int, fn func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if !errors.Is(err, errStripeBusy) || attempt >= attempts {
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			return nil, nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return nil, nil, err
 }
 
 // deferChunk decides what sh's recovery does with lost chunk (lp, r): it
