@@ -32,6 +32,8 @@ func Apply(m *Map, c Command) (*Map, error) {
 	}
 	next.Epoch = m.Epoch + 1
 	next.idx = buildIndex(next)
+	next.keepStandIns(m)
+	next.idx = buildIndex(next) // keepStandIns may list positions for rebuild
 	return next, nil
 }
 

@@ -149,6 +149,11 @@ func validatePlacement(sh Shard, known map[NodeID]bool) error {
 			return errorf(ErrBadMap, "shard %d: rebuild position %d out of range or repeated", sh.ID, p)
 		}
 	}
+	for _, s := range sh.StandIns {
+		if s.Width < 1 || s.Pos < 0 || s.Pos >= s.Width || slices.Index(sh.Placement, s.Node) < s.Width {
+			return errorf(ErrBadMap, "shard %d: stand-in %s for position %d of width %d is not placed past the width", sh.ID, s.Node, s.Pos, s.Width)
+		}
+	}
 	return nil
 }
 

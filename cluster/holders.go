@@ -1,34 +1,65 @@
 package cluster
 
+import "slices"
+
+// StandIn records that an up node holds one position of a shard's placement
+// for the schemes occupying Width nodes, in place of the position's node,
+// which is not up (Map.Holders). Recording the choice keeps it stable: a
+// stand-in keeps its position until it fails or the position's own node (or
+// a spare) takes it back, whatever fails meanwhile.
+type StandIn struct {
+	Width int    `json:"width"`
+	Pos   int    `json:"pos"`
+	Node  NodeID `json:"node"`
+}
+
 // Holders returns the nodes holding positions 0..width-1 of sh's placement
 // for a scheme that occupies width nodes. A position whose node is up is
 // held by it. A position whose node failed, with no spare to take its place,
-// passes to a stand-in: the first up node after the scheme's first width
-// positions that stands in for no earlier position (failed positions are
-// served in placement order). So a scheme keeps its full width on the
-// survivors while enough of them remain, and every scheme narrower than the
-// placement gets its redundancy back after a failure (issue 4: "the failed
-// node's positions are taken over by surviving nodes"). A position with no
-// stand-in left keeps its failed node: the scheme then runs with reduced
-// tolerance, and writers skip that piece.
+// passes to a stand-in: a node after the scheme's first width positions
+// that stands in for no other position. So a scheme keeps its full width on
+// the survivors while enough of them remain, and every scheme narrower than
+// the placement gets its redundancy back after a failure (issue 4: "the
+// failed node's positions are taken over by surviving nodes"). A position
+// with no stand-in left keeps its failed node: the scheme then runs with
+// reduced tolerance, and writers skip that piece.
 //
-// Positions 0..width-1 of the result are distinct nodes. A stand-in may
-// change when a later failure hits a lower position; the shard's rebuild
-// re-creates every stood-in position (Shard.Rebuild), and readers check each
-// piece's index, so a piece left at a node's former position is never read
-// as another.
+// Positions 0..width-1 of the result are distinct nodes. For the widths of
+// the catalogue's schemes the stand-ins are those recorded in the shard
+// (Shard.StandIns, kept by Apply), so a later failure never moves a stand-in
+// that still holds its pieces; a position whose stand-in changes is listed
+// for rebuild. Positions without a recorded stand-in (a width no scheme
+// uses) take the first free up node past the width, in position order.
 func (m *Map) Holders(sh *Shard, width int) []Node {
 	width = min(width, len(sh.Placement))
 	out := make([]Node, width)
+	down := 0
+	for p := range out {
+		out[p], _ = m.Node(sh.Placement[p])
+		if out[p].State != Up {
+			down++
+		}
+	}
+	if down == 0 {
+		return out // the common case: nobody stands in
+	}
+	var used []NodeID // recorded stand-ins taken
+	for _, s := range sh.StandIns {
+		if s.Width != width || s.Pos >= width || out[s.Pos].State == Up || slices.Contains(used, s.Node) {
+			continue
+		}
+		if n, ok := m.Node(s.Node); ok && n.State == Up && slices.Index(sh.Placement, s.Node) >= width {
+			out[s.Pos] = n
+			used = append(used, n.ID)
+		}
+	}
 	next := width // where to look for the next stand-in
 	for p := range out {
-		n, _ := m.Node(sh.Placement[p])
-		out[p] = n
-		if n.State == Up {
+		if out[p].State == Up {
 			continue
 		}
 		for ; next < len(sh.Placement); next++ {
-			if s, _ := m.Node(sh.Placement[next]); s.State == Up {
+			if s, _ := m.Node(sh.Placement[next]); s.State == Up && !slices.Contains(used, s.ID) {
 				out[p] = s
 				next++
 				break
@@ -43,4 +74,59 @@ func (m *Map) Holders(sh *Shard, width int) []Node {
 func (m *Map) StoodIn(sh *Shard, p int) bool {
 	n, ok := m.Node(sh.Placement[p])
 	return !ok || n.State != Up
+}
+
+// keepStandIns records, in every shard of m (a Clone being edited), the
+// stand-ins Holders chooses for each width of the catalogue, and lists for
+// rebuild every position whose holder for some width changed from prev to
+// an up node: that node lacks the position's pieces. Recorded stand-ins are
+// kept while valid, so this lists only the positions whose stand-in failed
+// or whose node came back (which takePlaces lists too).
+func (m *Map) keepStandIns(prev *Map) {
+	widths := m.schemeWidths()
+	for i := range m.Shards {
+		sh := &m.Shards[i]
+		var old *Shard
+		if len(prev.Shards) == len(m.Shards) {
+			old = &prev.Shards[i]
+		}
+		var kept []StandIn
+		for _, w := range widths {
+			if w >= len(sh.Placement) {
+				continue // no node past the width to stand in
+			}
+			holders := m.Holders(sh, w)
+			for p, h := range holders {
+				if m.StoodIn(sh, p) && h.State == Up {
+					kept = append(kept, StandIn{Width: w, Pos: p, Node: h.ID})
+				}
+			}
+			if old != nil {
+				listChangedHolders(sh, prev.Holders(old, w), holders)
+			}
+		}
+		sh.StandIns = kept
+	}
+}
+
+// listChangedHolders lists for rebuild each position of sh whose holder
+// went from before to a different, up node in after.
+func listChangedHolders(sh *Shard, before, after []Node) {
+	for p, h := range after {
+		if p < len(before) && before[p].ID != h.ID && h.State == Up {
+			sh.addRebuild(p)
+		}
+	}
+}
+
+// schemeWidths lists, once each, how many placement positions the
+// catalogue's schemes occupy.
+func (m *Map) schemeWidths() []int {
+	var out []int
+	for _, e := range m.Schemes {
+		if w := e.Spec.Nodes(); !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
 }

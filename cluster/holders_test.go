@@ -45,6 +45,81 @@ func TestHoldersStandInForFailedPositions(t *testing.T) {
 	}
 }
 
+// TestStandInsStayPut: for the widths of the catalogue's schemes a stand-in
+// keeps its position while it is up, whatever fails later (a failure at a
+// lower position used to shift every stand-in after it, leaving parity
+// with a node that was no longer asked for it), and a position whose
+// stand-in fails is listed for rebuild again, for the node that takes it.
+func TestStandInsStayPut(t *testing.T) {
+	m := mustApply(t, formed(t, 6, 0), CreateScheme{Spec: spec(t, "stripe:2+1")})
+	p := slices.Clone(m.Shards[0].Placement)
+	m = mustApply(t, m, MarkFailed{ID: p[2]})
+	if got, want := ids(m.Holders(&m.Shards[0], 3)), []NodeID{p[0], p[1], p[3]}; !slices.Equal(got, want) {
+		t.Fatalf("holders after position 2 failed: %v, want %v", got, want)
+	}
+	m = clearRebuilds(t, m)
+
+	m = mustApply(t, m, MarkFailed{ID: p[1]})
+	checkValid(t, m)
+	sh := &m.Shards[0]
+	if got, want := ids(m.Holders(sh, 3)), []NodeID{p[0], p[4], p[3]}; !slices.Equal(got, want) {
+		t.Fatalf("holders after position 1 failed too: %v, want %v (position 2 keeps its stand-in)", got, want)
+	}
+	if !slices.Equal(sh.Rebuild, []int{1}) {
+		t.Fatalf("rebuild %v, want only the newly failed position [1]", sh.Rebuild)
+	}
+	// A width no scheme uses has nothing recorded: stand-ins in position
+	// order.
+	if got, want := ids(m.Holders(sh, 4)), []NodeID{p[0], p[4], p[5], p[3]}; !slices.Equal(got, want) {
+		t.Fatalf("width-4 holders %v, want %v", got, want)
+	}
+	m = clearRebuilds(t, m)
+
+	// The stand-in of position 2 fails: position 2 passes to the last
+	// free node and is listed for rebuild with the stand-in's own position.
+	m = mustApply(t, m, MarkFailed{ID: p[3]})
+	sh = &m.Shards[0]
+	if got, want := ids(m.Holders(sh, 3)), []NodeID{p[0], p[4], p[5]}; !slices.Equal(got, want) {
+		t.Fatalf("holders after the stand-in failed: %v, want %v", got, want)
+	}
+	if r := slices.Sorted(slices.Values(sh.Rebuild)); !slices.Equal(r, []int{2, 3}) {
+		t.Fatalf("rebuild %v, want [2 3]: position 2 changed hands", sh.Rebuild)
+	}
+	// The node of position 1 comes back: it takes its position again,
+	// and position 2's stand-in stays.
+	m = mustApply(t, m, Rejoin{ID: p[1]})
+	checkValid(t, m)
+	sh = &m.Shards[0]
+	if got, want := ids(m.Holders(sh, 3)), []NodeID{p[0], p[1], p[5]}; !slices.Equal(got, want) {
+		t.Fatalf("holders after position 1's node rejoined: %v, want %v", got, want)
+	}
+	if !slices.Contains(sh.Rebuild, 1) {
+		t.Fatalf("rebuild %v does not list the rejoined position", sh.Rebuild)
+	}
+
+	bad := m.Clone()
+	bad.Shards[0].StandIns = []StandIn{{Width: 3, Pos: 2, Node: p[1]}}
+	if err := bad.validate(); err == nil {
+		t.Fatal("a stand-in inside the scheme's width passed validation")
+	}
+}
+
+// clearRebuilds has each shard's coordinator report its rebuild done (and
+// any recovery).
+func clearRebuilds(t *testing.T, m *Map) *Map {
+	t.Helper()
+	for _, sh := range m.Shards {
+		coord, _ := m.Coordinator(sh.First)
+		if sh.Recovering {
+			m = mustApply(t, m, ShardRecovered{Shard: sh.ID, By: coord.ID})
+		}
+		if len(sh.Rebuild) > 0 {
+			m = mustApply(t, m, RebuildDone{Shard: sh.ID, By: coord.ID, Positions: sh.Rebuild, Round: m.Shards[sh.ID].RebuildRound})
+		}
+	}
+	return m
+}
+
 func TestLateSpareStandsByWhereTheCoordinatorKeptTheRecords(t *testing.T) {
 	m := formed(t, 4, 0)
 	victim := m.Shards[0].Placement[0]

@@ -89,6 +89,9 @@ type Shard struct {
 	// records since a failure: they hold pieces but do not coordinate the
 	// shard while another up node of the placement can.
 	Standby []NodeID `json:"standby,omitempty"`
+	// StandIns records the up nodes standing in for positions whose node
+	// is not up, per scheme width (Map.Holders). Apply keeps it.
+	StandIns []StandIn `json:"stand_ins,omitempty"`
 }
 
 // SchemeEntry is one scheme of the catalogue. Its ID is what objects carry;
@@ -333,6 +336,7 @@ func (m *Map) Clone() *Map {
 		c.Shards[i].Placement = slices.Clone(m.Shards[i].Placement)
 		c.Shards[i].Rebuild = slices.Clone(m.Shards[i].Rebuild)
 		c.Shards[i].Standby = slices.Clone(m.Shards[i].Standby)
+		c.Shards[i].StandIns = slices.Clone(m.Shards[i].StandIns)
 	}
 	return &c
 }

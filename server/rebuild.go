@@ -149,8 +149,8 @@ func (n *Node) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 }
 
 // piecesMayBeMissing says whether some key of sh may lack a piece: a
-// position listed for rebuild, or one a survivor stands in for (a later
-// failure may have moved its stand-in), lies within the widest scheme of
+// position listed for rebuild, or one a survivor stands in for (cheap
+// insurance: a stand-in that changes is listed too), lies within the widest scheme of
 // the catalogue. Listing the holders costs a scan of their stores, so
 // shards that cannot need it skip it.
 func piecesMayBeMissing(m *cluster.Map, sh *cluster.Shard) bool {

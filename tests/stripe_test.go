@@ -650,3 +650,69 @@ func TestStripeRecoveryIsMetadataFirst(t *testing.T) {
 	}
 	checkStripes(t, c, []int{victim}, true)
 }
+
+// TestStripeStandInsKeepTolerance fails three nodes one after the other,
+// without spares, each once the last is rebuilt, so that stripe:2+1 (one
+// failure tolerated) is always within its tolerance. In one list the
+// parity position fails first and a survivor stands in; then that
+// stand-in fails, and the position passes to another survivor, which the
+// rebuild must resync; then a data node of the list fails, and its
+// chunks are decoded with that parity. Stand-ins used to be recomputed
+// from scratch: the third failure moved the parity position back to a
+// node without its parity, and the second never resynced anyone.
+func TestStripeStandInsKeepTolerance(t *testing.T) {
+	const spec = "stripe:2+1/256"
+	c := startCluster(t, 6, clusterOptions{voters: 1, extra: []string{"--failure-timeout", "1s", "--heartbeat-interval", "100ms", "--enable-debug-command"}})
+	ctx := ctxT(t)
+	// Shard v's placement is the join order rotated to the voter v: its
+	// data positions are v and v+1, its parity position v+2, and v+3
+	// stands in first. None of the victims is the voter.
+	order := c.joinOrder()
+	v := slices.Index(order, c.leader(0))
+	victims := []int{order[(v+2)%6], order[(v+3)%6], order[(v+1)%6]}
+	alive := order[v]
+	rdb := c.plainClient(alive, 2)
+	want := map[string]string{}
+	write := func(round int) {
+		for i := 0; i < 600; i++ {
+			k, val := fmt.Sprintf("t:%d", i), fmt.Sprintf("round-%d-%d", round, i)
+			if i%9 == 4 {
+				must(t, rdb.Del(ctx, k).Err())
+				delete(want, k)
+				continue
+			}
+			must(t, rdb.Do(ctx, "SET", k, val, "SCHEME", spec).Err())
+			want[k] = val
+		}
+	}
+	write(0)
+	for round, victim := range victims {
+		must(t, c.nodes[victim].cmd.Process.Kill())
+		c.waitFailed(alive, victim, 15*time.Second)
+		took := waitRecovered(t, c.plainClient(alive, 2), want)
+		rebuilt := c.waitRebuilt(alive, 30*time.Second)
+		checkStripes(t, c, victims[:round+1], true)
+		t.Logf("failure %d (node %d): keys read back %s after the mark, rebuilt %s later", round+1, victim, took, rebuilt)
+		if round < len(victims)-1 {
+			write(round + 1) // new chunks sealed with the new holders
+		}
+	}
+}
+
+// joinOrder lists the nodes' indexes in the map's order, which is the
+// order placements rotate (cluster.Place).
+func (c *testCluster) joinOrder() []int {
+	c.t.Helper()
+	st, err := c.status(0)
+	must(c.t, err)
+	var out []int
+	for _, n := range st.Nodes {
+		if i := slices.IndexFunc(c.nodes, func(nd *node) bool { return nd.addr() == n.ClientAddr }); i >= 0 {
+			out = append(out, i)
+		}
+	}
+	if len(out) != len(c.nodes) {
+		c.t.Fatalf("status lists %d of %d nodes", len(out), len(c.nodes))
+	}
+	return out
+}
