@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memgest/memgest/server"
+)
+
+// TestWatchStatusShowsRates runs --watch's loop over a fake node whose
+// command counter grows by 500 per one-second frame: the first frame has
+// no rate yet, the next show 500 commands per second, a failed fetch shows
+// its error, and the loop stops when its context ends.
+func TestWatchStatusShowsRates(t *testing.T) {
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := func() time.Time { return clock }
+	calls := 0
+	ctx, cancel := context.WithCancel(context.Background())
+	fetch := func() (server.Status, error) {
+		calls++
+		clock = clock.Add(time.Second)
+		switch {
+		case calls == 3:
+			return server.Status{}, errors.New("status from 127.0.0.1:1: connection refused")
+		case calls == 5:
+			cancel()
+		}
+		return server.Status{State: "ok", Nodes: []server.StatusNode{
+			{ID: strings.Repeat("a", 40), ClientAddr: "127.0.0.1:7001", State: "up", Commands: int64(500 * calls)},
+		}}, nil
+	}
+	var out bytes.Buffer
+	if err := watchStatus(ctx, &out, fetch, time.Millisecond, now); err != nil {
+		t.Fatal(err)
+	}
+	frames := strings.Split(out.String(), clearScreen)[1:]
+	if len(frames) != 5 {
+		t.Fatalf("%d frames, want 5 (the last drawn as the context ended)", len(frames))
+	}
+	rate := func(frame string) string {
+		for _, line := range strings.Split(frame, "\n") {
+			if strings.HasPrefix(line, "aaaaaaaaaaaa") {
+				f := strings.Fields(line)
+				return f[len(f)-1]
+			}
+		}
+		return ""
+	}
+	if got := rate(frames[0]); got != "-" {
+		t.Errorf("first frame rate %q, want - (no earlier sample)", got)
+	}
+	if got := rate(frames[1]); got != "500" {
+		t.Errorf("second frame rate %q, want 500", got)
+	}
+	if !strings.Contains(frames[2], "connection refused") {
+		t.Errorf("a failed fetch is not shown:\n%s", frames[2])
+	}
+	// Frame 4 follows the failed fetch: its rate spans two seconds from
+	// the last sample (2 → 4 calls: 1000 commands).
+	if got := rate(frames[3]); got != "500" {
+		t.Errorf("frame after the failure rate %q, want 500", got)
+	}
+}
