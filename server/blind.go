@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/maphash"
 	"slices"
+	"time"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme"
@@ -59,7 +60,7 @@ func (n *Node) settleBlind(ctx context.Context, ws []blindWrite) {
 		if w.op.entry.Spec.Kind == scheme.Stripe {
 			err = stripes.add(ctx, n, w.op, w.p.version, i)
 		} else {
-			err = batch.add(m, w.op, w.p.version, i)
+			err = batch.add(n, m, w.op, w.p.version, i)
 		}
 		if err != nil {
 			n.abort(w.key, w.p) // nothing was appended or sent
@@ -93,6 +94,7 @@ func (b *stripeBatch) add(ctx context.Context, n *Node, op *writeOp, v uint64, o
 	if err != nil {
 		return err
 	}
+	n.metrics.sentRedundancy(op.entry, stripeUpdateBytes(ups, s.spec.M))
 	i := slices.Index(b.schemes, s)
 	if i < 0 {
 		i = len(b.schemes)
@@ -225,7 +227,11 @@ func (g *setGroup) flush(n *Node, ctx context.Context, cs *connState, replies []
 		return
 	}
 	deadline := n.leaseDeadline()
+	start := time.Now()
 	n.writeBlind(ctx, g.writes)
+	for range g.writes {
+		n.metrics.observeCommand(commands["set"], "set", start)
+	}
 	cs.lastCmd.Store(setSpec)
 	n.stats.commands.Add(int64(len(g.writes)))
 	for i, w := range g.writes {

@@ -76,6 +76,9 @@ func (n *Node) get(ctx context.Context, key []byte) (current, error) {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		cur, err := n.readCommitted(ctx, key)
 		if !errors.Is(err, errPieceGone) {
+			if cur.exists {
+				n.metrics.read(cur.entry)
+			}
 			return cur, err
 		}
 	}
@@ -109,6 +112,7 @@ func (n *Node) readCommitted(ctx context.Context, key []byte) (current, error) {
 		return current{}, fmt.Errorf("server: key %q uses unknown scheme id %d", key, meta.Scheme)
 	}
 	if isStub(meta) { // recovered metadata first: fetch the value now
+		n.metrics.degradedRequest(degradedRefetched)
 		v, full, err := n.fillStub(ctx, key, meta)
 		return current{exists: true, meta: full, value: v, entry: entry}, err
 	}
@@ -345,6 +349,19 @@ func (n *Node) abort(key []byte, p *pending) {
 // version already is, and returns the pieces that are no longer needed: the
 // replaced record's, or op's own if it lost. The caller holds s.mu.
 func (n *Node) commitLocked(s *inflightShard, op *writeOp, v uint64, p *pending) ([]release, error) {
+	began := time.Now()
+	if p != nil {
+		began = p.began
+	}
+	rel, err := n.commitRecordLocked(s, op, v, p)
+	if err == nil && !op.relocate && op.entry.ID != 0 {
+		n.metrics.wrote(op.entry, began)
+	}
+	return rel, err
+}
+
+// commitRecordLocked is commitLocked less the metrics.
+func (n *Node) commitRecordLocked(s *inflightShard, op *writeOp, v uint64, p *pending) ([]release, error) {
 	if p != nil {
 		s.end(op.key, p)
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/server/resp"
@@ -59,20 +60,31 @@ func parseCommand(args [][]byte) parsed {
 
 // executeParsed is execute for a command the pipeline has already parsed.
 func (n *Node) executeParsed(ctx context.Context, cs *connState, args [][]byte, p parsed) resp.Reply {
-	spec, bad, keys := p.spec, p.bad, p.keys
+	spec, bad := p.spec, p.bad
 	if bad.IsError() {
 		if !cs.authed {
 			return errNoAuth
 		}
 		return bad
 	}
-	cmd := commands[topName(spec)]
+	name := topName(spec)
+	cmd := commands[name]
 	if cmd == nil {
 		return resp.ErrUnknownCommand(string(args[0]), args[1:])
 	}
 	if !cs.authed && !cmd.noAuth {
 		return errNoAuth
 	}
+	start := time.Now()
+	r := n.dispatch(ctx, cs, cmd, args, p)
+	n.metrics.observeCommand(cmd, name, start)
+	return r
+}
+
+// dispatch runs a known, permitted command: limits, key checks, then
+// locally or at the keys' coordinator.
+func (n *Node) dispatch(ctx context.Context, cs *connState, cmd *command, args [][]byte, p parsed) resp.Reply {
+	spec, keys := p.spec, p.keys
 	cs.lastCmd.Store(spec)
 	n.stats.commands.Add(1)
 	if len(args) > n.cfg.MaxArgs {

@@ -552,6 +552,7 @@ func (n *Node) refuseKeys(m *cluster.Map, keys [][]byte) (resp.Reply, bool) {
 		slot := cluster.Slot(k)
 		if sh := m.ShardOf(slot); sh != nil && sh.Recovering {
 			if c, ok := m.Coordinator(slot); ok && c.ID == n.id {
+				n.metrics.degradedRequest(degradedRecovering)
 				return resp.Errorf("TRYAGAIN memgest: shard %d is recovering after its coordinator failed", sh.ID), true
 			}
 		}

@@ -145,7 +145,7 @@ func TestAnnouncementPrecedesWhatReplacesPieces(t *testing.T) {
 	m := testMap(t, 4)
 	rep, _ := m.Scheme("rep:3")
 	none := m.DefaultScheme()
-	n := &Node{primary: store.New()}
+	n := &Node{primary: store.New(), metrics: newNodeMetrics()}
 	key := []byte("k")
 	if _, ok := n.announcement(&writeOp{key: key, entry: none}, 5); ok {
 		t.Error("creating a key announced an entry")

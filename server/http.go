@@ -28,6 +28,7 @@ func (n *Node) startHTTP() (*httpServer, error) {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(n.collector())
+	n.metrics.register(reg)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/status", n.serveStatus)
@@ -83,8 +84,11 @@ type StatusNode struct {
 	Keys       int64  `json:"keys"`
 	Bytes      int64  `json:"bytes"`
 	// Serving: the node answered and holds a fresh lease to serve its keys.
-	Serving bool   `json:"serving"`
-	Error   string `json:"error,omitempty"`
+	Serving bool `json:"serving"`
+	// Commands counts the client commands the node has processed since it
+	// started (memgest status --watch shows its rate).
+	Commands int64  `json:"commands"`
+	Error    string `json:"error,omitempty"`
 }
 
 // StatusScheme is one scheme's line of the status.
@@ -126,7 +130,7 @@ func (n *Node) status(ctx context.Context) Status {
 			}
 		}
 		if s, ok := byNode[string(node.ID)]; ok {
-			line.Keys, line.Bytes, line.Serving = s.Keys, s.PrimaryBytes+s.PieceBytes, s.Serving
+			line.Keys, line.Bytes, line.Serving, line.Commands = s.Keys, s.PrimaryBytes+s.PieceBytes, s.Serving, s.Commands
 		} else if err != nil && node.State != cluster.Failed {
 			line.Error = "no answer within the failure timeout"
 		}

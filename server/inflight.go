@@ -43,6 +43,7 @@ func (c *versionClock) observe(v uint64) {
 type pending struct {
 	version uint64
 	done    chan struct{}
+	began   time.Time // for memgest_scheme_write_duration_seconds
 }
 
 // inflight tracks the uncommitted writes of every key this node coordinates.
@@ -74,7 +75,7 @@ func (t *inflight) shard(key []byte) *inflightShard {
 // begin registers a write at version v. Blind writes (SET without options,
 // MSET) begin at once: they need not see earlier writes.
 func (s *inflightShard) begin(key []byte, v uint64) *pending {
-	p := &pending{version: v, done: make(chan struct{})}
+	p := &pending{version: v, done: make(chan struct{}), began: time.Now()}
 	s.m[string(key)] = append(s.m[string(key)], p)
 	return p
 }

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/memgest/memgest/scheme/stripe"
 )
 
 // This file reports keys lost beyond their scheme's tolerance (DESIGN.md §4,
@@ -15,25 +17,42 @@ import (
 // survive on live nodes: found so by a read (lostError from gatherSplit), or
 // by a shard recovery that saw the key's pieces but not enough of them
 // (lostKeys). Writing the key again (SET) or deleting it ends the report.
+//
+// Stripe keys have no directory entries (they would cost more memory than
+// the objects), so a stripe chunk lost beyond tolerance is known only by
+// its manifest's key tags (scheme/stripe/manifest.go), where a surviving
+// parity holder kept one: every key with such a tag that the node does not
+// hold may have been in the chunk and answers -LOST "may have been lost"
+// until it is written or deleted. A tag names a key of the slot with
+// 1/1024 odds of a false alarm for a key that never existed; with no
+// manifest left, the loss is logged and counted
+// (stripe_positions_lost) but no key can be named.
 
 // lostError is the error of a read of a lost key.
 type lostError struct {
 	key         []byte
 	scheme      string
 	lost, total int
+	unsure      bool // known by a lost stripe chunk's key tag only
 }
 
 func (e *lostError) Error() string {
+	if e.unsure {
+		return fmt.Sprintf("LOST key %q may have been lost: a chunk of scheme %s that held keys with its tag lost %d of %d pieces; SET or DEL clears", e.key, e.scheme, e.lost, e.total)
+	}
 	return fmt.Sprintf("LOST key %q unrecoverable: scheme %s lost %d of %d pieces", e.key, e.scheme, e.lost, e.total)
 }
 
 // LostKey is one key lost beyond its scheme's tolerance, as INFO and memgest
-// status report it: how many of its pieces are gone.
+// status report it: how many of its pieces are gone. Unsure marks a key
+// known only by a lost stripe chunk's key tag: it may have been in the
+// chunk (status lists the tag itself as the key).
 type LostKey struct {
 	Key    string `json:"key"`
 	Scheme string `json:"scheme"`
 	Lost   int    `json:"lost"`
 	Total  int    `json:"total"`
+	Unsure bool   `json:"unsure,omitempty"`
 }
 
 // lostKeys is the set of keys this node coordinates that are beyond their
@@ -45,7 +64,41 @@ type LostKey struct {
 type lostKeys struct {
 	mu   sync.Mutex
 	m    map[string]LostKey
-	size atomic.Int64 // len(m)
+	tags map[uint32]LostKey // key tags of stripe chunks lost beyond tolerance
+	// cleared holds the keys with a lost tag written or deleted since.
+	cleared map[string]bool
+	size    atomic.Int64 // len(m) + len(tags)
+}
+
+// addTags reports every key with one of tags as maybe lost, as k says.
+func (l *lostKeys) addTags(tags []uint32, k LostKey) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.tags == nil {
+		l.tags = map[uint32]LostKey{}
+	}
+	k.Unsure = true
+	for _, t := range tags {
+		k.Key = tagName(t)
+		l.tags[t] = k
+	}
+	l.size.Store(int64(len(l.m) + len(l.tags)))
+}
+
+// tagName describes a key tag where status lists lost keys.
+func tagName(t uint32) string {
+	return fmt.Sprintf("(keys of slot %d with tag %03x)", stripe.TagSlot(t), t&0x3ff)
+}
+
+// byTag is key's report if its tag is lost and it was not written since.
+// The caller holds l.mu.
+func (l *lostKeys) byTag(key []byte) (LostKey, bool) {
+	k, ok := l.tags[stripe.KeyTag(key)]
+	if !ok || l.cleared[string(key)] {
+		return LostKey{}, false
+	}
+	k.Key = string(key)
+	return k, true
 }
 
 func (l *lostKeys) add(k LostKey) {
@@ -55,7 +108,7 @@ func (l *lostKeys) add(k LostKey) {
 		l.m = map[string]LostKey{}
 	}
 	l.m[k.Key] = k
-	l.size.Store(int64(len(l.m)))
+	l.size.Store(int64(len(l.m) + len(l.tags)))
 }
 
 // clear forgets every lost key.
@@ -63,6 +116,8 @@ func (l *lostKeys) clear() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	clear(l.m)
+	clear(l.tags)
+	clear(l.cleared)
 	l.size.Store(0)
 }
 
@@ -72,8 +127,10 @@ func (l *lostKeys) get(key []byte) (LostKey, bool) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	k, ok := l.m[string(key)]
-	return k, ok
+	if k, ok := l.m[string(key)]; ok {
+		return k, ok
+	}
+	return l.byTag(key)
 }
 
 // forget ends key's report and says whether there was one.
@@ -85,7 +142,14 @@ func (l *lostKeys) forget(key []byte) bool {
 	defer l.mu.Unlock()
 	_, was := l.m[string(key)]
 	delete(l.m, string(key))
-	l.size.Store(int64(len(l.m)))
+	if _, maybe := l.byTag(key); maybe {
+		if l.cleared == nil {
+			l.cleared = map[string]bool{}
+		}
+		l.cleared[string(key)] = true
+		was = true
+	}
+	l.size.Store(int64(len(l.m) + len(l.tags)))
 	return was
 }
 
@@ -94,8 +158,11 @@ func (l *lostKeys) count() int { return int(l.size.Load()) }
 // list returns up to limit lost keys, sorted, and how many there are.
 func (l *lostKeys) list(limit int) ([]LostKey, int) {
 	l.mu.Lock()
-	out := make([]LostKey, 0, len(l.m))
+	out := make([]LostKey, 0, len(l.m)+len(l.tags))
 	for _, k := range l.m {
+		out = append(out, k)
+	}
+	for _, k := range l.tags {
 		out = append(out, k)
 	}
 	l.mu.Unlock()
@@ -105,7 +172,7 @@ func (l *lostKeys) list(limit int) ([]LostKey, int) {
 
 // err is the read error of a key in the lost set.
 func (k LostKey) err() error {
-	return &lostError{key: []byte(k.Key), scheme: k.Scheme, lost: k.Lost, total: k.Total}
+	return &lostError{key: []byte(k.Key), scheme: k.Scheme, lost: k.Lost, total: k.Total, unsure: k.Unsure}
 }
 
 // errOtherVersion is a fetched rep replica of another version than the one

@@ -42,6 +42,7 @@ type Node struct {
 	workers  *workerPool
 	clock    versionClock
 	stats    counters
+	metrics  *nodeMetrics // request-path instruments for /metrics
 	clients  clientRegistry
 
 	incarnation atomic.Uint64 // this run of the node, new after a wipe (failure.go)
@@ -86,6 +87,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		pieces:    store.New(store.WithMaxValueSize(int(cfg.MaxValueSize) + 1024)),
 		peers:     transport.NewPool(peerPoolOptions(cfg)...),
 		directory: directorySender{wake: make(chan struct{}, 1)},
+		metrics:   newNodeMetrics(),
 	}
 	n.incarnation.Store(newIncarnation())
 	n.lease.fresh.Store(true)

@@ -129,6 +129,7 @@ func (n *Node) sendRedundancy(ctx context.Context, op *writeOp, v uint64) ([]rel
 	if err != nil {
 		return nil, err
 	}
+	n.metrics.sentRedundancy(op.entry, piecesBytes(pieces))
 	sent := ownPieces(op, v)
 	if faults.Active(faults.BugEarlyAck) {
 		n.sendLate(targets, pieces)
@@ -220,11 +221,12 @@ type pieceDest struct {
 }
 
 // add queues the pieces of op at version v, on behalf of write owner.
-func (b *pieceBatch) add(m *cluster.Map, op *writeOp, v uint64, owner int) error {
+func (b *pieceBatch) add(n *Node, m *cluster.Map, op *writeOp, v uint64, owner int) error {
 	targets, pieces, err := planPieces(m, op, v)
 	if err != nil {
 		return err
 	}
+	n.metrics.sentRedundancy(op.entry, piecesBytes(pieces))
 	b.put(targets, pieces, owner)
 	return nil
 }

@@ -51,6 +51,8 @@ type nodeStats struct {
 	LostCount int       `json:"lost_count,omitempty"`
 	// Rebuild is the node's rebuild progress.
 	Rebuild RebuildReport `json:"rebuild"`
+	// Commands counts the client commands the node has processed.
+	Commands int64 `json:"commands"`
 }
 
 // lostListMax bounds the lost keys a node reports in its statistics.
@@ -106,7 +108,7 @@ func (n *Node) localStats() nodeStats {
 	p, q := n.primary.Stats(), n.pieces.Stats()
 	st := nodeStats{Node: n.id, Keys: int64(p.Keys), Schemes: map[uint16]*schemeUsage{},
 		PrimaryBytes: p.MemoryBytes(), PieceBytes: q.MemoryBytes(), OverheadPerKey: p.IndexHeaderPerKey(),
-		Serving: n.serving()}
+		Serving: n.serving(), Commands: n.stats.commands.Load()}
 	st.Lost, st.LostCount = n.lost.list(lostListMax)
 	st.Rebuild = n.rebuild.report()
 	m := n.ctl.Map()

@@ -212,6 +212,7 @@ func (n *Node) restoreKeys(ctx context.Context, keys [][]byte) error {
 	m := n.ctl.Map()
 	for _, k := range keys {
 		if shard, tag, ok := n.pendingTag(m, k); ok {
+			n.metrics.degradedRequest(degradedRestored)
 			if err := n.restoreTags(ctx, shard, []uint32{tag}); err != nil {
 				return err
 			}
@@ -292,6 +293,7 @@ func (n *Node) restoreTags(ctx context.Context, shard int, tags []uint32) error 
 		b, err := n.decodeWith(ctx, m, pre[pc.key().position()], pc)
 		if err != nil && beyondTolerance(m, pc.lp) {
 			n.abandonPosition(pc.lp, "restore", err)
+			n.reportLostTags(m, pc.lp, pc.tags)
 			continue
 		}
 		if err != nil {
@@ -385,7 +387,7 @@ func (n *Node) decodePending(ctx context.Context, m *cluster.Map, pc *pendingChu
 		return nil, err
 	}
 	var b []byte
-	err = retryBusy(ctx, busyAttempts, func() (err error) {
+	err = retryBusy(ctx, decodeAttempts(m, pc.lp), func() (err error) {
 		b, err = n.decodeChunk(ctx, m, pc.lp, holders, pc.id, pc.want)
 		return err
 	})

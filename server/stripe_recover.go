@@ -56,6 +56,7 @@ func (n *Node) stripeCandidates(ctx context.Context, m *cluster.Map, sh cluster.
 		later, chunks, err := n.recoverPosition(ctx, m, lp, sh, known)
 		if err != nil && beyondTolerance(m, lp) {
 			n.abandonPosition(lp, "recovery", err)
+			n.loseManifestTags(ctx, m, lp, sh)
 			continue
 		}
 		if err != nil {
@@ -146,6 +147,12 @@ func splitPending(chunks []*pendingChunk, tags map[uint32]bool) (carry, rest []*
 // the rebuild must go on without them rather than retry forever (which
 // would keep every key of the shard, in any scheme, unavailable).
 func beyondTolerance(m *cluster.Map, lp lostPosition) bool {
+	return positionsLost(m, lp) > lp.entry.Spec.M
+}
+
+// positionsLost counts the positions of lp's list that are lost: failed
+// with no stand-in, or awaiting a rebuild.
+func positionsLost(m *cluster.Map, lp lostPosition) int {
 	sh := &m.Shards[lp.list]
 	spec := lp.entry.Spec
 	lost := 0
@@ -154,7 +161,47 @@ func beyondTolerance(m *cluster.Map, lp lostPosition) bool {
 			lost++
 		}
 	}
-	return lost > spec.M
+	return lost
+}
+
+// loseManifestTags reports as maybe lost (lostKeys.addTags) the keys of
+// sh's slots named by the manifests that lp's surviving parity holders
+// kept of its sealed chunks, which are beyond their scheme's tolerance.
+// With no manifest left (the first parity holder is gone too), and for
+// chunks that were open, no key can be named: abandonPosition's log and
+// stripe_positions_lost are all there is.
+func (n *Node) loseManifestTags(ctx context.Context, m *cluster.Map, lp lostPosition, sh cluster.Shard) {
+	holders, err := parityHolders(m, lp.entry.Spec, lp.list)
+	if err != nil {
+		return
+	}
+	states, _ := n.positionStates(ctx, m, lp, holders)
+	var tags []uint32
+	for _, st := range states {
+		for _, p := range st {
+			if !p.HasManifest {
+				continue
+			}
+			stripe.Tags(p.Manifest, func(t uint32) {
+				if s := stripe.TagSlot(t); s >= sh.First && s <= sh.Last {
+					tags = append(tags, t)
+				}
+			})
+		}
+	}
+	n.reportLostTags(m, lp, tags)
+}
+
+// reportLostTags reports the keys with one of tags, in a chunk of lp lost
+// beyond tolerance, as maybe lost.
+func (n *Node) reportLostTags(m *cluster.Map, lp lostPosition, tags []uint32) {
+	if len(tags) == 0 {
+		n.log.Error("lost stripe chunks' keys cannot be named: no manifest of them survived", "scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos)
+		return
+	}
+	spec := lp.entry.Spec
+	n.lost.addTags(tags, LostKey{Scheme: lp.entry.Name(), Lost: positionsLost(m, lp), Total: spec.K + spec.M})
+	n.log.Error("keys of lost stripe chunks answer -LOST by their tags", "scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos, "tags", len(tags))
 }
 
 // abandonPosition gives up the chunks of a lost data position beyond its
@@ -194,13 +241,9 @@ func lostPositions(m *cluster.Map, sh cluster.Shard) []lostPosition {
 // stripeCandidates), trying a few times while updates to its stripes are
 // in flight.
 func (n *Node) recoverPosition(ctx context.Context, m *cluster.Map, lp lostPosition, sh cluster.Shard, known map[uint32]bool) ([]*pendingChunk, [][]byte, error) {
-	attempts := busyAttempts
-	if beyondTolerance(m, lp) {
-		attempts = 1 // what can be decoded is, once; waiting brings nothing back
-	}
 	var later []*pendingChunk
 	var chunks [][]byte
-	err := retryBusy(ctx, attempts, func() error {
+	err := retryBusy(ctx, decodeAttempts(m, lp), func() error {
 		later, chunks = nil, nil
 		sel := func(r uint32, states []map[uint32]stripe.PositionState) bool {
 			now, pc := deferChunk(lp, sh, known, r, states)
@@ -223,6 +266,17 @@ func (n *Node) recoverPosition(ctx context.Context, m *cluster.Map, lp lostPosit
 // busyAttempts is how many times a decode is tried while updates to its
 // stripes are in flight (errStripeBusy), 100 ms apart.
 const busyAttempts = 20
+
+// decodeAttempts is how many times to try decoding lp's chunks: once
+// beyond its scheme's tolerance, where what can be decoded is at once and
+// waiting brings nothing back (a stripe short of K chunks reads as busy),
+// else busyAttempts.
+func decodeAttempts(m *cluster.Map, lp lostPosition) int {
+	if beyondTolerance(m, lp) {
+		return 1
+	}
+	return busyAttempts
+}
 
 // retryBusy calls fn until it returns anything but errStripeBusy, at most
 // attempts times, 100 ms apart, and returns its last error.

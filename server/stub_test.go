@@ -28,7 +28,7 @@ type fakeHolder struct {
 
 func startFakeHolder(t *testing.T) *fakeHolder {
 	t.Helper()
-	h := &fakeHolder{n: &Node{pieces: store.New(), log: slog.New(slog.DiscardHandler)}}
+	h := &fakeHolder{n: &Node{pieces: store.New(), log: slog.New(slog.DiscardHandler), metrics: newNodeMetrics()}}
 	srv := transport.NewServer(func(req transport.Frame, reply func(transport.Frame)) {
 		switch {
 		case h.failAll.Load():

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"errors"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -626,6 +628,15 @@ func TestStripeRecoveryIsMetadataFirst(t *testing.T) {
 	if restored == 0 {
 		t.Fatal("commands on pending keys restored no chunk")
 	}
+	var families []map[string]*dto.MetricFamily
+	for i := range c.nodes {
+		if i != victim {
+			families = append(families, scrape(t, c.nodes[i].httpPort))
+		}
+	}
+	if n := sumMetric(families, "memgest_degraded_requests_total", map[string]string{"kind": "stripe_restored"}); n == 0 {
+		t.Fatal("/metrics counts no command that restored stripe chunks first")
+	}
 	t.Logf("%d chunks pending when the shards were served; commands restored %d; every key read back %s later", pendingSeen, restored, took)
 	c.waitRebuilt(alive, 30*time.Second)
 	if n := c.infoField(alive, "shards_stripes_pending"); n != 0 {
@@ -715,4 +726,114 @@ func (c *testCluster) joinOrder() []int {
 		c.t.Fatalf("status lists %d of %d nodes", len(out), len(c.nodes))
 	}
 	return out
+}
+
+// TestStripeBeyondToleranceReportsLostKeys kills a coordinator of
+// stripe:4+2 keys together with two more data nodes of one of its lists:
+// that list's sealed chunks cannot be decoded (3 of 6 positions lost).
+// Stripe keys have no directory entries; the survivors' parity holders
+// kept the chunks' manifests, so every key whose tag is in one answers
+// -LOST "may have been lost" naming the scheme, never nil, or reads back
+// (an open chunk is copied on the parity holders).
+// DEL clears a lost key, SET makes it readable, and memgest status
+// counts the lost tags.
+func TestStripeBeyondToleranceReportsLostKeys(t *testing.T) {
+	const spec = "stripe:4+2/256"
+	c := startCluster(t, 7, clusterOptions{voters: 1, extra: []string{"--failure-timeout", "1s", "--heartbeat-interval", "100ms"}})
+	ctx := ctxT(t)
+	rdb := c.clusterClient()
+	voter := c.leader(0)
+	victim := (voter + 1) % len(c.nodes)
+	keys := map[string]string{}
+	for j := 0; j < 120; j++ {
+		k := c.keyOn(t, rdb, victim, fmt.Sprintf("b%d:", j))
+		keys[k] = strings.Repeat(string(rune('a'+j%26)), 20+j%30)
+		must(t, rdb.Do(ctx, "SET", k, keys[k], "SCHEME", spec).Err())
+	}
+	// Every node's chunks fill the same stripes: a stripe whose other
+	// data chunks were never written decodes from zeros.
+	pipe := rdb.Pipeline()
+	for j := 0; j < 2000; j++ {
+		pipe.Do(ctx, "SET", fmt.Sprintf("fill:%d", j), strings.Repeat("f", 40), "SCHEME", spec)
+	}
+	_, err := pipe.Exec(ctx)
+	must(t, err)
+	// Pick a list of the victim whose other data nodes are not the voter.
+	list := map[string]string{} // key → its chunk's list
+	var doomed []int
+	var doomedList string
+	for k := range keys {
+		v, err := c.plainClient(voter, 2).Do(ctx, "SCHEME.VERIFY", k).Slice()
+		must(t, err)
+		var data []int
+		for i := 0; i+1 < len(v); i += 2 {
+			switch v[i] {
+			case "chunk":
+				list[k], _, _ = strings.Cut(v[i+1].(string), "/")
+			case "stripe_nodes":
+				for _, a := range v[i+1].([]any)[:4] {
+					data = append(data, slices.IndexFunc(c.nodes, func(nd *node) bool { return nd.addr() == a.(string) }))
+				}
+			}
+		}
+		if doomed == nil && !slices.Contains(data, voter) && slices.Contains(data, victim) {
+			doomed = append([]int{victim}, slices.DeleteFunc(data, func(i int) bool { return i == victim })[:2]...)
+			doomedList = list[k]
+		}
+	}
+	if doomed == nil {
+		t.Fatal("no list of the victim has its other data nodes apart from the voter")
+	}
+	for _, d := range doomed {
+		must(t, c.nodes[d].cmd.Process.Kill())
+	}
+	for _, d := range doomed {
+		c.waitFailed(voter, d, 15*time.Second)
+	}
+	cl := c.plainClient(voter, 2)
+	var lost []string
+	unnamed := 0
+	for k, want := range keys {
+		var got string
+		var err error
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if got, err = cl.Get(ctx, k).Result(); err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") {
+				break
+			}
+		}
+		// Another list of the victim may have lost its parity holders
+		// (killed at parity positions there) and its manifests with them:
+		// its keys may read as absent, never as another value.
+		inDoomed := list[k] == doomedList
+		switch {
+		case err == nil && got == want:
+		case err != nil && strings.HasPrefix(err.Error(), "LOST") && strings.Contains(err.Error(), "may have been lost") && strings.Contains(err.Error(), spec):
+			lost = append(lost, k)
+		case !inDoomed && errors.Is(err, redis.Nil):
+			unnamed++
+		default:
+			t.Fatalf("GET %s (list %s; list %s lost 3 data nodes) = %q, %v; want its value or -LOST naming %s", k, list[k], doomedList, got, err, spec)
+		}
+	}
+	if len(lost) == 0 {
+		t.Fatal("no key answered -LOST: were the chunks decoded after all?")
+	}
+	st, err := c.status(voter)
+	must(t, err)
+	if st.LostCount == 0 {
+		t.Fatalf("%d keys answered -LOST, status counts none", len(lost))
+	}
+	if n, err := cl.Del(ctx, lost[0]).Result(); err != nil || n != 1 {
+		t.Fatalf("DEL of lost %s = %d, %v", lost[0], n, err)
+	}
+	if err := cl.Get(ctx, lost[0]).Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("GET after DEL of lost %s = %v, want nil", lost[0], err)
+	}
+	if len(lost) > 1 {
+		must(t, cl.Set(ctx, lost[1], "again", 0).Err())
+		if got, err := cl.Get(ctx, lost[1]).Result(); err != nil || got != "again" {
+			t.Fatalf("GET after SET of lost %s = %q, %v", lost[1], got, err)
+		}
+	}
+	t.Logf("%d of %d keys answered -LOST after nodes %v failed, %d read as absent (no manifest left); status lists %d lost entries", len(lost), len(keys), doomed, unnamed, st.LostCount)
 }

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -14,47 +19,135 @@ import (
 
 func statusCmd() *cobra.Command {
 	var addr string
-	var asJSON bool
+	var asJSON, watch bool
+	var interval time.Duration
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show a cluster's nodes, states, slots, schemes and per-scheme memory",
-		Args:  cobra.NoArgs,
+		Long: "Show a cluster's nodes, states, slots, schemes and per-scheme memory, as one node sees it.\n" +
+			"With --watch the screen refreshes every --interval, with each node's commands per second, until Ctrl-C.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := fetchStatus("http://" + addr + "/status")
+			fetch := func() (server.Status, error) {
+				st, err := fetchStatus("http://" + addr + "/status")
+				if err != nil {
+					return st, fmt.Errorf("status from %s: %w", addr, err)
+				}
+				return st, nil
+			}
+			if watch {
+				if interval <= 0 {
+					return fmt.Errorf("--interval must be positive, got %s", interval)
+				}
+				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+				defer stop()
+				return watchStatus(ctx, os.Stdout, fetch, interval, time.Now)
+			}
+			st, err := fetch()
 			if err != nil {
-				return fmt.Errorf("status from %s: %w", addr, err)
+				return err
 			}
 			if asJSON {
 				enc := json.NewEncoder(os.Stdout)
 				enc.SetIndent("", "  ")
 				return enc.Encode(st)
 			}
-			printStatus(st)
+			printStatus(os.Stdout, st, nil)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:27001", "HTTP address (host:port) of any node")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "refresh every --interval until interrupted, with commands per second per node")
+	cmd.Flags().DurationVar(&interval, "interval", time.Second, "refresh period of --watch")
 	return cmd
 }
 
-func printStatus(st server.Status) {
-	fmt.Printf("cluster %s  epoch %d  raft leader %s\n\n", st.State, st.Epoch, st.Leader)
-	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NODE\tADDRESS\tSTATE\tPHASE\tSERVING\tVOTER\tSLOTS\tKEYS\tBYTES\t")
+// clearScreen moves the cursor home and clears the terminal (ANSI).
+const clearScreen = "\x1b[H\x1b[2J"
+
+// watchStatus redraws the status every interval until ctx ends. Each frame
+// is built whole and written at once, so the terminal does not flicker; a
+// failed fetch shows its error and the last status is kept for the next
+// rates.
+func watchStatus(ctx context.Context, out io.Writer, fetch func() (server.Status, error), interval time.Duration, now func() time.Time) error {
+	var prev *sample
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		var frame bytes.Buffer
+		frame.WriteString(clearScreen)
+		fmt.Fprintf(&frame, "memgest status  %s  (every %s, Ctrl-C to stop)\n\n", now().Format("15:04:05"), interval)
+		if st, err := fetch(); err != nil {
+			fmt.Fprintf(&frame, "%v\n", err)
+		} else {
+			cur := &sample{at: now(), st: st}
+			printStatus(&frame, st, cur.rates(prev))
+			prev = cur
+		}
+		if _, err := out.Write(frame.Bytes()); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// sample is one status and when it was taken.
+type sample struct {
+	at time.Time
+	st server.Status
+}
+
+// rates returns each node's commands per second since prev, by node id;
+// nil without an earlier sample.
+func (s *sample) rates(prev *sample) map[string]float64 {
+	if prev == nil {
+		return nil
+	}
+	secs := s.at.Sub(prev.at).Seconds()
+	if secs <= 0 {
+		return nil
+	}
+	before := map[string]int64{}
+	for _, n := range prev.st.Nodes {
+		before[n.ID] = n.Commands
+	}
+	out := map[string]float64{}
+	for _, n := range s.st.Nodes {
+		if c, ok := before[n.ID]; ok && n.Commands >= c {
+			out[n.ID] = float64(n.Commands-c) / secs
+		}
+	}
+	return out
+}
+
+// printStatus writes st as tables; with rates (commands per second by
+// node id, from --watch) each node's line shows its rate.
+func printStatus(out io.Writer, st server.Status, rates map[string]float64) {
+	fmt.Fprintf(out, "cluster %s  epoch %d  raft leader %s\n\n", st.State, st.Epoch, st.Leader)
+	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NODE\tADDRESS\tSTATE\tPHASE\tSERVING\tVOTER\tSLOTS\tKEYS\tBYTES\tCMDS/S\t")
 	for _, n := range st.Nodes {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\t%v\t%d\t%d\t%d\t%s\n", n.ID[:12], n.ClientAddr, n.State, n.Phase, n.Serving, n.Voter, n.Slots, n.Keys, n.Bytes, n.Error)
+		rate := "-"
+		if r, ok := rates[n.ID]; ok {
+			rate = fmt.Sprintf("%.0f", r)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\t%v\t%d\t%d\t%d\t%s\t%s\n", n.ID[:12], n.ClientAddr, n.State, n.Phase, n.Serving, n.Voter, n.Slots, n.Keys, n.Bytes, rate, n.Error)
 	}
 	w.Flush()
-	fmt.Println()
+	fmt.Fprintln(out)
 	fmt.Fprintln(w, "SCHEME\tSPEC\tDEFAULT\tTOLERATES\tKEYS\tLOGICAL\tSTORED\tOVERHEAD")
 	for _, s := range st.Schemes {
 		fmt.Fprintf(w, "%s\t%s\t%v\t%d\t%d\t%d\t%d\t%.2fx\n", s.Name, s.Spec, s.Default, s.Tolerance, s.Keys, s.Logical, s.Stored, s.Overhead)
 	}
 	w.Flush()
-	printRebuild(st)
+	printRebuild(out, st)
 	if st.LostCount > 0 {
-		fmt.Printf("\nLOST KEYS: %d beyond their scheme's tolerance (GET answers -LOST; SET or DEL clears)\n", st.LostCount)
+		fmt.Fprintf(out, "\nLOST KEYS: %d beyond their scheme's tolerance (GET answers -LOST; SET or DEL clears)\n", st.LostCount)
 		for _, k := range st.Lost {
 			fmt.Fprintf(w, "  %s\t%s\tlost %d of %d pieces\n", k.Key, k.Scheme, k.Lost, k.Total)
 		}
@@ -64,13 +157,13 @@ func printStatus(st server.Status) {
 
 // printRebuild shows rebuild progress: a bar, keys and bytes done, rate and
 // ETA while shards are rebuilding, a one-line summary once done.
-func printRebuild(st server.Status) {
+func printRebuild(out io.Writer, st server.Status) {
 	r := st.Rebuild
 	if r.KeysTotal == 0 && st.ShardsRebuilding == 0 {
 		return
 	}
 	if st.ShardsRebuilding == 0 {
-		fmt.Printf("\nREBUILD done: %d keys, %s in %.1fs\n", r.KeysDone, server.HumanBytes(r.BytesDone), r.Seconds)
+		fmt.Fprintf(out, "\nREBUILD done: %d keys, %s in %.1fs\n", r.KeysDone, server.HumanBytes(r.BytesDone), r.Seconds)
 		return
 	}
 	const width = 30
@@ -79,6 +172,6 @@ func printRebuild(st server.Status) {
 		frac = float64(r.KeysDone) / float64(r.KeysTotal)
 	}
 	bar := strings.Repeat("#", int(frac*width)) + strings.Repeat("-", width-int(frac*width))
-	fmt.Printf("\nREBUILD [%s] %3.0f%%  keys %d/%d  %s  %s/s  ETA %s  (%d shards left)\n",
+	fmt.Fprintf(out, "\nREBUILD [%s] %3.0f%%  keys %d/%d  %s  %s/s  ETA %s  (%d shards left)\n",
 		bar, frac*100, r.KeysDone, r.KeysTotal, server.HumanBytes(r.BytesDone), server.HumanBytes(int64(r.Rate())), r.ETA().Round(time.Second), st.ShardsRebuilding)
 }
