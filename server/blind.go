@@ -229,9 +229,7 @@ func (g *setGroup) flush(n *Node, ctx context.Context, cs *connState, replies []
 	deadline := n.leaseDeadline()
 	start := time.Now()
 	n.writeBlind(ctx, g.writes)
-	for range g.writes {
-		n.metrics.observeCommand(commands["set"], "set", start)
-	}
+	n.metrics.observeCommands(commands["set"], "set", start, len(g.writes))
 	cs.lastCmd.Store(setSpec)
 	n.stats.commands.Add(int64(len(g.writes)))
 	for i, w := range g.writes {

@@ -92,11 +92,20 @@ func (nm *nodeMetrics) register(reg *prometheus.Registry) {
 
 // observeCommand records one command's duration under its registry name.
 func (nm *nodeMetrics) observeCommand(cmd *command, name string, since time.Time) {
+	nm.observeCommands(cmd, name, since, 1)
+}
+
+// observeCommands records count commands that ran together (a blind SET
+// group) and took the time since since.
+func (nm *nodeMetrics) observeCommands(cmd *command, name string, since time.Time, count int) {
 	o, ok := nm.byCommand.Load(cmd)
 	if !ok {
 		o, _ = nm.byCommand.LoadOrStore(cmd, nm.commandLatency.WithLabelValues(name))
 	}
-	o.(prometheus.Observer).Observe(time.Since(since).Seconds())
+	took := time.Since(since).Seconds()
+	for range count {
+		o.(prometheus.Observer).Observe(took)
+	}
 }
 
 // scheme returns the instruments of scheme entry e.
