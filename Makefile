@@ -8,7 +8,7 @@ CI_FUZZTIME ?= 10s
 BENCHTIME ?= 200ms
 ROUNDS    ?= 5
 
-.PHONY: all build dev test check fmt-check vet unit fuzz-short fuzz robustness bench bench-ec bench-ec-raw bench-memory bench-store bench-failure clean
+.PHONY: all build dev test check fmt-check vet unit fuzz-short fuzz robustness bench bench-ec bench-ec-raw bench-memory bench-store bench-failure bench-tools clean
 
 all: build
 
@@ -73,6 +73,10 @@ bench-ec-raw:
 ## bench: redis-benchmark against memgest (none, rep:3, split:4+2) and redis-server, written to docs/benchmarks/cluster.md.
 bench:
 	scripts/bench-cluster.sh docs/benchmarks/cluster.md
+
+## bench-tools: build the pinned benchmark tools once (go-ycsb v1.0.1, cached in ~/.cache/memgest-bench).
+bench-tools:
+	bash -c 'source scripts/bench-lib.sh && ycsb_setup && echo "$$ycsb"'
 
 ## bench-memory: RSS per object of MemEC's workload (1 M and 10 M objects; OBJECTS overrides) in memgest none, rep:3, split:4+2, stripe:4+2 and in Redis with and without replicas, written to docs/benchmarks/memory.md.
 bench-memory:

@@ -53,3 +53,28 @@ bench_cleanup() {
 	wait 2>/dev/null || true
 	rm -rf "$work"
 }
+
+# YCSB_VERSION is the go-ycsb release the benchmarks pin.
+YCSB_VERSION=v1.0.1
+
+# ycsb_setup builds go-ycsb $YCSB_VERSION once into a cache outside the
+# repository (the module proxy refuses `go install …@latest`, so the module
+# is downloaded at its exact version and built from a copy of its
+# directory with its own go.sum) and sets $ycsb to the binary and
+# $ycsb_workloads to its workload files.
+ycsb_setup() {
+	local cache=${MEMGEST_BENCH_CACHE:-$HOME/.cache/memgest-bench}
+	ycsb=$cache/go-ycsb-$YCSB_VERSION/go-ycsb
+	ycsb_workloads=$cache/go-ycsb-$YCSB_VERSION/workloads
+	[ -x "$ycsb" ] && return 0
+	local dir
+	dir=$(go mod download -json "github.com/pingcap/go-ycsb@$YCSB_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+	mkdir -p "$cache"
+	local src=$cache/go-ycsb-$YCSB_VERSION.src
+	rm -rf "$src" && cp -r "$dir" "$src" && chmod -R u+w "$src"
+	echo "building go-ycsb $YCSB_VERSION (once; cached in $cache)" >&2
+	(cd "$src" && go build -o "$ycsb.tmp" ./cmd/go-ycsb)
+	mkdir -p "$ycsb_workloads" && cp "$src"/workloads/workload[a-f] "$ycsb_workloads"/
+	mv "$ycsb.tmp" "$ycsb"
+	rm -rf "$src"
+}
