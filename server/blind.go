@@ -94,7 +94,6 @@ func (b *stripeBatch) add(ctx context.Context, n *Node, op *writeOp, v uint64, o
 	if err != nil {
 		return err
 	}
-	n.metrics.sentRedundancy(op.entry, stripeUpdateBytes(ups, s.spec.M))
 	i := slices.Index(b.schemes, s)
 	if i < 0 {
 		i = len(b.schemes)

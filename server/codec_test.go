@@ -275,3 +275,15 @@ func TestStripeCodecs(t *testing.T) {
 		t.Fatalf("positions: %+v, %v", got, err)
 	}
 }
+
+// TestPieceEncodedLen: the redundancy bytes /metrics counts are the bytes
+// encode writes, for keys and values whose length prefixes take one, two
+// and three bytes.
+func TestPieceEncodedLen(t *testing.T) {
+	for _, n := range []int{0, 1, 127, 128, 300, 16383, 16384, 70000} {
+		p := piece{Key: make([]byte, n%200), Scheme: 7, Version: 9, ExpireAt: -1, Index: 2, Versioned: true, CRC: 5, Data: make([]byte, n)}
+		if got, want := p.encodedLen(), len(p.encode(nil)); got != want {
+			t.Fatalf("encodedLen %d, encode wrote %d (data %d bytes)", got, want, n)
+		}
+	}
+}

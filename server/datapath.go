@@ -349,9 +349,11 @@ func (n *Node) abort(key []byte, p *pending) {
 // version already is, and returns the pieces that are no longer needed: the
 // replaced record's, or op's own if it lost. The caller holds s.mu.
 func (n *Node) commitLocked(s *inflightShard, op *writeOp, v uint64, p *pending) ([]release, error) {
-	began := time.Now()
+	var began time.Time
 	if p != nil {
 		began = p.began
+	} else {
+		began = time.Now() // a write to none commits as it begins
 	}
 	rel, err := n.commitRecordLocked(s, op, v, p)
 	if err == nil && !op.relocate && op.entry.ID != 0 {

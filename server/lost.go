@@ -82,7 +82,7 @@ func (l *lostKeys) addTags(tags []uint32, k LostKey) {
 		k.Key = tagName(t)
 		l.tags[t] = k
 	}
-	l.size.Store(int64(len(l.m) + len(l.tags)))
+	l.resize()
 }
 
 // tagName describes a key tag where status lists lost keys.
@@ -108,8 +108,11 @@ func (l *lostKeys) add(k LostKey) {
 		l.m = map[string]LostKey{}
 	}
 	l.m[k.Key] = k
-	l.size.Store(int64(len(l.m) + len(l.tags)))
+	l.resize()
 }
+
+// resize records the set's size. The caller holds l.mu.
+func (l *lostKeys) resize() { l.size.Store(int64(len(l.m) + len(l.tags))) }
 
 // clear forgets every lost key.
 func (l *lostKeys) clear() {
@@ -149,7 +152,7 @@ func (l *lostKeys) forget(key []byte) bool {
 		l.cleared[string(key)] = true
 		was = true
 	}
-	l.size.Store(int64(len(l.m) + len(l.tags)))
+	l.resize()
 	return was
 }
 

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
-	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -44,6 +43,7 @@ type nodeMetrics struct {
 	schemeOps      *prometheus.CounterVec   // scheme, op
 	peerBytes      *prometheus.CounterVec   // scheme: redundancy payload sent
 	degraded       *prometheus.CounterVec   // kind
+	degradedKinds  map[string]prometheus.Counter
 
 	byCommand sync.Map // *command → prometheus.Observer
 	byScheme  sync.Map // uint16 scheme id → *schemeInstruments
@@ -58,7 +58,7 @@ type schemeInstruments struct {
 }
 
 func newNodeMetrics() *nodeMetrics {
-	return &nodeMetrics{
+	nm := &nodeMetrics{
 		commandLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "memgest_command_duration_seconds", Buckets: latencyBuckets,
 			Help: "Time from a client command's dispatch to its reply on the node the client is connected to, by command.",
@@ -79,15 +79,17 @@ func newNodeMetrics() *nodeMetrics {
 			Name: "memgest_degraded_requests_total",
 			Help: "Client requests served or refused in degraded mode, by kind (recovering, refetched, stripe_restored).",
 		}, []string{"kind"}),
+		degradedKinds: map[string]prometheus.Counter{},
 	}
+	for _, kind := range []string{degradedRecovering, degradedRefetched, degradedRestored} {
+		nm.degradedKinds[kind] = nm.degraded.WithLabelValues(kind) // present at zero from the start
+	}
+	return nm
 }
 
 // register adds the instruments to reg.
 func (nm *nodeMetrics) register(reg *prometheus.Registry) {
 	reg.MustRegister(nm.commandLatency, nm.writeLatency, nm.schemeOps, nm.peerBytes, nm.degraded)
-	for _, kind := range []string{degradedRecovering, degradedRefetched, degradedRestored} {
-		nm.degraded.WithLabelValues(kind) // present at zero from the start
-	}
 }
 
 // observeCommand records one command's duration under its registry name.
@@ -142,32 +144,13 @@ func (nm *nodeMetrics) sentRedundancy(e cluster.SchemeEntry, b int) {
 }
 
 // degradedRequest counts one request of the given kind.
-func (nm *nodeMetrics) degradedRequest(kind string) { nm.degraded.WithLabelValues(kind).Inc() }
+func (nm *nodeMetrics) degradedRequest(kind string) { nm.degradedKinds[kind].Inc() }
 
-// piecesBytes is what sending pieces puts on the wire, less framing: each
-// piece's key and data and its fixed fields.
+// piecesBytes is what sending pieces puts in PutPieces payloads.
 func piecesBytes(pieces []piece) int {
 	total := 0
 	for _, p := range pieces {
-		total += len(p.Key) + len(p.Data) + pieceFixedBytes
+		total += p.encodedLen()
 	}
 	return total
 }
-
-// pieceFixedBytes approximates a piece's encoded fields besides key and
-// data (scheme, version, expiry, index, flags, CRC, lengths).
-const pieceFixedBytes = 28
-
-// stripeUpdateBytes is what a write's stripe updates put on the wire: each
-// goes to every one of the m parity holders.
-func stripeUpdateBytes(ups []stripe.Update, m int) int {
-	total := 0
-	for _, u := range ups {
-		total += len(u.Bytes) + stripeUpdateFixedBytes
-	}
-	return total * m
-}
-
-// stripeUpdateFixedBytes is a stripe update's fixed fields (transport.md,
-// message 16).
-const stripeUpdateFixedBytes = 30

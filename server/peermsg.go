@@ -49,6 +49,14 @@ type piece struct {
 	Data      []byte
 }
 
+// encodedLen is len(p.encode(nil)), without encoding: the fixed fields
+// (scheme, version, expiry, index, flag, CRC) and the two length-prefixed
+// byte strings.
+func (p piece) encodedLen() int {
+	const fixed = 2 + 8 + 8 + 1 + 1 + 4
+	return uvarintLen(uint64(len(p.Key))) + len(p.Key) + fixed + uvarintLen(uint64(len(p.Data))) + len(p.Data)
+}
+
 func (p piece) encode(e enc) enc {
 	v := uint8(0)
 	if p.Versioned {

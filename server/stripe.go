@@ -167,7 +167,6 @@ func (n *Node) appendStripe(ctx context.Context, op *writeOp, v uint64) error {
 	if err != nil {
 		return err
 	}
-	n.metrics.sentRedundancy(op.entry, stripeUpdateBytes(ups, s.spec.M))
 	if err := n.sendStripeGrouped(ctx, s, ups); err != nil {
 		return notAcknowledged(op.key, err)
 	}

@@ -113,8 +113,15 @@ func (n *Node) sendStripeRound(ctx context.Context, s *stripeScheme, ups []strip
 		return nil, err
 	}
 	reqs := make([]peerReq, len(r.dests))
+	sent := 0
 	for i, d := range r.dests {
 		reqs[i] = peerReq{node: d.node, typ: msgStripe, payload: encodeStripeUpdates(s.id, d.ups)}
+		if d.node.ID != n.id {
+			sent += len(reqs[i].payload)
+		}
+	}
+	if e, ok := n.ctl.Map().SchemeByID(s.id); ok {
+		n.metrics.sentRedundancy(e, sent)
 	}
 	if len(reqs) > 1 && faults.Armed(faults.StripeBetweenHolders) {
 		n.callEach(ctx, reqs[:1]) // one holder applies them; a repeat is a no-op

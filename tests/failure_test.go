@@ -733,7 +733,7 @@ func (c *testCluster) pieceHolder(t *testing.T, key string, i int) int {
 	must(t, err)
 	for _, p := range piecesOf(of) {
 		if p.role == "shard" && p.index == int64(i) {
-			if n := slices.IndexFunc(c.nodes, func(nd *node) bool { return nd.addr() == p.addr }); n >= 0 {
+			if n := c.byAddr(p.addr); n >= 0 {
 				return n
 			}
 		}

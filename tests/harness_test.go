@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -286,4 +287,9 @@ func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// byAddr is the index of the node whose client address is addr, or -1.
+func (c *testCluster) byAddr(addr string) int {
+	return slices.IndexFunc(c.nodes, func(nd *node) bool { return nd.addr() == addr })
 }

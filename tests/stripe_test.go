@@ -718,7 +718,7 @@ func (c *testCluster) joinOrder() []int {
 	must(c.t, err)
 	var out []int
 	for _, n := range st.Nodes {
-		if i := slices.IndexFunc(c.nodes, func(nd *node) bool { return nd.addr() == n.ClientAddr }); i >= 0 {
+		if i := c.byAddr(n.ClientAddr); i >= 0 {
 			out = append(out, i)
 		}
 	}
@@ -772,7 +772,7 @@ func TestStripeBeyondToleranceReportsLostKeys(t *testing.T) {
 				list[k], _, _ = strings.Cut(v[i+1].(string), "/")
 			case "stripe_nodes":
 				for _, a := range v[i+1].([]any)[:4] {
-					data = append(data, slices.IndexFunc(c.nodes, func(nd *node) bool { return nd.addr() == a.(string) }))
+					data = append(data, c.byAddr(a.(string)))
 				}
 			}
 		}
