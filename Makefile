@@ -70,9 +70,9 @@ bench-ec:
 bench-ec-raw:
 	$(GO) test ./ec -run '^$$' -bench . -benchmem
 
-## bench: redis-benchmark against memgest (none, rep:3, split:4+2) and redis-server, written to docs/benchmarks/cluster.md.
+## bench: the whole comparison with Redis (redis-benchmark matrix, go-ycsb A-F, memory per record; about 25 minutes), written to docs/benchmarks/README.md with charts.
 bench:
-	scripts/bench-cluster.sh docs/benchmarks/cluster.md
+	scripts/bench.sh docs/benchmarks
 
 ## bench-tools: build the pinned benchmark tools once (go-ycsb v1.0.1, cached in ~/.cache/memgest-bench).
 bench-tools:

@@ -78,3 +78,144 @@ ycsb_setup() {
 	mv "$ycsb.tmp" "$ycsb"
 	rm -rf "$src"
 }
+
+# plot_setup makes (once) a venv with matplotlib under the benchmark cache,
+# outside the repository, and sets $plot_python to its interpreter.
+plot_setup() {
+	local venv=${MEMGEST_BENCH_CACHE:-$HOME/.cache/memgest-bench}/venv
+	if ! "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
+		python3 -m venv "$venv"
+		"$venv/bin/pip" install -q matplotlib==3.10.9
+	fi
+	plot_python=$venv/bin/python
+}
+
+# rss PID...: the summed VmRSS of the processes, in bytes.
+rss() {
+	local total=0
+	for p in "$@"; do
+		total=$((total + $(awk '/^VmRSS:/{print $2}' "/proc/$p/status") * 1024))
+	done
+	echo "$total"
+}
+
+# stop_all stops every process in $pids and forgets them.
+stop_all() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	pids=()
+}
+
+# free_cluster_port finds a free port whose Redis Cluster bus port (+10000)
+# is free too.
+free_cluster_port() {
+	python3 - <<'PY'
+import socket
+for p in range(30001, 55000, 7):
+    ok = True
+    for q in (p, p + 10000):
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", q))
+        except OSError:
+            ok = False
+        finally:
+            s.close()
+    if ok:
+        print(p)
+        break
+PY
+}
+
+# start_redis REPLICAS: one redis-server (no persistence) with REPLICAS
+# asynchronous replicas; sets $port to the primary's port and $procs to
+# the processes holding data.
+start_redis() {
+	port=$(free_port)
+	redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --daemonize no \
+		--dir "$work" --dbfilename r.rdb >"$work/redis.log" 2>&1 &
+	pids+=($!)
+	procs=($!)
+	wait_port "$port"
+	local i p
+	for i in $(seq 1 "$1"); do
+		p=$(free_port)
+		redis-server --port "$p" --bind 127.0.0.1 --save "" --appendonly no --replicaof 127.0.0.1 "$port" \
+			--dir "$work" --dbfilename "r$i.rdb" >"$work/replica$i.log" 2>&1 &
+		pids+=($!)
+		procs+=($!)
+		wait_port "$p"
+	done
+	[ "$1" -gt 0 ] && sleep 1 # the replicas' first sync
+	return 0
+}
+
+# redis_synced waits until every replica of the Redis on $port has its whole
+# replication stream.
+redis_synced() {
+	local off n
+	n=$(redis-cli -p "$port" INFO replication | awk -F: '/^connected_slaves/{print $2+0}')
+	for _ in $(seq 1 600); do
+		off=$(redis-cli -p "$port" INFO replication | awk -F: '/^master_repl_offset/{print $2+0}')
+		[ "$(redis-cli -p "$port" INFO replication | grep -c "offset=$off,")" -eq "$n" ] && return 0
+		sleep 0.2
+	done
+}
+
+# start_redis_cluster N: a Redis Cluster of N masters and no replicas; sets
+# $port to the first master's port and $procs to every master.
+start_redis_cluster() {
+	local cports=() i p
+	procs=()
+	for i in $(seq 1 "$1"); do
+		p=$(free_cluster_port)
+		mkdir -p "$work/rc$i"
+		(cd "$work/rc$i" && exec redis-server --port "$p" --bind 127.0.0.1 --cluster-enabled yes \
+			--cluster-config-file nodes.conf --save "" --appendonly no >log 2>&1) &
+		pids+=($!)
+		procs+=($!)
+		cports+=("$p")
+		wait_port "$p" # bound before the next port is chosen
+	done
+	echo yes | redis-cli --cluster create "${cports[@]/#/127.0.0.1:}" --cluster-replicas 0 >"$work/rc.log" 2>&1
+	for _ in $(seq 1 100); do redis-cli -p "${cports[0]}" CLUSTER INFO | grep -q cluster_state:ok && break; sleep 0.1; done
+	port=${cports[0]}
+}
+
+# start_dev N SCHEME: an N-node `memgest dev` cluster with SCHEME as every
+# node's default; sets $port to node 0's client port, $dev to the dev
+# process and $procs to its nodes.
+start_dev() {
+	local log=$work/dev.log b i
+	b=$(free_base)
+	# A long failure timeout: a saturated 2-core machine must not fail a node.
+	./bin/memgest dev --nodes "$1" --base-port "$b" --server-arg=--failure-timeout=10s >"$log" 2>&1 &
+	dev=$!
+	pids+=($dev)
+	for _ in $(seq 1 600); do grep -q "cluster ready" "$log" && break; sleep 0.1; done
+	grep -q "cluster ready" "$log" || { cat "$log"; exit 1; }
+	redis-cli -p "$b" SCHEME.DEFAULT "$2" >/dev/null
+	for i in $(seq 0 $(($1 - 1))); do
+		for _ in $(seq 1 100); do
+			[ "$(redis-cli -p $((b + i)) SCHEME.DEFAULT)" = "$2" ] && break
+			sleep 0.05
+		done
+	done
+	mapfile -t procs < <(pgrep -P "$dev")
+	port=$b
+}
+
+# start_single: one `memgest server` forming a cluster of its own (scheme
+# none); sets $port and $procs.
+start_single() {
+	local pp
+	port=$(free_port)
+	pp=$(free_port)
+	./bin/memgest server --port "$port" --peer-port "$pp" --http-port 0 --data-dir "$work/single" \
+		--bootstrap-expect 1 --voters 1 >"$work/single.log" 2>&1 &
+	pids+=($!)
+	procs=($!)
+	wait_port "$port"
+	for _ in $(seq 1 100); do redis-cli -p "$port" SET probe x 2>/dev/null | grep -q OK && break; sleep 0.1; done
+	redis-cli -p "$port" DEL probe >/dev/null
+}

@@ -17,21 +17,6 @@ SCHEMES=${SCHEMES:-"none rep:3 split:4+2 stripe:4+2"}
 source scripts/bench-lib.sh
 bench_setup
 
-# rss PID...: the summed VmRSS of the processes, in bytes.
-rss() {
-	local total=0
-	for p in "$@"; do
-		total=$((total + $(awk '/^VmRSS:/{print $2}' "/proc/$p/status") * 1024))
-	done
-	echo "$total"
-}
-
-stop_all() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	pids=()
-}
-
 declare -A total base # RSS after and before loading, by target and count
 
 # Redis alone, and Redis with two replicas (their RSS summed).

@@ -131,7 +131,7 @@ func watchNodes(procs []*exec.Cmd, sig chan os.Signal, exited chan int) error {
 // devEnv is the environment of a dev node. The nodes share one machine, so
 // unless GOMAXPROCS is set they divide its cores: six Go schedulers each
 // spinning on every core of a 2-core machine cost 10% of throughput at
-// pipeline depth 1 (docs/benchmarks/cluster-analysis.md).
+// pipeline depth 1 (docs/benchmarks/analysis.md).
 func devEnv(env []string, cpus, nodes int) []string {
 	for _, kv := range env {
 		if strings.HasPrefix(kv, "GOMAXPROCS=") {
