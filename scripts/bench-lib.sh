@@ -206,12 +206,15 @@ start_dev() {
 }
 
 # start_single: one `memgest server` forming a cluster of its own (scheme
-# none); sets $port and $procs.
+# none); sets $port and $procs. It runs on SINGLE_PROCS Go processors
+# (default 1: one core, as redis-server runs its commands on one thread; on
+# two cores shared with redis-benchmark a second processor's wake-ups cost
+# a third of -P 1's throughput, docs/benchmarks/analysis.md).
 start_single() {
 	local pp
 	port=$(free_port)
 	pp=$(free_port)
-	./bin/memgest server --port "$port" --peer-port "$pp" --http-port 0 --data-dir "$work/single" \
+	GOMAXPROCS=${SINGLE_PROCS:-1} ./bin/memgest server --port "$port" --peer-port "$pp" --http-port 0 --data-dir "$work/single" \
 		--bootstrap-expect 1 --voters 1 >"$work/single.log" 2>&1 &
 	pids+=($!)
 	procs=($!)
