@@ -163,7 +163,8 @@ redis_synced() {
 }
 
 # start_redis_cluster N: a Redis Cluster of N masters and no replicas; sets
-# $port to the first master's port and $procs to every master.
+# $port to the first master's port, $cluster_ports to every master's and
+# $procs to their processes.
 start_redis_cluster() {
 	local cports=() i p
 	procs=()
@@ -180,6 +181,7 @@ start_redis_cluster() {
 	echo yes | redis-cli --cluster create "${cports[@]/#/127.0.0.1:}" --cluster-replicas 0 >"$work/rc.log" 2>&1
 	for _ in $(seq 1 100); do redis-cli -p "${cports[0]}" CLUSTER INFO | grep -q cluster_state:ok && break; sleep 0.1; done
 	port=${cports[0]}
+	cluster_ports=("${cports[@]}")
 }
 
 # start_dev N SCHEME: an N-node `memgest dev` cluster with SCHEME as every

@@ -81,10 +81,19 @@ rb_one() {
 	echo "  $target ${test^^} $size B -P $p: $rps/s p50 $p50 ms p99 $p99 ms ($n requests, $secs s)" >&2
 }
 
+# flush_target empties the target: FLUSHALL on every port of $flush_ports
+# (a Redis Cluster's masters each; one node of Redis or memgest suffices).
+flush_target() {
+	local p
+	for p in "${flush_ports[@]}"; do redis-cli -p "$p" FLUSHALL >/dev/null; done
+}
+
 # rb_matrix TARGET [ARGS]: the redis-benchmark matrix. The headline cells
 # (SET and GET of HEADLINE_SIZE values) run REPEATS times, the rest once.
 rb_matrix() {
 	local target=$1 rep p size test; shift
+	# Warm up (the single node has had no YCSB load to grow its heap).
+	redis-benchmark -p "$port" -t set -d "$HEADLINE_SIZE" -r "$KEYSPACE" -n $((REQUESTS * 5)) -c "$CLIENTS" -P 16 "$@" >/dev/null 2>&1
 	for rep in $(seq 1 "$REPEATS"); do
 		for p in 1 16; do
 			for test in set get; do rb_one "$target" "$test" "$HEADLINE_SIZE" "$p" "$rep" "$@"; done
@@ -92,6 +101,10 @@ rb_matrix() {
 	done
 	for p in 1 16; do
 		for size in $SIZES; do
+			# Each size starts from an empty keyspace: overwriting keys of
+			# another size is a different workload (a stripe key changing
+			# size relocates, and compaction follows).
+			flush_target
 			for test in set get mset; do
 				[ "$size" = "$HEADLINE_SIZE" ] && [ "$test" != mset ] && continue
 				rb_one "$target" "$test" "$size" "$p" 1 "$@"
@@ -153,6 +166,8 @@ run_target() {
 	"memgest 1 node none") start_single ;;
 	"memgest "*) start_dev 6 "${name#memgest }" ;;
 	esac
+	flush_ports=("$port")
+	[ "$name" = "redis cluster" ] && flush_ports=("${cluster_ports[@]}")
 	local mode=single args=()
 	case $name in "redis cluster" | "memgest none" | "memgest rep:3" | "memgest split"* | "memgest stripe"*)
 		mode=cluster args=(--cluster) ;;
