@@ -380,8 +380,10 @@ Ratios of medians, {size_label(HEADLINE_SIZE)} values for redis-benchmark.
 ![memory](bench-memory.png)
 
 {mem_md}
-Records here are ~1.1 KB values. For small objects (MemEC's workload, 20-byte values,
-up to 10 M objects) see [memory.md](memory.md) (`make bench-memory`).
+Records here are ~1.1 KB values, and {records} of them are few: a target's fixed costs
+weigh in (each memgest node keeps at least 32 MiB of Go heap headroom, six nodes ~190 MiB;
+[analysis.md](analysis.md)). Per-object costs at scale, with MemEC's small objects up to
+10 M, are in [memory.md](memory.md) (`make bench-memory`).
 """
     (out / "README.md").write_text(doc)
     print(doc)
