@@ -50,6 +50,8 @@ echo "tool,target,test,param,pipeline,repeat,ops_per_sec,p50_ms,p99_ms,errors" >
 memcsv=$out/bench-memory.csv
 echo "target,records,rss_before,rss_after" >"$memcsv"
 started=$(date +%s)
+# The version measured: the tree as it is when the run starts.
+version="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs' || echo +changes)"
 
 # row FIELDS...: appends one CSV row.
 row() { (IFS=,; echo "$*") >>"$csv"; }
@@ -189,7 +191,7 @@ for t in "${targets[@]}"; do run_target "$t"; done
 	echo "kernel=$(uname -sr)"
 	echo "redis=$(redis-server --version | cut -d' ' -f3 | sed 's/v=//')"
 	echo "go=$(go version | cut -d' ' -f3)"
-	echo "memgest=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs' || echo +changes)"
+	echo "memgest=$version"
 	echo "ycsb=go-ycsb $YCSB_VERSION"
 	echo "repeats=$REPEATS"
 	echo "min_seconds=$MIN_SECONDS"
