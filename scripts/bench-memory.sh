@@ -23,64 +23,26 @@ declare -A total base # RSS after and before loading, by target and count
 redis_run() { # n replicas
 	local n=$1 replicas=$2 name="redis"
 	[ "$replicas" -gt 0 ] && name="redis+${replicas}replicas"
-	local port
-	port=$(free_port)
-	redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" --dbfilename r.rdb >"$work/redis.log" 2>&1 &
-	pids+=($!)
-	local procs=($!)
-	wait_port "$port"
-	for i in $(seq 1 "$replicas"); do
-		local rp
-		rp=$(free_port)
-		redis-server --port "$rp" --bind 127.0.0.1 --save "" --appendonly no --replicaof 127.0.0.1 "$port" \
-			--dir "$work" --dbfilename "r$i.rdb" >"$work/replica$i.log" 2>&1 &
-		pids+=($!)
-		procs+=($!)
-		wait_port "$rp"
-	done
-	sleep 1
+	start_redis "$replicas"
 	base[$name,$n]=$(rss "${procs[@]}")
 	python3 scripts/memload.py "$port" "$n"
-	if [ "$replicas" -gt 0 ]; then # wait until every replica has the whole stream
-		for _ in $(seq 1 600); do
-			local off
-			off=$(redis-cli -p "$port" INFO replication | awk -F: '/^master_repl_offset/{print $2+0}')
-			[ "$(redis-cli -p "$port" INFO replication | grep -c "offset=$off,")" -eq "$replicas" ] && break
-			sleep 0.2
-		done
-	fi
+	[ "$replicas" -gt 0 ] && redis_synced
 	sleep 1
 	total[$name,$n]=$(rss "${procs[@]}")
-	echo "$name $n objects: $(( total[$name,$n] / n )) B/object" >&2
+	echo "$name $n objects: $((total[$name,$n] / n)) B/object" >&2
 	stop_all
 }
 
 memgest_run() { # n scheme
 	local n=$1 scheme=$2 name="memgest $2"
-	local b
-	b=$(free_base)
-	./bin/memgest dev --nodes 6 --base-port "$b" --server-arg=--failure-timeout=30s >"$work/dev.log" 2>&1 &
-	local dev=$!
-	pids+=($dev)
-	for _ in $(seq 1 600); do grep -q "cluster ready" "$work/dev.log" && break; sleep 0.1; done
-	grep -q "cluster ready" "$work/dev.log" || { cat "$work/dev.log"; exit 1; }
-	redis-cli -p "$b" SCHEME.DEFAULT "$scheme" >/dev/null
-	for i in $(seq 0 5); do
-		for _ in $(seq 1 100); do
-			[ "$(redis-cli -p $((b + i)) SCHEME.DEFAULT)" = "$scheme" ] && break
-			sleep 0.05
-		done
-	done
-	local procs
-	mapfile -t procs < <(pgrep -P "$dev")
+	start_dev 6 "$scheme"
 	sleep 1
 	base[$name,$n]=$(rss "${procs[@]}")
-	python3 scripts/memload.py "$b" "$n" --cluster
+	python3 scripts/memload.py "$port" "$n" --cluster
 	sleep 3 # directory entries and background updates settle
 	total[$name,$n]=$(rss "${procs[@]}")
-	echo "$name $n objects: $(( total[$name,$n] / n )) B/object; $(redis-cli -p "$b" SCHEME.INFO "$scheme" | tr '\n' ' ')" >&2
-	kill "$dev"; wait "$dev" 2>/dev/null || true
-	pids=()
+	echo "$name $n objects: $((total[$name,$n] / n)) B/object; $(redis-cli -p "$port" SCHEME.INFO "$scheme" | tr '\n' ' ')" >&2
+	stop_all
 }
 
 names=(redis redis+2replicas)
