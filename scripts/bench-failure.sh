@@ -13,19 +13,16 @@
 # it started by PID. FAILBENCH_FLAGS passes more -failbench.* flags, e.g.
 # FAILBENCH_FLAGS='-failbench.keys=50000 -failbench.value=16384'.
 #
-# matplotlib comes from a venv under ${XDG_CACHE_HOME:-$HOME/.cache}/memgest-bench,
-# made on first use (pip install matplotlib==3.10.9), outside the repository.
+# matplotlib comes from the venv bench-lib.sh's plot_setup makes on first use
+# under ${XDG_CACHE_HOME:-$HOME/.cache}/memgest-bench, outside the repository.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 report=${1:-docs/benchmarks/failure.md}
 case $report in /*) ;; *) report=$PWD/$report ;; esac
 base=${report%.md}
 
-venv=${XDG_CACHE_HOME:-$HOME/.cache}/memgest-bench/venv
-if ! "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
-	python3 -m venv "$venv"
-	"$venv/bin/pip" install -q matplotlib==3.10.9
-fi
+source scripts/bench-lib.sh
+plot_setup
 
 mkdir -p "$(dirname "$report")"
 # Two runs: the rebuild unbounded (REPORT, its rate) and with the server's
@@ -36,6 +33,6 @@ for pacing in unbounded default; do
 	# shellcheck disable=SC2086 # FAILBENCH_FLAGS is a list of flags
 	MEMGEST_TEST_NORACE=1 go test ./tests -run '^TestFailureBenchmarkReport$' -count=1 -timeout 30m -v \
 		-failbench.report="$out" -failbench.pacing="$pacing" ${FAILBENCH_FLAGS:-}
-	"$venv/bin/python" scripts/plot-failure.py "${out%.md}.csv" "${out%.md}-events.csv" "${out%.md}.png"
+	"$plot_python" scripts/plot-failure.py "${out%.md}.csv" "${out%.md}-events.csv" "${out%.md}.png"
 	echo "wrote $out, ${out%.md}.csv, ${out%.md}-events.csv, ${out%.md}.png"
 done

@@ -57,13 +57,17 @@ bench_cleanup() {
 # YCSB_VERSION is the go-ycsb release the benchmarks pin.
 YCSB_VERSION=v1.0.1
 
+# bench_cache is where the benchmark tools are built and installed once,
+# outside the repository.
+bench_cache=${MEMGEST_BENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/memgest-bench}
+
 # ycsb_setup builds go-ycsb $YCSB_VERSION once into a cache outside the
 # repository (the module proxy refuses `go install …@latest`, so the module
 # is downloaded at its exact version and built from a copy of its
 # directory with its own go.sum) and sets $ycsb to the binary and
 # $ycsb_workloads to its workload files.
 ycsb_setup() {
-	local cache=${MEMGEST_BENCH_CACHE:-$HOME/.cache/memgest-bench}
+	local cache=$bench_cache
 	ycsb=$cache/go-ycsb-$YCSB_VERSION/go-ycsb
 	ycsb_workloads=$cache/go-ycsb-$YCSB_VERSION/workloads
 	[ -x "$ycsb" ] && return 0
@@ -82,7 +86,7 @@ ycsb_setup() {
 # plot_setup makes (once) a venv with matplotlib under the benchmark cache,
 # outside the repository, and sets $plot_python to its interpreter.
 plot_setup() {
-	local venv=${MEMGEST_BENCH_CACHE:-$HOME/.cache/memgest-bench}/venv
+	local venv=$bench_cache/venv
 	if ! "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
 		python3 -m venv "$venv"
 		"$venv/bin/pip" install -q matplotlib==3.10.9

@@ -211,20 +211,19 @@ def ycsb_tables(runs, workloads):
     )
 
 
-def memory_table(path, records_hint):
-    rows, per = [], {}
+def memory_table(path):
+    rows, per, gained = [], {}, {}
     if not path.exists():
         return "", per
     with open(path) as f:
         for r in csv.DictReader(f):
-            n = int(r["records"])
-            gained = int(r["rss_after"]) - int(r["rss_before"])
-            per[r["target"]] = gained / n
+            gained[r["target"]] = int(r["rss_after"]) - int(r["rss_before"])
+            per[r["target"]] = gained[r["target"]] / int(r["records"])
     for t, b in per.items():
         rows.append(
             [
                 t,
-                f"{b * records_hint / 2**20:.0f} MiB",
+                f"{gained[t] / 2**20:.0f} MiB",
                 f"{b:.0f}",
                 ratio(b, per.get("redis")),
                 ratio(b, per.get("redis+2replicas")),
@@ -320,7 +319,7 @@ def main():
     sizes = sizes_of(runs)
     workloads = sorted({k[2] for k in runs.rows if k[0] == "ycsb" and k[2] != "load"})
     records = int(meta.get("records", "0"))
-    mem_md, mem = memory_table(out / "bench-memory.csv", records)
+    mem_md, mem = memory_table(out / "bench-memory.csv")
     charts(out, runs, sizes, workloads, mem)
     global HEADLINE_SIZE
     HEADLINE_SIZE = meta.get("headline_size", HEADLINE_SIZE)
@@ -339,9 +338,10 @@ tuned: [analysis.md](analysis.md).
   `redis cluster` (3 masters, no replicas); `memgest 1 node none` (one `memgest server`, the
   like-for-like comparison with one redis-server); `memgest <scheme>` (a fresh 6-node `memgest dev`
   cluster with the scheme as the default). Redis and memgest keep nothing on disk.
-- redis-benchmark: `-c {meta['clients']} -r {meta['keyspace']}`; each run is sized to last
-  {meta['min_seconds']}–{float(meta['run_seconds']) * 1.2:.0f} s (in cluster mode redis-benchmark sees a run end on a
-  250 ms timer, so shorter runs understate fast targets). Clusters are driven with `--cluster`.
+- redis-benchmark: `-c {meta['clients']} -r {meta['keyspace']}`; each run is sized to last at
+  least {meta['min_seconds']} s (aiming at {meta['run_seconds']} s; a slow cell's first try runs longer), because
+  in cluster mode redis-benchmark sees a run end on a 250 ms timer, so shorter runs
+  understate fast targets. Clusters are driven with `--cluster`.
   SET and GET at {size_label(HEADLINE_SIZE)} run {meta['repeats']} times: those cells show the
   median with (min–max); the other cells are one run each. MSET counts commands of 10 keys.
 - YCSB: go-ycsb's redis binding, `string` data type (memgest has no hashes yet), {records}
