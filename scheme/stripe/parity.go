@@ -364,6 +364,13 @@ func (p *Parity) free(st *parityStripe, pos *position, u Update) error {
 // folded into parity, which is possible only while parity holds nothing
 // of this position (a sealed contribution cannot be taken back unseen). A
 // Resync at or below the seq already applied changes nothing.
+//
+// A Resync that finds the position sealed here at an older seq is answered
+// Missing: the sender took it from a stale Missing reply (this holder
+// lacked an update, then got it from a round that settled first, and the
+// log dropped it once every holder had it), so what this holder lacks is
+// the logged updates after its seq. Were they gone too, the sender gives
+// up after its few rounds, as it would on a refusal.
 func (p *Parity) Resync(j int, id ChunkID, seq uint32, chunk []byte, sealed bool) (Outcome, error) {
 	if len(chunk) != p.size {
 		return 0, fmt.Errorf("%w: %s: a %d-byte copy of a %d-byte chunk", ErrUpdate, id, len(chunk), p.size)
@@ -382,7 +389,7 @@ func (p *Parity) Resync(j int, id ChunkID, seq uint32, chunk []byte, sealed bool
 	case len(pos.applied.beyond) > 0 && pos.applied.beyond[len(pos.applied.beyond)-1] > seq:
 		return 0, fmt.Errorf("%w: %s: updates after seq %d are applied here; resync later", ErrUpdate, id, seq)
 	case pos.sealed:
-		return 0, fmt.Errorf("%w: %s is sealed here at seq %d; its contribution cannot be replaced", ErrUpdate, id, pos.applied.through)
+		return Missing, nil
 	}
 	if pos.image != nil {
 		pos.image = nil

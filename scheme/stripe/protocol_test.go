@@ -455,8 +455,8 @@ func TestParityRefusesBadUpdates(t *testing.T) {
 	if out, err := p.Resync(0, id, 6, chunk, true); out != Applied || err != nil {
 		t.Fatalf("resync of the sealed chunk: %s, %v", out, err)
 	}
-	if _, err := p.Resync(0, id, 7, chunk, true); !errors.Is(err, ErrUpdate) {
-		t.Fatalf("a second sealed resync replaced a contribution: %v", err)
+	if out, err := p.Resync(0, id, 7, chunk, true); out != Missing || err != nil || p.Applied(id) != 6 {
+		t.Fatalf("a second sealed resync: %s, %v, applied through %d; want missing through 6", out, err, p.Applied(id))
 	}
 	if through, sealed := p.StripeState(1, 7); through[2] != 6 || !sealed[2] {
 		t.Fatalf("stripe state %v %v", through, sealed)
@@ -794,4 +794,81 @@ func newListOfTwo(t *testing.T) (*Data, []*Parity) {
 		must(t, err)
 	}
 	return d, holders
+}
+
+// TestStaleMissingThenResyncOfASealedChunk: a holder reports an update
+// Missing (it overtook the seal before it); the seal then arrives and
+// every holder acknowledges it, so the log no longer has it when the
+// sender reads the stale reply and sends the whole chunk (Resync). The
+// sealed holder cannot take its contribution back, so it answers with how
+// far it is (Missing through the seal) instead of refusing, and the
+// logged updates after it bring it up to date.
+func TestStaleMissingThenResyncOfASealedChunk(t *testing.T) {
+	const k, m, size = 2, 1, 256
+	d, err := NewData(size)
+	must(t, err)
+	d.SetSlots([]Slot{{List: 0, Position: 0}})
+	var all []Update
+	var seal Update
+	for i := 0; seal.Kind != Seal; i++ {
+		o := Object{Key: fmt.Appendf(nil, "key%d", i), Value: bytes.Repeat([]byte{'v'}, 40), Version: 1}
+		loc, ups, err := d.Append(&o)
+		must(t, err)
+		_, _, more, err := d.Commit(o.Key, loc)
+		must(t, err)
+		for _, u := range append(ups, more...) {
+			all = append(all, u)
+			if u.Kind == Seal {
+				seal = u
+			}
+		}
+	}
+	id := seal.Chunk
+	var victim []byte // a key in the sealed chunk
+	for i := 0; victim == nil; i++ {
+		if at, _, ok := d.Locate(fmt.Appendf(nil, "key%d", i)); ok && at == id {
+			victim = fmt.Appendf(nil, "key%d", i)
+		}
+	}
+	_, del, err := d.Delete(victim, 1)
+	must(t, err)
+	if del[0].Chunk != id || del[0].Seq != seal.Seq+1 {
+		t.Fatalf("the delete is %s, want the update after %s", del[0], seal)
+	}
+
+	ref, err := NewParity(k, m, size)
+	must(t, err)
+	holder, err := NewParity(k, m, size)
+	must(t, err)
+	apply := func(p *Parity, u Update, want Outcome, through uint32) {
+		t.Helper()
+		out, th, err := p.Apply(0, u)
+		if err != nil || out != want || want == Missing && th != through {
+			t.Fatalf("applying %s: %s through %d, %v; want %s (through %d)", u, out, th, err, want, through)
+		}
+	}
+	for _, u := range append(all, del...) {
+		apply(ref, u, Applied, 0)
+		if u.Chunk != id || u.Seq < seal.Seq {
+			apply(holder, u, Applied, 0)
+		}
+	}
+	apply(holder, del[0], Missing, seal.Seq-1) // overtook the seal
+	apply(holder, seal, Applied, 0)
+	for _, u := range all {
+		d.Acked(u.Chunk, u.Seq) // the seal's round settled first
+	}
+	stale := d.CatchUp(id, seal.Seq-1)
+	if len(stale) != 1 || stale[0].Kind != Resync {
+		t.Fatalf("catching up from the stale reply gave %v, want a Resync", stale)
+	}
+	apply(holder, stale[0], Missing, seal.Seq)
+	for _, u := range d.CatchUp(id, seal.Seq) {
+		apply(holder, u, Applied, 0)
+	}
+	got, _ := holder.ParityChunk(id.List, id.Stripe)
+	want, _ := ref.ParityChunk(id.List, id.Stripe)
+	if !bytes.Equal(got, want) {
+		t.Fatal("the holder's parity differs from one that applied every update in order")
+	}
 }
