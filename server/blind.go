@@ -5,7 +5,6 @@ import (
 	"errors"
 	"hash/maphash"
 	"slices"
-	"time"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme"
@@ -30,11 +29,11 @@ type blindWrite struct {
 // batch of rep:3 SETs costs two frames each way instead of two per key. A
 // key with a write already in flight, repeated in the batch, or held as a
 // rep stub, is written afterwards through Node.set, which waits for that
-// write or fills the stub.
-func (n *Node) writeBlind(ctx context.Context, ws []blindWrite) {
+// write or fills the stub. began is when the writes began (a monotime).
+func (n *Node) writeBlind(ctx context.Context, ws []blindWrite, began int64) {
 	var later []int
 	for i := range ws {
-		if !n.beginBlind(ctx, &ws[i]) {
+		if !n.beginBlind(ctx, &ws[i], began) {
 			later = append(later, i)
 		}
 	}
@@ -122,21 +121,22 @@ func (b *stripeBatch) send(ctx context.Context, n *Node, errs []error) {
 // write over a stub (false: Node.set handles both). A
 // write in scheme none commits at once; any other takes a version and
 // registers in flight.
-func (n *Node) beginBlind(ctx context.Context, w *blindWrite) bool {
+func (n *Node) beginBlind(ctx context.Context, w *blindWrite, began int64) bool {
 	s := n.inflight.shard(w.key)
 	s.mu.Lock()
 	if s.newest(w.key) != nil {
 		s.mu.Unlock()
 		return false
 	}
-	cur := n.peekLocked(w.key)
+	cur, pk := n.peekLocked(w.key)
 	w.op = n.valueOp(cur, w.key, w.value, 0, false, nil)
+	w.op.began = began
 	if overwritesStub(cur, w.op) {
 		s.mu.Unlock()
 		return false // Node.set fills the stub first
 	}
 	if w.op.entry.Spec.Kind == scheme.None {
-		w.err = n.writeLocked(ctx, s, w.op) // commits and unlocks
+		w.err = n.writeLocked(ctx, s, w.op, pk) // commits and unlocks
 		return true
 	}
 	w.p = s.begin(w.key, n.clock.next())
@@ -226,16 +226,17 @@ func (g *setGroup) flush(n *Node, ctx context.Context, cs *connState, replies []
 		return
 	}
 	deadline := n.leaseDeadline()
-	start := time.Now()
-	n.writeBlind(ctx, g.writes)
+	start := monotime()
+	n.writeBlind(ctx, g.writes, start)
 	n.metrics.observeCommands(commands["set"], "set", start, len(g.writes))
 	cs.lastCmd.Store(setSpec)
 	n.stats.commands.Add(int64(len(g.writes)))
+	ok := n.withinLease(deadline, resp.OK()) // one check after every write ended covers them all
 	for i, w := range g.writes {
 		if w.err != nil {
 			replies[g.at[i]] = errReply(w.err)
 		} else {
-			replies[g.at[i]] = n.withinLease(deadline, resp.OK())
+			replies[g.at[i]] = ok
 		}
 	}
 	clear(g.writes)

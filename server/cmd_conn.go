@@ -90,9 +90,6 @@ func (n *Node) authenticate(cs *connState, user, pass string) resp.Reply {
 		return resp.Err("WRONGPASS invalid username-password pair or user is disabled.")
 	}
 	cs.authed = true
-	if cs.limits != nil {
-		cs.limits.preAuth.Store(false)
-	}
 	return resp.OK()
 }
 

@@ -111,7 +111,7 @@ func cmdMSet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Re
 			ws = append(ws, blindWrite{key: args[i], value: args[i+1]})
 		}
 	}
-	n.writeBlind(ctx, ws)
+	n.writeBlind(ctx, ws, monotime())
 	for _, w := range ws {
 		if w.err != nil {
 			return errReply(w.err)

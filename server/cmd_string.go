@@ -130,9 +130,9 @@ func (n *Node) set(ctx context.Context, key, value []byte, expireAt int64, keepT
 	s := n.inflight.shard(key)
 	s.mu.Lock()
 	if s.newest(key) == nil {
-		cur := n.peekLocked(key)
+		cur, pk := n.peekLocked(key)
 		if op := n.valueOp(cur, key, value, expireAt, keepTTL, entry); !overwritesStub(cur, op) {
-			return n.writeLocked(ctx, s, op)
+			return n.writeLocked(ctx, s, op, pk)
 		}
 	}
 	s.mu.Unlock()
@@ -169,19 +169,31 @@ func (n *Node) filledMeta(ctx context.Context, key []byte) (current, error) {
 }
 
 // peekLocked reads a key's committed metadata (not its value) for a blind
-// write; the caller holds the key's inflight shard lock.
-func (n *Node) peekLocked(key []byte) current {
+// write; the caller holds the key's inflight shard lock. It also returns
+// what it saw of the primary record, for writeLocked.
+func (n *Node) peekLocked(key []byte) (current, peeked) {
 	meta, ok := n.primary.Meta(key)
+	pk := peeked{scheme: meta.Scheme, stored: ok, exact: !n.stripes.any.Load()}
 	if !ok {
 		if _, _, cur, inStripe, _ := n.lookupStripe(key, false); inStripe && (cur.meta.ExpireAt == 0 || cur.meta.ExpireAt > nowMs()) {
-			return cur
+			return cur, pk
 		}
 	}
 	if !ok || (meta.ExpireAt != 0 && meta.ExpireAt <= nowMs()) {
-		return current{}
+		return current{}, pk
 	}
 	entry, ok := n.ctl.Map().SchemeByID(meta.Scheme)
-	return current{exists: ok, meta: meta, entry: entry}
+	return current{exists: ok, meta: meta, entry: entry}, pk
+}
+
+// peeked is what peekLocked saw of a key's record in the primary store,
+// expired or not: its scheme when stored. It is exact when the node has
+// no stripe schemes (then nothing but a write of the key, excluded by its
+// inflight lock, moves the key between stores).
+type peeked struct {
+	scheme uint16
+	stored bool
+	exact  bool
 }
 
 func cmdGetDel(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {

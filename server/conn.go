@@ -11,7 +11,6 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/server/resp"
-	"github.com/tidwall/redcon"
 )
 
 // connState is one client connection's session: protocol version, auth,
@@ -32,9 +31,8 @@ type connState struct {
 	lastCmd   atomic.Pointer[resp.CommandSpec]
 	out       []byte       // reply buffer reused across pipelines (conn goroutine only)
 	pipe      pipelineBufs // runPipeline's slices, reused likewise
-	limits    *limitConn
-	conn      net.Conn    // what CLIENT KILL from another connection closes
-	killed    atomic.Bool // CLIENT KILL of itself: close after the reply
+	conn      net.Conn     // what CLIENT KILL from another connection closes
+	killed    atomic.Bool  // CLIENT KILL of itself: close after the reply
 }
 
 var nextConnID atomic.Int64
@@ -45,36 +43,23 @@ func (cs *connState) sub() *connState {
 	return &connState{id: cs.id, proto: cs.proto, authed: true, forwarded: cs.forwarded, addr: cs.addr, created: cs.created}
 }
 
-// accept applies protected mode: with no password and a non-loopback bind,
-// only loopback clients are served, as Redis does.
-func (n *Node) accept(c redcon.Conn) bool {
-	if n.cfg.protectedRefuses(c.RemoteAddr()) {
-		c.WriteError("DENIED memgest is running in protected mode because no password is set and it is bound beyond loopback. " +
-			"Set --requirepass, bind to 127.0.0.1, or disable protected mode with --protected-mode=false.")
-		return false
+// accept applies protected mode (with no password and a non-loopback bind,
+// only loopback clients are served, as Redis does) and registers the
+// connection's session.
+func (n *Node) accept(c net.Conn) (*connState, bool) {
+	remote := c.RemoteAddr().String()
+	if n.cfg.protectedRefuses(remote) {
+		_, _ = c.Write([]byte("-DENIED memgest is running in protected mode because no password is set and it is bound beyond loopback. " +
+			"Set --requirepass, bind to 127.0.0.1, or disable protected mode with --protected-mode=false.\r\n"))
+		return nil, false
 	}
 	cs := &connState{
 		id: nextConnID.Add(1), proto: 2, authed: n.cfg.RequirePass == "",
-		addr: c.RemoteAddr(), created: time.Now(),
+		addr: remote, laddr: c.LocalAddr().String(), created: time.Now(), conn: c,
 	}
-	if nc := c.NetConn(); nc != nil {
-		cs.conn = nc
-		cs.laddr = nc.LocalAddr().String()
-		if lc, ok := nc.(*limitConn); ok {
-			cs.limits = lc
-			lc.preAuth.Store(!cs.authed)
-		}
-	}
-	c.SetContext(cs)
 	n.clients.add(cs)
 	n.stats.connections.Add(1)
-	return true
-}
-
-func (n *Node) closed(c redcon.Conn, _ error) {
-	if cs, ok := c.Context().(*connState); ok {
-		n.clients.remove(cs)
-	}
+	return cs, true
 }
 
 // protectedRefuses applies protected mode to a client address.
@@ -91,37 +76,31 @@ func isLoopbackAddr(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// serveRESP handles one command and every command already pipelined behind
-// it: commands on disjoint keys run concurrently, commands sharing a key or
-// changing the session run in order, and replies go out in order in one
-// write (redcon flushes after the handler returns).
-func (n *Node) serveRESP(c redcon.Conn, cmd redcon.Command) {
-	cs := c.Context().(*connState)
-	cmds := append(append(cs.pipe.cmds[:0], cmd), c.ReadPipeline()...)
+// servePipeline runs the commands a client pipelined (every complete
+// request read at once): commands on disjoint keys run concurrently,
+// commands sharing a key or changing the session run in order, and the
+// replies go out in order in one write. It reports whether the connection
+// stays open (not after QUIT, CLIENT KILL of itself or a failed write).
+func (n *Node) servePipeline(c net.Conn, cs *connState, cmds [][][]byte) bool {
 	defer cs.pipe.reset(cmds)
 	for i := range cmds {
-		if isQuit(cmds[i].Args) {
+		if isQuit(cmds[i]) {
 			cmds = cmds[:i+1] // nothing after QUIT runs
 			break
 		}
 	}
 	replies, protos := n.runPipeline(cs, cmds)
-	buf := cs.out[:0] // redcon copies what WriteRaw gets, so the buffer is reused
-	defer func() {
-		if cap(buf) <= 1<<20 {
-			cs.out = buf
-		}
-	}()
+	buf := cs.out[:0]
 	for i, r := range replies {
 		buf = r.AppendTo(buf, protos[i])
-		if isQuit(cmds[i].Args) {
-			break
-		}
 	}
-	c.WriteRaw(buf)
-	if isQuit(cmds[len(cmds)-1].Args) || cs.killed.Load() {
-		c.Close()
+	if cap(buf) <= 1<<20 {
+		cs.out = buf
 	}
+	if _, err := c.Write(buf); err != nil {
+		return false
+	}
+	return !isQuit(cmds[len(cmds)-1]) && !cs.killed.Load()
 }
 
 func isQuit(args [][]byte) bool {
@@ -131,9 +110,9 @@ func isQuit(args [][]byte) bool {
 // pipelineBufs holds one connection's pipeline slices between pipelines,
 // so a pipeline allocates none of them (the allocation profile of pipelined
 // SETs showed them at a fifth of all bytes). Only the connection's
-// goroutine uses them, and only within serveRESP.
+// goroutine uses them, and only within servePipeline.
 type pipelineBufs struct {
-	cmds    []redcon.Command
+	cmds    [][][]byte
 	replies []resp.Reply
 	protos  []int
 	group   setGroup
@@ -144,7 +123,7 @@ const maxPipelineBufs = 1024
 
 // reset drops what the last pipeline left (so values are not kept alive)
 // and keeps the slices unless they grew past maxPipelineBufs.
-func (b *pipelineBufs) reset(cmds []redcon.Command) {
+func (b *pipelineBufs) reset(cmds [][][]byte) {
 	clear(cmds)
 	clear(b.replies)
 	if cap(cmds) > maxPipelineBufs {
@@ -163,14 +142,14 @@ func (b *pipelineBufs) sized(n int) ([]resp.Reply, []int) {
 	return b.replies, b.protos
 }
 
-// runPipeline executes cmds with the ordering rule of serveRESP and
+// runPipeline executes cmds with the ordering rule of servePipeline and
 // returns each reply with the protocol version it is to be written in (a
 // HELLO in the pipeline changes it for the replies after it). The slices
 // returned are the connection's, valid until its next pipeline.
-func (n *Node) runPipeline(cs *connState, cmds []redcon.Command) ([]resp.Reply, []int) {
+func (n *Node) runPipeline(cs *connState, cmds [][][]byte) ([]resp.Reply, []int) {
 	replies, protos := cs.pipe.sized(len(cmds))
 	if len(cmds) == 1 {
-		replies[0] = n.execute(context.Background(), cs, cmds[0].Args)
+		replies[0] = n.execute(context.Background(), cs, cmds[0])
 		protos[0] = cs.proto
 		return replies, protos
 	}
@@ -178,14 +157,14 @@ func (n *Node) runPipeline(cs *connState, cmds []redcon.Command) ([]resp.Reply, 
 	var busy map[string]*sync.WaitGroup // key → the concurrent command using it
 	group := &cs.pipe.group             // empty: every flush empties it
 	ctx := context.Background()
-	for i, cmd := range cmds {
-		p := parseCommand(cmd.Args)
+	for i, args := range cmds {
+		p := parseCommand(args)
 		spec, keys, concurrent := p.spec, p.keys, len(p.keys) > 0
 		if !concurrent {
 			group.flush(n, ctx, cs, replies)
 			wg.Wait()
 			clear(busy)
-			replies[i] = n.executeParsed(ctx, cs, cmd.Args, p)
+			replies[i] = n.executeParsed(ctx, cs, args, p)
 			protos[i] = cs.proto
 			continue
 		}
@@ -198,13 +177,13 @@ func (n *Node) runPipeline(cs *connState, cmds []redcon.Command) ([]resp.Reply, 
 				w.Wait()
 			}
 		}
-		if n.joins(cs, p, cmd.Args) {
-			group.add(i, cmd.Args[1], cmd.Args[2])
+		if n.joins(cs, p, args) {
+			group.add(i, args[1], args[2])
 			continue
 		}
-		if n.runsLocally(spec, cmd.Args, keys) {
+		if n.runsLocally(spec, args, keys) {
 			p.local = true
-			replies[i] = n.executeParsed(ctx, cs, cmd.Args, p)
+			replies[i] = n.executeParsed(ctx, cs, args, p)
 			continue
 		}
 		done := &sync.WaitGroup{}
@@ -216,7 +195,6 @@ func (n *Node) runPipeline(cs *connState, cmds []redcon.Command) ([]resp.Reply, 
 			busy[string(k)] = done
 		}
 		wg.Add(1)
-		args := cmd.Args
 		n.workers.Go(func() {
 			defer wg.Done()
 			defer done.Done()
@@ -239,6 +217,9 @@ func (n *Node) runsLocally(spec *resp.CommandSpec, args, keys [][]byte) bool {
 		return false // SET with options may name a scheme
 	}
 	write := spec.HasFlag("write")
+	// Whether the key's scheme decides: for a read, only a split key runs
+	// elsewhere; for a write, any scheme but none.
+	schemeMatters := write && !m.OnlyKind(scheme.None) || !write && m.HasKind(scheme.Split)
 	for _, k := range keys {
 		if c, ok := m.Coordinator(cluster.Slot(k)); !ok || c.ID != n.id {
 			return false
@@ -249,6 +230,9 @@ func (n *Node) runsLocally(spec *resp.CommandSpec, args, keys [][]byte) bool {
 		s.mu.Unlock()
 		if busy {
 			return false
+		}
+		if !schemeMatters {
+			continue
 		}
 		kind := m.DefaultScheme().Spec.Kind
 		if meta, ok := n.primary.Meta(k); ok {

@@ -53,6 +53,9 @@ type writeOp struct {
 	// relocate makes a stripe write append its object even if it could
 	// update it in place: compaction moves objects out of their chunks.
 	relocate bool
+	// began is when a write to none that commits at once began (a
+	// monotime; 0: when it commits), for its write-duration metric.
+	began int64
 	// stripeRemovals remove the object a commit replaced or deleted from a
 	// stripe scheme's chunks; commit sends them (stripe.go).
 	stripeRemovals []stripeRemoval
@@ -213,9 +216,9 @@ func (n *Node) rmwWith(ctx context.Context, key []byte, read readFunc, fn func(c
 
 // writeLocked is a blind write (plain SET, MSET): it needs no earlier
 // state, so it begins at once; for none it commits at once. The caller holds
-// s.mu, which writeLocked releases.
-func (n *Node) writeLocked(ctx context.Context, s *inflightShard, op *writeOp) error {
-	if op.entry.Spec.Kind == scheme.None && !op.del && !n.leavesRedundancy(op) {
+// s.mu, which writeLocked releases, and peeked the key under it (pk).
+func (n *Node) writeLocked(ctx context.Context, s *inflightShard, op *writeOp, pk peeked) error {
+	if op.entry.Spec.Kind == scheme.None && !op.del && !n.leavesRedundancy(op, pk) {
 		if err := n.checkMemory(op); err != nil {
 			s.mu.Unlock()
 			return err
@@ -234,8 +237,12 @@ func (n *Node) writeLocked(ctx context.Context, s *inflightShard, op *writeOp) e
 // leavesRedundancy says whether op, a write to none, replaces a record in
 // another scheme: it must then announce itself before it commits
 // (announcement), which the fast path for none skips. The caller holds the
-// key's inflight shard lock.
-func (n *Node) leavesRedundancy(op *writeOp) bool {
+// key's inflight shard lock and peeked the key under it (pk); an exact
+// peek answers without reading the record again.
+func (n *Node) leavesRedundancy(op *writeOp, pk peeked) bool {
+	if pk.exact {
+		return pk.stored && pk.scheme != op.entry.ID
+	}
 	prev, had := n.primary.Meta(op.key)
 	return had && prev.Scheme != op.entry.ID || n.inStripes(op.key)
 }
@@ -349,11 +356,11 @@ func (n *Node) abort(key []byte, p *pending) {
 // version already is, and returns the pieces that are no longer needed: the
 // replaced record's, or op's own if it lost. The caller holds s.mu.
 func (n *Node) commitLocked(s *inflightShard, op *writeOp, v uint64, p *pending) ([]release, error) {
-	var began time.Time
+	began := op.began // a write to none commits as it begins
 	if p != nil {
 		began = p.began
-	} else {
-		began = time.Now() // a write to none commits as it begins
+	} else if began == 0 {
+		began = monotime()
 	}
 	rel, err := n.commitRecordLocked(s, op, v, p)
 	if err == nil && !op.relocate && op.entry.ID != 0 {

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/server/resp"
@@ -75,7 +74,7 @@ func (n *Node) executeParsed(ctx context.Context, cs *connState, args [][]byte, 
 	if !cs.authed && !cmd.noAuth {
 		return errNoAuth
 	}
-	start := time.Now()
+	start := monotime()
 	r := n.dispatch(ctx, cs, cmd, args, p)
 	n.metrics.observeCommand(cmd, name, start)
 	return r

@@ -19,7 +19,6 @@ import (
 	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
-	"github.com/tidwall/redcon"
 )
 
 // Version is memgest's version, reported by INFO and `memgest version`.
@@ -63,8 +62,7 @@ type Node struct {
 	raftLn   net.Listener
 	framesLn net.Listener
 	peerSrv  *transport.Server
-	resp     *redcon.Server
-	respLn   net.Listener
+	resp     *clientServer
 	http     *httpServer
 	memUsed  memGauge
 	expireQ  chan []byte
@@ -198,9 +196,8 @@ func (n *Node) listenClients() error {
 	if err != nil {
 		return fmt.Errorf("server: client port: %w", err)
 	}
-	n.respLn = &limitListener{Listener: l, maxBulk: n.cfg.MaxValueSize, maxArgs: int64(n.cfg.MaxArgs)}
-	n.resp = redcon.NewServerNetwork("tcp", "", n.serveRESP, n.accept, n.closed)
-	go n.resp.Serve(n.respLn)
+	n.resp = newClientServer(n, l)
+	go n.resp.serve()
 	return nil
 }
 

@@ -149,7 +149,7 @@ func (n *Node) beginRelocation(m *cluster.Map, s *stripeScheme, w *blindWrite, o
 	if sh.newest(o.Key) != nil {
 		return false
 	}
-	cur := n.peekLocked(o.Key)
+	cur, _ := n.peekLocked(o.Key)
 	if !cur.exists || cur.entry.ID != s.id || cur.meta.Version != o.Version {
 		return false
 	}
