@@ -302,18 +302,26 @@ func TestStripeKeysExpire(t *testing.T) {
 	rdb := c.clusterClient()
 	plain := c.plainClient(0, 2)
 	const sch = "stripe:2+1/1024"
+	// Long enough that a loaded CI machine counts the keys before any
+	// expires (300 ms was not: 586 of 600 were left once).
+	const ttl = 2 * time.Second
+	written := time.Now()
 	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := range 300 {
-			p.Do(ctx, "SET", fmt.Sprintf("ttl:%d", i), "v", "PX", 300, "SCHEME", sch)
+			p.Do(ctx, "SET", fmt.Sprintf("ttl:%d", i), "v", "PX", ttl.Milliseconds(), "SCHEME", sch)
 			p.Do(ctx, "SET", fmt.Sprintf("keep:%d", i), "v", "SCHEME", sch)
 		}
 		return nil
 	})
 	must(t, err)
-	if n := schemeInfo(t, plain, sch)["keys"].(int64); n != 600 {
+	n := schemeInfo(t, plain, sch)["keys"].(int64)
+	if counted := time.Since(written); counted >= ttl {
+		t.Fatalf("writing and counting the keys took %v, past their TTL", counted)
+	}
+	if n != 600 {
 		t.Fatalf("%d keys in %s, want 600", n, sch)
 	}
-	time.Sleep(350 * time.Millisecond)
+	time.Sleep(time.Until(written.Add(ttl + 50*time.Millisecond)))
 	if err := rdb.Get(ctx, "ttl:7").Err(); err != redis.Nil {
 		t.Fatalf("GET of an expired stripe key: %v", err)
 	}
