@@ -148,6 +148,7 @@ func TestLateSpareStandsByWhereTheCoordinatorKeptTheRecords(t *testing.T) {
 	if c, _ := m.Coordinator(sh.First); c.ID != heir.ID {
 		t.Fatalf("shard 0 coordinated by %s, want %s, which kept its records", c.ID, heir.ID)
 	}
+	checkCoordinators(t, m)
 	if sh.Recovering || len(sh.Rebuild) != 1 {
 		t.Fatalf("shard 0: recovering %v rebuild %v, want only the spare's position to rebuild", sh.Recovering, sh.Rebuild)
 	}
@@ -156,6 +157,7 @@ func TestLateSpareStandsByWhereTheCoordinatorKeptTheRecords(t *testing.T) {
 	if c, _ := m.Coordinator(sh.First); c.ID == heir.ID {
 		t.Fatal("a failed node still coordinates")
 	}
+	checkCoordinators(t, m)
 	b, err := m.Marshal()
 	if err != nil {
 		t.Fatal(err)

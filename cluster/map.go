@@ -137,6 +137,8 @@ type index struct {
 	// stripesPending counts shards flagged StripesPending.
 	stripesPending int
 	rebuilding     int // shards with positions to Rebuild
+	// coord is each shard's coordinator, by position in Nodes; -1: none.
+	coord []int32
 }
 
 // noShard marks a slot without a shard in index.slotShard.
@@ -182,7 +184,9 @@ func buildIndex(m *Map) *index {
 		for i := range ix.slotShard {
 			ix.slotShard[i] = noShard
 		}
+		ix.coord = make([]int32, len(m.Shards))
 		for i, sh := range m.Shards {
+			ix.coord[i] = coordinatorIndex(m, ix, &sh)
 			for s := max(sh.First, 0); s <= min(sh.Last, Slots-1); s++ {
 				ix.slotShard[s] = uint16(i)
 			}
@@ -236,24 +240,33 @@ func (m *Map) ShardOf(slot int) *Shard {
 // shard's Standby nodes unless no other node is up. It reports false while
 // forming or when no node of the placement is up.
 func (m *Map) Coordinator(slot int) (Node, bool) {
-	sh := m.ShardOf(slot)
-	if sh == nil {
+	ix := m.index()
+	if slot < 0 || slot >= len(ix.slotShard) || ix.slotShard[slot] == noShard {
 		return Node{}, false
 	}
-	standby := Node{}
+	if c := ix.coord[ix.slotShard[slot]]; c >= 0 {
+		return m.Nodes[c], true
+	}
+	return Node{}, false
+}
+
+// coordinatorIndex finds sh's coordinator (Coordinator) by position in
+// m.Nodes, with ix's node lookup: -1 if no node of its placement is up.
+func coordinatorIndex(m *Map, ix *index, sh *Shard) int32 {
+	standby := int32(-1)
 	for _, id := range sh.Placement {
-		n, ok := m.Node(id)
-		if !ok || n.State != Up {
+		i, ok := ix.node[id]
+		if !ok || m.Nodes[i].State != Up {
 			continue
 		}
 		if !slices.Contains(sh.Standby, id) {
-			return n, true
+			return int32(i)
 		}
-		if standby.ID == "" {
-			standby = n
+		if standby < 0 {
+			standby = int32(i)
 		}
 	}
-	return standby, standby.ID != ""
+	return standby
 }
 
 // Scheme resolves a user's scheme name: an alias (case-insensitive), else a

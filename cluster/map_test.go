@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -245,4 +246,35 @@ func placement(m map[string]any, i int) []any      { return shard(m, i)["placeme
 
 func TestUnmarshalUninitialisedMap(t *testing.T) {
 	checkValid(t, emptyMap())
+}
+
+// checkCoordinators compares Coordinator, which reads the map's index,
+// with the rule it caches: per slot, the first up node of the placement
+// not on standby, else the first up one.
+func checkCoordinators(t *testing.T, m *Map) {
+	t.Helper()
+	for slot := range Slots {
+		var first, active Node // the first up node, the first not on standby
+		if sh := m.ShardOf(slot); sh != nil {
+			for _, id := range sh.Placement {
+				n, ok := m.Node(id)
+				if !ok || n.State != Up {
+					continue
+				}
+				if first.ID == "" {
+					first = n
+				}
+				if active.ID == "" && !slices.Contains(sh.Standby, id) {
+					active = n
+				}
+			}
+		}
+		want := active
+		if want.ID == "" {
+			want = first
+		}
+		if got, ok := m.Coordinator(slot); got.ID != want.ID || ok != (want.ID != "") {
+			t.Fatalf("slot %d: coordinator %q (%v), want %q", slot, got.ID, ok, want.ID)
+		}
+	}
 }

@@ -128,6 +128,10 @@ func (n *Node) beginBlind(ctx context.Context, w *blindWrite, began int64) bool 
 		s.mu.Unlock()
 		return false
 	}
+	if op, done, err := n.writeUnpeeked(s, w.key, w.value, began); done {
+		w.op, w.err = op, err
+		return true
+	}
 	cur, pk := n.peekLocked(w.key)
 	w.op = n.valueOp(cur, w.key, w.value, 0, false, nil)
 	w.op.began = began

@@ -130,6 +130,11 @@ func (n *Node) set(ctx context.Context, key, value []byte, expireAt int64, keepT
 	s := n.inflight.shard(key)
 	s.mu.Lock()
 	if s.newest(key) == nil {
+		if entry == nil && expireAt == 0 && !keepTTL {
+			if _, done, err := n.writeUnpeeked(s, key, value, 0); done {
+				return err
+			}
+		}
 		cur, pk := n.peekLocked(key)
 		if op := n.valueOp(cur, key, value, expireAt, keepTTL, entry); !overwritesStub(cur, op) {
 			return n.writeLocked(ctx, s, op, pk)

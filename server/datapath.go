@@ -56,6 +56,11 @@ type writeOp struct {
 	// began is when a write to none that commits at once began (a
 	// monotime; 0: when it commits), for its write-duration metric.
 	began int64
+	// unpeeked marks a plain SET to none that nothing read the key for
+	// (writeUnpeeked): it commits only over no record or one in its own
+	// scheme, where a lookup would have decided the same; over any other,
+	// commitLocked returns errPeekNeeded and changes nothing.
+	unpeeked bool
 	// stripeRemovals remove the object a commit replaced or deleted from a
 	// stripe scheme's chunks; commit sends them (stripe.go).
 	stripeRemovals []stripeRemoval
@@ -234,6 +239,34 @@ func (n *Node) writeLocked(ctx context.Context, s *inflightShard, op *writeOp, p
 	return n.apply(ctx, p, op)
 }
 
+// writeUnpeeked is a plain SET of key (no options) that commits at once,
+// without reading the key's record first, when that read could only
+// confirm it: the default scheme is none and no stripe scheme is in use,
+// so the write goes to none unless the key holds a record of another
+// scheme, which the commit's own lookup refuses (errPeekNeeded). It
+// reports done false, with s.mu still held, when the write must take the
+// usual path; done true with s.mu released otherwise. The caller holds
+// s.mu, and no write of key is in flight.
+func (n *Node) writeUnpeeked(s *inflightShard, key, value []byte, began int64) (op *writeOp, done bool, err error) {
+	if n.stripes.any.Load() {
+		return nil, false, nil
+	}
+	def := n.ctl.Map().DefaultScheme()
+	if def.Spec.Kind != scheme.None || def.ID == 0 {
+		return nil, false, nil
+	}
+	op = &writeOp{key: key, value: value, entry: def, began: began, unpeeked: true}
+	if err := n.checkMemory(op); err != nil {
+		s.mu.Unlock()
+		return op, true, err
+	}
+	if _, err = n.commitLocked(s, op, n.clock.next(), nil); errors.Is(err, errPeekNeeded) {
+		return nil, false, nil
+	}
+	s.mu.Unlock()
+	return op, true, err // none over none releases nothing
+}
+
 // leavesRedundancy says whether op, a write to none, replaces a record in
 // another scheme: it must then announce itself before it commits
 // (announcement), which the fast path for none skips. The caller holds the
@@ -374,8 +407,8 @@ func (n *Node) commitRecordLocked(s *inflightShard, op *writeOp, v uint64, p *pe
 	if p != nil {
 		s.end(op.key, p)
 	}
-	n.lost.forget(op.key) // written or deleted: no longer reported lost
 	if op.entry.Spec.Kind == scheme.Stripe && !op.del || n.inStripes(op.key) {
+		n.lost.forget(op.key) // written or deleted: no longer reported lost
 		return n.commitStripeLocked(op, v)
 	}
 	var prev store.Meta
@@ -386,10 +419,14 @@ func (n *Node) commitRecordLocked(s *inflightShard, op *writeOp, v uint64, p *pe
 	} else {
 		stored, meta := primaryRecord(op, v)
 		var err error
-		if applied, prev, had, err = n.primary.Exchange(op.key, stored, meta); err != nil {
+		if applied, prev, had, err = n.primary.ExchangeIf(op.key, stored, meta, op.commitsOver(v)); err != nil {
 			return nil, fmt.Errorf("server: storing %q: %w", op.key, err)
 		}
+		if op.unpeeked && had && prev.Scheme != op.entry.ID {
+			return nil, errPeekNeeded
+		}
 	}
+	n.lost.forget(op.key)
 	m := n.ctl.Map()
 	if applied {
 		n.accountSplit(m, op, prev, had)
@@ -406,6 +443,21 @@ func (n *Node) commitRecordLocked(s *inflightShard, op *writeOp, v uint64, p *pe
 	}
 	return nil, nil
 }
+
+// commitsOver is the condition under which op at version v replaces the
+// primary record: a newer version, and for an unpeeked write no record or
+// one in op's scheme.
+func (op *writeOp) commitsOver(v uint64) func(prev store.Meta, had bool) bool {
+	if op.unpeeked {
+		return func(prev store.Meta, had bool) bool { return !had || prev.Scheme == op.entry.ID && v > prev.Version }
+	}
+	return func(prev store.Meta, had bool) bool { return !had || v > prev.Version }
+}
+
+// errPeekNeeded refuses an unpeeked write over a record of another scheme:
+// the key keeps that scheme, or leaves redundancy behind, which the
+// peeked path handles.
+var errPeekNeeded = errors.New("server: the write needs its key's record read first")
 
 // primaryRecord is what the coordinator keeps for op at version v: the value
 // and its CRC32C for none and rep; for split no bytes (the value lives in

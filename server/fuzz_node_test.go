@@ -36,30 +36,38 @@ func freePort() (int, error) {
 
 // startFuzzNode starts the node and waits until it serves keys.
 func startFuzzNode() (*redis.Client, error) {
+	rdb, _, err := startTestNode()
+	return rdb, err
+}
+
+// startTestNode starts a single-node memgest in process and waits until it
+// serves keys; the caller closes the node.
+func startTestNode() (*redis.Client, *Node, error) {
 	cfg := DefaultConfig()
 	var err error
 	if cfg.Port, err = freePort(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if cfg.PeerPort, err = freePort(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg.HTTPPort = 0
 	if cfg.DataDir, err = os.MkdirTemp("", "memgest-fuzz-"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	n, err := Start(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: n.ClientAddr(), Protocol: 2, DisableIdentity: true, MaxRetries: -1})
 	ctx := context.Background()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if err = rdb.Set(ctx, "fuzz:ready", "1", 0).Err(); err == nil {
-			return rdb, nil
+			return rdb, n, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, err
+			n.Close()
+			return nil, nil, err
 		}
 	}
 }

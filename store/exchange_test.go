@@ -28,3 +28,28 @@ func TestExchangeReturnsWhatItComparedWith(t *testing.T) {
 		t.Fatal("oversize key accepted")
 	}
 }
+
+func TestExchangeIfStoresOnlyWhatItsGuardAccepts(t *testing.T) {
+	s := New()
+	k := []byte("k")
+	sameScheme := func(prev Meta, existed bool) bool { return !existed || prev.Scheme == 2 }
+	if applied, _, existed, err := s.ExchangeIf(k, []byte("a"), Meta{Version: 1, Scheme: 2}, sameScheme); !applied || existed || err != nil {
+		t.Fatalf("insert: %v %v %v", applied, existed, err)
+	}
+	if applied, prev, existed, _ := s.ExchangeIf(k, []byte("bb"), Meta{Version: 2, Scheme: 2}, sameScheme); !applied || !existed || prev.Version != 1 {
+		t.Fatalf("replace: %v %+v %v", applied, prev, existed)
+	}
+	if err := s.Put(k, []byte("c"), Meta{Version: 3, Scheme: 5}); err != nil {
+		t.Fatal(err)
+	}
+	applied, prev, existed, err := s.ExchangeIf(k, []byte("dddd"), Meta{Version: 4, Scheme: 2}, sameScheme)
+	if applied || !existed || prev.Scheme != 5 || prev.Version != 3 || err != nil {
+		t.Fatalf("refused by the guard: %v %+v %v %v", applied, prev, existed, err)
+	}
+	if v, m, _ := s.Get(k, nil); string(v) != "c" || m.Version != 3 {
+		t.Fatalf("a refused exchange changed the record: %q %+v", v, m)
+	}
+	if st := s.Stats(); st.Keys != 1 || st.ValueBytes != 1 {
+		t.Fatalf("stats after a refused exchange: %+v", st)
+	}
+}

@@ -101,17 +101,28 @@ func (s *Store) PutIfNewer(key, val []byte, m Meta) (applied bool, err error) {
 // under its own lock: the coordinator's commit needs the replaced record's
 // scheme and version to release its redundancy.
 func (s *Store) Exchange(key, val []byte, m Meta) (applied bool, prev Meta, existed bool, err error) {
+	return s.ExchangeIf(key, val, m, func(prev Meta, existed bool) bool { return !existed || m.Version > prev.Version })
+}
+
+// ExchangeIf stores val and m under key iff accept, called under the
+// shard's lock with the record there (existed false: none), returns true.
+// It returns what accept was given, so a caller can tell why a record was
+// not stored. accept must be quick and must not call the Store.
+func (s *Store) ExchangeIf(key, val []byte, m Meta, accept func(prev Meta, existed bool) bool) (applied bool, prev Meta, existed bool, err error) {
 	if err := s.check(key, val); err != nil {
 		return false, Meta{}, false, err
 	}
 	sh, p := s.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if i := sh.find(p, key); i >= 0 {
+	i := sh.find(p, key)
+	if i >= 0 {
 		prev, existed = sh.rec(sh.tab.slots[i]).meta(), true
-		if m.Version <= prev.Version {
-			return false, prev, true, nil
-		}
+	}
+	if !accept(prev, existed) {
+		return false, prev, existed, nil
+	}
+	if existed {
 		err = sh.replace(i, key, val, &m)
 	} else {
 		err = sh.insert(p, key, val, &m)
