@@ -68,11 +68,12 @@ func (sh *shard) check(s *Store, index int) error {
 		return fmt.Errorf("counters: keys %d/%d values %d/%d expiring %d/%d",
 			keyBytes, sh.keyBytes, valBytes, sh.valBytes, expiring, sh.expiring)
 	}
-	for id, c := range sh.schemes {
-		if *c != schemes[id] {
-			return fmt.Errorf("scheme %d: counted %+v, records add up to %+v", id, *c, schemes[id])
+	for _, c := range sh.schemes {
+		want, ok := schemes[c.id]
+		if !ok || c.SchemeStats != want {
+			return fmt.Errorf("scheme %d: counted %+v, records add up to %+v (listed twice, or with no record)", c.id, c.SchemeStats, want)
 		}
-		delete(schemes, id)
+		delete(schemes, c.id)
 	}
 	if len(schemes) != 0 {
 		return fmt.Errorf("schemes %v not counted", schemes)

@@ -19,8 +19,8 @@ type shard struct {
 	keyBytes   int64
 	valBytes   int64
 	largeBytes int64
-	expiring   int // records with ExpireAt ≠ 0, so the sampler can skip the shard
-	schemes    map[uint16]*SchemeStats
+	expiring   int           // records with ExpireAt ≠ 0, so the sampler can skip the shard
+	schemes    []schemeCount // by Meta.Scheme, in first-seen order
 
 	_ [64]byte // keeps the next shard's lock off this shard's cache lines
 }
@@ -31,7 +31,7 @@ func (sh *shard) init(seed maphash.Seed, minSeg int, ratio float64) {
 	sh.mem = newArena(minSeg, ratio)
 	sh.large, sh.freeL = nil, nil
 	sh.keyBytes, sh.valBytes, sh.largeBytes, sh.expiring = 0, 0, 0, 0
-	sh.schemes = map[uint16]*SchemeStats{}
+	sh.schemes = nil
 }
 
 func prefixOf(seed maphash.Seed, key []byte) uint64 {
@@ -213,6 +213,26 @@ func (sh *shard) remove(i int) {
 	sh.tab.remove(i)
 }
 
+// schemeCount is one scheme's counters in a shard.
+type schemeCount struct {
+	id uint16
+	SchemeStats
+}
+
+// schemeCount returns the index of scheme id's counters in sh.schemes,
+// adding them if new. A shard holds records of a few schemes (account drops
+// a scheme's counters with its last record), so a scan of a short slice
+// beats a map lookup, whose buckets cost one more cache miss per write.
+func (sh *shard) schemeCount(id uint16) int {
+	for i := range sh.schemes {
+		if sh.schemes[i].id == id {
+			return i
+		}
+	}
+	sh.schemes = append(sh.schemes, schemeCount{id: id})
+	return len(sh.schemes) - 1
+}
+
 // account adds (sign 1) or removes (sign −1) a record in the counters.
 func (sh *shard) account(keyLen, valLen int, m *Meta, sign int) {
 	sh.keyBytes += int64(sign * keyLen)
@@ -220,12 +240,13 @@ func (sh *shard) account(keyLen, valLen int, m *Meta, sign int) {
 	if m.ExpireAt != 0 {
 		sh.expiring += sign
 	}
-	c := sh.schemes[m.Scheme]
-	if c == nil {
-		c = &SchemeStats{}
-		sh.schemes[m.Scheme] = c
-	}
+	i := sh.schemeCount(m.Scheme)
+	c := &sh.schemes[i]
 	c.Keys += sign
 	c.KeyBytes += int64(sign * keyLen)
 	c.ValueBytes += int64(sign * valLen)
+	if c.Keys == 0 { // a scheme's last record here: keep the list short
+		sh.schemes[i] = sh.schemes[len(sh.schemes)-1]
+		sh.schemes = sh.schemes[:len(sh.schemes)-1]
+	}
 }

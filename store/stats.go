@@ -43,11 +43,11 @@ func (s *Store) Stats() Stats {
 		st.IndexBytes += sh.tab.bytes()
 		st.Segments += sh.mem.segments()
 		st.CleanedBytes += sh.mem.copied
-		for id, c := range sh.schemes {
+		for _, c := range sh.schemes {
 			if c.Keys > 0 {
-				t := st.ByScheme[id]
+				t := st.ByScheme[c.id]
 				t.Keys, t.KeyBytes, t.ValueBytes = t.Keys+c.Keys, t.KeyBytes+c.KeyBytes, t.ValueBytes+c.ValueBytes
-				st.ByScheme[id] = t
+				st.ByScheme[c.id] = t
 			}
 		}
 		sh.mu.RUnlock()
