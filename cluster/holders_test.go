@@ -43,6 +43,37 @@ func TestHoldersStandInForFailedPositions(t *testing.T) {
 	if m.StoodIn(sh, 0) || !m.StoodIn(sh, 1) {
 		t.Fatal("StoodIn wrong")
 	}
+	checkHoldersOf(t, m)
+	if h := NewMap(3, 1).HoldersOf(0, 1); h != nil {
+		t.Fatalf("a forming map has holders %v", ids(h))
+	}
+}
+
+// checkHoldersOf compares HoldersOf, which reads the map's index, with
+// Holders for every shard and every width up to one past its placement, in
+// m and in m encoded and decoded (which builds its index anew).
+func checkHoldersOf(t *testing.T, m *Map) {
+	t.Helper()
+	b, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := UnmarshalMap(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mm := range []*Map{m, back} {
+		for i := range mm.Shards {
+			sh := &mm.Shards[i]
+			for w := 1; w <= len(sh.Placement)+1; w++ {
+				for _, slot := range []int{sh.First, sh.Last} {
+					if got, want := ids(mm.HoldersOf(slot, w)), ids(mm.Holders(sh, w)); !slices.Equal(got, want) {
+						t.Fatalf("shard %d width %d slot %d: HoldersOf %v, Holders %v", i, w, slot, got, want)
+					}
+				}
+			}
+		}
+	}
 }
 
 // TestStandInsStayPut: for the widths of the catalogue's schemes a stand-in
@@ -68,6 +99,7 @@ func TestStandInsStayPut(t *testing.T) {
 	if !slices.Equal(sh.Rebuild, []int{1}) {
 		t.Fatalf("rebuild %v, want only the newly failed position [1]", sh.Rebuild)
 	}
+	checkHoldersOf(t, m)
 	// A width no scheme uses has nothing recorded: stand-ins in position
 	// order.
 	if got, want := ids(m.Holders(sh, 4)), []NodeID{p[0], p[4], p[5], p[3]}; !slices.Equal(got, want) {
@@ -96,6 +128,7 @@ func TestStandInsStayPut(t *testing.T) {
 	if !slices.Contains(sh.Rebuild, 1) {
 		t.Fatalf("rebuild %v does not list the rejoined position", sh.Rebuild)
 	}
+	checkHoldersOf(t, m)
 
 	bad := m.Clone()
 	bad.Shards[0].StandIns = []StandIn{{Width: 3, Pos: 2, Node: p[1]}}

@@ -139,6 +139,16 @@ type index struct {
 	rebuilding     int // shards with positions to Rebuild
 	// coord is each shard's coordinator, by position in Nodes; -1: none.
 	coord []int32
+	// holders is each shard's Holders for each width of the catalogue's
+	// schemes (HoldersOf), so the write path neither allocates nor looks
+	// nodes up by id to find where a key's pieces go.
+	holders [][]widthHolders
+}
+
+// widthHolders is Map.Holders of one shard for one width.
+type widthHolders struct {
+	width int
+	nodes []Node
 }
 
 // noShard marks a slot without a shard in index.slotShard.
@@ -200,8 +210,42 @@ func buildIndex(m *Map) *index {
 				ix.rebuilding++
 			}
 		}
+		ix.holders = holdersIndex(m, ix)
 	}
 	return ix
+}
+
+// holdersIndex computes index.holders. It runs before m's index is set, so
+// it lends Holders a map with ix as its index.
+func holdersIndex(m *Map, ix *index) [][]widthHolders {
+	withIx := *m
+	withIx.idx = ix
+	widths := m.schemeWidths()
+	out := make([][]widthHolders, len(m.Shards))
+	for i := range m.Shards {
+		out[i] = make([]widthHolders, len(widths))
+		for j, w := range widths {
+			out[i][j] = widthHolders{width: w, nodes: withIx.Holders(&m.Shards[i], w)}
+		}
+	}
+	return out
+}
+
+// HoldersOf is Holders for the shard of slot, nil while forming or when
+// slot is out of range. For the widths of the catalogue's schemes it
+// returns a list kept in the map's index, which callers must not modify.
+func (m *Map) HoldersOf(slot, width int) []Node {
+	ix := m.index()
+	if slot < 0 || slot >= len(ix.slotShard) || ix.slotShard[slot] == noShard {
+		return nil
+	}
+	i := ix.slotShard[slot]
+	for _, h := range ix.holders[i] {
+		if h.width == width {
+			return h.nodes
+		}
+	}
+	return m.Holders(&m.Shards[i], width)
 }
 
 // RecoveringShards counts the shards whose records are being recovered
