@@ -47,9 +47,9 @@ func (n *Node) writeBlind(ctx context.Context, ws []blindWrite, began int64) {
 // a pending version) together, then commits each whose redundancy was
 // acknowledged and aborts the others.
 func (n *Node) settleBlind(ctx context.Context, ws []blindWrite) {
-	var batch pieceBatch
 	var stripes stripeBatch
 	m := n.ctl.Map()
+	batch := pieceBatch{sizeHint: replicaFrameSize(ws)}
 	for i := range ws {
 		w := &ws[i]
 		if w.p == nil {
@@ -68,7 +68,7 @@ func (n *Node) settleBlind(ctx context.Context, ws []blindWrite) {
 	}
 	errs := make([]error, len(ws))
 	if len(batch.dests) > 0 {
-		errs = n.sendBatch(ctx, &batch, len(ws))
+		errs = n.groups.join(&batch, len(ws), n.sender(ctx))
 	}
 	stripes.send(ctx, n, errs)
 	for i := range ws {
@@ -76,6 +76,17 @@ func (n *Node) settleBlind(ctx context.Context, ws []blindWrite) {
 			n.finishBlind(ctx, &ws[i], errs[i])
 		}
 	}
+}
+
+// replicaFrameSize is the size of the PutPieces payload a node holding a
+// replica of every write of ws gets: what settleBlind's frames start with,
+// so that they are not grown piece by piece.
+func replicaFrameSize(ws []blindWrite) int {
+	size := putPiecesHeader
+	for i := range ws {
+		size += piece{Key: ws[i].key, Data: ws[i].value}.encodedLen()
+	}
+	return size
 }
 
 // stripeBatch gathers the chunk updates of a batch's stripe writes by

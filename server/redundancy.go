@@ -56,16 +56,16 @@ type target struct {
 // keeps its failed node; writers skip it (livePieces), readers find it
 // missing.
 func pieceTargets(m *cluster.Map, key []byte, spec scheme.Spec) ([]target, error) {
-	sh := m.ShardOf(cluster.Slot(key))
+	slot := cluster.Slot(key)
 	width := spec.Nodes()
-	if width > len(sh.Placement) {
-		return nil, fmt.Errorf("server: scheme %s needs %d nodes, the shard has %d", spec, width, len(sh.Placement))
+	holders := m.HoldersOf(slot, width)
+	if width > len(holders) {
+		return nil, fmt.Errorf("server: scheme %s needs %d nodes, the shard has %d", spec, width, len(holders))
 	}
 	if spec.Kind != scheme.Rep && spec.Kind != scheme.Split {
 		return nil, nil
 	}
-	holders := m.Holders(sh, width)
-	coord, _ := m.Coordinator(sh.First)
+	coord, _ := m.Coordinator(slot)
 	out := make([]target, 0, width)
 	for i, node := range holders {
 		if spec.Kind == scheme.Rep && node.ID == coord.ID {
@@ -164,44 +164,68 @@ func ownPieces(op *writeOp, v uint64) []release {
 // opens a group and yields the processor once, so that writes from other
 // connections that are ready to run join it; then it sends the group's
 // pieces, one PutPieces frame per node, and hands every member its result.
-// Under load this divides the frames, wake-ups and replies of replicated
-// writes by the group size; an idle node pays one Gosched.
+// A member is one write (send) or a pipeline's writes (join). Under load
+// this divides the frames, wake-ups and replies of replicated writes by the
+// group size; an idle node pays one Gosched.
 type commitGroups struct {
 	mu   sync.Mutex
 	open *commitGroup
+	// yield is how a group's leader lets other writes join before it
+	// sends: runtime.Gosched when nil (tests wait for their members).
+	yield func()
 }
 
 type commitGroup struct {
-	batch   pieceBatch
-	members int
-	errs    []error
-	done    chan struct{}
+	batch  pieceBatch
+	owners int // writes in the group: each member's take a range
+	errs   []error
+	done   chan struct{}
 }
 
 // send stores pieces (for targets) as part of a group and returns this
 // write's error.
 func (gs *commitGroups) send(ctx context.Context, n *Node, targets []target, pieces []piece) error {
+	var b pieceBatch
+	b.put(targets, pieces, 0)
+	return gs.join(&b, 1, n.sender(ctx))[0]
+}
+
+// sender sends a group's batch through n (Node.sendBatch).
+func (n *Node) sender(ctx context.Context) func(*pieceBatch, int) []error {
+	return func(b *pieceBatch, owners int) []error { return n.sendBatch(ctx, b, owners) }
+}
+
+// join sends b, the pieces of owners writes (numbered 0..owners-1), as part
+// of a group, whose leader sends it all with send, and returns each write's
+// error. The group takes b's buffers when b opens it, and copies b's pieces
+// otherwise.
+func (gs *commitGroups) join(b *pieceBatch, owners int, send func(*pieceBatch, int) []error) []error {
 	gs.mu.Lock()
 	g, lead := gs.open, gs.open == nil
 	if lead {
-		g = &commitGroup{done: make(chan struct{})}
+		g = &commitGroup{batch: *b, done: make(chan struct{})}
 		gs.open = g
+	} else {
+		g.batch.merge(b, g.owners)
 	}
-	member := g.members
-	g.members++
-	g.batch.put(targets, pieces, member)
+	base := g.owners
+	g.owners += owners
 	gs.mu.Unlock()
 	if !lead {
 		<-g.done // the leader finishes within the peer timeout
-		return g.errs[member]
+		return g.errs[base : base+owners]
 	}
-	runtime.Gosched()
+	if gs.yield != nil {
+		gs.yield()
+	} else {
+		runtime.Gosched()
+	}
 	gs.mu.Lock()
 	gs.open = nil
 	gs.mu.Unlock()
-	g.errs = n.sendBatch(ctx, &g.batch, g.members)
+	g.errs = send(&g.batch, g.owners)
 	close(g.done)
-	return g.errs[member]
+	return g.errs[base : base+owners]
 }
 
 // pieceBatch gathers the redundancy pieces of one or more writes by node, so
@@ -210,6 +234,9 @@ func (gs *commitGroups) send(ctx context.Context, n *Node, targets []target, pie
 // each way, not R−1 per command.
 type pieceBatch struct {
 	dests []*pieceDest
+	// sizeHint is the payload capacity a node's frame starts with, when
+	// the batch knows roughly what it will hold (0: a small default).
+	sizeHint int
 }
 
 // pieceDest is what one node receives: PutPieces payload (a count, filled
@@ -256,13 +283,24 @@ func planPieces(m *cluster.Map, op *writeOp, v uint64) ([]target, []piece, error
 	return livePieces(op.entry.Spec, targets, pieces)
 }
 
+// merge queues o's pieces too, its owners numbered from base.
+func (b *pieceBatch) merge(o *pieceBatch, base int) {
+	for _, od := range o.dests {
+		d := b.dest(od.node)
+		d.payload = append(d.payload, od.payload[putPiecesHeader:]...)
+		for _, owner := range od.owners {
+			d.owners = append(d.owners, base+owner)
+		}
+	}
+}
+
 func (b *pieceBatch) dest(node cluster.Node) *pieceDest {
 	for _, d := range b.dests {
 		if d.node.ID == node.ID {
 			return d
 		}
 	}
-	d := &pieceDest{node: node, payload: make(enc, putPiecesHeader, 512)}
+	d := &pieceDest{node: node, payload: make(enc, putPiecesHeader, max(b.sizeHint, 512))}
 	b.dests = append(b.dests, d)
 	return d
 }

@@ -151,7 +151,7 @@ func parityHolders(m *cluster.Map, spec scheme.Spec, g uint16) ([]cluster.Node, 
 	if int(g) >= len(m.Shards) {
 		return nil, fmt.Errorf("server: stripe list %d of %d shards", g, len(m.Shards))
 	}
-	holders := m.Holders(&m.Shards[g], spec.K+spec.M)
+	holders := m.HoldersOf(m.Shards[g].First, spec.K+spec.M)
 	if len(holders) < spec.K+spec.M {
 		return nil, fmt.Errorf("server: scheme %s needs %d nodes, list %d has %d", spec, spec.K+spec.M, g, len(holders))
 	}

@@ -1,0 +1,93 @@
+package server
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"testing"
+
+	"github.com/memgest/memgest/cluster"
+)
+
+// TestCommitGroupMergesPipelines: a pipeline's batch that joins an open
+// group goes out in the same frame per node as the leader's, its writes
+// numbered after the leader's, and each member gets back exactly its own
+// writes' errors.
+func TestCommitGroupMergesPipelines(t *testing.T) {
+	nodeA, nodeB, nodeC := cluster.Node{ID: "a"}, cluster.Node{ID: "b"}, cluster.Node{ID: "c"}
+	rep := func(key string) piece {
+		return piece{Key: []byte(key), Scheme: 7, Version: 1, Data: []byte("v-" + key)}
+	}
+	var lead, follow pieceBatch
+	lead.put([]target{{0, nodeA}, {1, nodeB}}, []piece{rep("k0"), rep("k0")}, 0)
+	lead.put([]target{{0, nodeA}, {1, nodeB}}, []piece{rep("k1"), rep("k1")}, 1)
+	follow.put([]target{{1, nodeB}, {2, nodeC}}, []piece{rep("j0"), rep("j0")}, 0)
+
+	var gs commitGroups
+	gs.yield = func() { // the leader waits for the follower to join
+		for {
+			gs.mu.Lock()
+			owners := gs.open.owners
+			gs.mu.Unlock()
+			if owners == 3 {
+				return
+			}
+			runtime.Gosched()
+		}
+	}
+	sends := 0
+	sent := map[cluster.NodeID][]string{}
+	var owners map[cluster.NodeID][]int
+	send := func(b *pieceBatch, n int) []error {
+		sends++
+		owners = map[cluster.NodeID][]int{}
+		for _, d := range b.dests {
+			binary.BigEndian.PutUint32(d.payload, uint32(len(d.owners)))
+			ps, err := decodePutPieces(d.payload)
+			if err != nil {
+				t.Errorf("node %s: %v", d.node.ID, err)
+			}
+			for _, p := range ps {
+				sent[d.node.ID] = append(sent[d.node.ID], string(p.Key))
+			}
+			owners[d.node.ID] = d.owners
+		}
+		errs := make([]error, n)
+		if n == 3 {
+			errs[2] = errors.New("refused j0")
+		}
+		return errs
+	}
+	leaderErrs := make(chan []error)
+	go func() { leaderErrs <- gs.join(&lead, 2, send) }()
+	for { // the follower joins once the leader has opened the group
+		gs.mu.Lock()
+		open := gs.open != nil
+		gs.mu.Unlock()
+		if open {
+			break
+		}
+		runtime.Gosched()
+	}
+	followErrs := gs.join(&follow, 1, send)
+	got := <-leaderErrs
+
+	if sends != 1 {
+		t.Fatalf("%d sends, want one for the group", sends)
+	}
+	want := map[cluster.NodeID][]string{"a": {"k0", "k1"}, "b": {"k0", "k1", "j0"}, "c": {"j0"}}
+	wantOwners := map[cluster.NodeID][]int{"a": {0, 1}, "b": {0, 1, 2}, "c": {2}}
+	for id := range want {
+		if !slices.Equal(sent[id], want[id]) || !slices.Equal(owners[id], wantOwners[id]) {
+			t.Errorf("node %s got %v for writes %v, want %v for %v", id, sent[id], owners[id], want[id], wantOwners[id])
+		}
+	}
+	if len(got) != 2 || got[0] != nil || got[1] != nil {
+		t.Errorf("leader's errors %v, want two nils", got)
+	}
+	if len(followErrs) != 1 || fmt.Sprint(followErrs[0]) != "refused j0" {
+		t.Errorf("follower's errors %v, want its own refusal", followErrs)
+	}
+}
