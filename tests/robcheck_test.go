@@ -132,7 +132,7 @@ func (r *robRun) check(strict, lossy []porcupine.Operation) (illegal, inconclusi
 			bad, info = append(bad, ops...), i
 		}
 		if len(bad) > 0 {
-			artifacts = r.writeArtifacts(c.what, c.model, bad, info)
+			artifacts = r.writeArtifacts(c.what, c.model, bad, info, illegal)
 		}
 	}
 	sort.Strings(illegal)
@@ -142,7 +142,7 @@ func (r *robRun) check(strict, lossy []porcupine.Operation) (illegal, inconclusi
 
 // writeArtifacts writes a failed check's seed, events, history and
 // porcupine visualisation, and returns the directory.
-func (r *robRun) writeArtifacts(what string, model porcupine.Model, history []porcupine.Operation, info porcupine.LinearizationInfo) string {
+func (r *robRun) writeArtifacts(what string, model porcupine.Model, history []porcupine.Operation, info porcupine.LinearizationInfo, illegal []string) string {
 	dir := *robArtifactsFlag
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "memgest-robustness")
@@ -153,7 +153,7 @@ func (r *robRun) writeArtifacts(what string, model porcupine.Model, history []po
 	}
 	note := fmt.Sprintf("seed %d; replay: make robustness SEED=%d\n%s\n", r.seed, r.seed, strings.Join(r.events, "\n"))
 	_ = os.WriteFile(filepath.Join(dir, "seed.txt"), []byte(note), 0o644)
-	_ = os.Rename(dumpHistory(history, what+" history, seed "+fmt.Sprint(r.seed)), filepath.Join(dir, what+"-history.txt"))
+	_ = os.Rename(writeHistory(history, what+" history, seed "+fmt.Sprint(r.seed), illegal), filepath.Join(dir, what+"-history.txt"))
 	if f, err := os.Create(filepath.Join(dir, what+"-history.html")); err == nil {
 		_ = porcupine.Visualize(model, info, f)
 		f.Close()

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -454,4 +455,24 @@ func TestRobustnessCatchesAnInjectedBug(t *testing.T) {
 		t.Fatalf("with acknowledgements before redundancy and the coordinator killed, the suite found nothing: %+v", res)
 	}
 	t.Logf("the injected bug was caught: illegal keys %v, %d lost acknowledged writes, %d operations", res.illegal, res.lostAcked, res.ops)
+	checkArtifactsMarkIllegal(t, res)
+}
+
+// checkArtifactsMarkIllegal checks that the histories a run kept name each
+// key porcupine refused.
+func checkArtifactsMarkIllegal(t *testing.T, res robResult) {
+	t.Helper()
+	if len(res.illegal) == 0 {
+		return
+	}
+	var kept strings.Builder
+	for _, what := range []string{"strict", "lossy"} {
+		b, _ := os.ReadFile(filepath.Join(res.artifacts, what+"-history.txt"))
+		kept.Write(b)
+	}
+	for _, k := range res.illegal {
+		if !strings.Contains(kept.String(), "# not linearizable: key "+k+"\n") {
+			t.Errorf("the histories in %s do not mark key %s, which porcupine refused", res.artifacts, k)
+		}
+	}
 }
