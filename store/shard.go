@@ -20,7 +20,7 @@ type shard struct {
 	valBytes   int64
 	largeBytes int64
 	expiring   int           // records with ExpireAt ≠ 0, so the sampler can skip the shard
-	schemes    []schemeCount // by Meta.Scheme, in first-seen order
+	schemes    []schemeCount // by Meta.Scheme, for the schemes with records here
 
 	_ [64]byte // keeps the next shard's lock off this shard's cache lines
 }
