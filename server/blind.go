@@ -68,7 +68,7 @@ func (n *Node) settleBlind(ctx context.Context, ws []blindWrite) {
 	}
 	errs := make([]error, len(ws))
 	if len(batch.dests) > 0 {
-		errs = n.groups.join(&batch, len(ws), n.sender(ctx))
+		errs = n.groups.join(ctx, n, len(ws), batch.into)
 	}
 	stripes.send(ctx, n, errs)
 	for i := range ws {

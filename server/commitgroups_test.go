@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -60,8 +61,9 @@ func TestCommitGroupMergesPipelines(t *testing.T) {
 		}
 		return errs
 	}
+	gs.sendFn = send
 	leaderErrs := make(chan []error)
-	go func() { leaderErrs <- gs.join(&lead, 2, send) }()
+	go func() { leaderErrs <- gs.join(context.Background(), nil, 2, lead.into) }()
 	for { // the follower joins once the leader has opened the group
 		gs.mu.Lock()
 		open := gs.open != nil
@@ -71,7 +73,7 @@ func TestCommitGroupMergesPipelines(t *testing.T) {
 		}
 		runtime.Gosched()
 	}
-	followErrs := gs.join(&follow, 1, send)
+	followErrs := gs.join(context.Background(), nil, 1, follow.into)
 	got := <-leaderErrs
 
 	if sends != 1 {

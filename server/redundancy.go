@@ -173,6 +173,8 @@ type commitGroups struct {
 	// yield is how a group's leader lets other writes join before it
 	// sends: runtime.Gosched when nil (tests wait for their members).
 	yield func()
+	// sendFn sends a group's batch in tests; nil is Node.sendBatch.
+	sendFn func(b *pieceBatch, owners int) []error
 }
 
 type commitGroup struct {
@@ -185,30 +187,23 @@ type commitGroup struct {
 // send stores pieces (for targets) as part of a group and returns this
 // write's error.
 func (gs *commitGroups) send(ctx context.Context, n *Node, targets []target, pieces []piece) error {
-	var b pieceBatch
-	b.put(targets, pieces, 0)
-	return gs.join(&b, 1, n.sender(ctx))[0]
+	fill := func(b *pieceBatch, base int) { b.put(targets, pieces, base) }
+	return gs.join(ctx, n, 1, fill)[0]
 }
 
-// sender sends a group's batch through n (Node.sendBatch).
-func (n *Node) sender(ctx context.Context) func(*pieceBatch, int) []error {
-	return func(b *pieceBatch, owners int) []error { return n.sendBatch(ctx, b, owners) }
-}
-
-// join sends b, the pieces of owners writes (numbered 0..owners-1), as part
-// of a group, whose leader sends it all with send, and returns each write's
-// error. The group takes b's buffers when b opens it, and copies b's pieces
-// otherwise.
-func (gs *commitGroups) join(b *pieceBatch, owners int, send func(*pieceBatch, int) []error) []error {
+// join adds owners writes to the open group, opening one if there is none:
+// fill queues their pieces in the group's batch, numbering the writes from
+// base. The group's leader sends the batch through n. join returns the
+// writes' errors, in their order.
+func (gs *commitGroups) join(ctx context.Context, n *Node, owners int, fill func(b *pieceBatch, base int)) []error {
 	gs.mu.Lock()
 	g, lead := gs.open, gs.open == nil
 	if lead {
-		g = &commitGroup{batch: *b, done: make(chan struct{})}
+		g = &commitGroup{done: make(chan struct{})}
 		gs.open = g
-	} else {
-		g.batch.merge(b, g.owners)
 	}
 	base := g.owners
+	fill(&g.batch, base)
 	g.owners += owners
 	gs.mu.Unlock()
 	if !lead {
@@ -223,7 +218,11 @@ func (gs *commitGroups) join(b *pieceBatch, owners int, send func(*pieceBatch, i
 	gs.mu.Lock()
 	gs.open = nil
 	gs.mu.Unlock()
-	g.errs = send(&g.batch, g.owners)
+	if gs.sendFn != nil {
+		g.errs = gs.sendFn(&g.batch, g.owners)
+	} else {
+		g.errs = n.sendBatch(ctx, &g.batch, g.owners)
+	}
 	close(g.done)
 	return g.errs[base : base+owners]
 }
@@ -281,6 +280,16 @@ func planPieces(m *cluster.Map, op *writeOp, v uint64) ([]target, []piece, error
 		return nil, nil, err
 	}
 	return livePieces(op.entry.Spec, targets, pieces)
+}
+
+// into queues b's pieces in a group's batch g, numbering b's writes from
+// base (a commitGroups.join fill): g takes b's buffers when b comes first.
+func (b *pieceBatch) into(g *pieceBatch, base int) {
+	if base == 0 {
+		*g = *b
+		return
+	}
+	g.merge(b, base)
 }
 
 // merge queues o's pieces too, its owners numbered from base.
