@@ -179,7 +179,7 @@ type commitGroups struct {
 
 type commitGroup struct {
 	batch  pieceBatch
-	owners int // writes in the group: each member's take a range
+	owners int // writes in the group; each member's take the next range of numbers
 	errs   []error
 	done   chan struct{}
 }
