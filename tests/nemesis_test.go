@@ -235,7 +235,7 @@ func (r *robRun) crashInWrite() {
 	point := writePoints[r.rng.Intn(len(writePoints))]
 	i := r.hotCoordinator()
 	r.event("arm %s=crash on node %d", point, i)
-	r.debug(i, "FAILPOINT", point, "crash")
+	r.armCrash(i, point)
 	r.victims = append(r.victims, i)
 	r.awaitCrash(i, point)
 	time.Sleep(faultHold)
@@ -254,11 +254,26 @@ func (r *robRun) crashInFailover(point string) {
 		second = r.pick(slices.DeleteFunc(r.nonVoterData(), func(i int) bool { return i == first }))
 	}
 	r.event("arm %s=crash on node %d", point, second)
-	r.debug(second, "FAILPOINT", point, "crash")
+	r.armCrash(second, point)
 	r.kill(first)
 	r.victims = append(r.victims, second)
 	r.awaitCrash(second, point)
 	time.Sleep(faultHold)
+}
+
+// armCrash arms point=crash on node i (DEBUG FAILPOINT). Under load the
+// node can reach the point and exit before its answer is written, so a
+// lost connection counts as armed when the node has exited.
+func (r *robRun) armCrash(i int, point string) {
+	err := r.admin(i).Do(ctxT(r.t), "DEBUG", "FAILPOINT", point, "crash").Err()
+	if err == nil {
+		return
+	}
+	select {
+	case <-r.c.nodes[i].done:
+	case <-time.After(3 * time.Second):
+		r.t.Fatalf("DEBUG FAILPOINT %s crash on node %d: %v", point, i, err)
+	}
 }
 
 // awaitCrash waits for node i to crash at its armed failpoint, or kills it.
