@@ -156,6 +156,9 @@ func (c *Client) conn(ctx context.Context) (*clientConn, error) {
 func (c *Client) dial(d *dialCall) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.opts.dialTimeout)
 	conn, err := c.opts.dial(ctx, c.addr)
+	if err == nil && c.opts.guard != nil {
+		conn, err = c.opts.guard.Dial(ctx, conn)
+	}
 	cancel()
 	c.mu.Lock()
 	c.dialing = nil

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -21,12 +22,20 @@ const (
 // connection before closing it.
 const TagTimeout = 10 * time.Second
 
+// MaxUnrouted bounds the connections a Mux holds before their tag (and
+// handshake) is through; beyond it new connections are closed at once, so
+// that strangers opening connections cannot pile up goroutines.
+const MaxUnrouted = 1024
+
 // Mux shares one listener among protocols: it reads one tag byte from each
 // accepted connection and hands the connection, tag consumed, to the
 // listener registered for that tag. Connections with an unknown tag, or none
-// within TagTimeout, are closed.
+// within TagTimeout, are closed. With a Guard (WithGuard), a connection is
+// first admitted by the guard's handshake, and one it refuses is closed
+// before anything is read from it.
 type Mux struct {
 	l          net.Listener
+	opts       options
 	tagTimeout time.Duration // TagTimeout; shorter in tests
 	done       chan struct{}
 	once       sync.Once
@@ -37,10 +46,11 @@ type Mux struct {
 }
 
 // NewMux returns a Mux over l. Register listeners with Listener, then run
-// Serve.
-func NewMux(l net.Listener) *Mux {
+// Serve. It takes WithGuard and WithRefused; other options are ignored.
+func NewMux(l net.Listener, opts ...Option) *Mux {
 	return &Mux{
 		l:          l,
+		opts:       buildOptions(opts),
 		tagTimeout: TagTimeout,
 		done:       make(chan struct{}),
 		subs:       make(map[byte]*muxListener),
@@ -69,7 +79,7 @@ func (m *Mux) Serve() error {
 	return acceptLoop(m.l, m.isClosed, func(c net.Conn) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if m.isClosed() {
+		if m.isClosed() || len(m.routing) >= MaxUnrouted {
 			c.Close()
 			return
 		}
@@ -103,18 +113,19 @@ func (m *Mux) isClosed() bool {
 	}
 }
 
-// route reads the tag of c and hands c to its listener.
-func (m *Mux) route(c net.Conn) {
-	var tag [1]byte
-	c.SetReadDeadline(time.Now().Add(m.tagTimeout))
-	_, err := io.ReadFull(c, tag[:])
-	c.SetReadDeadline(time.Time{})
+// route admits c through the guard, if any, reads its tag and hands it to
+// the tag's listener.
+func (m *Mux) route(raw net.Conn) {
+	c, tag, err := m.admit(raw)
 	m.mu.Lock()
-	delete(m.routing, c)
-	sub := m.subs[tag[0]]
+	delete(m.routing, raw)
+	sub := m.subs[tag]
 	m.mu.Unlock()
 	if err != nil {
-		c.Close()
+		raw.Close()
+		if m.opts.refused != nil && errors.Is(err, ErrRefused) {
+			m.opts.refused(err)
+		}
 		return
 	}
 	if sub == nil {
@@ -128,6 +139,22 @@ func (m *Mux) route(c net.Conn) {
 	case <-m.done:
 		c.Close()
 	}
+}
+
+// admit runs the guard's handshake on c, when the Mux has a guard, and
+// reads the tag byte; it returns the connection to hand on.
+func (m *Mux) admit(c net.Conn) (net.Conn, byte, error) {
+	if g := m.opts.guard; g != nil {
+		var err error
+		if c, err = g.Accept(c); err != nil {
+			return nil, 0, err
+		}
+	}
+	var tag [1]byte
+	c.SetReadDeadline(time.Now().Add(m.tagTimeout))
+	_, err := io.ReadFull(c, tag[:])
+	c.SetReadDeadline(time.Time{})
+	return c, tag[0], err
 }
 
 // muxListener is the net.Listener of one tag.
@@ -158,14 +185,25 @@ func (l *muxListener) Close() error {
 
 func (l *muxListener) Addr() net.Addr { return l.m.l.Addr() }
 
-// DialTag connects to addr over TCP and writes tag as the connection's first
-// byte, for a Mux on the other side. timeout bounds the dial and the write;
-// zero means no bound besides ctx.
-func DialTag(ctx context.Context, addr string, tag byte, timeout time.Duration) (net.Conn, error) {
-	d := net.Dialer{Timeout: timeout}
-	c, err := d.DialContext(ctx, "tcp", addr)
+// DialTag connects to addr (over TCP, or with WithDialer's function), runs
+// WithGuard's handshake if given, and writes tag as the connection's first
+// byte, for a Mux on the other side. timeout bounds the dial, the handshake
+// and the write; zero means no bound besides ctx.
+func DialTag(ctx context.Context, addr string, tag byte, timeout time.Duration, opts ...Option) (net.Conn, error) {
+	o := buildOptions(opts)
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	c, err := o.dial(ctx, addr)
 	if err != nil {
 		return nil, fmt.Errorf("transport: dial %s: %w", addr, err)
+	}
+	if o.guard != nil {
+		if c, err = o.guard.Dial(ctx, c); err != nil {
+			return nil, fmt.Errorf("transport: dial %s: %w", addr, err)
+		}
 	}
 	if timeout > 0 {
 		c.SetWriteDeadline(time.Now().Add(timeout))

@@ -24,11 +24,11 @@ func rawEcho(l net.Listener) {
 	}
 }
 
-// startMux runs a Mux over l with frames served by h and TagRaft
-// connections echoed, until the test ends.
-func startMux(t *testing.T, l net.Listener, h Handler) *Mux {
+// startMux runs a Mux over l (with opts) with frames served by h and
+// TagRaft connections echoed, until the test ends.
+func startMux(t *testing.T, l net.Listener, h Handler, opts ...Option) *Mux {
 	t.Helper()
-	m := NewMux(l)
+	m := NewMux(l, opts...)
 	m.tagTimeout = 200 * time.Millisecond
 	frames, raft := m.Listener(TagFrames), m.Listener(TagRaft)
 	if frames.Addr().String() != l.Addr().String() {

@@ -23,6 +23,8 @@ type options struct {
 	dial        DialFunc      // client: how to connect
 	dialTimeout time.Duration // client: bound on one connection attempt
 	maxPayload  int           // both: largest payload sent or accepted
+	guard       *Guard        // client, Mux, DialTag: the peer handshake
+	refused     func(error)   // Mux: told of every connection the guard refused
 }
 
 func buildOptions(opts []Option) options {
@@ -71,4 +73,17 @@ func WithDialTimeout(d time.Duration) Option {
 // error response instead.
 func WithMaxPayload(n int) Option {
 	return func(o *options) { o.maxPayload = payloadLimit(n) }
+}
+
+// WithGuard makes clients, DialTag and a Mux run g's handshake on every
+// connection: a dialled one after connecting, an accepted one before its
+// tag is read. A nil g means no handshake.
+func WithGuard(g *Guard) Option {
+	return func(o *options) { o.guard = g }
+}
+
+// WithRefused makes a Mux call f with the error of every connection its
+// guard refused (to log and count them); f must not block.
+func WithRefused(f func(error)) Option {
+	return func(o *options) { o.refused = f }
 }
