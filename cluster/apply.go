@@ -50,8 +50,11 @@ func (c Init) apply(m *Map) (*Map, error) {
 	if !validVoters(c.Voters) {
 		return nil, errorf(ErrBadCommand, "voters must be 1, 3 or 5, got %d", c.Voters)
 	}
+	if !c.Password.valid() {
+		return nil, errorf(ErrBadCommand, "malformed password digest")
+	}
 	next := m.Clone()
-	next.Expect, next.Voters = c.Expect, c.Voters
+	next.Expect, next.Voters, next.Password = c.Expect, c.Voters, c.Password
 	return next, nil
 }
 

@@ -8,7 +8,7 @@ import (
 
 // Command is a change to the map. The concrete commands are Init, AddNode,
 // CreateScheme, DropScheme, SetDefault, MarkFailed, ShardRecovered,
-// StripesRestored, RebuildDone, SetVoters and Rejoin; Apply applies one, and
+// StripesRestored, RebuildDone, SetVoters, Rejoin and SetPassword; Apply applies one, and
 // EncodeCommand/DecodeCommand carry one through the Raft log or to the
 // leader over the peer protocol.
 type Command interface {
@@ -24,6 +24,8 @@ type Command interface {
 type Init struct {
 	Expect int `json:"expect"` // nodes expected before the placement is fixed
 	Voters int `json:"voters"` // Raft voters: 1, 3 or 5
+	// Password is the clients' password (requirepass), or nil for none.
+	Password *Password `json:"password,omitempty"`
 }
 
 // AddNode admits a node, or updates the addresses of a known one. Only ID,
@@ -66,6 +68,7 @@ func (StripesRestored) op() string { return "stripes_restored" }
 func (RebuildDone) op() string     { return "rebuild_done" }
 func (SetVoters) op() string       { return "set_voters" }
 func (Rejoin) op() string          { return "rejoin" }
+func (SetPassword) op() string     { return "set_password" }
 
 type envelope struct {
 	Op   string          `json:"op"`
@@ -113,6 +116,8 @@ func DecodeCommand(b []byte) (Command, error) {
 		return decodeArgs[SetVoters](env)
 	case "rejoin":
 		return decodeArgs[Rejoin](env)
+	case "set_password":
+		return decodeArgs[SetPassword](env)
 	}
 	return nil, errorf(ErrBadCommand, "unknown command %q", env.Op)
 }

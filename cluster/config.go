@@ -36,6 +36,9 @@ type Config struct {
 	// members vote, later ones are non-voters (they still receive the log
 	// and so the map). Read only when bootstrapping; it lives in the map.
 	Voters int
+	// Password is the clients' password the bootstrap node's Init puts in
+	// the map; nil for none. Read only when Bootstrap is set.
+	Password *Password
 
 	// Stream carries Raft's traffic. The caller supplies it so Raft can share
 	// the node's peer port: its Accept returns the inbound connections the

@@ -111,7 +111,7 @@ func (c *Control) bootstrap() error {
 	}
 	node := c.cfg.Self
 	node.Voter = true
-	for _, cmd := range []Command{Init{Expect: c.cfg.Expect, Voters: c.cfg.Voters}, AddNode{Node: node}} {
+	for _, cmd := range []Command{Init{Expect: c.cfg.Expect, Voters: c.cfg.Voters, Password: c.cfg.Password}, AddNode{Node: node}} {
 		if _, err := c.Propose(ctx, cmd); err != nil {
 			return fmt.Errorf("cluster: bootstrap: %w", err)
 		}

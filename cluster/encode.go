@@ -77,6 +77,9 @@ func (m *Map) validateHeader() error {
 	if !validVoters(m.Voters) {
 		return errorf(ErrBadMap, "voters %d, want 1, 3 or 5", m.Voters)
 	}
+	if !m.Password.valid() {
+		return errorf(ErrBadMap, "malformed password digest")
+	}
 	return nil
 }
 

@@ -125,6 +125,9 @@ type Map struct {
 	Schemes      []SchemeEntry `json:"schemes"`
 	Default      uint16        `json:"default"`        // scheme id used when a write names none
 	NextSchemeID uint16        `json:"next_scheme_id"` // the id the next created scheme gets
+	// Password is the clients' password every node checks AUTH against;
+	// nil: none.
+	Password *Password `json:"password,omitempty"`
 
 	idx *index // derived lookup tables; nil on a Clone
 }
