@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/subtle"
 	"fmt"
 	"strconv"
 	"strings"
@@ -77,20 +76,6 @@ func cmdAuth(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Re
 		return resp.Err("ERR syntax error")
 	}
 	return n.authenticate(cs, user, pass)
-}
-
-// authenticate checks a password against requirepass (user "default" only,
-// as Redis without ACLs).
-func (n *Node) authenticate(cs *connState, user, pass string) resp.Reply {
-	if n.cfg.RequirePass == "" {
-		return resp.Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
-	}
-	ok := subtle.ConstantTimeCompare([]byte(pass), []byte(n.cfg.RequirePass)) == 1
-	if user != "default" || !ok {
-		return resp.Err("WRONGPASS invalid username-password pair or user is disabled.")
-	}
-	cs.authed = true
-	return resp.OK()
 }
 
 func cmdSelect(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {

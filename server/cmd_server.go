@@ -30,11 +30,23 @@ func cmdConfig(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.
 		}
 		return n.configGet(args[2:])
 	case "SET":
-		return resp.Err("ERR memgest: CONFIG SET is not supported; restart the node with new flags")
+		return n.configSet(ctx, args[2:])
 	case "RESETSTAT", "REWRITE":
 		return resp.OK()
 	}
 	return resp.Errorf("ERR unknown subcommand '%s'. Try CONFIG HELP.", args[1])
+}
+
+// configSet is CONFIG SET: requirepass only, which is the cluster's (auth.go);
+// the rest is per-node configuration given by flags at start.
+func (n *Node) configSet(ctx context.Context, pairs [][]byte) resp.Reply {
+	if len(pairs) == 0 || len(pairs)%2 != 0 {
+		return resp.Err("ERR wrong number of arguments for 'config|set' command")
+	}
+	if len(pairs) != 2 || !strings.EqualFold(string(pairs[0]), "requirepass") {
+		return resp.Err("ERR memgest: CONFIG SET supports requirepass only (the cluster's password); restart the node with new flags for the rest")
+	}
+	return n.setPassword(ctx, string(pairs[1]))
 }
 
 // configParams are the parameters CONFIG GET reports, Redis names first.
@@ -51,7 +63,7 @@ func (n *Node) configParams() [][2]string {
 		{"maxmemory", strconv.FormatInt(n.cfg.MaxMemory, 10)},
 		{"maxmemory-policy", "noeviction"},
 		{"proto-max-bulk-len", strconv.FormatInt(n.cfg.MaxValueSize, 10)},
-		{"requirepass", n.cfg.RequirePass},
+		{"requirepass", n.configPassword()},
 		{"protected-mode", yesno(n.cfg.ProtectedMode)},
 		{"cluster-enabled", "yes"},
 		{"databases", "1"},

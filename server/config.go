@@ -40,8 +40,29 @@ type Config struct {
 	// Redirect makes a node answer -MOVED for keys it does not coordinate,
 	// like Redis Cluster, instead of forwarding the command.
 	Redirect bool
-	// RequirePass enables AUTH; empty disables it.
+	// RequirePass enables AUTH. It is the cluster's password: the founding
+	// node puts it in the map, every node enforces the map's, and a node
+	// given another one refuses to run (auth.go). Empty on a joining node
+	// means "whatever the cluster has".
 	RequirePass string
+	// ClusterSecretFile holds the secret every peer connection proves
+	// (trust.go). Empty means DataDir's cluster-secret file, which a
+	// founding node creates when it is missing; a joining node needs it.
+	ClusterSecretFile string
+	// TLSCertFile and TLSKeyFile are the node's certificate and key in PEM;
+	// when set, the client port speaks TLS, the HTTP port HTTPS and, with
+	// TLSCluster, the peer port mutual TLS. Redis's names.
+	TLSCertFile, TLSKeyFile string
+	// TLSCACertFile is the CA that signs clients' and peers' certificates.
+	TLSCACertFile string
+	// TLSAuthClients is "yes" (clients must present a certificate of the
+	// CA, Redis's default), "optional" or "no".
+	TLSAuthClients string
+	// TLSCluster puts the peer port under mutual TLS too when TLS is on.
+	TLSCluster bool
+	// EnablePprof serves Go's profiles on the HTTP port under /debug/pprof
+	// (behind the password when there is one).
+	EnablePprof bool
 	// ProtectedMode refuses non-loopback clients when no password is set.
 	ProtectedMode bool
 	// MaxMemory bounds the bytes of keys and values a node stores (0 = no
@@ -106,6 +127,8 @@ func DefaultConfig() Config {
 		BootstrapExpect: 1,
 		Voters:          3,
 		ProtectedMode:   true,
+		TLSAuthClients:  "yes",
+		TLSCluster:      true,
 		MaxValueSize:    512 << 20,
 		MaxArgs:         1 << 20,
 		PeerTimeout:     5 * time.Second,
@@ -192,6 +215,9 @@ func (c Config) Validate() error {
 	if c.HeartbeatInterval <= 0 || c.FailureTimeout < 3*c.HeartbeatInterval {
 		return fmt.Errorf("server: failure-timeout (%s) must be at least 3 heartbeat-intervals (%s), both positive", c.FailureTimeout, c.HeartbeatInterval)
 	}
+	if err := c.validateTLS(); err != nil {
+		return err
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -199,6 +225,27 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// validateTLS checks that the TLS files come together.
+func (c Config) validateTLS() error {
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return errors.New("server: give tls-cert-file and tls-key-file together")
+	}
+	if c.tlsOn() && c.TLSCACertFile == "" {
+		return errors.New("server: TLS needs tls-ca-cert-file (the CA of clients' and peers' certificates)")
+	}
+	if !c.tlsOn() && c.TLSCACertFile != "" {
+		return errors.New("server: tls-ca-cert-file needs tls-cert-file and tls-key-file")
+	}
+	switch c.TLSAuthClients {
+	case "yes", "no", "optional":
+		return nil
+	}
+	return fmt.Errorf("server: tls-auth-clients %q: want yes, no or optional", c.TLSAuthClients)
+}
+
+// tlsOn says whether the node serves TLS.
+func (c Config) tlsOn() bool { return c.TLSCertFile != "" }
 
 func checkPort(name string, p int, zeroOK bool) error {
 	if (p == 0 && zeroOK) || (p > 0 && p < 65536) {

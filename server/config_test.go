@@ -46,22 +46,22 @@ func TestConfigValidate(t *testing.T) {
 func TestProtectedMode(t *testing.T) {
 	c := DefaultConfig()
 	c.Bind, c.Advertise = "0.0.0.0", "10.0.0.1"
-	if !c.protectedRefuses("10.0.0.2:5000") {
+	if !c.protectedRefuses("10.0.0.2:5000", c.RequirePass != "") {
 		t.Fatal("remote client served without a password on a public bind")
 	}
-	if c.protectedRefuses("127.0.0.1:5000") || c.protectedRefuses("[::1]:5000") {
+	if c.protectedRefuses("127.0.0.1:5000", false) || c.protectedRefuses("[::1]:5000", false) {
 		t.Fatal("loopback client refused")
 	}
 	c.RequirePass = "x"
-	if c.protectedRefuses("10.0.0.2:5000") {
+	if c.protectedRefuses("10.0.0.2:5000", c.RequirePass != "") {
 		t.Fatal("refused although a password is set")
 	}
 	c.RequirePass, c.ProtectedMode = "", false
-	if c.protectedRefuses("10.0.0.2:5000") {
+	if c.protectedRefuses("10.0.0.2:5000", c.RequirePass != "") {
 		t.Fatal("refused with protected mode off")
 	}
 	c.ProtectedMode, c.Bind = true, "127.0.0.1"
-	if c.protectedRefuses("10.0.0.2:5000") {
+	if c.protectedRefuses("10.0.0.2:5000", c.RequirePass != "") {
 		t.Fatal("loopback bind refuses (nothing remote can reach it anyway)")
 	}
 }

@@ -48,13 +48,13 @@ func (cs *connState) sub() *connState {
 // connection's session.
 func (n *Node) accept(c net.Conn) (*connState, bool) {
 	remote := c.RemoteAddr().String()
-	if n.cfg.protectedRefuses(remote) {
+	if n.protectedRefuses(remote) {
 		_, _ = c.Write([]byte("-DENIED memgest is running in protected mode because no password is set and it is bound beyond loopback. " +
 			"Set --requirepass, bind to 127.0.0.1, or disable protected mode with --protected-mode=false.\r\n"))
 		return nil, false
 	}
 	cs := &connState{
-		id: nextConnID.Add(1), proto: 2, authed: n.cfg.RequirePass == "",
+		id: nextConnID.Add(1), proto: 2, authed: !n.authRequired(),
 		addr: remote, laddr: c.LocalAddr().String(), created: time.Now(), conn: c,
 	}
 	n.clients.add(cs)
@@ -63,8 +63,14 @@ func (n *Node) accept(c net.Conn) (*connState, bool) {
 }
 
 // protectedRefuses applies protected mode to a client address.
-func (c Config) protectedRefuses(remote string) bool {
-	return c.ProtectedMode && c.RequirePass == "" && !c.isLoopback() && !isLoopbackAddr(remote)
+func (n *Node) protectedRefuses(remote string) bool {
+	return n.cfg.protectedRefuses(remote, n.authRequired())
+}
+
+// protectedRefuses applies protected mode to a client address, given
+// whether clients must AUTH.
+func (c Config) protectedRefuses(remote string, password bool) bool {
+	return c.ProtectedMode && !password && !c.isLoopback() && !isLoopbackAddr(remote)
 }
 
 func isLoopbackAddr(addr string) bool {

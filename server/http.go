@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"net"
@@ -16,7 +17,11 @@ import (
 )
 
 // httpServer serves /metrics (Prometheus text format), /status (the
-// cluster as JSON, for `memgest status`) and Go's /debug/pprof profiles.
+// cluster as JSON, for `memgest status`) and, with --enable-pprof, Go's
+// /debug/pprof profiles. /metrics is open to whoever reaches the port (it
+// holds counts, no keys or values); /status and the profiles need the
+// cluster's password when it has one (HTTP basic auth, any user name). It
+// speaks HTTPS when the node has TLS.
 type httpServer struct {
 	srv *http.Server
 }
@@ -26,17 +31,46 @@ func (n *Node) startHTTP() (*httpServer, error) {
 	if err != nil {
 		return nil, errors.New("server: http port: " + err.Error())
 	}
+	if n.trust.httpTLS != nil {
+		l = tls.NewListener(l, n.trust.httpTLS)
+	}
+	h := &httpServer{srv: &http.Server{Handler: n.httpRoutes(), ReadHeaderTimeout: 5 * time.Second}}
+	go h.srv.Serve(l)
+	return h, nil
+}
+
+// httpRoutes is the HTTP port's handler.
+func (n *Node) httpRoutes() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(n.collector())
 	n.metrics.register(reg)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/status", n.serveStatus)
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	h := &httpServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
-	go h.srv.Serve(l)
-	return h, nil
+	mux.HandleFunc("/status", n.withPassword(n.serveStatus))
+	if n.cfg.EnablePprof {
+		mux.HandleFunc("/debug/pprof/", n.withPassword(pprof.Index))
+		mux.HandleFunc("/debug/pprof/profile", n.withPassword(pprof.Profile))
+	}
+	return mux
+}
+
+// withPassword serves h only to requests that carry the cluster's
+// password as HTTP basic auth, when there is one.
+func (n *Node) withPassword(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, known := n.clientPassword()
+		if p == nil && known {
+			h(w, r)
+			return
+		}
+		if _, pass, ok := r.BasicAuth(); ok && p != nil && p.Matches(pass) {
+			h(w, r)
+			return
+		}
+		n.metrics.authFailed(authHTTP)
+		w.Header().Set("WWW-Authenticate", `Basic realm="memgest"`)
+		http.Error(w, "memgest: this endpoint needs the cluster's password (HTTP basic auth, any user name)", http.StatusUnauthorized)
+	}
 }
 
 func (h *httpServer) close() error {

@@ -29,6 +29,16 @@ const (
 	degradedRestored   = "stripe_restored"
 )
 
+// Kinds of refused credentials (memgest_auth_failures_total's label).
+const (
+	authPeer   = "peer"
+	authClient = "client"
+	authHTTP   = "http"
+)
+
+// authFailed counts one refusal of the given kind.
+func (nm *nodeMetrics) authFailed(kind string) { nm.authFailures.WithLabelValues(kind).Inc() }
+
 // Scheme operation kinds (memgest_scheme_operations_total's op label).
 const (
 	opRead  = "read"
@@ -44,6 +54,7 @@ type nodeMetrics struct {
 	peerBytes      *prometheus.CounterVec   // scheme: redundancy payload sent
 	degraded       *prometheus.CounterVec   // kind
 	degradedKinds  map[string]prometheus.Counter
+	authFailures   *prometheus.CounterVec // kind: peer, client, http
 
 	byCommand sync.Map // *command → prometheus.Observer
 	byScheme  sync.Map // uint16 scheme id → *schemeInstruments
@@ -80,6 +91,13 @@ func newNodeMetrics() *nodeMetrics {
 			Help: "Client requests served or refused in degraded mode, by kind (recovering, refetched, stripe_restored).",
 		}, []string{"kind"}),
 		degradedKinds: map[string]prometheus.Counter{},
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "memgest_auth_failures_total",
+			Help: "Connections and requests refused for want of credentials, by kind: peer (a peer connection without the cluster secret or a certificate of the CA), client (a wrong AUTH), http (a wrong or missing password on /status or /debug/pprof).",
+		}, []string{"kind"}),
+	}
+	for _, kind := range []string{authPeer, authClient, authHTTP} {
+		nm.authFailures.WithLabelValues(kind) // present at zero from the start
 	}
 	for _, kind := range []string{degradedRecovering, degradedRefetched, degradedRestored} {
 		nm.degradedKinds[kind] = nm.degraded.WithLabelValues(kind) // present at zero from the start
@@ -89,7 +107,7 @@ func newNodeMetrics() *nodeMetrics {
 
 // register adds the instruments to reg.
 func (nm *nodeMetrics) register(reg *prometheus.Registry) {
-	reg.MustRegister(nm.commandLatency, nm.writeLatency, nm.schemeOps, nm.peerBytes, nm.degraded)
+	reg.MustRegister(nm.commandLatency, nm.writeLatency, nm.schemeOps, nm.peerBytes, nm.degraded, nm.authFailures)
 }
 
 // clockStart anchors monotime.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,6 +59,11 @@ type Node struct {
 	stripes     stripeSchemes // stripe:K+M chunks and parity (stripe.go)
 	health      integrity     // checksum failures found and repaired
 
+	trust       trust             // cluster secret and TLS (trust.go)
+	ownPassword *cluster.Password // --requirepass, before the map has the cluster's (auth.go)
+	refusals    throttledLog      // refused peer connections, logged sparingly
+	failed      chan error        // a reason the node cannot go on (Failed)
+
 	mux      *transport.Mux
 	raftLn   net.Listener
 	framesLn net.Listener
@@ -79,13 +85,27 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	t, created, err := loadTrust(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		log.Warn("generated a cluster secret: give it to joining nodes with --cluster-secret-file", "file", t.secretPath)
+	}
 	n := &Node{cfg: cfg, log: log, started: time.Now(), inflight: newInflight(), workers: newWorkerPool(),
 		expireQ:   make(chan []byte, expireQueueSize),
 		primary:   store.New(store.WithMaxValueSize(int(cfg.MaxValueSize))),
 		pieces:    store.New(store.WithMaxValueSize(int(cfg.MaxValueSize) + 1024)),
-		peers:     transport.NewPool(peerPoolOptions(cfg)...),
+		trust:     t,
+		peers:     transport.NewPool(peerPoolOptions(cfg, t.guard)...),
 		directory: directorySender{wake: make(chan struct{}, 1)},
 		metrics:   newNodeMetrics(),
+		failed:    make(chan error, 1),
+	}
+	if cfg.RequirePass != "" {
+		if n.ownPassword, err = cluster.NewPassword(cfg.RequirePass); err != nil {
+			return nil, err
+		}
 	}
 	n.incarnation.Store(newIncarnation())
 	n.lease.fresh.Store(true)
@@ -131,6 +151,7 @@ func (n *Node) start() error {
 	n.background(ctx, n.scrubLoop)
 	n.background(ctx, n.sweepLoop)
 	n.background(ctx, n.compactLoop)
+	n.background(ctx, n.checkOwnPassword)
 	if n.cfg.Join != "" {
 		n.background(ctx, n.joinLoop)
 	}
@@ -155,7 +176,7 @@ func (n *Node) listenPeers() error {
 	if err != nil {
 		return fmt.Errorf("server: peer port: %w", err)
 	}
-	n.mux = transport.NewMux(l)
+	n.mux = transport.NewMux(l, transport.WithGuard(n.trust.guard), transport.WithRefused(n.peerRefused))
 	frames := n.mux.Listener(transport.TagFrames)
 	n.raftLn = n.mux.Listener(transport.TagRaft) // registered before Serve
 	n.peerSrv = transport.NewServer(n.handlePeer, transport.WithMaxPayload(int(n.cfg.MaxValueSize)+64<<10))
@@ -172,7 +193,8 @@ func (n *Node) startControl() error {
 	ccfg.Expect = n.cfg.BootstrapExpect
 	ccfg.Voters = n.cfg.Voters
 	ccfg.Logger = raftLogger(n.cfg.LogLevel)
-	ccfg.Stream = &raftStream{Listener: n.raftLn, advertise: n.cfg.peerAddr()}
+	ccfg.Password = n.ownPassword
+	ccfg.Stream = &raftStream{Listener: n.raftLn, advertise: n.cfg.peerAddr(), guard: n.trust.guard}
 	ctl, err := cluster.Start(ccfg)
 	if err != nil {
 		return err
@@ -196,6 +218,9 @@ func (n *Node) listenClients() error {
 	if err != nil {
 		return fmt.Errorf("server: client port: %w", err)
 	}
+	if n.trust.clientTLS != nil {
+		l = tls.NewListener(l, n.trust.clientTLS)
+	}
 	n.resp = newClientServer(n, l)
 	go n.resp.serve()
 	return nil
@@ -206,6 +231,25 @@ func (n *Node) ID() cluster.NodeID { return n.id }
 
 // ClientAddr is the RESP address clients use.
 func (n *Node) ClientAddr() string { return n.cfg.clientAddr() }
+
+// Failed delivers the reason when the node finds it cannot go on (its
+// --requirepass is not the cluster's, say); the caller should Close it.
+func (n *Node) Failed() <-chan error { return n.failed }
+
+// failWith reports a reason the node cannot go on, once.
+func (n *Node) failWith(err error) {
+	select {
+	case n.failed <- err:
+	default:
+	}
+}
+
+// peerRefused counts and logs, sparingly, a peer connection the guard
+// refused: a stranger, or a node without the cluster secret.
+func (n *Node) peerRefused(err error) {
+	n.metrics.authFailed(authPeer)
+	n.refusals.warn(n.log, "refused a peer connection", "err", err)
+}
 
 // Close stops serving and releases everything the node holds.
 func (n *Node) Close() error {
@@ -262,24 +306,26 @@ func loadNodeID(dataDir string) (id cluster.NodeID, existed bool, err error) {
 type raftStream struct {
 	net.Listener
 	advertise string
+	guard     *transport.Guard
 }
 
-// Dial opens a Raft connection to a member's peer port.
+// Dial opens a Raft connection to a member's peer port, proving the
+// cluster secret first.
 func (s *raftStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	c, err := transport.DialTag(ctx, string(addr), transport.TagRaft, timeout)
-	if err != nil {
-		return nil, err
-	}
-	return faults.Wrap(c, string(addr)) // unchanged unless built with failpoints
+	return transport.DialTag(context.Background(), string(addr), transport.TagRaft, timeout, dialOptions(s.guard)...)
 }
 
-// peerPoolOptions configures the pool of connections to other nodes. A
-// binary built with the failpoints tag dials through faults.Wrap, so that
-// the robustness suite can cut or slow its links (DEBUG LINK).
-func peerPoolOptions(cfg Config) []transport.Option {
-	opts := []transport.Option{transport.WithMaxPayload(int(cfg.MaxValueSize) + 64<<10)}
+// peerPoolOptions configures the pool of connections to other nodes.
+func peerPoolOptions(cfg Config, guard *transport.Guard) []transport.Option {
+	return append(dialOptions(guard), transport.WithMaxPayload(int(cfg.MaxValueSize)+64<<10))
+}
+
+// dialOptions are how a node dials peers, for frames and Raft alike: with
+// the guard's handshake and, in a binary built with the failpoints tag,
+// through faults.Wrap, so that the robustness suite can cut or slow its
+// links (DEBUG LINK).
+func dialOptions(guard *transport.Guard) []transport.Option {
+	opts := []transport.Option{transport.WithGuard(guard)}
 	if faults.Built {
 		opts = append(opts, transport.WithDialer(dialFaulty))
 	}

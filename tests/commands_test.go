@@ -14,7 +14,7 @@ var schemes = []string{"none", "rep:3", "split:4+2"}
 
 // plainClient is a non-cluster client on node i: memgest forwards for it.
 func (c *testCluster) plainClient(i int, proto int) *redis.Client {
-	cl := redis.NewClient(&redis.Options{Addr: c.nodes[i].addr(), Protocol: proto, DisableIdentity: true})
+	cl := redis.NewClient(&redis.Options{Addr: c.nodes[i].addr(), Protocol: proto, DisableIdentity: true, Password: c.pass, TLSConfig: c.tls})
 	c.t.Cleanup(func() { cl.Close() })
 	return cl
 }
@@ -24,7 +24,7 @@ func (c *testCluster) clusterClient() *redis.ClusterClient {
 	for i, nd := range c.nodes {
 		addrs[i] = nd.addr()
 	}
-	cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, DisableIdentity: true})
+	cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, DisableIdentity: true, Password: c.pass, TLSConfig: c.tls})
 	c.t.Cleanup(func() { cl.Close() })
 	return cl
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"math/rand"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -40,7 +39,7 @@ func (c *testCluster) keyOn(t *testing.T, rdb *redis.ClusterClient, i int, prefi
 // metrics returns node i's /metrics page.
 func (c *testCluster) metrics(i int) string {
 	c.t.Helper()
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", c.nodes[i].httpPort))
+	resp, err := c.httpGet(i, "/metrics", "")
 	must(c.t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)

@@ -3,6 +3,8 @@ package tests
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -16,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memgest/memgest/internal/certs"
 )
 
 // binary is the memgest executable built once for the whole package.
@@ -58,8 +62,11 @@ func (n *node) peerAddr() string { return "127.0.0.1:" + strconv.Itoa(n.peerPort
 
 // testCluster is a set of memgest processes started for one test.
 type testCluster struct {
-	t     *testing.T
-	nodes []*node
+	t      *testing.T
+	nodes  []*node
+	secret string      // the cluster secret file every node is given
+	pass   string      // the clients' password, when the test set one
+	tls    *tls.Config // clients' TLS, when the nodes have TLS
 }
 
 // clusterOptions tweak startCluster.
@@ -68,6 +75,8 @@ type clusterOptions struct {
 	voters   int
 	spares   int      // nodes started with --spare after the n nodes
 	extra    []string // flags for every node
+	pass     string   // --requirepass, given to the founding node
+	tls      *certs.Files
 }
 
 // startCluster starts n nodes (and o.spares spares), waits until the
@@ -75,7 +84,7 @@ type clusterOptions struct {
 // started.
 func startCluster(t *testing.T, n int, o clusterOptions) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t}
+	c := &testCluster{t: t, secret: writeSecret(t), pass: o.pass}
 	t.Cleanup(c.stop)
 	ports := freePorts(t, 3*(n+o.spares))
 	voters := o.voters
@@ -93,8 +102,13 @@ func startCluster(t *testing.T, n int, o clusterOptions) *testCluster {
 			// A generous timeout, so that a race-built node starved of CPU
 			// is not marked failed; failure tests pass their own.
 			"--failure-timeout", "5s"}
+		args = append(args, "--cluster-secret-file", c.secret)
+		args = append(args, o.tlsArgs()...)
 		if i == 0 {
 			args = append(args, "--bootstrap-expect", strconv.Itoa(n), "--voters", strconv.Itoa(voters))
+			if o.pass != "" {
+				args = append(args, "--requirepass", o.pass)
+			}
 		} else {
 			args = append(args, "--join", c.nodes[0].peerAddr())
 		}
@@ -106,8 +120,29 @@ func startCluster(t *testing.T, n int, o clusterOptions) *testCluster {
 		}
 		c.start(nd, append(args, o.extra...))
 	}
+	if o.tls != nil {
+		c.tls = clientTLS(t, *o.tls)
+	}
 	c.waitFormed(60 * time.Second)
 	return c
+}
+
+// writeSecret writes a fresh cluster secret to a file of the test's.
+func writeSecret(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "cluster-secret")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf("test-secret-%d-%d\n", time.Now().UnixNano(), os.Getpid())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// tlsArgs are the TLS flags of every node.
+func (o clusterOptions) tlsArgs() []string {
+	if o.tls == nil {
+		return nil
+	}
+	return []string{"--tls-cert-file", o.tls.Cert, "--tls-key-file", o.tls.Key, "--tls-ca-cert-file", o.tls.CA}
 }
 
 // nodeLogLevel is the nodes' --log-level: warn, or MEMGEST_TEST_LOG_LEVEL
@@ -206,12 +241,49 @@ func (st status) serving() bool {
 
 func (c *testCluster) status(i int) (status, error) {
 	var st status
-	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(c.nodes[i].httpPort) + "/status")
+	resp, err := c.httpGet(i, "/status", c.pass)
 	if err != nil {
 		return st, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("/status: %s", resp.Status)
+	}
 	return st, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+// httpGet fetches path from node i's HTTP port (HTTPS when the cluster has
+// TLS), with pass as basic auth unless it is empty.
+func (c *testCluster) httpGet(i int, path, pass string) (*http.Response, error) {
+	scheme, client := "http", http.DefaultClient
+	if c.tls != nil {
+		scheme, client = "https", &http.Client{Transport: &http.Transport{TLSClientConfig: c.tls}}
+	}
+	req, err := http.NewRequest(http.MethodGet, scheme+"://127.0.0.1:"+strconv.Itoa(c.nodes[i].httpPort)+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if pass != "" {
+		req.SetBasicAuth("default", pass)
+	}
+	return client.Do(req)
+}
+
+// clientTLS is a client's TLS config for a cluster with the certificates
+// f: the CA to trust and the client certificate to present.
+func clientTLS(t *testing.T, f certs.Files) *tls.Config {
+	t.Helper()
+	pem, err := os.ReadFile(f.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	cert, err := tls.LoadX509KeyPair(f.ClientCert, f.ClientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 }
 
 // waitFormed waits until every node reports a formed cluster of all nodes.

@@ -152,9 +152,10 @@ func TestClusterClient(t *testing.T) {
 
 // TestAuthAndLimits covers requirepass, maxmemory's -OOM and INFO fields.
 func TestAuthAndLimits(t *testing.T) {
-	c := startCluster(t, 1, clusterOptions{extra: []string{"--requirepass", "s3cret", "--maxmemory", "1"}})
+	c := startCluster(t, 1, clusterOptions{pass: "s3cret", extra: []string{"--maxmemory", "1"}})
 	ctx := ctxT(t)
-	anon := c.plainClient(0, 2)
+	anon := redis.NewClient(&redis.Options{Addr: c.nodes[0].addr(), DisableIdentity: true})
+	defer anon.Close()
 	if err := anon.Get(ctx, "k").Err(); err == nil || !strings.HasPrefix(err.Error(), "NOAUTH") {
 		t.Fatalf("unauthenticated GET: %v", err)
 	}

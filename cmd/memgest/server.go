@@ -50,7 +50,14 @@ the file.`,
 	f.IntVar(&cfg.BootstrapExpect, "bootstrap-expect", cfg.BootstrapExpect, "nodes to wait for before placing slots (founding node only)")
 	f.IntVar(&cfg.Voters, "voters", cfg.Voters, "Raft voters: 1, 3 or 5 (founding node only)")
 	f.BoolVar(&cfg.Redirect, "redirect", false, "answer -MOVED like Redis Cluster instead of forwarding")
-	f.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with")
+	f.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with: the cluster's, kept in its map (a founding node sets it; a joining node need not repeat it, and one given another refuses to run)")
+	f.StringVar(&cfg.ClusterSecretFile, "cluster-secret-file", "", "file holding the secret every peer connection proves (default: <data-dir>/cluster-secret, which a founding node creates; a joining node needs it)")
+	f.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "PEM certificate of this node: TLS on the client port, HTTPS on the HTTP port and, with --tls-cluster, mutual TLS on the peer port")
+	f.StringVar(&cfg.TLSKeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file")
+	f.StringVar(&cfg.TLSCACertFile, "tls-ca-cert-file", "", "PEM CA certificate that clients' and peers' certificates must chain to")
+	f.StringVar(&cfg.TLSAuthClients, "tls-auth-clients", cfg.TLSAuthClients, "yes: clients must present a certificate of the CA; optional; no")
+	f.BoolVar(&cfg.TLSCluster, "tls-cluster", cfg.TLSCluster, "with TLS on, use mutual TLS between nodes too")
+	f.BoolVar(&cfg.EnablePprof, "enable-pprof", cfg.EnablePprof, "serve Go's profiles at /debug/pprof on the HTTP port (behind the password, when there is one)")
 	f.BoolVar(&cfg.ProtectedMode, "protected-mode", cfg.ProtectedMode, "refuse non-loopback clients when bound beyond loopback without a password")
 	f.Int64Var(&cfg.MaxMemory, "maxmemory", 0, "bytes of data this node may hold (0 = unlimited); writes beyond get -OOM")
 	f.Int64Var(&cfg.MaxValueSize, "max-value-size", cfg.MaxValueSize, "largest value and bulk argument in bytes (proto-max-bulk-len)")
@@ -122,8 +129,13 @@ func runServer(cfg server.Config) error {
 	log.Info("memgest node serving", "id", node.ID(), "addr", node.ClientAddr(), "pid", os.Getpid())
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	<-sig
-	return node.Close()
+	select {
+	case <-sig:
+		return node.Close()
+	case err := <-node.Failed():
+		node.Close()
+		return err
+	}
 }
 
 func logLevel(s string) slog.Level {

@@ -1,0 +1,102 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/server/resp"
+)
+
+// This file is the clients' password as cluster configuration (DESIGN.md
+// §7c). The founding node puts its --requirepass in the map (cluster.Init),
+// CONFIG SET requirepass changes it cluster-wide (cluster.SetPassword), and
+// every node checks AUTH against the map's, so a node started without the
+// password still asks for it. A node given a --requirepass the map does not
+// hold refuses to run rather than leave operators believing a password is
+// in force that is not (checkOwnPassword).
+
+// clientPassword is the password clients must AUTH with: the map's once this
+// node has applied the cluster's first entry, else this node's own. known is
+// false for a joining node without a password of its own that has not
+// heard from the cluster yet: it cannot tell whether a password applies.
+func (n *Node) clientPassword() (p *cluster.Password, known bool) {
+	if m := n.ctl.Map(); m.Expect != 0 {
+		return m.Password, true
+	}
+	if n.ownPassword != nil {
+		return n.ownPassword, true
+	}
+	return nil, n.cfg.Join == ""
+}
+
+// authRequired says whether a new connection must AUTH before anything else.
+func (n *Node) authRequired() bool {
+	p, known := n.clientPassword()
+	return p != nil || !known
+}
+
+var errAuthUnknown = resp.Err("ERR memgest: this node has not joined its cluster yet and cannot check passwords; try again shortly")
+
+// authenticate checks a password against the cluster's (user "default"
+// only, as Redis without ACLs).
+func (n *Node) authenticate(cs *connState, user, pass string) resp.Reply {
+	p, known := n.clientPassword()
+	switch {
+	case !known:
+		return errAuthUnknown
+	case p == nil:
+		return resp.Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+	case user != "default" || !p.Matches(pass):
+		n.metrics.authFailed(authClient)
+		return resp.Err("WRONGPASS invalid username-password pair or user is disabled.")
+	}
+	cs.authed = true
+	return resp.OK()
+}
+
+// checkOwnPassword stops the node when its --requirepass is not the
+// cluster's: once the map is in, every node enforces the map's password, and
+// one given another would mislead whoever configured it.
+func (n *Node) checkOwnPassword(ctx context.Context) {
+	if n.cfg.RequirePass == "" {
+		return
+	}
+	m, err := n.ctl.WaitEpoch(ctx, 1)
+	if err != nil {
+		return // closing
+	}
+	if m.Password == nil || !m.Password.Matches(n.cfg.RequirePass) {
+		n.failWith(fmt.Errorf("server: --requirepass is not the cluster's password (set by its founding node or CONFIG SET requirepass); " +
+			"start this node without --requirepass to use the cluster's, or change the cluster's with CONFIG SET requirepass"))
+	}
+}
+
+// maskedPassword is what CONFIG GET requirepass answers when the cluster
+// has a password: nodes hold only its digest.
+const maskedPassword = "********"
+
+// configPassword is CONFIG GET requirepass's answer.
+func (n *Node) configPassword() string {
+	if p, _ := n.clientPassword(); p != nil {
+		return maskedPassword
+	}
+	return ""
+}
+
+// setPassword is CONFIG SET requirepass: the new password goes into the map
+// for every node; "" removes it. Connections already authenticated stay
+// so, as in Redis.
+func (n *Node) setPassword(ctx context.Context, pass string) resp.Reply {
+	var p *cluster.Password
+	if pass != "" {
+		var err error
+		if p, err = cluster.NewPassword(pass); err != nil {
+			return errReply(err)
+		}
+	}
+	if _, err := n.propose(ctx, cluster.SetPassword{Password: p}); err != nil {
+		return errReply(err)
+	}
+	return resp.OK()
+}
