@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,6 +86,9 @@ func runDev(o devOptions) error {
 		return err
 	}
 	defer cleanup()
+	if err := writeDevSecret(dir); err != nil {
+		return err
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -149,6 +154,7 @@ func devArgs(o devOptions, i int, dir string) []string {
 		"--peer-port", strconv.Itoa(port + peerOffset),
 		"--http-port", strconv.Itoa(port + httpOffset),
 		"--data-dir", filepath.Join(dir, "node"+strconv.Itoa(i+1)),
+		"--cluster-secret-file", filepath.Join(dir, devSecretFile),
 	}
 	if i == 0 {
 		args = append(args, "--bootstrap-expect", strconv.Itoa(o.nodes), "--voters", strconv.Itoa(devVoters(o.nodes)))
@@ -173,6 +179,24 @@ func devVoters(n int) int {
 		return 3
 	}
 	return 1
+}
+
+// devSecretFile is the cluster secret every dev node proves to its peers,
+// in the dev cluster's directory.
+const devSecretFile = "cluster-secret"
+
+// writeDevSecret writes a fresh random cluster secret into dir, unless one
+// is there from an earlier run on the same --data-dir.
+func writeDevSecret(dir string) error {
+	path := filepath.Join(dir, devSecretFile)
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(hex.EncodeToString(raw)+"\n"), 0o600)
 }
 
 func devDataDir(dir string) (string, func(), error) {
