@@ -67,17 +67,45 @@ type lease struct {
 	// lost, and a leader elected since never heard its old incarnation.
 	restarted   atomic.Bool
 	failingSelf atomic.Bool // a restarted leader is marking itself failed (failSelf)
+
+	mu   sync.Mutex
+	wake chan struct{} // closed when the lease is renewed or fenced (changed)
+}
+
+// changed returns a channel closed at the lease's next renewal or fence.
+func (l *lease) changed() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.wake == nil {
+		l.wake = make(chan struct{})
+	}
+	return l.wake
+}
+
+// notify wakes those waiting on changed.
+func (l *lease) notify() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.wake != nil {
+		close(l.wake)
+		l.wake = nil
+	}
 }
 
 func (n *Node) monoNow() int64 { return int64(time.Since(n.started)) }
 
-// renew extends the lease from a heartbeat sent at sent.
-func (n *Node) renew(sent int64) {
+// renew extends the lease from a heartbeat sent at sent and returns the
+// end of the lease it extended (0: none yet), or -1 if it extended nothing.
+func (n *Node) renew(sent int64) int64 {
 	until := sent + int64(float64(n.cfg.FailureTimeout)*leaseFraction)
 	for {
 		cur := n.lease.until.Load()
-		if until <= cur || n.lease.until.CompareAndSwap(cur, until) {
-			return
+		if until <= cur {
+			return -1
+		}
+		if n.lease.until.CompareAndSwap(cur, until) {
+			n.lease.notify()
+			return cur
 		}
 	}
 }
@@ -88,13 +116,18 @@ func (n *Node) serving() bool {
 	return !n.lease.fenced.Load() && n.monoNow() < n.lease.until.Load()
 }
 
-// errLeaseLapsed replaces the reply of a command this node ran as
-// coordinator when its lease ran out before the command ended (it was
-// paused, say): another node may have taken its keys over meanwhile, so
-// the reply could be stale, and a write's outcome is unknown. It is not a
+// errLeaseLapsed replaces the reply of a write this node ran as
+// coordinator when its lease ran out before the write ended (it was paused,
+// say) and no heartbeat renewed it since: another node may have taken its
+// keys over meanwhile, so the write's outcome is unknown. It is not a
 // CLUSTERDOWN: that says nothing ran.
 var errLeaseLapsed = resp.Err("ERR memgest: this node's lease lapsed while the command ran " +
 	"(paused or partitioned); a write may or may not have taken effect")
+
+// errReadLapsed replaces the reply of a read in the same case: a read
+// changed nothing, so it may simply be sent again.
+var errReadLapsed = resp.Err("TRYAGAIN memgest: this node's lease lapsed while the read ran " +
+	"and was not renewed; nothing was changed")
 
 // errLeaseGone fails redundancy a coordinator would send without a lease.
 var errLeaseGone = errors.New("server: this node's lease lapsed; it sends no redundancy")
@@ -130,22 +163,60 @@ func (n *Node) stillHolds(a authority) bool {
 	return a.ok && n.leased() && n.lease.fences.Load() == a.fences
 }
 
-// leaseDeadline is the end of the lease held now, to pass to withinLease
-// when a command starts.
-func (n *Node) leaseDeadline() int64 { return n.lease.until.Load() }
-
-// withinLease returns r, the reply of a command this node ran as a key's
-// coordinator, if the lease it held when the command began (deadline)
-// still holds now that it has ended: then the whole command ran while no
-// other node could coordinate its keys (failure-model.md, "Fencing").
-// A lease renewed after a lapse does not count: a node paused mid-command,
-// failed over, readmitted and leased again must not acknowledge what it did
-// before the pause. Otherwise it returns errLeaseLapsed.
-func (n *Node) withinLease(deadline int64, r resp.Reply) resp.Reply {
-	if n.ctl.Map().State == cluster.OK && n.monoNow() >= deadline {
-		return errLeaseLapsed
+// withinLease returns r, the reply of a command this node ran as its keys'
+// coordinator under authority a (taken as it began), if no failover of
+// this node can have come between: its lease holds now and it was not
+// fenced since (stillHolds). A lease is granted only while the node is not
+// marked failed, and outlives no leader's timeout, so a node that holds one
+// now has not been failed over, whatever happened while the command ran: a
+// command may outlast the lease it began under (a split read on a loaded
+// machine, a huge value) as long as heartbeats renewed it, and a lease
+// that lapsed and was renewed without a fence (late heartbeats) lost
+// nothing either. A node failed over and readmitted was fenced first
+// (failure-model.md, "Fencing").
+//
+// When the lease has lapsed, withinLease waits for the next renewal, up to
+// FailureTimeout: renewed, r stands; fenced or not renewed, a read answers
+// errReadLapsed (TRYAGAIN: it changed nothing) and a write errLeaseLapsed
+// (its outcome is unknown).
+func (n *Node) withinLease(ctx context.Context, a authority, read bool, r resp.Reply) resp.Reply {
+	if n.stillHolds(a) {
+		return r
 	}
-	return r
+	if n.awaitLease(ctx, a) {
+		n.metrics.lapsedCommand(lapsedRenewed)
+		return r
+	}
+	if read {
+		n.metrics.lapsedCommand(lapsedReadRefused)
+		return errReadLapsed
+	}
+	n.metrics.lapsedCommand(lapsedWriteUnknown)
+	return errLeaseLapsed
+}
+
+// awaitLease waits until the lease holds again under authority a (true),
+// or the node is fenced, ctx ends or FailureTimeout passes (false): by
+// then the leader has marked a silent node failed.
+func (n *Node) awaitLease(ctx context.Context, a authority) bool {
+	timeout := time.NewTimer(n.cfg.FailureTimeout)
+	defer timeout.Stop()
+	for {
+		changed := n.lease.changed()
+		switch {
+		case n.stillHolds(a):
+			return true
+		case !a.ok || n.lease.fenced.Load() || n.lease.fences.Load() != a.fences:
+			return false
+		}
+		select {
+		case <-changed:
+		case <-timeout.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 var errFenced = resp.Err("CLUSTERDOWN memgest: this node has no fresh lease from the control plane " +
@@ -290,11 +361,18 @@ func (n *Node) acceptedAt(ctx context.Context, sent int64, reply []byte) bool {
 // member in good standing, so it is no longer fenced nor fresh, and its
 // lease is renewed.
 func (n *Node) accepted(sent int64) {
-	if n.lease.fenced.Swap(false) {
+	fenced := n.lease.fenced.Swap(false)
+	if fenced {
 		n.log.Warn("readmitted by the control plane; serving again", "node", n.id)
 	}
 	n.lease.fresh.Store(false)
-	n.renew(sent)
+	now := n.monoNow()
+	n.metrics.heartbeat.Observe(seconds(now - sent))
+	if prev := n.renew(sent); !fenced && prev > 0 && prev < now {
+		n.metrics.leaseLapses.Inc()
+		n.log.Warn("this node's lease lapsed before a heartbeat renewed it", "node", n.id,
+			"lapsed_for", time.Duration(now-prev), "heartbeat_took", time.Duration(now-sent))
+	}
 }
 
 // fence stops serving for good: the control plane marked this node failed,
@@ -305,6 +383,7 @@ func (n *Node) fence() {
 		return
 	}
 	n.lease.fences.Add(1)
+	n.lease.notify()
 	n.lease.restarted.Store(false) // the leader knows now
 	n.dropDirectory()              // decided under the lost lease
 	if n.lease.fresh.Load() {
