@@ -489,10 +489,8 @@ func (n *Node) onHeartbeat(b []byte) ([]byte, error) {
 	if err := n.ctl.VerifyLeader(); err != nil {
 		return nil, err
 	}
-	if !n.detector.seen(h.ID, h.Incarnation, h.Restarted) {
-		// Restarted with empty memory under a live id: no lease, so it
-		// never serves what it lost; the detector marks it failed now.
-		return nil, errors.New("node restarted; it is being marked failed")
+	if err := n.detector.seen(h.ID, h.Incarnation, h.Restarted); err != nil {
+		return nil, err
 	}
 	// The epoch the lease is granted under: the node waits to apply it
 	// before serving (acceptedAt).
@@ -519,10 +517,23 @@ func (d *detector) makeMaps() {
 	}
 }
 
-// seen records a heartbeat of a live member; false if it came from a node
-// that restarted (it says so, or its incarnation changed), which the
-// detector then marks failed.
-func (d *detector) seen(id cluster.NodeID, incarnation uint64, restarted bool) bool {
+// Why a heartbeat of a member in the map grants no lease (seen).
+var (
+	// errRestartedNode: restarted with empty memory under a live id, the
+	// node gets no lease, so it never serves what it lost; the detector
+	// marks it failed now.
+	errRestartedNode = errors.New("node restarted; it is being marked failed")
+	// errBeingMarked: a MarkFailed of the node is under way (its silence
+	// reached the timeout just before). A lease granted now would outlast
+	// the failover that follows, so none is until the map has decided.
+	errBeingMarked = errors.New("node is being marked failed")
+)
+
+// seen records a heartbeat of a live member and says whether it may be
+// granted a lease: not if it came from a node that restarted (it says so,
+// or its incarnation changed), which the detector then marks failed, nor
+// while a map change about it is under way (marking).
+func (d *detector) seen(id cluster.NodeID, incarnation uint64, restarted bool) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.makeMaps()
@@ -531,7 +542,13 @@ func (d *detector) seen(id cluster.NodeID, incarnation uint64, restarted bool) b
 	}
 	d.incarn[id] = incarnation
 	d.last[id] = time.Now()
-	return !d.restart[id]
+	switch {
+	case d.restart[id]:
+		return errRestartedNode
+	case d.marking[id]:
+		return errBeingMarked
+	}
+	return nil
 }
 
 // restarted records the incarnation of a failed node that is empty again,
@@ -545,11 +562,14 @@ func (d *detector) restarted(id cluster.NodeID, incarnation uint64) {
 	delete(d.restart, id)
 }
 
-// suspects returns the nodes of m to mark failed now. On becoming leader
-// the detector starts afresh: every node gets a full timeout from then.
+// suspects returns the nodes of m to mark failed now, each marked as
+// under way (setMarking clears it) in the same critical section, so that no
+// heartbeat seen after the decision grants a lease. On becoming leader the
+// detector starts afresh: every node gets a full timeout from then.
 func (d *detector) suspects(m *cluster.Map, self cluster.NodeID, leader bool, timeout time.Duration) []cluster.NodeID {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.makeMaps()
 	now := time.Now()
 	if !leader {
 		d.leading = false
@@ -578,6 +598,7 @@ func (d *detector) suspects(m *cluster.Map, self cluster.NodeID, leader bool, ti
 		}
 		if now.Sub(last) > timeout || d.restart[node.ID] {
 			out = append(out, node.ID)
+			d.marking[node.ID] = true
 		}
 	}
 	return out
@@ -597,7 +618,6 @@ func (n *Node) detectFailures(ctx context.Context) {
 		return
 	}
 	for _, id := range n.detector.suspects(m, n.id, n.ctl.IsLeader(), n.cfg.FailureTimeout) {
-		n.detector.setMarking(id, true)
 		go func() {
 			defer n.detector.setMarking(id, false)
 			pctx, cancel := context.WithTimeout(ctx, n.cfg.PeerTimeout)
