@@ -10,6 +10,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
+	"github.com/memgest/memgest/transport"
 )
 
 // jumpClock moves the node's monotonic clock on by d, as if the command
@@ -122,5 +123,32 @@ func TestNoLeaseWhileMarkingFailed(t *testing.T) {
 	d.setMarking(other, false) // the proposal failed: the node was not marked
 	if err := d.seen(other, 1, false); err != nil {
 		t.Fatalf("a heartbeat after a failed marking: %v", err)
+	}
+}
+
+// TestHeartbeatsPassStalledDataFrames: a heartbeat reaches the leader while
+// a data frame sent before it is still being handled there. A receiver
+// stores pieces on the connection's read loop (handlePeer), so a heartbeat
+// on the same connection waited behind every frame before it: a huge
+// value's pieces held leases back for as long as they took to send and
+// store (issue 23, items 6 and 7).
+func TestHeartbeatsPassStalledDataFrames(t *testing.T) {
+	got, release := make(chan struct{}), make(chan struct{})
+	srv := transport.NewServer(func(req transport.Frame, reply func(transport.Frame)) {
+		if req.Type == msgPutPieces {
+			close(got)
+			<-release // still storing, on the read loop
+		}
+		reply(transport.Frame{Type: req.Type})
+	})
+	leader := cluster.Node{ID: "leader", PeerAddr: serveFrames(t, srv)}
+	t.Cleanup(func() { close(release) }) // before the server closes
+	n := leasedNode(t, testMap(t, 3))
+	go n.call(context.Background(), leader, msgPutPieces, nil)
+	<-got
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := n.call(ctx, leader, msgHeartbeat, nil); err != nil {
+		t.Fatalf("the heartbeat waited behind the data frame: %v", err)
 	}
 }

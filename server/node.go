@@ -44,6 +44,10 @@ type Node struct {
 	metrics  *nodeMetrics // request-path instruments for /metrics
 	clients  clientRegistry
 
+	// leases are the connections heartbeats take, apart from the data
+	// frames: a heartbeat queued behind a huge value let a lease lapse.
+	leases *transport.Pool
+
 	incarnation atomic.Uint64 // this run of the node, new after a wipe (failure.go)
 	lease       lease         // permission to serve, renewed by heartbeats
 	detector    detector      // the leader's failure detector
@@ -84,6 +88,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		primary:   store.New(store.WithMaxValueSize(int(cfg.MaxValueSize))),
 		pieces:    store.New(store.WithMaxValueSize(int(cfg.MaxValueSize) + 1024)),
 		peers:     transport.NewPool(peerPoolOptions(cfg)...),
+		leases:    transport.NewPool(peerPoolOptions(cfg)...),
 		directory: directorySender{wake: make(chan struct{}, 1)},
 		metrics:   newNodeMetrics(),
 	}
@@ -229,7 +234,7 @@ func (n *Node) Close() error {
 		if n.mux != nil {
 			errs = append(errs, n.mux.Close())
 		}
-		errs = append(errs, n.peers.Close())
+		errs = append(errs, n.peers.Close(), n.leases.Close())
 		n.bg.Wait()
 		n.closeErr = errors.Join(errs...)
 	})
