@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/faults"
+	"github.com/memgest/memgest/internal/lograte"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
 )
@@ -83,7 +84,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: log, started: time.Now(), inflight: newInflight(), workers: newWorkerPool(),
+	n := &Node{cfg: cfg, log: rateLimited(log), started: time.Now(), inflight: newInflight(), workers: newWorkerPool(),
 		expireQ:   make(chan []byte, expireQueueSize),
 		primary:   store.New(store.WithMaxValueSize(int(cfg.MaxValueSize))),
 		pieces:    store.New(store.WithMaxValueSize(int(cfg.MaxValueSize) + 1024)),
@@ -310,7 +311,9 @@ func (a advertised) Network() string { return "tcp" }
 func (a advertised) String() string  { return string(a) }
 
 // raftLogger keeps Raft's routine warnings (elections, log catch-up) out of
-// the node's log unless debug or info logging is asked for.
+// the node's log unless debug or info logging is asked for, and writes a
+// repeating line (a failed heartbeat to a dead member) once per
+// lograte.Every.
 func raftLogger(level string) hclog.Logger {
 	l := hclog.Error
 	switch level {
@@ -319,5 +322,12 @@ func raftLogger(level string) hclog.Logger {
 	case "info":
 		l = hclog.Warn
 	}
-	return hclog.New(&hclog.LoggerOptions{Name: "raft", Level: l, Output: os.Stderr})
+	return lograte.Hclog(hclog.New(&hclog.LoggerOptions{Name: "raft", Level: l, Output: os.Stderr}),
+		lograte.NewLimiter(lograte.Every))
+}
+
+// rateLimited is the node's log writing a repeating line (a retried
+// proposal, say) once per lograte.Every, with the count of those dropped.
+func rateLimited(log *slog.Logger) *slog.Logger {
+	return slog.New(lograte.NewHandler(log.Handler(), lograte.NewLimiter(lograte.Every)))
 }
