@@ -381,3 +381,33 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// RemoveMember takes a non-voter out of the Raft configuration and leaves
+// voters in it, however asked; AddMember admits the removed node again.
+func TestRemoveMemberOnlyNonVoters(t *testing.T) {
+	nodes := []*testMember{newMember(t, 0), newMember(t, 1)}
+	a := nodes[0]
+	a.start(t, bootstrapWith(2, 1))
+	nodes[1].start(t, nil)
+	addMember(t, nodes, nodes[1].node)
+	checkSuffrage(t, a.ctl, 1, 1)
+	ctx := ctxT(t)
+	if err := a.ctl.RemoveMember(ctx, a.node.ID); !errors.Is(err, ErrVoter) {
+		t.Fatalf("removing the voter: %v, want ErrVoter", err)
+	}
+	if err := nodes[1].ctl.RemoveMember(ctx, nodes[1].node.ID); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("RemoveMember on a follower: %v, want ErrNotLeader", err)
+	}
+	for range 2 { // again: nothing to do
+		if err := a.ctl.RemoveMember(ctx, nodes[1].node.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkSuffrage(t, a.ctl, 1, 0)
+	members, err := a.ctl.Members()
+	if err != nil || len(members) != 1 || members[0] != (Member{ID: a.node.ID, PeerAddr: a.node.PeerAddr, Voter: true}) {
+		t.Fatalf("members %+v, %v", members, err)
+	}
+	addMember(t, nodes, nodes[1].node)
+	checkSuffrage(t, a.ctl, 1, 1)
+}
