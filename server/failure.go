@@ -67,6 +67,11 @@ type lease struct {
 	// lost, and a leader elected since never heard its old incarnation.
 	restarted   atomic.Bool
 	failingSelf atomic.Bool // a restarted leader is marking itself failed (failSelf)
+	// hint is the leader's peer address as another member named it, for
+	// a node Raft tells nothing (heartbeatTarget); probe picks the member
+	// to ask next when there is none.
+	hint  atomic.Pointer[string]
+	probe atomic.Uint64
 
 	mu   sync.Mutex
 	wake chan struct{} // closed when the lease is renewed or fenced (changed)
@@ -306,11 +311,7 @@ func (n *Node) heartbeat(ctx context.Context) bool {
 		n.accepted(sent)
 		return true
 	}
-	id, _, ok := n.ctl.Leader()
-	if !ok {
-		return false
-	}
-	leader, ok := m.Node(id)
+	leader, ok := n.heartbeatTarget(m)
 	if !ok {
 		return false
 	}
@@ -319,6 +320,7 @@ func (n *Node) heartbeat(ctx context.Context) bool {
 	req := heartbeatReq{ID: n.id, Incarnation: n.incarnation.Load(), Fresh: n.lease.fresh.Load(),
 		Restarted: n.lease.restarted.Load()}
 	out, err := n.call(ctx, leader, msgHeartbeat, req.encode(nil))
+	n.noteLeaderHint(err)
 	switch {
 	case err == nil:
 		return n.acceptedAt(ctx, sent, out)
@@ -470,11 +472,17 @@ func isFencedReply(err error) bool {
 }
 
 // onHeartbeat is the leader's side: note the node as alive, or tell it it
-// was marked failed. Non-leaders refuse, so the sender retries the leader.
+// was marked failed. Non-leaders refuse with the leader's address
+// (NOTLEADER), which a node that Raft tells nothing follows
+// (heartbeatTarget); they never answer FENCED, since their map may be
+// older than the readmission of the node asking.
 func (n *Node) onHeartbeat(b []byte) ([]byte, error) {
 	h, err := decodeHeartbeat(b)
 	if err != nil {
 		return nil, err
+	}
+	if !n.ctl.IsLeader() {
+		return nil, n.notLeader()
 	}
 	if node, ok := n.ctl.Map().Node(h.ID); ok && node.State == cluster.Failed {
 		if h.Fresh {
@@ -617,6 +625,9 @@ func (n *Node) detectFailures(ctx context.Context) {
 	if m.State != cluster.OK {
 		return
 	}
+	if n.ctl.IsLeader() {
+		n.pruneMembers(ctx, m)
+	}
 	for _, id := range n.detector.suspects(m, n.id, n.ctl.IsLeader(), n.cfg.FailureTimeout) {
 		go func() {
 			defer n.detector.setMarking(id, false)
@@ -680,18 +691,26 @@ func (n *Node) selfState(m *cluster.Map) string {
 // detector heard from recently, so the control plane keeps its size of
 // voters and survives another failure.
 func (n *Node) replaceVoter(ctx context.Context, m *cluster.Map, failed cluster.NodeID) {
-	for _, node := range m.Nodes {
-		if node.Voter || (node.State != cluster.Up && node.State != cluster.Spare) || !n.detector.fresh(node.ID, n.cfg.FailureTimeout/2) {
-			continue
-		}
-		if _, err := n.ctl.ReplaceVoter(ctx, failed, node); err != nil {
-			n.log.Warn("replacing a failed voter", "failed", failed, "with", node.ID, "err", err)
-			return
-		}
-		n.log.Warn("voter replaced", "failed", failed, "with", node.ID)
+	node, ok := n.voterCandidate(m)
+	if !ok {
+		n.log.Warn("no live non-voter to replace a failed voter", "failed", failed)
 		return
 	}
-	n.log.Warn("no live non-voter to replace a failed voter", "failed", failed)
+	if _, err := n.ctl.ReplaceVoter(ctx, failed, node); err != nil {
+		n.log.Warn("replacing a failed voter", "failed", failed, "with", node.ID, "err", err)
+		return
+	}
+	n.log.Warn("voter replaced", "failed", failed, "with", node.ID)
+}
+
+// voterCandidate is a live non-voter the detector heard from recently.
+func (n *Node) voterCandidate(m *cluster.Map) (cluster.Node, bool) {
+	for _, node := range m.Nodes {
+		if !node.Voter && (node.State == cluster.Up || node.State == cluster.Spare) && n.detector.fresh(node.ID, n.cfg.FailureTimeout/2) {
+			return node, true
+		}
+	}
+	return cluster.Node{}, false
 }
 
 // readmit proposes, in the background and once at a time per node, that a
