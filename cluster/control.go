@@ -78,7 +78,7 @@ func (c *Control) open() (fresh bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("cluster: read raft state: %w", err)
 	}
-	c.trans = c.transport()
+	c.trans = gate(c.transport())
 	c.raft, err = raft.NewRaft(c.cfg.raftConfig(c.log), &fsm{hub: c.hub}, logs, c.store, snaps, c.trans)
 	if err != nil {
 		return false, fmt.Errorf("cluster: start raft: %w", err)
@@ -392,6 +392,9 @@ func (c *Control) shutdown() {
 		errs = append(errs, closer.Close())
 	} else if c.trans == nil && c.cfg.Stream != nil {
 		errs = append(errs, c.cfg.Stream.Close()) // Start failed before wrapping it
+	}
+	if g, ok := c.trans.(*gatedTransport); ok {
+		g.shut() // no heartbeat in Raft from here on
 	}
 	if c.store != nil {
 		errs = append(errs, c.store.Close())
