@@ -304,20 +304,31 @@ func mustPropose(t *testing.T, c *Control, cmd Command) *Map {
 
 // Config.Transport replaces Stream (in-memory transports for tests).
 func TestControlInmemTransport(t *testing.T) {
+	c := startInmem(t, nil)
+	defer c.Close()
+	if c.Map().State != OK {
+		t.Fatal("not formed")
+	}
+}
+
+// startInmem starts a founding member, the only voter, over an in-memory
+// transport, which wrap may wrap (nil: as it is).
+func startInmem(t *testing.T, wrap func(*raft.InmemTransport) raft.Transport) *Control {
+	t.Helper()
 	a := newMember(t, 0)
-	addr, trans := raft.NewInmemTransport("")
+	addr, inmem := raft.NewInmemTransport("")
 	a.node.PeerAddr = string(addr)
 	cfg := testConfig(a, nil)
-	cfg.Transport = trans
+	cfg.Transport = inmem
+	if wrap != nil {
+		cfg.Transport = wrap(inmem)
+	}
 	bootstrapWith(1, 1)(&cfg)
 	c, err := Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	if c.Map().State != OK {
-		t.Fatal("not formed")
-	}
+	return c
 }
 
 // AddMember checks the node against the map before touching Raft, so a

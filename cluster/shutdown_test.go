@@ -48,17 +48,11 @@ func (h *heldTransport) EncodePeer(id raft.ServerID, p raft.ServerAddress) []byt
 // database not open" (docs/robustness.md; seen once in CI at a graceful
 // stop).
 func TestCloseWaitsForAHeartbeatInRaft(t *testing.T) {
-	a := newMember(t, 0)
-	addr, inmem := raft.NewInmemTransport("")
-	a.node.PeerAddr = string(addr)
-	trans := &heldTransport{InmemTransport: inmem}
-	cfg := testConfig(a, nil)
-	cfg.Transport = trans
-	bootstrapWith(1, 1)(&cfg)
-	c, err := Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var trans *heldTransport
+	c := startInmem(t, func(inmem *raft.InmemTransport) raft.Transport {
+		trans = &heldTransport{InmemTransport: inmem}
+		return trans
+	})
 	hold, entered := make(chan struct{}), make(chan struct{})
 	trans.mu.Lock()
 	trans.hold, trans.entered = hold, entered
