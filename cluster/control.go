@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -77,7 +78,7 @@ func (c *Control) open() (fresh bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("cluster: read raft state: %w", err)
 	}
-	c.trans = c.transport()
+	c.trans = gate(c.transport())
 	c.raft, err = raft.NewRaft(c.cfg.raftConfig(c.log), &fsm{hub: c.hub}, logs, c.store, snaps, c.trans)
 	if err != nil {
 		return false, fmt.Errorf("cluster: start raft: %w", err)
@@ -157,7 +158,7 @@ func (c *Control) WaitEpoch(ctx context.Context, epoch uint64) (*Map, error) {
 }
 
 // IsLeader reports whether this node is the Raft leader now.
-func (c *Control) IsLeader() bool { return c.raft.State() == raft.Leader }
+func (c *Control) IsLeader() bool { return c.raft != nil && c.raft.State() == raft.Leader }
 
 // VerifyLeader confirms with a quorum of voters that this node is still
 // the leader, so that a deposed leader that has not noticed yet cannot
@@ -180,6 +181,9 @@ func (c *Control) Barrier(timeout time.Duration) error {
 
 // leading is nil on the leader, ErrClosed after Close, else ErrNotLeader.
 func (c *Control) leading() error {
+	if c.raft == nil {
+		return ErrNotLeader // NewStatic
+	}
 	switch c.raft.State() {
 	case raft.Leader:
 		return nil
@@ -192,6 +196,9 @@ func (c *Control) leading() error {
 // Leader returns the current leader as this node knows it: its id and its
 // PeerAddr (from the map, else Raft's address). false if there is none.
 func (c *Control) Leader() (NodeID, string, bool) {
+	if c.raft == nil {
+		return "", "", false // NewStatic
+	}
 	addr, id := c.raft.LeaderWithID()
 	if id == "" {
 		return "", "", false
@@ -280,6 +287,59 @@ func (c *Control) ReplaceVoter(ctx context.Context, failed NodeID, with Node) (*
 	return c.Propose(ctx, SetVoters{Nodes: []VoterFlag{{ID: failed, Voter: false}, {ID: with.ID, Voter: true}}})
 }
 
+// Member is a node of the Raft configuration as this node knows it.
+type Member struct {
+	ID       NodeID
+	PeerAddr string
+	Voter    bool
+}
+
+// Members lists the Raft configuration, the latest this node knows (on the
+// leader, the one it replicates to).
+func (c *Control) Members() ([]Member, error) {
+	if c.raft == nil {
+		return nil, nil // NewStatic
+	}
+	f := c.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, raftError(err)
+	}
+	var out []Member
+	for _, s := range f.Configuration().Servers {
+		out = append(out, Member{ID: NodeID(s.ID), PeerAddr: string(s.Address), Voter: s.Suffrage == raft.Voter})
+	}
+	return out, nil
+}
+
+// RemoveMember takes a non-voter out of the Raft configuration (leader
+// only), so that the leader stops replicating to it: a failed node the map
+// no longer counts on. It never removes a voter, which would shrink the
+// configuration a quorum is counted in without a replacement (ReplaceVoter
+// hands a failed voter's vote on first): it refuses with ErrVoter. A node
+// that is not a member is left as it is. AddMember admits it again.
+func (c *Control) RemoveMember(ctx context.Context, id NodeID) error {
+	if err := c.leading(); err != nil {
+		return err
+	}
+	c.member.Lock()
+	defer c.member.Unlock()
+	members, err := c.Members()
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(members, func(m Member) bool { return m.ID == id })
+	switch {
+	case i < 0:
+		return nil
+	case members[i].Voter:
+		return fmt.Errorf("cluster: removing %s: %w", id, ErrVoter)
+	}
+	if err := await(ctx, c.raft.RemoveServer(raft.ServerID(id), 0, timeoutOf(ctx))); err != nil {
+		return raftError(err)
+	}
+	return nil
+}
+
 type membershipChange func(raft.ServerID, raft.ServerAddress, uint64, time.Duration) raft.IndexFuture
 
 // suffrage decides whether n votes and which Raft change admits it (nil
@@ -332,6 +392,9 @@ func (c *Control) shutdown() {
 		errs = append(errs, closer.Close())
 	} else if c.trans == nil && c.cfg.Stream != nil {
 		errs = append(errs, c.cfg.Stream.Close()) // Start failed before wrapping it
+	}
+	if g, ok := c.trans.(*gatedTransport); ok {
+		g.shut() // no heartbeat in Raft from here on
 	}
 	if c.store != nil {
 		errs = append(errs, c.store.Close())

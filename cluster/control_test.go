@@ -304,20 +304,31 @@ func mustPropose(t *testing.T, c *Control, cmd Command) *Map {
 
 // Config.Transport replaces Stream (in-memory transports for tests).
 func TestControlInmemTransport(t *testing.T) {
+	c := startInmem(t, nil)
+	defer c.Close()
+	if c.Map().State != OK {
+		t.Fatal("not formed")
+	}
+}
+
+// startInmem starts a founding member, the only voter, over an in-memory
+// transport, which wrap may wrap (nil: as it is).
+func startInmem(t *testing.T, wrap func(*raft.InmemTransport) raft.Transport) *Control {
+	t.Helper()
 	a := newMember(t, 0)
-	addr, trans := raft.NewInmemTransport("")
+	addr, inmem := raft.NewInmemTransport("")
 	a.node.PeerAddr = string(addr)
 	cfg := testConfig(a, nil)
-	cfg.Transport = trans
+	cfg.Transport = inmem
+	if wrap != nil {
+		cfg.Transport = wrap(inmem)
+	}
 	bootstrapWith(1, 1)(&cfg)
 	c, err := Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	if c.Map().State != OK {
-		t.Fatal("not formed")
-	}
+	return c
 }
 
 // AddMember checks the node against the map before touching Raft, so a
@@ -380,4 +391,34 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%s: Start accepted the config", name)
 		}
 	}
+}
+
+// RemoveMember takes a non-voter out of the Raft configuration and leaves
+// voters in it, however asked; AddMember admits the removed node again.
+func TestRemoveMemberOnlyNonVoters(t *testing.T) {
+	nodes := []*testMember{newMember(t, 0), newMember(t, 1)}
+	a := nodes[0]
+	a.start(t, bootstrapWith(2, 1))
+	nodes[1].start(t, nil)
+	addMember(t, nodes, nodes[1].node)
+	checkSuffrage(t, a.ctl, 1, 1)
+	ctx := ctxT(t)
+	if err := a.ctl.RemoveMember(ctx, a.node.ID); !errors.Is(err, ErrVoter) {
+		t.Fatalf("removing the voter: %v, want ErrVoter", err)
+	}
+	if err := nodes[1].ctl.RemoveMember(ctx, nodes[1].node.ID); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("RemoveMember on a follower: %v, want ErrNotLeader", err)
+	}
+	for range 2 { // again: nothing to do
+		if err := a.ctl.RemoveMember(ctx, nodes[1].node.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkSuffrage(t, a.ctl, 1, 0)
+	members, err := a.ctl.Members()
+	if err != nil || len(members) != 1 || members[0] != (Member{ID: a.node.ID, PeerAddr: a.node.PeerAddr, Voter: true}) {
+		t.Fatalf("members %+v, %v", members, err)
+	}
+	addMember(t, nodes, nodes[1].node)
+	checkSuffrage(t, a.ctl, 1, 1)
 }

@@ -31,6 +31,8 @@ var (
 	ErrProtected = errors.New("cluster: scheme protected")
 	// ErrBadMap: an encoded map failed to decode or validate.
 	ErrBadMap = errors.New("cluster: bad map")
+	// ErrVoter: a voter cannot leave the Raft configuration this way.
+	ErrVoter = errors.New("cluster: the node is a Raft voter")
 )
 
 // Error is a refused map change or a bad encoded map. Error() is a complete

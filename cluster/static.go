@@ -2,8 +2,9 @@ package cluster
 
 // NewStatic returns a Control without Raft that holds m, for unit tests of
 // the packages above this one: Map, Subscribe, Wait and WaitEpoch work, and
-// Publish changes the map. Nothing that needs Raft (proposals, leadership,
-// membership) may be called on it.
+// Publish changes the map. It leads nothing, knows no leader and has no
+// Raft members (IsLeader, Leader, Members); nothing else that needs Raft
+// (proposals, membership changes) may be called on it.
 func NewStatic(m *Map) *Control {
 	return &Control{hub: newHub(m)}
 }

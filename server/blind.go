@@ -243,13 +243,16 @@ func (g *setGroup) flush(n *Node, ctx context.Context, cs *connState, replies []
 	if len(g.writes) == 0 {
 		return
 	}
-	deadline := n.leaseDeadline()
 	start := monotime()
-	n.writeBlind(ctx, g.writes, start)
+	a := n.takeAuthority()
+	ok := errFenced // lapsed since the SETs joined: none runs
+	if a.ok {
+		n.writeBlind(ctx, g.writes, start)
+		ok = n.withinLease(ctx, a, false, resp.OK()) // one check after every write ended covers them all
+	}
 	n.metrics.observeCommands(commands["set"], "set", start, len(g.writes))
 	cs.lastCmd.Store(setSpec)
 	n.stats.commands.Add(int64(len(g.writes)))
-	ok := n.withinLease(deadline, resp.OK()) // one check after every write ended covers them all
 	for i, w := range g.writes {
 		if w.err != nil {
 			replies[g.at[i]] = errReply(w.err)

@@ -115,6 +115,20 @@ func (n *Node) onJoin(b []byte) ([]byte, error) {
 	return []byte(strconv.FormatUint(m.Epoch, 10)), nil
 }
 
+// leaderHint is the leader's address a NOTLEADER error names, if any.
+func leaderHint(err error) (string, bool) {
+	if err == nil {
+		return "", false
+	}
+	msg := err.Error()
+	i := strings.Index(msg, notLeaderPrefix)
+	if i < 0 {
+		return "", false
+	}
+	hint := msg[i+len(notLeaderPrefix):]
+	return hint, hint != ""
+}
+
 func (n *Node) notLeader() error {
 	_, addr, _ := n.ctl.Leader()
 	return errors.New(notLeaderPrefix + addr)
@@ -135,10 +149,8 @@ func (n *Node) join(ctx context.Context, self cluster.Node) error {
 			_, err = n.ctl.WaitEpoch(ctx, epoch)
 			return err
 		}
-		if msg := err.Error(); strings.Contains(msg, notLeaderPrefix) {
-			if hint := msg[strings.Index(msg, notLeaderPrefix)+len(notLeaderPrefix):]; hint != "" {
-				addr = hint
-			}
+		if hint, ok := leaderHint(err); ok {
+			addr = hint
 		}
 		n.log.Debug("join retry", "addr", addr, "err", err)
 		select {

@@ -102,10 +102,9 @@ func (n *Node) dispatch(ctx context.Context, cs *connState, cmd *command, args [
 			return resp.Errorf("TRYAGAIN memgest: restoring the key's stripe chunk: %v", err)
 		}
 		if p.local {
-			deadline := n.leaseDeadline()
-			return n.withinLease(deadline, cmd.run(n, ctx, cs, args))
+			return n.coordinate(ctx, cs, cmd, args, spec)
 		}
-		return n.route(ctx, cs, cmd, args, keys)
+		return n.route(ctx, cs, cmd, spec, args, keys)
 	}
 	if cmd.needsFormed {
 		if r, down := n.clusterDown(); down {
@@ -142,7 +141,7 @@ func (n *Node) clusterDown() (resp.Reply, bool) {
 
 // route runs a key command where its keys are coordinated: here, by
 // forwarding, by -MOVED in redirect mode, or split per coordinator.
-func (n *Node) route(ctx context.Context, cs *connState, cmd *command, args, keys [][]byte) resp.Reply {
+func (n *Node) route(ctx context.Context, cs *connState, cmd *command, spec *resp.CommandSpec, args, keys [][]byte) resp.Reply {
 	if r, down := n.clusterDown(); down {
 		return r
 	}
@@ -155,8 +154,7 @@ func (n *Node) route(ctx context.Context, cs *connState, cmd *command, args, key
 		return cmd.fanout(n, ctx, cs, args)
 	}
 	if owner.ID == n.id {
-		deadline := n.leaseDeadline()
-		return n.withinLease(deadline, cmd.run(n, ctx, cs, args))
+		return n.coordinate(ctx, cs, cmd, args, spec)
 	}
 	if cs.forwarded {
 		return resp.Errorf("MOVED %d %s", slot, owner.ClientAddr)
@@ -165,6 +163,17 @@ func (n *Node) route(ctx context.Context, cs *connState, cmd *command, args, key
 		return resp.Errorf("MOVED %d %s", slot, owner.ClientAddr)
 	}
 	return n.forward(ctx, cs, owner, args)
+}
+
+// coordinate runs a key command whose keys this node coordinates, under
+// its lease (withinLease); a read-only command (the command table's
+// readonly flag) is a read there.
+func (n *Node) coordinate(ctx context.Context, cs *connState, cmd *command, args [][]byte, spec *resp.CommandSpec) resp.Reply {
+	a := n.takeAuthority()
+	if !a.ok {
+		return errFenced // lapsed since refuseKeys: nothing ran
+	}
+	return n.withinLease(ctx, a, spec.Has(resp.FlagReadOnly), cmd.run(n, ctx, cs, args))
 }
 
 // coordinatorOf returns the common coordinator of keys, or single=false.

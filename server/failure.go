@@ -67,17 +67,50 @@ type lease struct {
 	// lost, and a leader elected since never heard its old incarnation.
 	restarted   atomic.Bool
 	failingSelf atomic.Bool // a restarted leader is marking itself failed (failSelf)
+	// hint is the leader's peer address as another member named it, for
+	// a node Raft tells nothing (heartbeatTarget); probe picks the member
+	// to ask next when there is none.
+	hint  atomic.Pointer[string]
+	probe atomic.Uint64
+
+	mu   sync.Mutex
+	wake chan struct{} // closed when the lease is renewed or fenced (changed)
+}
+
+// changed returns a channel closed at the lease's next renewal or fence.
+func (l *lease) changed() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.wake == nil {
+		l.wake = make(chan struct{})
+	}
+	return l.wake
+}
+
+// notify wakes those waiting on changed.
+func (l *lease) notify() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.wake != nil {
+		close(l.wake)
+		l.wake = nil
+	}
 }
 
 func (n *Node) monoNow() int64 { return int64(time.Since(n.started)) }
 
-// renew extends the lease from a heartbeat sent at sent.
-func (n *Node) renew(sent int64) {
+// renew extends the lease from a heartbeat sent at sent and returns the
+// end of the lease it extended (0: none yet), or -1 if it extended nothing.
+func (n *Node) renew(sent int64) int64 {
 	until := sent + int64(float64(n.cfg.FailureTimeout)*leaseFraction)
 	for {
 		cur := n.lease.until.Load()
-		if until <= cur || n.lease.until.CompareAndSwap(cur, until) {
-			return
+		if until <= cur {
+			return -1
+		}
+		if n.lease.until.CompareAndSwap(cur, until) {
+			n.lease.notify()
+			return cur
 		}
 	}
 }
@@ -88,13 +121,18 @@ func (n *Node) serving() bool {
 	return !n.lease.fenced.Load() && n.monoNow() < n.lease.until.Load()
 }
 
-// errLeaseLapsed replaces the reply of a command this node ran as
-// coordinator when its lease ran out before the command ended (it was
-// paused, say): another node may have taken its keys over meanwhile, so
-// the reply could be stale, and a write's outcome is unknown. It is not a
+// errLeaseLapsed replaces the reply of a write this node ran as
+// coordinator when its lease ran out before the write ended (it was paused,
+// say) and no heartbeat renewed it since: another node may have taken its
+// keys over meanwhile, so the write's outcome is unknown. It is not a
 // CLUSTERDOWN: that says nothing ran.
 var errLeaseLapsed = resp.Err("ERR memgest: this node's lease lapsed while the command ran " +
 	"(paused or partitioned); a write may or may not have taken effect")
+
+// errReadLapsed replaces the reply of a read in the same case: a read
+// changed nothing, so it may simply be sent again.
+var errReadLapsed = resp.Err("TRYAGAIN memgest: this node's lease lapsed while the read ran " +
+	"and was not renewed; nothing was changed")
 
 // errLeaseGone fails redundancy a coordinator would send without a lease.
 var errLeaseGone = errors.New("server: this node's lease lapsed; it sends no redundancy")
@@ -130,22 +168,60 @@ func (n *Node) stillHolds(a authority) bool {
 	return a.ok && n.leased() && n.lease.fences.Load() == a.fences
 }
 
-// leaseDeadline is the end of the lease held now, to pass to withinLease
-// when a command starts.
-func (n *Node) leaseDeadline() int64 { return n.lease.until.Load() }
-
-// withinLease returns r, the reply of a command this node ran as a key's
-// coordinator, if the lease it held when the command began (deadline)
-// still holds now that it has ended: then the whole command ran while no
-// other node could coordinate its keys (failure-model.md, "Fencing").
-// A lease renewed after a lapse does not count: a node paused mid-command,
-// failed over, readmitted and leased again must not acknowledge what it did
-// before the pause. Otherwise it returns errLeaseLapsed.
-func (n *Node) withinLease(deadline int64, r resp.Reply) resp.Reply {
-	if n.ctl.Map().State == cluster.OK && n.monoNow() >= deadline {
-		return errLeaseLapsed
+// withinLease returns r, the reply of a command this node ran as its keys'
+// coordinator under authority a (taken as it began), if no failover of
+// this node can have come between: its lease holds now and it was not
+// fenced since (stillHolds). A lease is granted only while the node is not
+// marked failed, and outlives no leader's timeout, so a node that holds one
+// now has not been failed over, whatever happened while the command ran: a
+// command may outlast the lease it began under (a split read on a loaded
+// machine, a huge value) as long as heartbeats renewed it, and a lease
+// that lapsed and was renewed without a fence (late heartbeats) lost
+// nothing either. A node failed over and readmitted was fenced first
+// (failure-model.md, "Fencing").
+//
+// When the lease has lapsed, withinLease waits for the next renewal, up to
+// FailureTimeout: renewed, r stands; fenced or not renewed, a read answers
+// errReadLapsed (TRYAGAIN: it changed nothing) and a write errLeaseLapsed
+// (its outcome is unknown).
+func (n *Node) withinLease(ctx context.Context, a authority, read bool, r resp.Reply) resp.Reply {
+	if n.stillHolds(a) {
+		return r
 	}
-	return r
+	if n.awaitLease(ctx, a) {
+		n.metrics.lapsedCommand(lapsedRenewed)
+		return r
+	}
+	if read {
+		n.metrics.lapsedCommand(lapsedReadRefused)
+		return errReadLapsed
+	}
+	n.metrics.lapsedCommand(lapsedWriteUnknown)
+	return errLeaseLapsed
+}
+
+// awaitLease waits until the lease holds again under authority a (true),
+// or the node is fenced, ctx ends or FailureTimeout passes (false): by
+// then the leader has marked a silent node failed.
+func (n *Node) awaitLease(ctx context.Context, a authority) bool {
+	timeout := time.NewTimer(n.cfg.FailureTimeout)
+	defer timeout.Stop()
+	for {
+		changed := n.lease.changed()
+		switch {
+		case n.stillHolds(a):
+			return true
+		case !a.ok || n.lease.fenced.Load() || n.lease.fences.Load() != a.fences:
+			return false
+		}
+		select {
+		case <-changed:
+		case <-timeout.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 var errFenced = resp.Err("CLUSTERDOWN memgest: this node has no fresh lease from the control plane " +
@@ -235,11 +311,7 @@ func (n *Node) heartbeat(ctx context.Context) bool {
 		n.accepted(sent)
 		return true
 	}
-	id, _, ok := n.ctl.Leader()
-	if !ok {
-		return false
-	}
-	leader, ok := m.Node(id)
+	leader, ok := n.heartbeatTarget(m)
 	if !ok {
 		return false
 	}
@@ -248,6 +320,7 @@ func (n *Node) heartbeat(ctx context.Context) bool {
 	req := heartbeatReq{ID: n.id, Incarnation: n.incarnation.Load(), Fresh: n.lease.fresh.Load(),
 		Restarted: n.lease.restarted.Load()}
 	out, err := n.call(ctx, leader, msgHeartbeat, req.encode(nil))
+	n.noteLeaderHint(err)
 	switch {
 	case err == nil:
 		return n.acceptedAt(ctx, sent, out)
@@ -290,11 +363,18 @@ func (n *Node) acceptedAt(ctx context.Context, sent int64, reply []byte) bool {
 // member in good standing, so it is no longer fenced nor fresh, and its
 // lease is renewed.
 func (n *Node) accepted(sent int64) {
-	if n.lease.fenced.Swap(false) {
+	fenced := n.lease.fenced.Swap(false)
+	if fenced {
 		n.log.Warn("readmitted by the control plane; serving again", "node", n.id)
 	}
 	n.lease.fresh.Store(false)
-	n.renew(sent)
+	now := n.monoNow()
+	n.metrics.heartbeat.Observe(seconds(now - sent))
+	if prev := n.renew(sent); !fenced && prev > 0 && prev < now {
+		n.metrics.leaseLapses.Inc()
+		n.log.Warn("this node's lease lapsed before a heartbeat renewed it", "node", n.id,
+			"lapsed_for", time.Duration(now-prev), "heartbeat_took", time.Duration(now-sent))
+	}
 }
 
 // fence stops serving for good: the control plane marked this node failed,
@@ -305,6 +385,7 @@ func (n *Node) fence() {
 		return
 	}
 	n.lease.fences.Add(1)
+	n.lease.notify()
 	n.lease.restarted.Store(false) // the leader knows now
 	n.dropDirectory()              // decided under the lost lease
 	if n.lease.fresh.Load() {
@@ -391,11 +472,17 @@ func isFencedReply(err error) bool {
 }
 
 // onHeartbeat is the leader's side: note the node as alive, or tell it it
-// was marked failed. Non-leaders refuse, so the sender retries the leader.
+// was marked failed. Non-leaders refuse with the leader's address
+// (NOTLEADER), which a node that Raft tells nothing follows
+// (heartbeatTarget); they never answer FENCED, since their map may be
+// older than the readmission of the node asking.
 func (n *Node) onHeartbeat(b []byte) ([]byte, error) {
 	h, err := decodeHeartbeat(b)
 	if err != nil {
 		return nil, err
+	}
+	if !n.ctl.IsLeader() {
+		return nil, n.notLeader()
 	}
 	if node, ok := n.ctl.Map().Node(h.ID); ok && node.State == cluster.Failed {
 		if h.Fresh {
@@ -410,10 +497,8 @@ func (n *Node) onHeartbeat(b []byte) ([]byte, error) {
 	if err := n.ctl.VerifyLeader(); err != nil {
 		return nil, err
 	}
-	if !n.detector.seen(h.ID, h.Incarnation, h.Restarted) {
-		// Restarted with empty memory under a live id: no lease, so it
-		// never serves what it lost; the detector marks it failed now.
-		return nil, errors.New("node restarted; it is being marked failed")
+	if err := n.detector.seen(h.ID, h.Incarnation, h.Restarted); err != nil {
+		return nil, err
 	}
 	// The epoch the lease is granted under: the node waits to apply it
 	// before serving (acceptedAt).
@@ -440,10 +525,23 @@ func (d *detector) makeMaps() {
 	}
 }
 
-// seen records a heartbeat of a live member; false if it came from a node
-// that restarted (it says so, or its incarnation changed), which the
-// detector then marks failed.
-func (d *detector) seen(id cluster.NodeID, incarnation uint64, restarted bool) bool {
+// Why a heartbeat of a member in the map grants no lease (seen).
+var (
+	// errRestartedNode: restarted with empty memory under a live id, the
+	// node gets no lease, so it never serves what it lost; the detector
+	// marks it failed now.
+	errRestartedNode = errors.New("node restarted; it is being marked failed")
+	// errBeingMarked: a MarkFailed of the node is under way (its silence
+	// reached the timeout just before). A lease granted now would outlast
+	// the failover that follows, so none is until the map has decided.
+	errBeingMarked = errors.New("node is being marked failed")
+)
+
+// seen records a heartbeat of a live member and says whether it may be
+// granted a lease: not if it came from a node that restarted (it says so,
+// or its incarnation changed), which the detector then marks failed, nor
+// while a map change about it is under way (marking).
+func (d *detector) seen(id cluster.NodeID, incarnation uint64, restarted bool) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.makeMaps()
@@ -452,7 +550,13 @@ func (d *detector) seen(id cluster.NodeID, incarnation uint64, restarted bool) b
 	}
 	d.incarn[id] = incarnation
 	d.last[id] = time.Now()
-	return !d.restart[id]
+	switch {
+	case d.restart[id]:
+		return errRestartedNode
+	case d.marking[id]:
+		return errBeingMarked
+	}
+	return nil
 }
 
 // restarted records the incarnation of a failed node that is empty again,
@@ -466,11 +570,14 @@ func (d *detector) restarted(id cluster.NodeID, incarnation uint64) {
 	delete(d.restart, id)
 }
 
-// suspects returns the nodes of m to mark failed now. On becoming leader
-// the detector starts afresh: every node gets a full timeout from then.
+// suspects returns the nodes of m to mark failed now, each marked as
+// under way (setMarking clears it) in the same critical section, so that no
+// heartbeat seen after the decision grants a lease. On becoming leader the
+// detector starts afresh: every node gets a full timeout from then.
 func (d *detector) suspects(m *cluster.Map, self cluster.NodeID, leader bool, timeout time.Duration) []cluster.NodeID {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.makeMaps()
 	now := time.Now()
 	if !leader {
 		d.leading = false
@@ -499,6 +606,7 @@ func (d *detector) suspects(m *cluster.Map, self cluster.NodeID, leader bool, ti
 		}
 		if now.Sub(last) > timeout || d.restart[node.ID] {
 			out = append(out, node.ID)
+			d.marking[node.ID] = true
 		}
 	}
 	return out
@@ -517,8 +625,10 @@ func (n *Node) detectFailures(ctx context.Context) {
 	if m.State != cluster.OK {
 		return
 	}
+	if n.ctl.IsLeader() {
+		n.pruneMembers(ctx, m)
+	}
 	for _, id := range n.detector.suspects(m, n.id, n.ctl.IsLeader(), n.cfg.FailureTimeout) {
-		n.detector.setMarking(id, true)
 		go func() {
 			defer n.detector.setMarking(id, false)
 			pctx, cancel := context.WithTimeout(ctx, n.cfg.PeerTimeout)
@@ -581,18 +691,26 @@ func (n *Node) selfState(m *cluster.Map) string {
 // detector heard from recently, so the control plane keeps its size of
 // voters and survives another failure.
 func (n *Node) replaceVoter(ctx context.Context, m *cluster.Map, failed cluster.NodeID) {
-	for _, node := range m.Nodes {
-		if node.Voter || (node.State != cluster.Up && node.State != cluster.Spare) || !n.detector.fresh(node.ID, n.cfg.FailureTimeout/2) {
-			continue
-		}
-		if _, err := n.ctl.ReplaceVoter(ctx, failed, node); err != nil {
-			n.log.Warn("replacing a failed voter", "failed", failed, "with", node.ID, "err", err)
-			return
-		}
-		n.log.Warn("voter replaced", "failed", failed, "with", node.ID)
+	node, ok := n.voterCandidate(m)
+	if !ok {
+		n.log.Warn("no live non-voter to replace a failed voter", "failed", failed)
 		return
 	}
-	n.log.Warn("no live non-voter to replace a failed voter", "failed", failed)
+	if _, err := n.ctl.ReplaceVoter(ctx, failed, node); err != nil {
+		n.log.Warn("replacing a failed voter", "failed", failed, "with", node.ID, "err", err)
+		return
+	}
+	n.log.Warn("voter replaced", "failed", failed, "with", node.ID)
+}
+
+// voterCandidate is a live non-voter the detector heard from recently.
+func (n *Node) voterCandidate(m *cluster.Map) (cluster.Node, bool) {
+	for _, node := range m.Nodes {
+		if !node.Voter && (node.State == cluster.Up || node.State == cluster.Spare) && n.detector.fresh(node.ID, n.cfg.FailureTimeout/2) {
+			return node, true
+		}
+	}
+	return cluster.Node{}, false
 }
 
 // readmit proposes, in the background and once at a time per node, that a

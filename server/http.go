@@ -114,6 +114,7 @@ type StatusNode struct {
 	State      string `json:"state"`
 	Phase      string `json:"phase"` // MemEC §5.2: cluster.Map.Phase
 	Voter      bool   `json:"voter"`
+	Raft       string `json:"raft,omitempty"` // in the answering node's Raft configuration: voter, nonvoter, or "" (not a member)
 	Slots      int    `json:"slots"`
 	Keys       int64  `json:"keys"`
 	Bytes      int64  `json:"bytes"`
@@ -155,9 +156,10 @@ func (n *Node) status(ctx context.Context) Status {
 		st.LostCount += s.LostCount
 		st.Rebuild = st.Rebuild.add(s.Rebuild)
 	}
+	members, _ := n.ctl.Members()
 	for _, node := range m.Nodes {
 		line := StatusNode{ID: string(node.ID), ClientAddr: node.ClientAddr, State: node.State.String(),
-			Phase: m.Phase(node.ID), Voter: node.Voter}
+			Phase: m.Phase(node.ID), Voter: node.Voter, Raft: raftPlace(members, node.ID)}
 		for _, sh := range m.Shards {
 			if c, ok := m.Coordinator(sh.First); ok && c.ID == node.ID {
 				line.Slots += sh.Last - sh.First + 1
@@ -185,6 +187,21 @@ func (n *Node) status(ctx context.Context) Status {
 		st.Schemes = append(st.Schemes, line)
 	}
 	return st
+}
+
+// raftPlace is id's place in the Raft configuration members: "voter",
+// "nonvoter", or "" when it is not a member.
+func raftPlace(members []cluster.Member, id cluster.NodeID) string {
+	for _, mem := range members {
+		switch {
+		case mem.ID != id:
+		case mem.Voter:
+			return "voter"
+		default:
+			return "nonvoter"
+		}
+	}
+	return ""
 }
 
 // nodeCollector exposes the node's counters and per-scheme usage.

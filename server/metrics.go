@@ -39,6 +39,14 @@ const (
 // authFailed counts one refusal of the given kind.
 func (nm *nodeMetrics) authFailed(kind string) { nm.authFailures.WithLabelValues(kind).Inc() }
 
+// Outcomes of a key command whose lease lapsed while it ran
+// (memgest_lease_lapsed_commands_total's label).
+const (
+	lapsedRenewed      = "renewed"
+	lapsedReadRefused  = "read_refused"
+	lapsedWriteUnknown = "write_unknown"
+)
+
 // Scheme operation kinds (memgest_scheme_operations_total's op label).
 const (
 	opRead  = "read"
@@ -55,6 +63,10 @@ type nodeMetrics struct {
 	degraded       *prometheus.CounterVec   // kind
 	degradedKinds  map[string]prometheus.Counter
 	authFailures   *prometheus.CounterVec // kind: peer, client, http
+	heartbeat      prometheus.Histogram   // send to renewal of an acknowledged heartbeat
+	leaseLapses    prometheus.Counter     // leases that ran out while the node was a member
+	lapsed         *prometheus.CounterVec // outcome: commands whose lease lapsed while they ran
+	lapsedKinds    map[string]prometheus.Counter
 
 	byCommand sync.Map // *command → prometheus.Observer
 	byScheme  sync.Map // uint16 scheme id → *schemeInstruments
@@ -95,6 +107,21 @@ func newNodeMetrics() *nodeMetrics {
 			Name: "memgest_auth_failures_total",
 			Help: "Connections and requests refused for want of credentials, by kind: peer (a peer connection without the cluster secret or a certificate of the CA), client (a wrong AUTH), http (a wrong or missing password on /status or /debug/pprof).",
 		}, []string{"kind"}),
+		heartbeat: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "memgest_heartbeat_duration_seconds", Buckets: latencyBuckets,
+			Help: "Time from sending a heartbeat to the lease it renewed, for acknowledged heartbeats.",
+		}),
+		leaseLapses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "memgest_lease_lapses_total",
+			Help: "Times this node's lease ran out before a heartbeat renewed it, the node not having been marked failed.",
+		}),
+		lapsed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "memgest_lease_lapsed_commands_total",
+			Help: "Key commands coordinated here whose lease had lapsed when they ended, by outcome: " +
+				"renewed (answered once a heartbeat renewed it, no fence between), read_refused (a read " +
+				"answered TRYAGAIN), write_unknown (a write answered that it may or may not have taken effect).",
+		}, []string{"outcome"}),
+		lapsedKinds: map[string]prometheus.Counter{},
 	}
 	for _, kind := range []string{authPeer, authClient, authHTTP} {
 		nm.authFailures.WithLabelValues(kind) // present at zero from the start
@@ -102,12 +129,16 @@ func newNodeMetrics() *nodeMetrics {
 	for _, kind := range []string{degradedRecovering, degradedRefetched, degradedRestored} {
 		nm.degradedKinds[kind] = nm.degraded.WithLabelValues(kind) // present at zero from the start
 	}
+	for _, o := range []string{lapsedRenewed, lapsedReadRefused, lapsedWriteUnknown} {
+		nm.lapsedKinds[o] = nm.lapsed.WithLabelValues(o)
+	}
 	return nm
 }
 
 // register adds the instruments to reg.
 func (nm *nodeMetrics) register(reg *prometheus.Registry) {
-	reg.MustRegister(nm.commandLatency, nm.writeLatency, nm.schemeOps, nm.peerBytes, nm.degraded, nm.authFailures)
+	reg.MustRegister(nm.commandLatency, nm.writeLatency, nm.schemeOps, nm.peerBytes, nm.degraded,
+		nm.heartbeat, nm.leaseLapses, nm.lapsed, nm.authFailures)
 }
 
 // clockStart anchors monotime.
@@ -175,6 +206,9 @@ func (nm *nodeMetrics) sentRedundancy(e cluster.SchemeEntry, b int) {
 
 // degradedRequest counts one request of the given kind.
 func (nm *nodeMetrics) degradedRequest(kind string) { nm.degradedKinds[kind].Inc() }
+
+// lapsedCommand counts one command whose lease lapsed, by outcome.
+func (nm *nodeMetrics) lapsedCommand(outcome string) { nm.lapsedKinds[outcome].Inc() }
 
 // piecesBytes is what sending pieces puts in PutPieces payloads.
 func piecesBytes(pieces []piece) int {

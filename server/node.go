@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/faults"
+	"github.com/memgest/memgest/internal/lograte"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
 )
@@ -45,6 +46,10 @@ type Node struct {
 	metrics  *nodeMetrics // request-path instruments for /metrics
 	clients  clientRegistry
 
+	// leases are the connections heartbeats take, apart from the data
+	// frames: a heartbeat queued behind a huge value let a lease lapse.
+	leases *transport.Pool
+
 	incarnation atomic.Uint64 // this run of the node, new after a wipe (failure.go)
 	lease       lease         // permission to serve, renewed by heartbeats
 	detector    detector      // the leader's failure detector
@@ -61,7 +66,6 @@ type Node struct {
 
 	trust       trust             // cluster secret and TLS (trust.go)
 	ownPassword *cluster.Password // --requirepass, before the map has the cluster's (auth.go)
-	refusals    throttledLog      // refused peer connections, logged sparingly
 	failed      chan error        // a reason the node cannot go on (Failed)
 
 	mux      *transport.Mux
@@ -92,12 +96,13 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 	if created {
 		log.Warn("generated a cluster secret: give it to joining nodes with --cluster-secret-file", "file", t.secretPath)
 	}
-	n := &Node{cfg: cfg, log: log, started: time.Now(), inflight: newInflight(), workers: newWorkerPool(),
+	n := &Node{cfg: cfg, log: rateLimited(log), started: time.Now(), inflight: newInflight(), workers: newWorkerPool(),
 		expireQ:   make(chan []byte, expireQueueSize),
 		primary:   store.New(store.WithMaxValueSize(int(cfg.MaxValueSize))),
 		pieces:    store.New(store.WithMaxValueSize(int(cfg.MaxValueSize) + 1024)),
 		trust:     t,
 		peers:     transport.NewPool(peerPoolOptions(cfg, t.guard)...),
+		leases:    transport.NewPool(peerPoolOptions(cfg, t.guard)...),
 		directory: directorySender{wake: make(chan struct{}, 1)},
 		metrics:   newNodeMetrics(),
 		failed:    make(chan error, 1),
@@ -244,11 +249,13 @@ func (n *Node) failWith(err error) {
 	}
 }
 
-// peerRefused counts and logs, sparingly, a peer connection the guard
-// refused: a stranger, or a node without the cluster secret.
+// peerRefused counts and logs a peer connection the guard refused: a
+// stranger, or a node without the cluster secret. The log is rate-limited
+// (a line of one kind at most every lograte.Every; the error does not
+// count towards a line's kind).
 func (n *Node) peerRefused(err error) {
 	n.metrics.authFailed(authPeer)
-	n.refusals.warn(n.log, "refused a peer connection", "err", err)
+	n.log.Warn("refused a peer connection", "err", err)
 }
 
 // Close stops serving and releases everything the node holds.
@@ -273,7 +280,7 @@ func (n *Node) Close() error {
 		if n.mux != nil {
 			errs = append(errs, n.mux.Close())
 		}
-		errs = append(errs, n.peers.Close())
+		errs = append(errs, n.peers.Close(), n.leases.Close())
 		n.bg.Wait()
 		n.closeErr = errors.Join(errs...)
 	})
@@ -351,7 +358,9 @@ func (a advertised) Network() string { return "tcp" }
 func (a advertised) String() string  { return string(a) }
 
 // raftLogger keeps Raft's routine warnings (elections, log catch-up) out of
-// the node's log unless debug or info logging is asked for.
+// the node's log unless debug or info logging is asked for, and writes a
+// repeating line (a failed heartbeat to a dead member) once per
+// lograte.Every.
 func raftLogger(level string) hclog.Logger {
 	l := hclog.Error
 	switch level {
@@ -360,5 +369,12 @@ func raftLogger(level string) hclog.Logger {
 	case "info":
 		l = hclog.Warn
 	}
-	return hclog.New(&hclog.LoggerOptions{Name: "raft", Level: l, Output: os.Stderr})
+	return lograte.Hclog(hclog.New(&hclog.LoggerOptions{Name: "raft", Level: l, Output: os.Stderr}),
+		lograte.NewLimiter(lograte.Every))
+}
+
+// rateLimited is the node's log writing a repeating line (a retried
+// proposal, say) once per lograte.Every, with the count of those dropped.
+func rateLimited(log *slog.Logger) *slog.Logger {
+	return slog.New(lograte.NewHandler(log.Handler(), lograte.NewLimiter(lograte.Every)))
 }

@@ -47,7 +47,7 @@ func (n *Node) callUnder(ctx context.Context, node cluster.Node, typ uint8, payl
 				return nil, errLeaseGone
 			}
 		}
-		resp, err := n.peers.Get(node.PeerAddr).Call(ctx, req)
+		resp, err := n.poolFor(typ).Get(node.PeerAddr).Call(ctx, req)
 		newer, stale := staleEpoch(err)
 		if !stale {
 			if err != nil {
@@ -59,6 +59,16 @@ func (n *Node) callUnder(ctx context.Context, node cluster.Node, typ uint8, payl
 			return nil, fmt.Errorf("node %s has epoch %d: %w", node.PeerAddr, newer, err)
 		}
 	}
+}
+
+// poolFor is the connections a message type travels on: heartbeats have
+// their own, so that no data frame (a huge value's pieces, a batch the
+// receiver stores on its connection's read loop) delays a lease renewal.
+func (n *Node) poolFor(typ uint8) *transport.Pool {
+	if typ == msgHeartbeat {
+		return n.leases
+	}
+	return n.peers
 }
 
 // carriesAuthority says whether a message type changes what its receiver

@@ -220,6 +220,7 @@ type status struct {
 		ClientAddr string `json:"client_addr"`
 		Serving    bool   `json:"serving"`
 		Voter      bool   `json:"voter"`
+		Raft       string `json:"raft"`
 	} `json:"nodes"`
 	Schemes []struct {
 		Name    string `json:"name"`

@@ -1,0 +1,154 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/server/resp"
+	"github.com/memgest/memgest/store"
+	"github.com/memgest/memgest/transport"
+)
+
+// jumpClock moves the node's monotonic clock on by d, as if the command
+// running now took that long (a split read on a loaded machine, a huge
+// value, a pause).
+func jumpClock(n *Node, d time.Duration) { n.started = n.started.Add(-d) }
+
+// renew takes an acknowledged heartbeat sent now.
+func renew(n *Node) { n.accepted(n.monoNow()) }
+
+// TestCommandOutlastingItsLease: a key command this node coordinates keeps
+// its reply when no failover of the node can have come between its start
+// and its reply: the lease holds when it ends (renewed while it ran, or
+// after, without a fence). Otherwise a read answers TRYAGAIN, since it
+// changed nothing, and only a write answers that its outcome is unknown.
+// The lease runs out during each command (the clock jumps past it); before,
+// every such command answered errLeaseLapsed, reads included (issue 23,
+// item 6: split GETs on a loaded machine).
+func TestCommandOutlastingItsLease(t *testing.T) {
+	cases := []struct {
+		name  string
+		write bool
+		// during runs in the command, after the clock jumped past its
+		// lease; after runs in the background, soon after.
+		during, after func(n *Node)
+		want          string
+	}{
+		{"read, lease renewed while it ran", false, renew, nil, "value"},
+		{"read, lease renewed after it ran", false, nil, renew, "value"},
+		{"read, node fenced after it ran", false, nil, (*Node).fence, errReadLapsed.Text()},
+		{"read, lease never renewed", false, nil, nil, errReadLapsed.Text()},
+		{"write, lease renewed while it ran", true, renew, nil, "OK"},
+		{"write, lease renewed after it ran", true, nil, renew, "OK"},
+		{"write, node fenced after it ran", true, nil, (*Node).fence, errLeaseLapsed.Text()},
+		{"write, lease never renewed", true, nil, nil, errLeaseLapsed.Text()},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			n := readyNode(t)
+			args := [][]byte{[]byte("GET"), []byte("k")}
+			run := cmdGet
+			if tc.write {
+				args = [][]byte{[]byte("SET"), []byte("k"), []byte("v")}
+				run = func(*Node, context.Context, *connState, [][]byte) resp.Reply { return resp.OK() }
+			}
+			spec, bad := resp.Resolve(args)
+			if bad.IsError() {
+				t.Fatal(bad)
+			}
+			cmd := &command{run: func(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+				jumpClock(n, 2*n.cfg.FailureTimeout)
+				if tc.during != nil {
+					tc.during(n)
+				}
+				if tc.after != nil {
+					go func() {
+						time.Sleep(10 * time.Millisecond) // mostly once withinLease waits
+						tc.after(n)
+					}()
+				}
+				return run(n, ctx, cs, args)
+			}}
+			if got := n.coordinate(context.Background(), &connState{}, cmd, args, spec); got.Text() != tc.want {
+				t.Fatalf("reply %s, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// readyNode is a leased node whose primary store holds k = "value" in
+// scheme none, with a short failure timeout.
+func readyNode(t *testing.T) *Node {
+	n := leasedNode(t, testMap(t, 3))
+	n.cfg.FailureTimeout = 200 * time.Millisecond
+	n.lease.until.Store(n.monoNow() + int64(n.cfg.FailureTimeout))
+	n.primary = store.New()
+	val := []byte("value")
+	if err := n.primary.Put([]byte("k"), val, store.Meta{Version: 1, Scheme: cluster.NoneID, Aux: checksum(val)}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestNoLeaseWhileMarkingFailed: once the detector has decided to mark a
+// silent node failed, a heartbeat of that node arriving before the map
+// says so grants no lease, since the lease would outlast the failover
+// that follows. Before, suspects returned the node and the marking was
+// recorded afterwards, and seen granted the lease meanwhile.
+func TestNoLeaseWhileMarkingFailed(t *testing.T) {
+	m := testMap(t, 3)
+	self, other := m.Nodes[0].ID, m.Nodes[1].ID
+	var d detector
+	const timeout = 20 * time.Millisecond
+	// Run as detectLoop does, often (a loop that runs late restarts the
+	// count), until the other nodes' silence reaches the timeout.
+	var got []cluster.NodeID
+	for deadline := time.Now().Add(10 * time.Second); len(got) == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+		got = d.suspects(m, self, true, timeout)
+	}
+	if !slices.Contains(got, other) {
+		t.Fatalf("suspects %v; want %s, silent past the timeout", got, other)
+	}
+	if err := d.seen(other, 1, false); !errors.Is(err, errBeingMarked) {
+		t.Fatalf("a heartbeat during the marking: %v; want errBeingMarked", err)
+	}
+	if got := d.suspects(m, self, true, timeout); slices.Contains(got, other) {
+		t.Fatalf("suspects %v: %s proposed twice", got, other)
+	}
+	d.setMarking(other, false) // the proposal failed: the node was not marked
+	if err := d.seen(other, 1, false); err != nil {
+		t.Fatalf("a heartbeat after a failed marking: %v", err)
+	}
+}
+
+// TestHeartbeatsPassStalledDataFrames: a heartbeat reaches the leader while
+// a data frame sent before it is still being handled there. A receiver
+// stores pieces on the connection's read loop (handlePeer), so a heartbeat
+// on the same connection waited behind every frame before it: a huge
+// value's pieces held leases back for as long as they took to send and
+// store (issue 23, items 6 and 7).
+func TestHeartbeatsPassStalledDataFrames(t *testing.T) {
+	got, release := make(chan struct{}), make(chan struct{})
+	srv := transport.NewServer(func(req transport.Frame, reply func(transport.Frame)) {
+		if req.Type == msgPutPieces {
+			close(got)
+			<-release // still storing, on the read loop
+		}
+		reply(transport.Frame{Type: req.Type})
+	})
+	leader := cluster.Node{ID: "leader", PeerAddr: serveFrames(t, srv)}
+	t.Cleanup(func() { close(release) }) // before the server closes
+	n := leasedNode(t, testMap(t, 3))
+	go n.call(context.Background(), leader, msgPutPieces, nil)
+	<-got
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := n.call(ctx, leader, msgHeartbeat, nil); err != nil {
+		t.Fatalf("the heartbeat waited behind the data frame: %v", err)
+	}
+}

@@ -1,0 +1,117 @@
+package server
+
+import (
+	"context"
+	"slices"
+
+	"github.com/memgest/memgest/cluster"
+)
+
+// This file keeps the Raft configuration to the nodes the map counts on
+// (issue 23, item 8). A failed node stayed a Raft member for good: the
+// leader kept replicating to it and logged a failed heartbeat about four
+// times a second. Now the leader takes a failed non-voter out of the
+// configuration, and readmit (failure.go) makes it a member again when it
+// comes back. A voter is never removed that way, which could cost the
+// quorum: its vote passes to a live non-voter first (replaceVoter).
+//
+// A node out of the configuration hears from no leader, so Raft cannot
+// tell it where to send its heartbeats, and its heartbeats are how it is
+// readmitted. It asks the members it knows in turn; one that is not the
+// leader answers with the leader's address (NOTLEADER), which the node
+// uses until Raft names a leader again (heartbeatTarget).
+
+// pruneMembers starts, on the leader, the Raft changes the map calls for:
+// a failed non-voter leaves the configuration, and a failed voter still in
+// it hands its vote to a live non-voter (when the leader that marked it
+// could not: no candidate then, or it lost the leadership). A node with a
+// map change under way (being marked, being readmitted) waits for the
+// next tick.
+func (n *Node) pruneMembers(ctx context.Context, m *cluster.Map) {
+	members, err := n.ctl.Members()
+	if err != nil {
+		return
+	}
+	for _, mem := range members {
+		if node, ok := m.Node(mem.ID); !ok || node.State != cluster.Failed {
+			continue
+		}
+		if _, ok := n.voterCandidate(m); mem.Voter && !ok {
+			continue // it keeps its vote until a live node can take it
+		}
+		if !n.detector.claimMarking(mem.ID) {
+			continue
+		}
+		go n.prune(ctx, m, mem)
+	}
+}
+
+// prune takes the failed member mem out of the Raft configuration, or
+// hands its vote on.
+func (n *Node) prune(ctx context.Context, m *cluster.Map, mem cluster.Member) {
+	defer n.detector.setMarking(mem.ID, false)
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.PeerTimeout)
+	defer cancel()
+	if mem.Voter {
+		n.replaceVoter(ctx, m, mem.ID)
+		return
+	}
+	if err := n.ctl.RemoveMember(ctx, mem.ID); err != nil {
+		n.log.Warn("removing a failed node from Raft", "node", mem.ID, "err", err)
+		return
+	}
+	n.log.Info("failed node removed from Raft", "node", mem.ID)
+}
+
+// heartbeatTarget is where a node that does not lead sends its heartbeat:
+// the leader Raft names; else the address a member named as the leader;
+// else the next of the members it knows, in turn, to learn it.
+func (n *Node) heartbeatTarget(m *cluster.Map) (cluster.Node, bool) {
+	if id, addr, ok := n.ctl.Leader(); ok {
+		n.lease.hint.Store(nil)
+		return cluster.Node{ID: id, PeerAddr: addr}, true
+	}
+	if hint := n.lease.hint.Load(); hint != nil {
+		return cluster.Node{PeerAddr: *hint}, true
+	}
+	peers := n.knownPeers(m)
+	if len(peers) == 0 {
+		return cluster.Node{}, false
+	}
+	return cluster.Node{PeerAddr: peers[n.lease.probe.Add(1)%uint64(len(peers))]}, true
+}
+
+// noteLeaderHint keeps the leader's address a heartbeat's refusal named;
+// any other failure forgets it.
+func (n *Node) noteLeaderHint(err error) {
+	switch hint, ok := leaderHint(err); {
+	case ok && hint != n.cfg.peerAddr():
+		n.lease.hint.Store(&hint)
+	case err != nil:
+		n.lease.hint.Store(nil)
+	}
+}
+
+// knownPeers lists the peer addresses of the other nodes this node knows:
+// the map's live ones, the Raft configuration's, and the join address.
+func (n *Node) knownPeers(m *cluster.Map) []string {
+	var out []string
+	for _, node := range m.Nodes {
+		if node.ID != n.id && node.State != cluster.Failed {
+			out = append(out, node.PeerAddr)
+		}
+	}
+	if members, err := n.ctl.Members(); err == nil {
+		for _, mem := range members {
+			if mem.ID != n.id {
+				out = append(out, mem.PeerAddr)
+			}
+		}
+	}
+	if n.cfg.Join != "" {
+		out = append(out, n.cfg.Join)
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	return slices.DeleteFunc(out, func(a string) bool { return a == "" || a == n.cfg.peerAddr() })
+}
