@@ -22,7 +22,8 @@ import (
 // parsed in place by resp.ParseRequest, which checks the limits as it goes.
 
 // clientServer accepts client connections and serves each on its own
-// goroutine until the node closes it.
+// goroutine until the node closes it. It serves at most the node's
+// MaxClients at once: one more is refused as Redis refuses it.
 type clientServer struct {
 	n     *Node
 	ln    net.Listener
@@ -30,6 +31,18 @@ type clientServer struct {
 	conns map[net.Conn]struct{}
 	done  bool
 }
+
+// errMaxClients is Redis's answer to a connection beyond maxclients.
+const errMaxClients = "-ERR max number of clients reached\r\n"
+
+// admission is what track decided for a new connection.
+type admission int
+
+const (
+	admitted admission = iota
+	overLimit
+	closing
+)
 
 func newClientServer(n *Node, ln net.Listener) *clientServer {
 	return &clientServer{n: n, ln: ln, conns: make(map[net.Conn]struct{})}
@@ -50,9 +63,13 @@ func (s *clientServer) serve() {
 			continue
 		}
 		backoff = 0
-		if !s.track(c) {
+		switch s.track(c) {
+		case closing:
 			_ = c.Close()
 			return
+		case overLimit:
+			go s.refuse(c)
+			continue
 		}
 		go func() {
 			defer s.untrack(c)
@@ -67,15 +84,39 @@ func (s *clientServer) closing() bool {
 	return s.done
 }
 
-// track registers c, unless the server is closing.
-func (s *clientServer) track(c net.Conn) bool {
+// track registers c, unless the server is closing or already serves
+// MaxClients connections.
+func (s *clientServer) track(c net.Conn) admission {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done {
-		return false
+	switch {
+	case s.done:
+		return closing
+	case len(s.conns) >= s.n.cfg.MaxClients:
+		return overLimit
 	}
 	s.conns[c] = struct{}{}
-	return true
+	return admitted
+}
+
+// refuse answers a connection beyond MaxClients and closes it, counting
+// it as Redis's rejected_connections does. The deadline bounds what a
+// client that does not read (or a handshake) can hold it.
+func (s *clientServer) refuse(c net.Conn) {
+	s.n.stats.rejectedConns.Add(1)
+	s.n.metrics.rejectedConns.Inc()
+	s.n.log.Debug("client refused: maxclients reached", "client", c.RemoteAddr().String(), "maxclients", s.n.cfg.MaxClients)
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	_, _ = c.Write([]byte(errMaxClients))
+	_ = c.Close()
+}
+
+// open is the number of client connections served, as maxclients counts
+// them.
+func (s *clientServer) open() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
 }
 
 func (s *clientServer) untrack(c net.Conn) {
@@ -97,6 +138,15 @@ func (s *clientServer) Close() error {
 	}
 	s.mu.Unlock()
 	return err
+}
+
+// openClients is the number of client connections open, as maxclients
+// counts them.
+func (n *Node) openClients() int {
+	if n.resp == nil {
+		return len(n.clients.list())
+	}
+	return n.resp.open()
 }
 
 // serveClient runs one connection: protected mode, then pipelines until

@@ -10,7 +10,7 @@ import (
 
 // This file holds the instruments the request path updates as it goes:
 // latency histograms per command and per scheme, operations and peer bytes
-// per scheme, degraded requests. The rest of /metrics is read from the
+// per scheme, degraded requests, refused connections. The rest of /metrics is read from the
 // node's state at scrape time (nodeCollector, http.go). Label values are
 // resolved once per command or scheme and cached, so a request pays an
 // atomic add or two and no label hashing.
@@ -44,6 +44,7 @@ type nodeMetrics struct {
 	peerBytes      *prometheus.CounterVec   // scheme: redundancy payload sent
 	degraded       *prometheus.CounterVec   // kind
 	degradedKinds  map[string]prometheus.Counter
+	rejectedConns  prometheus.Counter // client connections refused at maxclients
 
 	byCommand sync.Map // *command → prometheus.Observer
 	byScheme  sync.Map // uint16 scheme id → *schemeInstruments
@@ -80,6 +81,10 @@ func newNodeMetrics() *nodeMetrics {
 			Help: "Client requests served or refused in degraded mode, by kind (recovering, refetched, stripe_restored).",
 		}, []string{"kind"}),
 		degradedKinds: map[string]prometheus.Counter{},
+		rejectedConns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "memgest_rejected_connections_total",
+			Help: "Client connections refused because the node served maxclients already (INFO's rejected_connections).",
+		}),
 	}
 	for _, kind := range []string{degradedRecovering, degradedRefetched, degradedRestored} {
 		nm.degradedKinds[kind] = nm.degraded.WithLabelValues(kind) // present at zero from the start
@@ -89,7 +94,7 @@ func newNodeMetrics() *nodeMetrics {
 
 // register adds the instruments to reg.
 func (nm *nodeMetrics) register(reg *prometheus.Registry) {
-	reg.MustRegister(nm.commandLatency, nm.writeLatency, nm.schemeOps, nm.peerBytes, nm.degraded)
+	reg.MustRegister(nm.commandLatency, nm.writeLatency, nm.schemeOps, nm.peerBytes, nm.degraded, nm.rejectedConns)
 }
 
 // clockStart anchors monotime.

@@ -136,6 +136,48 @@ func TestClientKill(t *testing.T) {
 	}
 }
 
+// TestMaxClients starts a node with --maxclients 5: five connections are
+// served, the sixth is answered Redis's error and closed and counted in
+// INFO and /metrics, and once one of the five closes a new one is served.
+func TestMaxClients(t *testing.T) {
+	c := startCluster(t, 1, clusterOptions{extra: []string{"--maxclients", "5"}})
+	addr := c.nodes[0].addr()
+	conns := make([]*lineConn, 5)
+	for i := range conns {
+		conns[i] = dialLine(t, addr)
+		if got := conns[i].do("PING"); got != "+PONG" {
+			t.Fatalf("connection %d of 5: PING = %q", i+1, got)
+		}
+	}
+	sixth := dialLine(t, addr)
+	if got, err := sixth.r.ReadString('\n'); got != "-ERR max number of clients reached\r\n" {
+		t.Fatalf("sixth connection read %q, %v", got, err)
+	}
+	if got, err := sixth.r.ReadString('\n'); err == nil {
+		t.Fatalf("sixth connection stayed open: %q", got)
+	}
+	info := conns[0].bulk("INFO")
+	for _, want := range []string{"connected_clients:5\r\n", "maxclients:5\r\n", "rejected_connections:1\r\n"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("INFO lacks %q:\n%s", want, info)
+		}
+	}
+	if got := conns[0].bulk("CONFIG GET maxclients"); got != "maxclients\n5" {
+		t.Errorf("CONFIG GET maxclients = %q", got)
+	}
+	if m := c.metrics(0); !strings.Contains(m, "\nmemgest_rejected_connections_total 1\n") {
+		t.Errorf("/metrics lacks memgest_rejected_connections_total 1:\n%s", m)
+	}
+
+	conns[4].conn.Close()
+	for !strings.Contains(conns[0].bulk("INFO clients"), "connected_clients:4\r\n") {
+		time.Sleep(10 * time.Millisecond) // until the node has seen the close
+	}
+	if got := dialLine(t, addr).do("PING"); got != "+PONG" {
+		t.Fatalf("a connection after one closed: PING = %q", got)
+	}
+}
+
 // TestArityAsRedis checks commands whose arity the table gives as Redis
 // does (-1, -2) but whose handlers bound the arguments further, as
 // Redis's do: PING takes at most one argument, CLIENT LIST only its TYPE
