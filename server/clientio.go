@@ -19,7 +19,8 @@ import (
 // and a fifth of the CPU in the profiles of docs/benchmarks/analysis.md),
 // and it checks no declared lengths, which needed a second, byte-by-byte
 // pass over the stream to enforce the protocol limits. Here requests are
-// parsed in place by resp.ParseRequest, which checks the limits as it goes.
+// parsed in place by a resp.RequestParser, which checks the limits as it
+// goes.
 
 // clientServer accepts client connections and serves each on its own
 // goroutine until the node closes it. It serves at most the node's
@@ -100,8 +101,8 @@ func (s *clientServer) track(c net.Conn) admission {
 }
 
 // refuse answers a connection beyond MaxClients and closes it, counting
-// it as Redis's rejected_connections does. The deadline bounds what a
-// client that does not read (or a handshake) can hold it.
+// it as Redis's rejected_connections does. The deadline bounds how long
+// a client that does not read can hold the goroutine.
 func (s *clientServer) refuse(c net.Conn) {
 	s.n.stats.rejectedConns.Add(1)
 	s.n.metrics.rejectedConns.Inc()
