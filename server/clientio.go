@@ -19,10 +19,12 @@ import (
 // and a fifth of the CPU in the profiles of docs/benchmarks/analysis.md),
 // and it checks no declared lengths, which needed a second, byte-by-byte
 // pass over the stream to enforce the protocol limits. Here requests are
-// parsed in place by resp.ParseRequest, which checks the limits as it goes.
+// parsed in place by a resp.RequestParser, which checks the limits as it
+// goes.
 
 // clientServer accepts client connections and serves each on its own
-// goroutine until the node closes it.
+// goroutine until the node closes it. It serves at most the node's
+// MaxClients at once: one more is refused as Redis refuses it.
 type clientServer struct {
 	n     *Node
 	ln    net.Listener
@@ -30,6 +32,18 @@ type clientServer struct {
 	conns map[net.Conn]struct{}
 	done  bool
 }
+
+// errMaxClients is Redis's answer to a connection beyond maxclients.
+const errMaxClients = "-ERR max number of clients reached\r\n"
+
+// admission is what track decided for a new connection.
+type admission int
+
+const (
+	admitted admission = iota
+	overLimit
+	closing
+)
 
 func newClientServer(n *Node, ln net.Listener) *clientServer {
 	return &clientServer{n: n, ln: ln, conns: make(map[net.Conn]struct{})}
@@ -50,9 +64,13 @@ func (s *clientServer) serve() {
 			continue
 		}
 		backoff = 0
-		if !s.track(c) {
+		switch s.track(c) {
+		case closing:
 			_ = c.Close()
 			return
+		case overLimit:
+			go s.refuse(c)
+			continue
 		}
 		go func() {
 			defer s.untrack(c)
@@ -67,15 +85,39 @@ func (s *clientServer) closing() bool {
 	return s.done
 }
 
-// track registers c, unless the server is closing.
-func (s *clientServer) track(c net.Conn) bool {
+// track registers c, unless the server is closing or already serves
+// MaxClients connections.
+func (s *clientServer) track(c net.Conn) admission {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done {
-		return false
+	switch {
+	case s.done:
+		return closing
+	case len(s.conns) >= s.n.cfg.MaxClients:
+		return overLimit
 	}
 	s.conns[c] = struct{}{}
-	return true
+	return admitted
+}
+
+// refuse answers a connection beyond MaxClients and closes it, counting
+// it as Redis's rejected_connections does. The deadline bounds how long
+// a client that does not read can hold the goroutine.
+func (s *clientServer) refuse(c net.Conn) {
+	s.n.stats.rejectedConns.Add(1)
+	s.n.metrics.rejectedConns.Inc()
+	s.n.log.Debug("client refused: maxclients reached", "client", c.RemoteAddr().String(), "maxclients", s.n.cfg.MaxClients)
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	_, _ = c.Write([]byte(errMaxClients))
+	_ = c.Close()
+}
+
+// open is the number of client connections served, as maxclients counts
+// them.
+func (s *clientServer) open() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
 }
 
 func (s *clientServer) untrack(c net.Conn) {
@@ -97,6 +139,15 @@ func (s *clientServer) Close() error {
 	}
 	s.mu.Unlock()
 	return err
+}
+
+// openClients is the number of client connections open, as maxclients
+// counts them.
+func (n *Node) openClients() int {
+	if n.resp == nil {
+		return len(n.clients.list())
+	}
+	return n.resp.open()
 }
 
 // serveClient runs one connection: protected mode, then pipelines until
@@ -125,10 +176,11 @@ func (n *Node) serveClient(c net.Conn) {
 }
 
 // Request buffer sizes. A connection reads into a chunk of chunkSize (or
-// the size of a larger request), Redis's PROTO_IOBUF_LEN, so an idle
+// the size of a larger argument), Redis's PROTO_IOBUF_LEN, so an idle
 // connection holds about what a Redis client's query buffer does; minRead
 // is the free space below which the next read starts a new chunk rather
-// than fill the old one's tail. Argument vectors are cut from slices of
+// than fill the old one's tail (unless the tail has room for the rest of
+// the argument being read). Argument vectors are cut from slices of
 // argsChunk.
 const (
 	chunkSize = 16 << 10
@@ -138,18 +190,34 @@ const (
 
 // requestReader reads requests from one connection. It never overwrites
 // bytes it has handed out: when a chunk is full the next read goes to a new
-// one (carrying the unparsed tail over), so an argument stays valid for as
-// long as anything holds it, even past its pipeline (redcon's copies gave
-// the same guarantee, and the command path was written against it), and
-// the garbage collector frees a chunk when nothing does. Argument vectors
-// are cut from a shared slice in the same way.
+// one, so an argument stays valid for as long as anything holds it, even
+// past its pipeline (redcon's copies gave the same guarantee, and the
+// command path was written against it), and the garbage collector frees a
+// chunk when nothing does. Argument vectors are cut from a shared slice in
+// the same way.
+//
+// Work is linear in the bytes read, however they are cut into reads: the
+// parser (resp.RequestParser) resumes a request where the last read ended,
+// so a request's arguments may lie in several chunks and only the
+// argument (or header, or inline line) the last read cut is carried over
+// to a new chunk. A new chunk has room for all of that argument once its
+// header has told its length; an inline line, whose length nothing tells,
+// gets a chunk twice the size of what it has so far. The parser is not
+// called again before the bytes it said it needs are buffered.
 type requestReader struct {
 	conn             io.Reader
 	maxBulk, maxArgs int64
+	parser           resp.RequestParser
 	buf              []byte // the current chunk: buf[start:end] is read, not yet parsed
 	start, end       int
+	need             int      // > 0: a request is incomplete, and buf[start:] must reach need bytes
+	partial          [][]byte // the incomplete request's arguments so far
 	args             [][]byte // the current argument chunk: args[len:cap] is free
 	err              error    // a request error found after complete requests, reported next
+
+	// Work counts, which tests check for linearity: bytes handed to the
+	// parser, and bytes carried over to a new chunk.
+	offered, carried int64
 }
 
 // readPipeline appends every complete request buffered to cmds, reading
@@ -161,11 +229,8 @@ func (r *requestReader) readPipeline(cmds [][][]byte, preAuth bool) ([][][]byte,
 	}
 	lim := resp.RequestLimits{MaxBulk: r.maxBulk, MaxArgs: r.maxArgs, PreAuth: preAuth}
 	for {
-		need := 0
-		for r.start < r.end && need == 0 {
-			var args [][]byte
-			var err error
-			args, need, err = r.next(lim)
+		for r.end-r.start >= max(r.need, 1) {
+			args, done, err := r.next(lim)
 			if err != nil {
 				if len(cmds) > 0 {
 					r.err = err
@@ -173,48 +238,57 @@ func (r *requestReader) readPipeline(cmds [][][]byte, preAuth bool) ([][][]byte,
 				}
 				return cmds, err
 			}
-			if len(args) > 0 {
+			if done && len(args) > 0 {
 				cmds = append(cmds, args)
 			}
 		}
 		if len(cmds) > 0 {
 			return cmds, nil
 		}
-		if err := r.fill(need); err != nil {
+		if err := r.fill(); err != nil {
 			return cmds, err
 		}
 	}
 }
 
-// next parses one request at buf[start:]; need > 0 means it is incomplete.
-func (r *requestReader) next(lim resp.RequestLimits) (args [][]byte, need int, err error) {
-	if cap(r.args)-len(r.args) < 8 {
-		r.args = make([][]byte, 0, argsChunk)
+// next parses on from buf[start:]; done is false while the request is
+// incomplete.
+func (r *requestReader) next(lim resp.RequestLimits) (args [][]byte, done bool, err error) {
+	in := r.partial
+	if r.need == 0 { // a new request: its arguments go to the argument chunk
+		if cap(r.args)-len(r.args) < 8 {
+			r.args = make([][]byte, 0, argsChunk)
+		}
+		in = r.args[len(r.args):]
 	}
-	free := r.args[len(r.args):]
-	out, n, need, err := resp.ParseRequest(r.buf[r.start:r.end], lim, free)
-	if err != nil || n == 0 {
-		return nil, max(need, 1), err
-	}
+	r.offered += int64(r.end - r.start)
+	out, n, need, err := r.parser.Next(r.buf[r.start:r.end], lim, in)
 	r.start += n
-	if len(out) > 0 && cap(out) == cap(free) {
+	r.need, r.partial = need, out
+	if err != nil || need > 0 {
+		return nil, false, err
+	}
+	r.partial = nil
+	if len(out) > 0 && cap(out) == cap(r.args[len(r.args):]) {
 		r.args = r.args[:len(r.args)+len(out)] // cut from the chunk; else append gave it its own
 	}
-	return out[:len(out):len(out)], 0, nil
+	return out[:len(out):len(out)], true, nil
 }
 
-// fill reads more bytes, first moving to a new chunk when the current one
-// cannot take need bytes of the pending request or has less than minRead
-// free.
-func (r *requestReader) fill(need int) error {
+// fill reads more bytes, first moving the unparsed bytes to a new chunk
+// when the current one cannot take the whole of what the parser needs or
+// has too little room left.
+func (r *requestReader) fill() error {
 	pending := r.end - r.start
 	if pending == 0 && len(r.buf) > chunkSize {
-		r.buf, r.start, r.end = nil, 0, 0 // do not keep a large request's chunk while idle
+		r.buf, r.start, r.end = nil, 0, 0 // do not keep a large argument's chunk while idle
 	}
-	if r.buf == nil || len(r.buf)-r.start < need || len(r.buf)-r.end < minRead {
-		chunk := make([]byte, max(chunkSize, need, pending+minRead))
-		copy(chunk, r.buf[r.start:r.end])
-		r.buf, r.start, r.end = chunk, 0, pending
+	want := minRead // the least free space worth a read
+	if short := r.need - pending; short > 0 {
+		want = min(want, short) // ... unless it takes the rest of what the parser needs
+	}
+	if r.buf == nil || len(r.buf)-r.start < r.need || len(r.buf)-r.end < want {
+		r.newChunk(pending)
 	}
 	got, err := r.conn.Read(r.buf[r.end:])
 	r.end += got
@@ -225,4 +299,17 @@ func (r *requestReader) fill(need int) error {
 		err = errors.New("server: empty read")
 	}
 	return err
+}
+
+// newChunk carries the pending bytes over to a new chunk with room for
+// all the parser needs, or, when that is not known beyond the next byte,
+// twice the room they take.
+func (r *requestReader) newChunk(pending int) {
+	size := max(chunkSize, r.need)
+	if r.need <= pending+1 {
+		size = max(size, 2*pending)
+	}
+	chunk := make([]byte, size)
+	r.carried += int64(copy(chunk, r.buf[r.start:r.end]))
+	r.buf, r.start, r.end = chunk, 0, pending
 }

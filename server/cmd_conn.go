@@ -21,11 +21,16 @@ func init() {
 	register("client", &command{run: cmdClient})
 }
 
+// cmdPing answers PONG or its one argument. The table's arity (-1) is
+// Redis's; like Redis's pingCommand it refuses more than one argument.
 func cmdPing(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	if len(args) == 2 {
+	switch len(args) {
+	case 1:
+		return resp.Simple("PONG")
+	case 2:
 		return resp.Bulk(args[1])
 	}
-	return resp.Simple("PONG")
+	return resp.ErrWrongArity("ping")
 }
 
 func cmdEcho(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
@@ -103,11 +108,7 @@ func cmdClient(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.
 	case "INFO":
 		return resp.Verbatim("txt", clientLine(cs, time.Now())+"\n")
 	case "LIST":
-		var b strings.Builder
-		for _, c := range n.clients.list() {
-			b.WriteString(clientLine(c, time.Now()) + "\n")
-		}
-		return resp.Verbatim("txt", b.String())
+		return n.clientList(args)
 	case "KILL":
 		return n.clientKill(cs, args)
 	case "HELP":
@@ -145,6 +146,58 @@ func clientLine(cs *connState, now time.Time) string {
 		cs.id, cs.addr, cs.laddr, cs.name, int(now.Sub(cs.created).Seconds()), last, strconv.Itoa(cs.proto))
 }
 
+// clientList is CLIENT LIST [TYPE type | ID id [id ...]], parsed as Redis 7
+// parses it: every memgest client is of type normal, and IDs list their
+// clients in the order given.
+func (n *Node) clientList(args [][]byte) resp.Reply {
+	clients := n.clients.list()
+	switch {
+	case len(args) == 4 && strings.EqualFold(string(args[2]), "type"):
+		normal, bad := isNormalType(string(args[3]))
+		if bad.IsError() {
+			return bad
+		}
+		if !normal {
+			clients = nil
+		}
+	case len(args) > 3 && strings.EqualFold(string(args[2]), "id"):
+		byID := make(map[int64]*connState, len(clients))
+		for _, c := range clients {
+			byID[c.id] = c
+		}
+		clients = clients[:0]
+		for _, a := range args[3:] {
+			id, ok := resp.ParseInt(a)
+			if !ok {
+				return resp.Err("ERR Invalid client ID")
+			}
+			if c := byID[id]; c != nil {
+				clients = append(clients, c)
+			}
+		}
+	case len(args) != 2:
+		return resp.Err("ERR syntax error")
+	}
+	var b strings.Builder
+	for _, c := range clients {
+		b.WriteString(clientLine(c, time.Now()) + "\n")
+	}
+	return resp.Verbatim("txt", b.String())
+}
+
+// isNormalType reads a client type name of CLIENT LIST and CLIENT KILL:
+// memgest's clients are all "normal"; the other types Redis knows have
+// none.
+func isNormalType(name string) (bool, resp.Reply) {
+	switch strings.ToLower(name) {
+	case "normal":
+		return true, resp.Reply{}
+	case "master", "replica", "slave", "pubsub":
+		return false, resp.Reply{}
+	}
+	return false, resp.Errorf("ERR Unknown client type '%s'", name)
+}
+
 var clientHelp = []string{
 	"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 	"GETNAME", "    Return the name of the current connection.",
@@ -154,7 +207,9 @@ var clientHelp = []string{
 	"KILL <option> <value> [<option> <value> [...]]",
 	"    Kill connections. Options are: ID <client-id>, ADDR <ip:port>, LADDR <ip:port>,",
 	"    TYPE normal, USER default, MAXAGE <seconds>, SKIPME (YES|NO) (default YES).",
-	"LIST", "    Return information about client connections.",
+	"LIST [options ...]", "    Return information about client connections. Options:",
+	"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Return clients of specified type.",
+	"    * ID <client-id> [<client-id> ...]", "      Return clients of specified IDs only.",
 	"SETNAME <name>", "    Assign the name <name> to the current connection.",
 	"HELP", "    Print this help.",
 }
@@ -229,13 +284,11 @@ func parseKillFilter(args [][]byte) (killFilter, resp.Reply) {
 				return f, resp.Err("ERR syntax error")
 			}
 		case "TYPE":
-			switch strings.ToLower(v) {
-			case "normal":
-			case "master", "replica", "slave", "pubsub":
-				f.matchNothing = true
-			default:
-				return f, resp.Errorf("ERR Unknown client type '%s'", v)
+			normal, bad := isNormalType(v)
+			if bad.IsError() {
+				return f, bad
 			}
+			f.matchNothing = !normal // the last TYPE counts, as in Redis
 		case "USER":
 			if v != "default" {
 				return f, resp.Errorf("ERR No such user '%s'", v)

@@ -62,6 +62,7 @@ func (n *Node) configParams() [][2]string {
 		{"port", strconv.Itoa(n.cfg.Port)},
 		{"maxmemory", strconv.FormatInt(n.cfg.MaxMemory, 10)},
 		{"maxmemory-policy", "noeviction"},
+		{"maxclients", strconv.Itoa(n.cfg.MaxClients)},
 		{"proto-max-bulk-len", strconv.FormatInt(n.cfg.MaxValueSize, 10)},
 		{"requirepass", n.configPassword()},
 		{"protected-mode", yesno(n.cfg.ProtectedMode)},
@@ -124,8 +125,8 @@ func (n *Node) infoServer() resp.InfoSection {
 
 func (n *Node) infoClients() resp.InfoSection {
 	return resp.InfoSection{Name: "Clients", Fields: [][2]string{
-		{"connected_clients", strconv.Itoa(len(n.clients.list()))},
-		{"maxclients", "10000"},
+		{"connected_clients", strconv.Itoa(n.openClients())},
+		{"maxclients", strconv.Itoa(n.cfg.MaxClients)},
 		{"blocked_clients", "0"},
 	}}
 }
@@ -154,6 +155,7 @@ func (n *Node) infoStats() resp.InfoSection {
 	return resp.InfoSection{Name: "Stats", Fields: [][2]string{
 		{"total_connections_received", strconv.FormatInt(n.stats.connections.Load(), 10)},
 		{"total_commands_processed", strconv.FormatInt(n.stats.commands.Load(), 10)},
+		{"rejected_connections", strconv.FormatInt(n.stats.rejectedConns.Load(), 10)},
 		{"expired_keys", strconv.FormatInt(n.stats.expired.Load(), 10)},
 		{"memgest_forwarded_commands", strconv.FormatInt(n.stats.forwarded.Load(), 10)},
 		{"memgest_stripe_relocated_objects", strconv.FormatInt(n.stats.relocated.Load(), 10)},

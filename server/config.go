@@ -72,6 +72,11 @@ type Config struct {
 	MaxValueSize int64
 	// MaxArgs bounds the number of arguments in one command.
 	MaxArgs int
+	// MaxClients bounds the client connections served at once (Redis's
+	// maxclients); one more is answered "-ERR max number of clients
+	// reached" and closed. cmd/memgest lowers it to what the process's
+	// open-file limit allows.
+	MaxClients int
 	// PeerTimeout bounds one node-to-node request.
 	PeerTimeout time.Duration
 	// HeartbeatInterval is how often a node reports to the Raft leader,
@@ -112,6 +117,9 @@ type Config struct {
 	ConfigFile string
 }
 
+// DefaultMaxClients is Redis's default maxclients.
+const DefaultMaxClients = 10000
+
 // DefaultRebuildShare is the default RebuildShare (docs/failure-model.md,
 // "Rebuild": what it costs clients on a loaded machine).
 const DefaultRebuildShare = 0.05
@@ -131,6 +139,7 @@ func DefaultConfig() Config {
 		TLSCluster:      true,
 		MaxValueSize:    512 << 20,
 		MaxArgs:         1 << 20,
+		MaxClients:      DefaultMaxClients,
 		PeerTimeout:     5 * time.Second,
 		LogLevel:        "warn",
 
@@ -208,6 +217,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxArgs < 2 {
 		return errors.New("server: max-args must be ≥ 2")
+	}
+	if c.MaxClients < 1 {
+		return errors.New("server: maxclients must be ≥ 1")
 	}
 	if c.PeerTimeout <= 0 {
 		return errors.New("server: peer-timeout must be positive")

@@ -24,6 +24,7 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.MaxValueSize = 1 << 40 }, "max-value-size"},
 		{func(c *Config) { c.MaxMemory = -1 }, "maxmemory"},
 		{func(c *Config) { c.MaxArgs = 1 }, "max-args"},
+		{func(c *Config) { c.MaxClients = 0 }, "maxclients"},
 		{func(c *Config) { c.PeerTimeout = 0 }, "peer-timeout"},
 		{func(c *Config) { c.LogLevel = "loud" }, "log-level"},
 		{func(c *Config) { c.RebuildRate = -1 }, "rebuild-rate"},

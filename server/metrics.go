@@ -10,7 +10,7 @@ import (
 
 // This file holds the instruments the request path updates as it goes:
 // latency histograms per command and per scheme, operations and peer bytes
-// per scheme, degraded requests. The rest of /metrics is read from the
+// per scheme, degraded requests, refused connections. The rest of /metrics is read from the
 // node's state at scrape time (nodeCollector, http.go). Label values are
 // resolved once per command or scheme and cached, so a request pays an
 // atomic add or two and no label hashing.
@@ -67,6 +67,7 @@ type nodeMetrics struct {
 	leaseLapses    prometheus.Counter     // leases that ran out while the node was a member
 	lapsed         *prometheus.CounterVec // outcome: commands whose lease lapsed while they ran
 	lapsedKinds    map[string]prometheus.Counter
+	rejectedConns  prometheus.Counter // client connections refused at maxclients
 
 	byCommand sync.Map // *command → prometheus.Observer
 	byScheme  sync.Map // uint16 scheme id → *schemeInstruments
@@ -122,6 +123,10 @@ func newNodeMetrics() *nodeMetrics {
 				"answered TRYAGAIN), write_unknown (a write answered that it may or may not have taken effect).",
 		}, []string{"outcome"}),
 		lapsedKinds: map[string]prometheus.Counter{},
+		rejectedConns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "memgest_rejected_connections_total",
+			Help: "Client connections refused because the node served maxclients already (INFO's rejected_connections).",
+		}),
 	}
 	for _, kind := range []string{authPeer, authClient, authHTTP} {
 		nm.authFailures.WithLabelValues(kind) // present at zero from the start
@@ -138,7 +143,7 @@ func newNodeMetrics() *nodeMetrics {
 // register adds the instruments to reg.
 func (nm *nodeMetrics) register(reg *prometheus.Registry) {
 	reg.MustRegister(nm.commandLatency, nm.writeLatency, nm.schemeOps, nm.peerBytes, nm.degraded,
-		nm.heartbeat, nm.leaseLapses, nm.lapsed, nm.authFailures)
+		nm.heartbeat, nm.leaseLapses, nm.lapsed, nm.authFailures, nm.rejectedConns)
 }
 
 // clockStart anchors monotime.

@@ -25,6 +25,9 @@ type counters struct {
 	// shard was served (stripe_pending.go).
 	stripeChunksRestored atomic.Int64
 	splitValues          sync.Map // scheme id → *atomic.Int64: logical value bytes of split keys
+
+	// rejectedConns counts client connections refused at maxclients.
+	rejectedConns atomic.Int64
 }
 
 func (c *counters) splitBytes(id uint16) *atomic.Int64 {

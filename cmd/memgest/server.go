@@ -62,6 +62,7 @@ the file.`,
 	f.Int64Var(&cfg.MaxMemory, "maxmemory", 0, "bytes of data this node may hold (0 = unlimited); writes beyond get -OOM")
 	f.Int64Var(&cfg.MaxValueSize, "max-value-size", cfg.MaxValueSize, "largest value and bulk argument in bytes (proto-max-bulk-len)")
 	f.IntVar(&cfg.MaxArgs, "max-args", cfg.MaxArgs, "most arguments in one command")
+	f.IntVar(&cfg.MaxClients, "maxclients", cfg.MaxClients, "most client connections at once; lowered to fit the open-file limit")
 	f.DurationVar(&cfg.PeerTimeout, "peer-timeout", cfg.PeerTimeout, "bound on one node-to-node request")
 	f.Int64Var(&cfg.RebuildRate, "rebuild-rate", cfg.RebuildRate, "bytes per second a node sends to rebuild lost pieces (0: no bound)")
 	f.Float64Var(&cfg.RebuildShare, "rebuild-share", cfg.RebuildShare, "share of the time each rebuild worker may work, resting the rest, in (0, 1] (1: no bound)")
@@ -122,6 +123,10 @@ func runServer(cfg server.Config) error {
 	}
 	setGC()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(cfg.LogLevel)}))
+	var err error
+	if cfg.MaxClients, err = fitMaxClients(cfg.MaxClients, log); err != nil {
+		return err
+	}
 	node, err := server.Start(cfg, log)
 	if err != nil {
 		return err

@@ -4,18 +4,20 @@
 // checks read, argument parsers that fail with Redis 7's exact error
 // replies, Redis glob matching and INFO rendering.
 //
-// It does no I/O and keeps no state: the network side (server/clientio.go)
-// hands it the bytes it read, gets argument vectors back from
-// [ParseRequest], and writes the bytes replies render to.
+// It does no I/O and keeps no state beyond a [RequestParser]'s place in a
+// request: the network side (server/clientio.go) hands it the bytes it
+// read, gets argument vectors back, and writes the bytes replies render to.
 //
 // # Requests
 //
 // [ParseRequest] parses one client request in place: multibulk arguments
 // are slices of the caller's buffer and inline ones are unescaped over
 // their line, so a pipeline costs no copy per request. It checks
-// [RequestLimits] as each header arrives. Hand-written: redcon's reader
-// copies every request, and no library checks declared lengths before the
-// payload arrives.
+// [RequestLimits] as each header arrives. A [RequestParser] does the same
+// for a stream that arrives in pieces, resuming a request where the last
+// piece ended, so that parsing costs time linear in the bytes however
+// they are cut. Hand-written: redcon's reader copies every request, and no
+// library checks declared lengths before the payload arrives.
 //
 // # Replies
 //

@@ -1,6 +1,9 @@
 package resp
 
-import "bytes"
+import (
+	"bytes"
+	"slices"
+)
 
 // Request limits. Clients that have not authenticated may send only small
 // requests, as in Redis 7, so that an unauthenticated peer cannot make the
@@ -58,23 +61,69 @@ var (
 // The arguments alias buf: multibulk arguments are slices of it, and
 // inline arguments are unescaped in place within their line. The caller
 // owns buf and must not overwrite it while arguments are in use.
+//
+// ParseRequest starts afresh on every call; a reader whose requests arrive
+// in pieces uses a [RequestParser], which resumes where it stopped.
 func ParseRequest(buf []byte, lim RequestLimits, args [][]byte) (out [][]byte, n, need int, err error) {
-	if len(buf) == 0 {
-		return args, 0, 1, nil
+	var p RequestParser
+	out, n, need, err = p.Next(buf, lim, args)
+	if need > 0 {
+		return args, 0, n + need, nil
 	}
-	if buf[0] == '*' {
-		return parseMultibulk(buf, lim, args)
-	}
-	return parseInline(buf, args)
+	return out, n, need, err
 }
 
-// parseMultibulk parses "*<count>" then count bulks "$<len>" <payload>.
-func parseMultibulk(buf []byte, lim RequestLimits, args [][]byte) ([][]byte, int, int, error) {
-	count, pos, err := headerLine(buf, 0, errInvalidMultibulk)
-	if pos == 0 || err != nil {
-		return args, 0, len(buf) + 1, err
-	}
+// RequestParser parses a stream of requests that arrives in pieces, as
+// [ParseRequest] parses one, but keeps what it found in a request cut short
+// by the end of its input: a multibulk request's arguments so far and how
+// many are left, or how far an inline line was searched for its end. Each
+// call goes on from there, so every byte of the stream is parsed once
+// however the stream is cut. (Parsing a request again from its start after
+// every read made a request of n small arguments cost O(n²): a
+// million-argument MGET took more than five minutes, issue 23.)
+//
+// The zero value is ready for the first request.
+type RequestParser struct {
+	left    int64 // bulks still to read of the multibulk request begun; 0 when none is
+	first   int   // where that request's arguments start in args
+	scanned int   // bytes of an inline line searched without finding its end
+}
+
+// Next parses from the start of buf, which must continue the stream where
+// the previous call stopped: after the n bytes that call used. It appends a
+// request's arguments to args and returns args, the bytes used and need.
+//
+// need is 0 when the request is complete (or err is set). need > 0 means
+// that it is not: out then holds its arguments found so far, which the
+// next call must get back as args, and need is a lower bound on the
+// length of the next call's buf, as far as the headers tell. The bytes used
+// by an incomplete request hold those arguments: the caller must not
+// overwrite them while the arguments are in use, but it may move the rest
+// of buf elsewhere before adding to it.
+//
+// A malformed or over-limit request returns a *[RequestError] (as soon as
+// the bytes that break the rule are in buf) and args without the request's
+// arguments; the parser is then ready for a new stream.
+func (p *RequestParser) Next(buf []byte, lim RequestLimits, args [][]byte) (out [][]byte, n, need int, err error) {
 	switch {
+	case p.left > 0:
+		return p.bulks(buf, 0, lim, args)
+	case len(buf) == 0:
+		return args, 0, 1, nil
+	case buf[0] == '*':
+		return p.multibulk(buf, lim, args)
+	}
+	return p.inline(buf, args)
+}
+
+// multibulk parses "*<count>" then as many of its count bulks as buf holds.
+func (p *RequestParser) multibulk(buf []byte, lim RequestLimits, args [][]byte) ([][]byte, int, int, error) {
+	count, pos, err := headerLine(buf, 0, errInvalidMultibulk)
+	switch {
+	case err != nil:
+		return args, 0, 0, err
+	case pos == 0:
+		return args, 0, len(buf) + 1, nil
 	case count > lim.MaxArgs:
 		return args, 0, 0, errInvalidMultibulk
 	case count > PreAuthMaxArgs && lim.PreAuth:
@@ -82,35 +131,59 @@ func parseMultibulk(buf []byte, lim RequestLimits, args [][]byte) ([][]byte, int
 	case count <= 0:
 		return args, pos, 0, nil // Redis ignores empty multibulks
 	}
-	first := len(args)
-	for range count {
+	p.left, p.first = count, len(args)
+	return p.bulks(buf, pos, lim, args)
+}
+
+// bulks reads the bulks "$<len>" <payload> left of the request begun,
+// from buf[pos:].
+func (p *RequestParser) bulks(buf []byte, pos int, lim RequestLimits, args [][]byte) ([][]byte, int, int, error) {
+	for ; p.left > 0; p.left-- {
 		if pos >= len(buf) {
-			return args[:first], 0, pos + 4, nil // "$0\r\n" at least
+			return args, pos, 1, nil // the next byte may already be wrong
 		}
 		if buf[pos] != '$' {
-			return args[:first], 0, 0, &RequestError{"expected '$', got '" + string(buf[pos]) + "'"}
+			return p.fail(args, &RequestError{"expected '$', got '" + string(buf[pos]) + "'"})
 		}
 		size, next, err := headerLine(buf, pos, errInvalidBulk)
 		if err != nil {
-			return args[:first], 0, 0, err
+			return p.fail(args, err)
 		}
 		if next == 0 {
-			return args[:first], 0, len(buf) + 1, nil
+			return args, pos, len(buf) - pos + 1, nil
 		}
 		if err := checkBulk(size, lim); err != nil {
-			return args[:first], 0, 0, err
+			return p.fail(args, err)
 		}
 		end := next + int(size)
 		if end+2 > len(buf) {
-			return args[:first], 0, end + 2, nil
+			return args, pos, end + 2 - pos, nil
 		}
 		if buf[end] != '\r' || buf[end+1] != '\n' {
-			return args[:first], 0, 0, errInvalidBulk
+			return p.fail(args, errInvalidBulk)
+		}
+		if len(args) == cap(args) {
+			args = growArgs(args, p.left)
 		}
 		args = append(args, buf[next:end:end])
 		pos = end + 2
 	}
 	return args, pos, 0, nil
+}
+
+// growArgs doubles the room in args, up to the left arguments a request
+// still declares. Doubling, where append grows a large slice by a quarter,
+// halves the bytes a request of a million arguments allocates and clears
+// for its vector; and a count is only allocated as its arguments arrive.
+func growArgs(args [][]byte, left int64) [][]byte {
+	return slices.Grow(args, int(min(left, int64(max(cap(args), 8)))))
+}
+
+// fail drops the arguments of the request begun and resets the parser.
+func (p *RequestParser) fail(args [][]byte, err error) ([][]byte, int, int, error) {
+	first := p.first
+	*p = RequestParser{}
+	return args[:first], 0, 0, err
 }
 
 func checkBulk(size int64, lim RequestLimits) error {
@@ -147,15 +220,22 @@ func headerLine(buf []byte, at int, invalid error) (v int64, next int, err error
 	return v, at + 1 + i + 1, nil
 }
 
-// parseInline splits one inline request line.
-func parseInline(buf []byte, args [][]byte) ([][]byte, int, int, error) {
-	i := bytes.IndexByte(buf[:min(len(buf), MaxInline)], '\n')
+// inline splits one inline request line, searching for its end from where
+// the previous call stopped.
+func (p *RequestParser) inline(buf []byte, args [][]byte) ([][]byte, int, int, error) {
+	limit := min(len(buf), MaxInline)
+	from := min(p.scanned, limit)
+	i := bytes.IndexByte(buf[from:limit], '\n')
 	if i < 0 {
 		if len(buf) >= MaxInline {
+			p.scanned = 0
 			return args, 0, 0, errTooBigInline
 		}
+		p.scanned = limit
 		return args, 0, len(buf) + 1, nil
 	}
+	p.scanned = 0
+	i += from
 	line := buf[:i]
 	if len(line) > 0 && line[len(line)-1] == '\r' {
 		line = line[:len(line)-1]

@@ -3,6 +3,9 @@ package resp
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -141,30 +144,152 @@ func TestParseRequestAppendsToArgs(t *testing.T) {
 // FuzzParseRequest checks that ParseRequest never panics, refuses only
 // with a RequestError, and agrees with itself on every prefix: a prefix of
 // a complete request is incomplete with a need within the request, and a
-// prefix of a refused one is incomplete or refused the same way.
+// prefix of a refused one is incomplete or refused the same way. It also
+// feeds the bytes to a RequestParser in pieces of the sizes cuts gives,
+// which must find the same requests, end state and error as parsing the
+// bytes whole.
 func FuzzParseRequest(f *testing.F) {
-	f.Add([]byte("*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"))
-	f.Add([]byte("*1\r\n$99999\r\n"))
-	f.Add([]byte("SET k \"a\\x41\" 'b\\''\r\n"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		_, n, need, err := ParseRequest(bytes.Clone(b), testLimits, nil)
-		var bad *RequestError
-		if err != nil && !errors.As(err, &bad) {
-			t.Fatalf("error %v is not a RequestError", err)
-		}
-		if err == nil && n == 0 && need <= len(b) {
-			t.Fatalf("incomplete with need %d of %d bytes", need, len(b))
-		}
-		for k := 0; k < len(b); k++ {
-			_, pn, pneed, perr := ParseRequest(bytes.Clone(b[:k]), testLimits, nil)
-			switch {
-			case perr != nil && (err == nil || perr.Error() != err.Error()):
-				t.Fatalf("prefix %d refused (%v), whole: %v", k, perr, err)
-			case perr == nil && pn != 0 && (n != pn || err != nil):
-				t.Fatalf("prefix %d complete at %d, whole at %d (%v)", k, pn, n, err)
-			case perr == nil && pn == 0 && err == nil && n > 0 && pneed > n:
-				t.Fatalf("prefix %d needs %d, the request is %d", k, pneed, n)
+	f.Add([]byte("*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"), []byte{2})
+	f.Add([]byte("*1\r\n$99999\r\n"), []byte{0})
+	f.Add([]byte("SET k \"a\\x41\" 'b\\''\r\n"), []byte{5, 1})
+	f.Add(splitStream()[:600], []byte{1, 5, 200})
+	f.Add([]byte("*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n*1\r\n$4\r\nPI"), []byte{3})
+	f.Fuzz(func(t *testing.T, b, cuts []byte) {
+		checkPrefixes(t, b)
+		steps := []int{max(1, len(b))}
+		if len(cuts) > 0 {
+			steps = steps[:0]
+			for _, c := range cuts {
+				steps = append(steps, int(c)+1)
 			}
 		}
+		wantReqs, wantCut, wantErr := parseWhole(b, testLimits)
+		reqs, cut, err := parseInPieces(b, steps, testLimits)
+		if !slices.Equal(reqs, wantReqs) || cut != wantCut || fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Fatalf("in pieces of %v: %q, cut %v, %v; whole: %q, cut %v, %v", steps, reqs, cut, err, wantReqs, wantCut, wantErr)
+		}
 	})
+}
+
+// checkPrefixes checks one request against ParseRequest of its prefixes.
+func checkPrefixes(t *testing.T, b []byte) {
+	_, n, need, err := ParseRequest(bytes.Clone(b), testLimits, nil)
+	var bad *RequestError
+	if err != nil && !errors.As(err, &bad) {
+		t.Fatalf("error %v is not a RequestError", err)
+	}
+	if err == nil && n == 0 && need <= len(b) {
+		t.Fatalf("incomplete with need %d of %d bytes", need, len(b))
+	}
+	for k := 0; k < len(b); k++ {
+		_, pn, pneed, perr := ParseRequest(bytes.Clone(b[:k]), testLimits, nil)
+		switch {
+		case perr != nil && (err == nil || perr.Error() != err.Error()):
+			t.Fatalf("prefix %d refused (%v), whole: %v", k, perr, err)
+		case perr == nil && pn != 0 && (n != pn || err != nil):
+			t.Fatalf("prefix %d complete at %d, whole at %d (%v)", k, pn, n, err)
+		case perr == nil && pn == 0 && err == nil && n > 0 && pneed > n:
+			t.Fatalf("prefix %d needs %d, the request is %d", k, pneed, n)
+		}
+	}
+}
+
+// parseWhole parses every request in stream at once with ParseRequest and
+// returns them as parseAll does, with the error that stopped it and
+// whether the stream ends inside a request.
+func parseWhole(stream []byte, lim RequestLimits) (reqs []string, cut bool, err error) {
+	buf := bytes.Clone(stream)
+	for len(buf) > 0 {
+		args, n, _, err := ParseRequest(buf, lim, nil)
+		if err != nil || n == 0 {
+			return reqs, err == nil, err
+		}
+		buf = buf[n:]
+		if len(args) > 0 {
+			reqs = append(reqs, string(bytes.Join(args, []byte("|"))))
+		}
+	}
+	return reqs, false, nil
+}
+
+// parseInPieces feeds stream to a RequestParser in pieces of the sizes
+// steps gives in turn, moving the unused bytes to a new buffer before each
+// piece, as a reader moving to a new chunk does. It records each request
+// only after the whole stream is parsed, so it also checks that no
+// argument changed after it was found.
+func parseInPieces(stream []byte, steps []int, lim RequestLimits) (reqs []string, cut bool, err error) {
+	var p RequestParser
+	var found [][][]byte
+	var buf []byte
+	var args [][]byte
+	for i, pos := 0, 0; pos < len(stream); i++ {
+		step := min(steps[i%len(steps)], len(stream)-pos)
+		buf = append(bytes.Clone(buf), stream[pos:pos+step]...)
+		pos += step
+		for len(buf) > 0 {
+			out, n, need, perr := p.Next(buf, lim, args)
+			if perr != nil {
+				err = perr
+				break
+			}
+			buf, args = buf[n:], out
+			if need > 0 {
+				break
+			}
+			if len(out) > 0 {
+				found = append(found, out)
+			}
+			args = nil
+		}
+		if err != nil {
+			break
+		}
+	}
+	for _, args := range found {
+		reqs = append(reqs, string(bytes.Join(args, []byte("|"))))
+	}
+	return reqs, err == nil && (len(buf) > 0 || len(args) > 0 || p.left > 0), err
+}
+
+// splitStream is a stream of every kind of request: multibulks with
+// small, empty and large arguments, inline lines with quotes and escapes,
+// and empty requests.
+func splitStream() []byte {
+	var b bytes.Buffer
+	for i := range 40 {
+		v := strings.Repeat(string(rune('a'+i%26)), i*37%1000)
+		b.WriteString("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$" + strconv.Itoa(len(v)) + "\r\n" + v + "\r\n")
+		if i%3 == 0 {
+			b.WriteString("SET k \"a \\x41\\n\" 'it\\'s'\r\n\r\n*0\r\n")
+		}
+		if i%5 == 0 {
+			b.WriteString("*10\r\n" + strings.Repeat("$1\r\nx\r\n", 10) + "*-1\r\n*1\r\n$0\r\n\r\n")
+		}
+	}
+	return b.Bytes()
+}
+
+// TestRequestParserPiecesAgreeWithWhole feeds a stream in pieces of many
+// sizes and checks that the parser finds the same requests as when it is
+// parsed whole, for a valid stream, one cut inside a request and one with
+// a malformed request after valid ones.
+func TestRequestParserPiecesAgreeWithWhole(t *testing.T) {
+	valid := splitStream()
+	for name, stream := range map[string][]byte{
+		"valid":     valid,
+		"cut":       valid[:len(valid)-5],
+		"malformed": append(bytes.Clone(valid), "*2\r\n$3\r\nGET\r\n+k\r\n"...),
+	} {
+		wantReqs, wantCut, wantErr := parseWhole(stream, testLimits)
+		if len(wantReqs) < 40 {
+			t.Fatalf("%s: %d requests parsed whole (%v)", name, len(wantReqs), wantErr)
+		}
+		for _, steps := range [][]int{{1}, {2}, {3}, {7}, {64}, {1000}, {1, 999, 3, 4096, 17}} {
+			reqs, cut, err := parseInPieces(stream, steps, testLimits)
+			if !slices.Equal(reqs, wantReqs) || cut != wantCut || fmt.Sprint(err) != fmt.Sprint(wantErr) {
+				t.Fatalf("%s in pieces of %v: %d requests, cut %v, %v; whole: %d, cut %v, %v",
+					name, steps, len(reqs), cut, err, len(wantReqs), wantCut, wantErr)
+			}
+		}
+	}
 }
