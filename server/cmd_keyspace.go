@@ -18,17 +18,34 @@ import (
 // A trailing CLUSTER option makes them cluster-wide for a plain client
 // (docs/decisions/0004-per-node-keyspace-commands.md).
 
-func cmdDBSize(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	all, bad := resp.ParseDBSize(args)
-	if bad.IsError() {
-		return bad
+// cmdDBSize is DBSIZE [CLUSTER], cmdFlush FLUSHALL and FLUSHDB [ASYNC|SYNC]
+// [CLUSTER].
+var (
+	cmdDBSize = keyspaceCommand(resp.ParseDBSize, (*Node).dbsizeNode, (*Node).dbsizeCluster)
+	cmdFlush  = keyspaceCommand(resp.ParseFlush, (*Node).flushNode, (*Node).flushCluster)
+)
+
+// keyspaceCommand is the handler of a keyspace command whose options parse
+// reads (saying whether CLUSTER was given): the cluster-wide form, or the
+// node's own once refuseKeyspace lets it run.
+func keyspaceCommand(parse func(args [][]byte) (bool, resp.Reply), node, cluster func(n *Node, ctx context.Context) resp.Reply) handler {
+	return func(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+		all, bad := parse(args)
+		switch {
+		case bad.IsError():
+			return bad
+		case all:
+			return cluster(n, ctx)
+		}
+		if r, refused := n.refuseKeyspace(ctx); refused {
+			return r
+		}
+		return node(n, ctx)
 	}
-	if all {
-		return n.dbsizeCluster(ctx)
-	}
-	if r, refused := n.refuseKeyspace(ctx); refused {
-		return r
-	}
+}
+
+// dbsizeNode is DBSIZE: the node's records and stripe objects.
+func (n *Node) dbsizeNode(context.Context) resp.Reply {
 	return resp.Int(int64(n.primary.Len() + n.stripeKeys()))
 }
 
@@ -45,17 +62,8 @@ func (n *Node) dbsizeCluster(ctx context.Context) resp.Reply {
 	return resp.Int(keys)
 }
 
-func cmdFlush(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	all, bad := resp.ParseFlush(args)
-	if bad.IsError() {
-		return bad
-	}
-	if all {
-		return n.flushCluster(ctx)
-	}
-	if r, refused := n.refuseKeyspace(ctx); refused {
-		return r
-	}
+// flushNode is FLUSHALL: the keys of the node's slots (flushSlots).
+func (n *Node) flushNode(ctx context.Context) resp.Reply {
 	if deleted, err := n.flushSlots(ctx); err != nil {
 		return resp.Errorf("ERR memgest: FLUSHALL stopped after deleting %d keys of this node's slots: %v", deleted, err)
 	}
