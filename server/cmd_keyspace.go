@@ -28,14 +28,14 @@ var (
 // keyspaceCommand is the handler of a keyspace command whose options parse
 // reads (saying whether CLUSTER was given): the cluster-wide form, or the
 // node's own once refuseKeyspace lets it run.
-func keyspaceCommand(parse func(args [][]byte) (bool, resp.Reply), node, cluster func(n *Node, ctx context.Context) resp.Reply) handler {
+func keyspaceCommand(parse func(args [][]byte) (bool, resp.Reply), node, whole func(n *Node, ctx context.Context) resp.Reply) handler {
 	return func(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 		all, bad := parse(args)
 		switch {
 		case bad.IsError():
 			return bad
 		case all:
-			return cluster(n, ctx)
+			return whole(n, ctx)
 		}
 		if r, refused := n.refuseKeyspace(ctx); refused {
 			return r
