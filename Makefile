@@ -8,7 +8,7 @@ CI_FUZZTIME ?= 10s
 BENCHTIME ?= 200ms
 ROUNDS    ?= 5
 
-.PHONY: all build dev test check fmt-check vet unit fuzz-short fuzz robustness bench bench-ec bench-ec-raw bench-memory bench-store bench-failure bench-tools clean
+.PHONY: all build dev test test-deps check fmt-check vet unit fuzz-short fuzz robustness bench bench-ec bench-ec-raw bench-memory bench-store bench-failure bench-tools clean
 
 all: build
 
@@ -38,8 +38,12 @@ vet:
 
 ## unit: every test with the race detector (tests/ includes the short robustness suite), and the fault injector built in.
 unit:
-	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+	py=$$(scripts/test-deps.sh) && MEMGEST_TEST_PYTHON=$$py $(GO) test -race -count=1 -timeout 30m $(PKGS)
 	$(GO) test -race -count=1 -tags failpoints ./internal/faults
+
+## test-deps: the venv with a pinned redis-py that tests/ drive memgest's cluster mode with (made once under ~/.cache/memgest-test); prints its python for MEMGEST_TEST_PYTHON.
+test-deps:
+	@scripts/test-deps.sh
 
 fuzz-short:
 	scripts/fuzz.sh $(CI_FUZZTIME) $(PKGS)

@@ -88,10 +88,12 @@ rb_one() {
 }
 
 # flush_target empties the target: FLUSHALL on every port of $flush_ports
-# (a Redis Cluster's masters each; one node of Redis or memgest suffices).
+# (a Redis Cluster's masters each; one node of Redis, or of memgest with
+# its CLUSTER option: FLUSHALL alone empties one memgest node's slots,
+# docs/decisions/0004).
 flush_target() {
 	local p
-	for p in "${flush_ports[@]}"; do redis-cli -p "$p" FLUSHALL >/dev/null; done
+	for p in "${flush_ports[@]}"; do redis-cli -p "$p" FLUSHALL "${flush_args[@]}" >/dev/null; done
 }
 
 # rb_matrix TARGET [ARGS]: the redis-benchmark matrix. The headline cells
@@ -173,11 +175,11 @@ run_target() {
 	"memgest 1 node none") start_single ;;
 	"memgest "*) start_dev 6 "${name#memgest }" ;;
 	esac
-	flush_ports=("$port")
+	flush_ports=("$port") flush_args=()
 	case $name in
 	"redis cluster") flush_ports=("${cluster_ports[@]}") mode=cluster args=(--cluster) ;;
-	"memgest 1 node none") ;;
-	"memgest "*) mode=cluster args=(--cluster) ;;
+	"memgest 1 node none") flush_args=(CLUSTER) ;;
+	"memgest "*) flush_args=(CLUSTER) mode=cluster args=(--cluster) ;;
 	esac
 	# The single node answers only the like-for-like redis-benchmark
 	# comparison; YCSB and memory run on the clusters.

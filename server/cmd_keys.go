@@ -2,9 +2,7 @@ package server
 
 import (
 	"context"
-	"strings"
 
-	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/server/resp"
 )
 
@@ -155,74 +153,4 @@ func cmdPersist(n *Node, ctx context.Context, cs *connState, args [][]byte) resp
 		return errReply(err)
 	}
 	return intBool(changed)
-}
-
-// coordinators lists the nodes that coordinate at least one shard, in shard
-// order: the nodes SCAN and DBSIZE visit.
-func coordinators(m *cluster.Map) []cluster.Node {
-	seen := map[cluster.NodeID]bool{}
-	var out []cluster.Node
-	for i := range m.Shards {
-		node, ok := m.Coordinator(m.Shards[i].First)
-		if ok && !seen[node.ID] {
-			seen[node.ID] = true
-			out = append(out, node)
-		}
-	}
-	return out
-}
-
-func cmdDBSize(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	all, err := n.clusterStats(ctx)
-	if err != nil {
-		return errReply(err)
-	}
-	var keys int64
-	for _, st := range all {
-		keys += st.Keys
-	}
-	return resp.Int(keys)
-}
-
-func cmdFlush(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	for _, a := range args[1:] {
-		if opt := strings.ToUpper(string(a)); opt != "ASYNC" && opt != "SYNC" {
-			return resp.Err("ERR syntax error")
-		}
-	}
-	m := n.ctl.Map()
-	for _, node := range m.Nodes {
-		if node.ID == n.id {
-			n.flushLocal()
-			continue
-		}
-		if _, err := n.call(ctx, node, msgFlush, nil); err != nil {
-			return errReply(err)
-		}
-	}
-	return resp.OK()
-}
-
-// flushLocal drops every key this node coordinates and every piece it
-// holds, and forgets the stripe chunks its recoveries deferred (their keys
-// are flushed too). It holds every inflight shard lock meanwhile, so no
-// commit on this node interleaves with it; writes in flight across nodes
-// can still leave a piece or a record behind (docs/decisions/0002, "Known
-// gaps").
-func (n *Node) flushLocal() {
-	n.pending.work.Lock() // after the restore in flight, if any
-	defer n.pending.work.Unlock()
-	n.pending.clearLocked()
-	for i := range n.inflight.shards {
-		n.inflight.shards[i].mu.Lock()
-	}
-	defer func() {
-		for i := range n.inflight.shards {
-			n.inflight.shards[i].mu.Unlock()
-		}
-	}()
-	n.primary.Clear()
-	n.pieces.Clear()
-	n.stripes.clear()
-	n.stats.splitValues.Clear()
 }

@@ -5,34 +5,70 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
 )
 
-// A cluster-wide SCAN cursor packs the index of the coordinator being
-// scanned (in shard order) into its low bits and that node's own store
-// cursor above them. Like Redis, a full iteration returns every key present
-// throughout it at least once, and a cursor from an older map may revisit or
-// skip a node that joined or left in between.
-const scanNodeBits = 10
+// SCAN answers for the node it is sent to: the keys of the slots it
+// coordinates, with a node-local cursor (scanLocal), as a Redis Cluster
+// master does. SCAN ... CLUSTER walks every coordinator (decision 0004).
+//
+// A cluster-wide cursor has clusterCursorFlag set, packs the index of the
+// coordinator being scanned (in shard order) into its low scanNodeBits and
+// that node's own cursor above them. Node-local cursors stay below 1<<53
+// (stripeScanFlag), so the flag is free and each kind of cursor is refused
+// by the other form. Like Redis, a full iteration returns every key present
+// throughout it at least once, and a cursor from an older map may revisit
+// or skip a node that joined or left in between.
+const (
+	scanNodeBits      = 10
+	clusterCursorFlag = 1 << 63
+)
 
 // maxScanCount caps SCAN's COUNT hint: one step visits at most this many
 // records, which also keeps the peer message's 32-bit field honest.
 const maxScanCount = 1 << 20
+
+var (
+	errClusterCursor = resp.Err("ERR invalid cursor: it comes from SCAN ... CLUSTER; repeat the CLUSTER option to go on")
+	errNodeCursor    = resp.Err("ERR invalid cursor: SCAN ... CLUSTER takes 0 or a cursor it returned")
+)
 
 func cmdScan(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	a, bad := resp.ParseScan(args)
 	if bad.IsError() {
 		return bad
 	}
+	req := scanReq{Count: min(a.Count, maxScanCount), Match: a.Match, Type: a.Type}
+	if a.Cluster {
+		return n.scanCluster(ctx, a.Cursor, req)
+	}
+	if a.Cursor&clusterCursorFlag != 0 {
+		return errClusterCursor
+	}
+	if r, refused := n.refuseKeyspace(ctx); refused {
+		return r
+	}
+	req.Cursor = a.Cursor
+	res := n.scanLocal(req)
+	return scanReply(res.Next, res.Keys)
+}
+
+// scanCluster is one step of SCAN ... CLUSTER: a step of the coordinator
+// the cursor names, here or through msgScan.
+func (n *Node) scanCluster(ctx context.Context, cursor uint64, req scanReq) resp.Reply {
+	if cursor != 0 && cursor&clusterCursorFlag == 0 {
+		return errNodeCursor
+	}
+	cursor &^= clusterCursorFlag
 	nodes := coordinators(n.ctl.Map())
-	idx := int(a.Cursor & (1<<scanNodeBits - 1))
-	local := a.Cursor >> scanNodeBits
+	idx := int(cursor & (1<<scanNodeBits - 1))
+	req.Cursor = cursor >> scanNodeBits
 	if idx >= len(nodes) {
 		return scanReply(0, nil)
 	}
-	req := scanReq{Cursor: local, Count: min(a.Count, maxScanCount), Match: a.Match, Type: a.Type}
 	var res scanResp
 	if nodes[idx].ID == n.id {
 		if err := n.restoreAll(ctx); err != nil {
@@ -48,9 +84,9 @@ func cmdScan(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Re
 			return errReply(err)
 		}
 	}
-	next := res.Next<<scanNodeBits | uint64(idx)
+	next := clusterCursorFlag | res.Next<<scanNodeBits | uint64(idx)
 	if res.Next == 0 {
-		next = uint64(idx + 1)
+		next = clusterCursorFlag | uint64(idx+1)
 		if idx+1 >= len(nodes) {
 			next = 0
 		}
@@ -66,32 +102,51 @@ func scanReply(next uint64, keys [][]byte) resp.Reply {
 	return resp.Array(resp.BulkString(strconv.FormatUint(next, 10)), resp.Array(items...))
 }
 
-// scanLocal is one SCAN step over the keys this node coordinates.
+// scanLocal is one SCAN step over the keys this node coordinates: its
+// primary store, then its stripe schemes' objects. Only keys of the slots
+// its map says it coordinates are listed, so the nodes' answers stay
+// disjoint while a takeover is applied.
 func (n *Node) scanLocal(req scanReq) scanResp {
 	count := req.Count
 	if count <= 0 {
 		count = 10
 	}
 	now := nowMs()
+	m := n.ctl.Map()
 	var out scanResp
 	typeOK := req.Type == "" || strings.EqualFold(req.Type, "string")
 	visit := func(key []byte, expireAt int64) {
-		if typeOK && (expireAt == 0 || expireAt > now) && (len(req.Match) == 0 || resp.GlobMatch(req.Match, key, false)) {
+		if typeOK && (expireAt == 0 || expireAt > now) && (len(req.Match) == 0 || resp.GlobMatch(req.Match, key, false)) &&
+			n.coordinates(m, key) {
 			out.Keys = append(out.Keys, append([]byte(nil), key...))
 		}
 	}
-	if req.Cursor&stripeScanFlag == 0 {
-		out.Next = n.primary.Scan(req.Cursor, count, func(key []byte, m store.Meta) bool {
+	out.Next = n.walkKeys(req.Cursor, count, visit)
+	return out
+}
+
+// walkKeys visits up to about count of the keys this node holds as
+// coordinator from cursor on, the primary store's first and then the
+// stripe schemes', expired ones included, and returns the next cursor (0
+// when done). visit must not call back into the stores.
+func (n *Node) walkKeys(cursor uint64, count int, visit func(key []byte, expireAt int64)) uint64 {
+	if cursor&stripeScanFlag == 0 {
+		next := n.primary.Scan(cursor, count, func(key []byte, m store.Meta) bool {
 			visit(key, m.ExpireAt)
 			return true
 		})
-		if out.Next != 0 || !n.stripes.any.Load() {
-			return out
+		if next != 0 || !n.stripes.any.Load() {
+			return next
 		}
-		req.Cursor = stripeScanFlag // on to the stripe schemes' keys
+		cursor = stripeScanFlag // on to the stripe schemes' keys
 	}
-	out.Next = n.scanStripes(req.Cursor, count, visit)
-	return out
+	return n.scanStripes(cursor, count, visit)
+}
+
+// coordinates says whether m makes this node the coordinator of key.
+func (n *Node) coordinates(m *cluster.Map, key []byte) bool {
+	c, ok := m.Coordinator(cluster.Slot(key))
+	return ok && c.ID == n.id
 }
 
 // stripeScanFlag marks a node-local SCAN cursor that has passed the

@@ -85,9 +85,10 @@ func TestServerAndClusterCommands(t *testing.T) {
 	}
 }
 
-// TestScanAndFlushWholeCluster checks that SCAN from one node visits every
-// key in the cluster exactly as Redis promises, with MATCH and COUNT, and
-// that FLUSHALL empties every node.
+// TestScanAndFlushWholeCluster checks that SCAN ... CLUSTER from one node
+// visits every key in the cluster exactly as Redis promises, with MATCH and
+// COUNT, and that FLUSHALL CLUSTER empties every node (decision 0004; the
+// per-node forms are TestKeyspacePerNode's).
 func TestScanAndFlushWholeCluster(t *testing.T) {
 	c := startCluster(t, 6, clusterOptions{})
 	ctx := ctxT(t)
@@ -102,8 +103,14 @@ func TestScanAndFlushWholeCluster(t *testing.T) {
 	seen := map[string]bool{}
 	var cursor uint64
 	for rounds := 0; ; rounds++ {
-		keys, next, err := rdb.Scan(ctx, cursor, "scan:*", 25).Result()
+		res, err := rdb.Do(ctx, "SCAN", cursor, "MATCH", "scan:*", "COUNT", 25, "CLUSTER").Slice()
 		must(t, err)
+		next, err := strconv.ParseUint(res[0].(string), 10, 64)
+		must(t, err)
+		var keys []string
+		for _, k := range res[1].([]any) {
+			keys = append(keys, k.(string))
+		}
 		for _, k := range keys {
 			seen[k] = true
 		}
@@ -124,13 +131,13 @@ func TestScanAndFlushWholeCluster(t *testing.T) {
 		sort.Strings(missing)
 		t.Fatalf("SCAN saw %d keys, want %d; missing %v", len(seen), len(want), missing)
 	}
-	if n := rdb.DBSize(ctx).Val(); n != 301 {
-		t.Fatalf("DBSIZE = %d", n)
+	if n := dbsizeCluster(t, ctx, rdb); n != 301 {
+		t.Fatalf("DBSIZE CLUSTER = %d", n)
 	}
-	must(t, rdb.FlushAll(ctx).Err())
+	must(t, rdb.Do(ctx, "FLUSHALL", "CLUSTER").Err())
 	for i := range c.nodes {
-		if n := c.plainClient(i, 2).DBSize(ctx).Val(); n != 0 {
-			t.Fatalf("node %d: DBSIZE after FLUSHALL = %d", i, n)
+		if n, err := c.plainClient(i, 2).DBSize(ctx).Result(); err != nil || n != 0 {
+			t.Fatalf("node %d: DBSIZE after FLUSHALL CLUSTER = %d, %v", i, n, err)
 		}
 	}
 	if err := rdb.Get(ctx, "scan:001").Err(); err != redis.Nil {

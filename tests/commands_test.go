@@ -171,13 +171,13 @@ func TestMultiKeyAcrossNodes(t *testing.T) {
 	if ok := rdb.MSetNX(ctx, "multi:new1", "a", "multi:new2", "b").Val(); !ok {
 		t.Fatal("MSETNX refused new keys")
 	}
-	if n := rdb.DBSize(ctx).Val(); n != 42 {
+	if n := dbsizeCluster(t, ctx, rdb); n != 42 {
 		t.Fatalf("DBSIZE = %d, want 42", n)
 	}
 	if n := rdb.Del(ctx, append(keys, "multi:new1", "multi:new2", "multi:none")...).Val(); n != 42 {
 		t.Fatalf("DEL = %d", n)
 	}
-	if n := rdb.DBSize(ctx).Val(); n != 0 {
+	if n := dbsizeCluster(t, ctx, rdb); n != 0 {
 		t.Fatalf("DBSIZE after DEL = %d", n)
 	}
 }

@@ -62,7 +62,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 	}
 	rdb := c.plainClient(0, 2)
 	ctx := ctxT(t)
-	if n := rdb.DBSize(ctx).Val(); n != 0 {
+	if n := dbsizeCluster(t, ctx, rdb); n != 0 {
 		t.Fatalf("bad input created %d keys", n)
 	}
 	if err := rdb.Do(ctx, "SET", "k", "v", "SCHEME", "split:9+9").Err(); err == nil || !strings.Contains(err.Error(), "nodes") {

@@ -130,8 +130,8 @@ func TestStripeAgainstModel(t *testing.T) {
 }
 
 // checkStripeKeyspace checks, after the fill phase of TestStripeAgainstModel,
-// that SCAN lists exactly the surviving keys of scheme sch (the odd ones)
-// and that SCHEME.INFO accounts for them.
+// that SCAN ... CLUSTER lists exactly the surviving keys of scheme sch (the
+// odd ones) and that SCHEME.INFO accounts for them.
 func checkStripeKeyspace(t *testing.T, c *testCluster, sch string) {
 	t.Helper()
 	ctx := ctxT(t)
@@ -141,14 +141,13 @@ func checkStripeKeyspace(t *testing.T, c *testCluster, sch string) {
 		want[fmt.Sprintf("fill:%s:%d", sch, i)] = true
 	}
 	got := map[string]bool{}
-	var cursor uint64
-	for {
-		keys, next, err := rdb.Scan(ctx, cursor, "fill:"+sch+":*", 50).Result()
+	for cursor := "0"; ; {
+		res, err := rdb.Do(ctx, "SCAN", cursor, "MATCH", "fill:"+sch+":*", "COUNT", 50, "CLUSTER").Slice()
 		must(t, err)
-		for _, k := range keys {
-			got[k] = true
+		for _, k := range res[1].([]any) {
+			got[k.(string)] = true
 		}
-		if cursor = next; cursor == 0 {
+		if cursor = res[0].(string); cursor == "0" {
 			break
 		}
 	}
@@ -664,7 +663,7 @@ func TestStripeRecoveryIsMetadataFirst(t *testing.T) {
 			t.Fatalf("m:%d, deleted before the failure, came back: %d, %v", i, n, err)
 		}
 	}
-	if n, err := client.DBSize(ctx).Result(); err != nil || n != int64(len(want)) {
+	if n, err := client.Do(ctx, "DBSIZE", "CLUSTER").Int64(); err != nil || n != int64(len(want)) {
 		t.Fatalf("DBSIZE %d, %v; want %d", n, err, len(want))
 	}
 	checkStripes(t, c, []int{victim}, true)

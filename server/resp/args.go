@@ -338,14 +338,23 @@ type ScanArgs struct {
 	// Type is the TYPE filter as given; Redis compares it with a key's
 	// type name ignoring case and does not reject unknown names.
 	Type string
+	// Cluster is memgest's CLUSTER option: walk every node's keys, not
+	// only those of the slots the receiving node serves (decision 0004).
+	Cluster bool
 }
 
-// ParseScan parses args ("SCAN" cursor [MATCH p] [COUNT n] [TYPE t]) as
-// Redis 7 does. The cursor is read like C's strtoul, which Redis uses: an
-// optional sign (a negative cursor wraps around), decimal digits, nothing
-// after them, and no leading space; otherwise "ERR invalid cursor". Options
-// may repeat (the last wins); a COUNT that is not an integer is
-// [ErrNotInteger], below 1 or any other option is "ERR syntax error".
+// ClusterOption is the token that turns SCAN, DBSIZE, FLUSHALL and FLUSHDB
+// from the receiving node's slots to the whole cluster (decision 0004).
+// No Redis 7 form of these commands takes a lone CLUSTER argument.
+const ClusterOption = "cluster"
+
+// ParseScan parses args ("SCAN" cursor [MATCH p] [COUNT n] [TYPE t]
+// [CLUSTER]) as Redis 7 does, plus memgest's CLUSTER flag. The cursor is
+// read like C's strtoul, which Redis uses: an optional sign (a negative
+// cursor wraps around), decimal digits, nothing after them, and no leading
+// space; otherwise "ERR invalid cursor". Options may repeat (the last
+// wins) in any order; a COUNT that is not an integer is [ErrNotInteger],
+// below 1 or any other option is "ERR syntax error".
 func ParseScan(args [][]byte) (ScanArgs, Reply) {
 	a := ScanArgs{Count: 10}
 	if len(args) < 2 {
@@ -358,6 +367,11 @@ func ParseScan(args [][]byte) (ScanArgs, Reply) {
 	a.Cursor = cursor
 	for i := 2; i < len(args); i += 2 {
 		opt, more := args[i], len(args)-i >= 2
+		if equalFold(opt, ClusterOption) {
+			a.Cluster = true
+			i-- // a flag: no value follows
+			continue
+		}
 		switch {
 		case equalFold(opt, "count") && more:
 			n, r := IntArg(args[i+1])
@@ -380,6 +394,37 @@ func ParseScan(args [][]byte) (ScanArgs, Reply) {
 		}
 	}
 	return a, Reply{}
+}
+
+// ParseDBSize parses args ("DBSIZE" [CLUSTER]) and says whether CLUSTER
+// was given; any other argument is "ERR syntax error".
+func ParseDBSize(args [][]byte) (cluster bool, bad Reply) {
+	switch {
+	case len(args) == 1:
+		return false, Reply{}
+	case len(args) == 2 && equalFold(args[1], ClusterOption):
+		return true, Reply{}
+	}
+	return false, ErrSyntax
+}
+
+// ParseFlush parses args ("FLUSHALL" or "FLUSHDB" [ASYNC|SYNC] [CLUSTER],
+// in either order) and says whether CLUSTER was given. Like Redis, it
+// takes at most one of ASYNC and SYNC; anything else, or an option given
+// twice, is "ERR syntax error".
+func ParseFlush(args [][]byte) (cluster bool, bad Reply) {
+	var mode bool
+	for _, a := range args[1:] {
+		switch {
+		case !cluster && equalFold(a, ClusterOption):
+			cluster = true
+		case !mode && (equalFold(a, "async") || equalFold(a, "sync")):
+			mode = true
+		default:
+			return false, ErrSyntax
+		}
+	}
+	return cluster, Reply{}
 }
 
 // parseCursor reads b as strtoul(b, &end, 10) with Redis's checks: the

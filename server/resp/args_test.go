@@ -251,6 +251,14 @@ func TestParseScan(t *testing.T) {
 		{"SCAN 0 MATCH", ScanArgs{}, "", "ERR syntax error"},
 		{"SCAN 0 FOO bar", ScanArgs{}, "", "ERR syntax error"},
 		{"SCAN x COUNT 0", ScanArgs{}, "", "ERR invalid cursor"}, // the cursor is checked first
+		{"SCAN 3 CLUSTER", ScanArgs{Cursor: 3, Count: 10, Cluster: true}, "", ""},
+		{"SCAN 0 cluster MATCH a* COUNT 5", ScanArgs{Count: 5, Cluster: true}, "a*", ""},
+		{"SCAN 0 MATCH a* CLUSTER COUNT 5", ScanArgs{Count: 5, Cluster: true}, "a*", ""},
+		{"SCAN 0 TYPE string CLUSTER", ScanArgs{Count: 10, Type: "string", Cluster: true}, "", ""},
+		{"SCAN 0 MATCH CLUSTER", ScanArgs{Count: 10}, "CLUSTER", ""}, // a pattern, not the option
+		{"SCAN 0 TYPE CLUSTER", ScanArgs{Count: 10, Type: "CLUSTER"}, "", ""},
+		{"SCAN 0 CLUSTER COUNT", ScanArgs{}, "", "ERR syntax error"},
+		{"SCAN 0 CLUSTERS", ScanArgs{}, "", "ERR syntax error"},
 	}
 	for _, c := range cases {
 		args := argv(c.line)
@@ -259,11 +267,45 @@ func TestParseScan(t *testing.T) {
 		}
 		got, r := ParseScan(args)
 		if got.Cursor != c.want.Cursor || got.Count != c.want.Count || got.Type != c.want.Type ||
-			string(got.Match) != c.match || r.Text() != c.err {
+			got.Cluster != c.want.Cluster || string(got.Match) != c.match || r.Text() != c.err {
 			t.Errorf("%q: %+v match %q %q; want %+v match %q %q", c.line, got, got.Match, r.Text(), c.want, c.match, c.err)
 		}
 		if c.match == "" && got.Match != nil {
 			t.Errorf("%q: Match should be nil", c.line)
+		}
+	}
+}
+
+func TestParseKeyspaceCluster(t *testing.T) {
+	cases := []struct {
+		line    string
+		cluster bool
+		err     string
+	}{
+		{"DBSIZE", false, ""},
+		{"DBSIZE CLUSTER", true, ""},
+		{"dbsize cluster", true, ""},
+		{"DBSIZE CLUSTER CLUSTER", false, "ERR syntax error"},
+		{"DBSIZE ASYNC", false, "ERR syntax error"},
+		{"FLUSHALL", false, ""},
+		{"FLUSHALL ASYNC", false, ""},
+		{"FLUSHALL sync", false, ""},
+		{"FLUSHALL CLUSTER", true, ""},
+		{"FLUSHDB ASYNC CLUSTER", true, ""},
+		{"FLUSHALL cluster SYNC", true, ""},
+		{"FLUSHALL ASYNC SYNC", false, "ERR syntax error"},
+		{"FLUSHALL CLUSTER CLUSTER", false, "ERR syntax error"},
+		{"FLUSHALL NOW", false, "ERR syntax error"},
+	}
+	for _, c := range cases {
+		args := argv(c.line)
+		parse := ParseFlush
+		if equalFold(args[0], "dbsize") {
+			parse = ParseDBSize
+		}
+		cluster, r := parse(args)
+		if cluster != c.cluster || r.Text() != c.err {
+			t.Errorf("%q: cluster %v %q; want %v %q", c.line, cluster, r.Text(), c.cluster, c.err)
 		}
 	}
 }

@@ -254,7 +254,7 @@ var genericDefs = []def{
 }
 
 var serverDefs = []def{
-	{name: "dbsize", arity: 1, flags: fRF, acl: aclKeyspace,
+	{name: "dbsize", arity: -1, flags: fRF, acl: aclKeyspace, // memgest: DBSIZE [CLUSTER]
 		tips:  []string{"request_policy:all_shards", "response_policy:agg_sum"},
 		group: "server", since: "1.0.0", complexity: o1,
 		summary: "Returns the number of keys in the database."},

@@ -38,7 +38,7 @@ var redisTable = []struct {
 	{"persist", 2, 1, 1, 1, "write fast"},
 	{"type", 2, 1, 1, 1, "readonly fast"},
 	{"scan", -2, 0, 0, 0, "readonly"},
-	{"dbsize", 1, 0, 0, 0, "readonly fast"},
+	{"dbsize", -1, 0, 0, 0, "readonly fast"}, // Redis: 1; memgest adds DBSIZE CLUSTER (decision 0004)
 	{"flushall", -1, 0, 0, 0, "write"},
 	{"flushdb", -1, 0, 0, 0, "write"},
 	{"ping", -1, 0, 0, 0, "fast"},
