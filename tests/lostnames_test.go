@@ -36,10 +36,8 @@ type lostPattern struct {
 
 // lostKey is one acknowledged write of the test and what it must read.
 type lostKey struct {
-	name, scheme string
-	sum          [32]byte
-	size         int
-	deleted      bool // deleted after it was written: nil or -LOST, never a value
+	seqKey
+	deleted bool // deleted after it was written: nil or -LOST, never a value
 }
 
 // lostValue is key's value: deterministic bytes, 16 to 200 of them for
@@ -70,7 +68,7 @@ func lostLoad(t *testing.T, rdb *redis.ClusterClient, counts map[string]int) []l
 			k := fmt.Sprintf("%s:%d", prefix, i)
 			v := lostValue(k, sch)
 			pipe.Do(ctx, "SET", k, v, "SCHEME", sch)
-			keys = append(keys, lostKey{name: k, scheme: sch, sum: sha256.Sum256(v), size: len(v)})
+			keys = append(keys, lostKey{seqKey: seqKey{name: k, scheme: sch, sum: sha256.Sum256(v), size: len(v)}})
 		}
 		_, err := pipe.Exec(ctx)
 		must(t, err)
@@ -106,60 +104,44 @@ type lostTally struct {
 	example                           string
 }
 
-// lostCheck reads every key through node at (TRYAGAIN is retried) and
-// tallies the answers by scheme.
+// lostCheck reads every key through cl (seqCheck: TRYAGAIN is retried)
+// and tallies the answers by scheme.
 func lostCheck(t *testing.T, cl *redis.Client, keys []lostKey) map[string]*lostTally {
-	ctx := ctxT(t)
+	plain := make([]seqKey, len(keys))
+	for i, k := range keys {
+		plain[i] = k.seqKey
+	}
+	got := seqCheck(t, cl, plain)
 	out := map[string]*lostTally{}
-	pending := keys
-	for deadline := time.Now().Add(30 * time.Second); len(pending) > 0; {
-		var again []lostKey
-		pipe := cl.Pipeline()
-		cmds := make([]*redis.StringCmd, len(pending))
-		for i, k := range pending {
-			cmds[i] = pipe.Get(ctx, k.name)
+	for _, k := range keys {
+		tally := out[k.scheme]
+		if tally == nil {
+			tally = &lostTally{}
+			out[k.scheme] = tally
 		}
-		_, _ = pipe.Exec(ctx)
-		for i, k := range pending {
-			v, err := cmds[i].Bytes()
-			if err != nil && strings.HasPrefix(err.Error(), "TRYAGAIN") && time.Now().Before(deadline) {
-				again = append(again, k)
-				continue
-			}
-			tally := out[k.scheme]
-			if tally == nil {
-				tally = &lostTally{}
-				out[k.scheme] = tally
-			}
-			note := func(what string) {
-				if tally.example == "" {
-					tally.example = fmt.Sprintf("%s %s: %s", k.name, what, err)
-				}
-			}
-			switch {
-			case err == nil && !k.deleted && len(v) == k.size && sha256.Sum256(v) == k.sum:
-				tally.value++
-			case err == nil:
-				tally.wrong++
-				note("read a wrong value")
-			case errors.Is(err, redis.Nil) && k.deleted:
-				tally.value++ // deleted, and it says so
-			case errors.Is(err, redis.Nil):
-				tally.absent++
-				note("read as absent")
-				if n, err := cl.Exists(ctx, k.name).Result(); err == nil && n == 1 {
-					tally.absentExists++
-				}
-			case strings.HasPrefix(err.Error(), "LOST"):
-				tally.lost++
-			default:
-				tally.other++
-				note("failed")
+		o := got[k.name]
+		note := func(what string) {
+			if tally.example == "" {
+				tally.example = fmt.Sprintf("%s %s: %v", k.name, what, o.err)
 			}
 		}
-		pending = again
-		if len(pending) > 0 {
-			time.Sleep(50 * time.Millisecond)
+		switch {
+		case o.ok && !k.deleted, o.missing && k.deleted: // its value; deleted, and it says so
+			tally.value++
+		case o.lost:
+			tally.lost++
+		case o.missing:
+			tally.absent++
+			note("read as absent")
+			if n, err := cl.Exists(ctxT(t), k.name).Result(); err == nil && n == 1 {
+				tally.absentExists++
+			}
+		case o.ok, o.wrong:
+			tally.wrong++
+			note("read a wrong value")
+		default:
+			tally.other++
+			note("failed")
 		}
 	}
 	return out
