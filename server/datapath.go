@@ -408,7 +408,7 @@ func (n *Node) commitRecordLocked(s *inflightShard, op *writeOp, v uint64, p *pe
 		s.end(op.key, p)
 	}
 	if op.entry.Spec.Kind == scheme.Stripe && !op.del || n.inStripes(op.key) {
-		n.lost.forget(op.key) // written or deleted: no longer reported lost
+		n.lost.forget(op.key, op.del) // written or deleted: no longer reported lost
 		return n.commitStripeLocked(op, v)
 	}
 	var prev store.Meta
@@ -426,7 +426,7 @@ func (n *Node) commitRecordLocked(s *inflightShard, op *writeOp, v uint64, p *pe
 			return nil, errPeekNeeded
 		}
 	}
-	n.lost.forget(op.key)
+	n.lost.forget(op.key, op.del)
 	m := n.ctl.Map()
 	if applied {
 		n.accountSplit(m, op, prev, had)

@@ -139,6 +139,40 @@ func directoryNodes(m *cluster.Map, sh *cluster.Shard) []cluster.Node {
 	return out
 }
 
+// directoryIntact says whether a live node of sh's placement keeps every
+// directory entry of sh's keys, for a recovery of sh after its coordinator
+// failed: a node at one of the last dirCopies positions that were up
+// before the failures (positions up now or awaiting a rebuild), other than
+// the coordinator then, which is still up and not awaiting a rebuild
+// itself (a node that took a position over, or a directory node chosen
+// since, lacks the entries until the rebuild sends them). Where none is
+// left, a key whose every piece died (every none key of the coordinator,
+// for a start) may be named by nothing that survived.
+func directoryIntact(m *cluster.Map, sh *cluster.Shard) bool {
+	upBefore := func(p int) bool {
+		node, ok := m.Node(sh.Placement[p])
+		return ok && node.State == cluster.Up || slices.Contains(sh.Rebuild, p)
+	}
+	coord := -1 // the coordinator's position before the failures
+	for p, id := range sh.Placement {
+		if upBefore(p) && !slices.Contains(sh.Standby, id) {
+			coord = p
+			break
+		}
+	}
+	seen := 0
+	for p := len(sh.Placement) - 1; p >= 0 && seen < dirCopies; p-- {
+		if !upBefore(p) || p == coord {
+			continue
+		}
+		seen++
+		if node, ok := m.Node(sh.Placement[p]); ok && node.State == cluster.Up && !slices.Contains(sh.Rebuild, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // dirChange says what directory entry, if any, a commit of op at version v
 // that replaced prev (had) sends after it: one when the key appears,
 // changes scheme or changes expiry. Deletions and moves to none send

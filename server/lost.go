@@ -3,10 +3,12 @@ package server
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 
+	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme/stripe"
 )
 
@@ -24,19 +26,40 @@ import (
 // parity holder kept one: every key with such a tag that the node does not
 // hold may have been in the chunk and answers -LOST "may have been lost"
 // until it is written or deleted. A tag names a key of the slot with
-// 1/1024 odds of a false alarm for a key that never existed; with no
-// manifest left, the loss is logged and counted
-// (stripe_positions_lost) but no key can be named.
+// 1/1024 odds of a false alarm for a key that never existed.
+//
+// Where nothing that survived names the lost keys at all (a lost chunk
+// whose every manifest died with it, a shard whose coordinator died with
+// both nodes of its key directory), the whole slot range is reported
+// (lostKeys.addRange): every key of it that the node does not hold answers
+// -LOST "may have been lost" until it is written or deleted. That is
+// coarse, but it never answers nil for a key that was lost (decision
+// 0005), as Redis Cluster answers CLUSTERDOWN for slots whose master and
+// replicas all failed.
+
+// loseUnnamed reports every key of sh's slots as maybe lost
+// (lostKeys.addRange): sh's coordinator failed together with every node
+// that kept its key directory (directoryIntact), so a key whose pieces all
+// died with them is named by nothing.
+func (n *Node) loseUnnamed(sh cluster.Shard) {
+	n.lost.addRange(sh.First, sh.Last, LostKey{Cause: "its shard's coordinator failed together with every node of the shard's key directory"})
+	n.log.Error("a shard's coordinator and key directory failed together: every key of its slots the node does not hold answers -LOST",
+		"shard", sh.ID, "first", sh.First, "last", sh.Last)
+}
 
 // lostError is the error of a read of a lost key.
 type lostError struct {
 	key         []byte
 	scheme      string
 	lost, total int
-	unsure      bool // known by a lost stripe chunk's key tag only
+	unsure      bool   // known by a lost stripe chunk's key tag only
+	cause       string // known by its slot only: what was lost (LostKey.Cause)
 }
 
 func (e *lostError) Error() string {
+	if e.cause != "" {
+		return fmt.Sprintf("LOST key %q may have been lost: %s; SET or DEL clears", e.key, e.cause)
+	}
 	if e.unsure {
 		return fmt.Sprintf("LOST key %q may have been lost: a chunk of scheme %s that held keys with its tag lost %d of %d pieces; SET or DEL clears", e.key, e.scheme, e.lost, e.total)
 	}
@@ -46,13 +69,16 @@ func (e *lostError) Error() string {
 // LostKey is one key lost beyond its scheme's tolerance, as INFO and memgest
 // status report it: how many of its pieces are gone. Unsure marks a key
 // known only by a lost stripe chunk's key tag: it may have been in the
-// chunk (status lists the tag itself as the key).
+// chunk (status lists the tag itself as the key). Cause, with Unsure, marks
+// a key known by its slot only (lostKeys.addRange): it says what was lost
+// and which slots (status lists the range as the key).
 type LostKey struct {
 	Key    string `json:"key"`
 	Scheme string `json:"scheme"`
 	Lost   int    `json:"lost"`
 	Total  int    `json:"total"`
 	Unsure bool   `json:"unsure,omitempty"`
+	Cause  string `json:"cause,omitempty"`
 }
 
 // lostKeys is the set of keys this node coordinates that are beyond their
@@ -65,9 +91,52 @@ type lostKeys struct {
 	mu   sync.Mutex
 	m    map[string]LostKey
 	tags map[uint32]LostKey // key tags of stripe chunks lost beyond tolerance
-	// cleared holds the keys with a lost tag written or deleted since.
+	// ranges are slot ranges whose lost keys nothing names (addRange).
+	ranges []lostRange
+	// cleared holds the keys with a lost tag or in a lost range deleted
+	// since (a key written since exists, and is not looked up here).
 	cleared map[string]bool
-	size    atomic.Int64 // len(m) + len(tags)
+	size    atomic.Int64 // len(m) + len(tags) + len(ranges)
+}
+
+// lostRange is a slot range, first to last inclusive, any key of which
+// may have been lost, as k says.
+type lostRange struct {
+	first, last int
+	k           LostKey
+}
+
+// addRange reports every key of slots first..last as maybe lost, for the
+// cause k.Cause says: keys were lost there and no surviving record names
+// them. A range already reported for the same scheme is not added again.
+func (l *lostKeys) addRange(first, last int, k LostKey) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if slices.ContainsFunc(l.ranges, func(r lostRange) bool { return r.first == first && r.last == last && r.k.Scheme == k.Scheme }) {
+		return
+	}
+	k.Unsure = true
+	k.Key = fmt.Sprintf("(keys of slots %d-%d)", first, last)
+	k.Cause = fmt.Sprintf("%s (slots %d-%d)", k.Cause, first, last)
+	l.ranges = append(l.ranges, lostRange{first: first, last: last, k: k})
+	l.resize()
+}
+
+// byRange is key's report if its slot is in a lost range and it was not
+// deleted since. The caller holds l.mu.
+func (l *lostKeys) byRange(key []byte) (LostKey, bool) {
+	if len(l.ranges) == 0 || l.cleared[string(key)] {
+		return LostKey{}, false
+	}
+	slot := cluster.Slot(key)
+	for _, r := range l.ranges {
+		if slot >= r.first && slot <= r.last {
+			k := r.k
+			k.Key = string(key)
+			return k, true
+		}
+	}
+	return LostKey{}, false
 }
 
 // addTags reports every key with one of tags as maybe lost, as k says.
@@ -112,7 +181,7 @@ func (l *lostKeys) add(k LostKey) {
 }
 
 // resize records the set's size. The caller holds l.mu.
-func (l *lostKeys) resize() { l.size.Store(int64(len(l.m) + len(l.tags))) }
+func (l *lostKeys) resize() { l.size.Store(int64(len(l.m) + len(l.tags) + len(l.ranges))) }
 
 // clear forgets every lost key.
 func (l *lostKeys) clear() {
@@ -120,6 +189,7 @@ func (l *lostKeys) clear() {
 	defer l.mu.Unlock()
 	clear(l.m)
 	clear(l.tags)
+	l.ranges = nil
 	clear(l.cleared)
 	l.size.Store(0)
 }
@@ -133,11 +203,36 @@ func (l *lostKeys) get(key []byte) (LostKey, bool) {
 	if k, ok := l.m[string(key)]; ok {
 		return k, ok
 	}
-	return l.byTag(key)
+	return l.maybe(key)
 }
 
-// forget ends key's report and says whether there was one.
-func (l *lostKeys) forget(key []byte) bool {
+// named says whether key itself is reported lost (not by its tag or slot
+// only: a key known that way holds no pieces recovery found).
+func (l *lostKeys) named(key []byte) bool {
+	if l.size.Load() == 0 {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.m[string(key)]
+	return ok
+}
+
+// maybe is key's report if it is known by its tag or slot only. The
+// caller holds l.mu.
+func (l *lostKeys) maybe(key []byte) (LostKey, bool) {
+	if k, ok := l.byTag(key); ok {
+		return k, ok
+	}
+	return l.byRange(key)
+}
+
+// forget ends key's report, now that it was written (deleted false) or
+// deleted, and says whether there was one. A key known by its tag or slot
+// only is remembered as cleared once deleted; while it exists it is never
+// looked up here, so a write need not remember it (every key written in a
+// lost range would).
+func (l *lostKeys) forget(key []byte, deleted bool) bool {
 	if l.size.Load() == 0 {
 		return false
 	}
@@ -145,11 +240,13 @@ func (l *lostKeys) forget(key []byte) bool {
 	defer l.mu.Unlock()
 	_, was := l.m[string(key)]
 	delete(l.m, string(key))
-	if _, maybe := l.byTag(key); maybe {
-		if l.cleared == nil {
-			l.cleared = map[string]bool{}
+	if _, maybe := l.maybe(key); maybe {
+		if deleted {
+			if l.cleared == nil {
+				l.cleared = map[string]bool{}
+			}
+			l.cleared[string(key)] = true
 		}
-		l.cleared[string(key)] = true
 		was = true
 	}
 	l.resize()
@@ -158,10 +255,16 @@ func (l *lostKeys) forget(key []byte) bool {
 
 func (l *lostKeys) count() int { return int(l.size.Load()) }
 
-// list returns up to limit lost keys, sorted, and how many there are.
+// list returns up to limit lost keys and how many there are: the lost
+// slot ranges first (the widest reports, never cut off by the limit),
+// then the keys and tags, sorted.
 func (l *lostKeys) list(limit int) ([]LostKey, int) {
 	l.mu.Lock()
-	out := make([]LostKey, 0, len(l.m)+len(l.tags))
+	out := make([]LostKey, 0, len(l.m)+len(l.tags)+len(l.ranges))
+	for _, r := range l.ranges {
+		out = append(out, r.k)
+	}
+	ranges := len(out)
 	for _, k := range l.m {
 		out = append(out, k)
 	}
@@ -169,13 +272,14 @@ func (l *lostKeys) list(limit int) ([]LostKey, int) {
 		out = append(out, k)
 	}
 	l.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	rest := out[ranges:]
+	sort.Slice(rest, func(i, j int) bool { return rest[i].Key < rest[j].Key })
 	return out[:min(limit, len(out))], len(out)
 }
 
 // err is the read error of a key in the lost set.
 func (k LostKey) err() error {
-	return &lostError{key: []byte(k.Key), scheme: k.Scheme, lost: k.Lost, total: k.Total, unsure: k.Unsure}
+	return &lostError{key: []byte(k.Key), scheme: k.Scheme, lost: k.Lost, total: k.Total, unsure: k.Unsure, cause: k.Cause}
 }
 
 // errOtherVersion is a fetched rep replica of another version than the one

@@ -151,7 +151,10 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	for key := range dir {
 		known[stripe.KeyTag([]byte(key))] = true
 	}
-	striped, deferred, err := n.stripeCandidates(ctx, m, sh, known)
+	if !directoryIntact(m, &sh) {
+		n.loseUnnamed(sh)
+	}
+	striped, deferred, lostTags, err := n.stripeCandidates(ctx, m, sh, known)
 	if err != nil {
 		return err
 	}
@@ -210,7 +213,7 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	if err := n.rehomeStripes(ctx, m, stripeKeys, stripePicks); err != nil {
 		return err
 	}
-	n.pending.install(sh, deferred)
+	n.pending.install(sh, deferred, lostTags)
 	// Values follow, metadata first (stub.go): rep values come back with
 	// the shard's rebuild, which lists the stubs as lost copies; split
 	// stubs hold no bytes, and a background pass checks their shards.

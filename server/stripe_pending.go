@@ -52,6 +52,10 @@ type pendingShard struct {
 	sh     cluster.Shard
 	chunks map[pendingKey]*pendingChunk
 	byTag  map[uint32][]*pendingChunk
+	// lost holds the tags of the shard's chunks lost beyond tolerance: a
+	// key with one of them is not restored, as its newest version may
+	// have been in the lost chunk (it answers -LOST by its tag).
+	lost map[uint32]bool
 }
 
 // stripePending is a node's pending chunks, by shard.
@@ -68,11 +72,14 @@ type stripePending struct {
 }
 
 // install makes chunks sh's pending chunks, replacing those of an earlier
-// recovery of sh.
-func (p *stripePending) install(sh cluster.Shard, chunks []*pendingChunk) {
+// recovery of sh; lost holds the tags of the chunks it lost (pendingShard).
+func (p *stripePending) install(sh cluster.Shard, chunks []*pendingChunk, lost map[uint32]bool) {
 	p.work.Lock()
 	defer p.work.Unlock()
-	ps := &pendingShard{sh: sh, chunks: map[pendingKey]*pendingChunk{}, byTag: map[uint32][]*pendingChunk{}}
+	if lost == nil {
+		lost = map[uint32]bool{}
+	}
+	ps := &pendingShard{sh: sh, chunks: map[pendingKey]*pendingChunk{}, byTag: map[uint32][]*pendingChunk{}, lost: lost}
 	for _, pc := range chunks {
 		ps.chunks[pc.key()] = pc
 		for _, t := range pc.tags {
@@ -116,13 +123,15 @@ func (p *stripePending) carries(shard int, tag uint32) bool {
 }
 
 // closure returns shard's pending chunks that carry one of tags, and
-// those that carry one of theirs, until no other chunk carries any.
-func (p *stripePending) closure(shard int, tags []uint32) (cluster.Shard, []*pendingChunk) {
+// those that carry one of theirs, until no other chunk carries any, with
+// the shard's lost tags (pendingShard.lost). The caller holds work, which
+// guards lost.
+func (p *stripePending) closure(shard int, tags []uint32) (cluster.Shard, []*pendingChunk, map[uint32]bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	ps := p.shards[shard]
 	if ps == nil {
-		return cluster.Shard{}, nil
+		return cluster.Shard{}, nil, nil
 	}
 	seen := map[uint32]bool{}
 	picked := map[pendingKey]bool{}
@@ -142,7 +151,7 @@ func (p *stripePending) closure(shard int, tags []uint32) (cluster.Shard, []*pen
 			}
 		}
 	}
-	return ps.sh, out
+	return ps.sh, out, ps.lost
 }
 
 // firstTags returns the tags of shard's first n pending chunks in
@@ -279,10 +288,13 @@ func (n *Node) restoreShard(ctx context.Context, shard int) error {
 // restoreTags decodes the pending chunks of shard that carry one of tags
 // (and their closure), re-homes the newest version of each key of the
 // shard's slots found in them, and drops them from the pending chunks.
+// Beyond a scheme's tolerance a chunk that cannot be decoded is lost: its
+// keys answer -LOST by their tags, and none of them is restored from the
+// other chunks (its newest version may have been in the lost one).
 func (n *Node) restoreTags(ctx context.Context, shard int, tags []uint32) error {
 	n.pending.work.Lock()
 	defer n.pending.work.Unlock()
-	sh, chunks := n.pending.closure(shard, tags)
+	sh, chunks, lost := n.pending.closure(shard, tags)
 	if len(chunks) == 0 {
 		return nil // restored meanwhile
 	}
@@ -291,9 +303,12 @@ func (n *Node) restoreTags(ctx context.Context, shard int, tags []uint32) error 
 	pre := n.prefetchPending(ctx, m, chunks)
 	for _, pc := range chunks {
 		b, err := n.decodeWith(ctx, m, pre[pc.key().position()], pc)
-		if err != nil && beyondTolerance(m, pc.lp) {
+		if err != nil && beyondTolerance(m, pc.lp) && ctx.Err() == nil {
 			n.abandonPosition(pc.lp, "restore", err)
 			n.reportLostTags(m, pc.lp, pc.tags)
+			for _, t := range pc.tags {
+				lost[t] = true
+			}
 			continue
 		}
 		if err != nil {
@@ -303,6 +318,7 @@ func (n *Node) restoreTags(ctx context.Context, shard int, tags []uint32) error 
 			return err
 		}
 	}
+	dropTagged(found, lost)
 	keys, picks := newestLive(m, stripeObjectCandidates(found))
 	if err := n.rehomeStripes(ctx, m, keys, picks); err != nil {
 		return err

@@ -108,15 +108,28 @@ func (n *Node) rebuildStripes(ctx context.Context, m *cluster.Map, sh cluster.Sh
 // dropLostChunks removes a lost data position's chunks from their
 // stripes' parity: each chunk is decoded and XORed out of every holder's
 // parity (or copy), then freed there, as numbered updates that continue
-// the holders' seqs, so a repeat is a no-op.
+// the holders' seqs, so a repeat is a no-op. Beyond the scheme's
+// tolerance the chunks that cannot be decoded stay in parity (an error
+// counts them) and the others are still dropped: their keys were
+// recovered.
 func (n *Node) dropLostChunks(ctx context.Context, m *cluster.Map, lp lostPosition) error {
-	dropped := 0
-	err := n.lostChunks(ctx, m, lp, nil, func(id stripe.ChunkID, b []byte, states []map[uint32]stripe.PositionState, holders []cluster.Node) error {
+	dropped, kept := 0, 0
+	var lose func(stripe.ChunkID, []map[uint32]stripe.PositionState, error) bool
+	if beyondTolerance(m, lp) {
+		lose = func(stripe.ChunkID, []map[uint32]stripe.PositionState, error) bool {
+			kept++
+			return ctx.Err() == nil
+		}
+	}
+	err := n.lostChunks(ctx, m, lp, nil, lose, func(id stripe.ChunkID, b []byte, states []map[uint32]stripe.PositionState, holders []cluster.Node) error {
 		dropped++
 		return n.dropChunk(ctx, lp, holders, states, id, b)
 	})
 	if dropped > 0 {
 		n.log.Info("lost stripe chunks dropped from parity", "scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos, "chunks", dropped, "err", err)
+	}
+	if err == nil && kept > 0 {
+		err = fmt.Errorf("server: %d chunks of list %d position %d of %s cannot be decoded", kept, lp.list, lp.pos, lp.entry.Name())
 	}
 	return err
 }

@@ -30,6 +30,10 @@ import (
 // updates they hold (updates in flight); recovery tries again.
 var errStripeBusy = errors.New("server: stripe updates in flight; try again")
 
+// errStripeUndecodable says a stripe has fewer parity chunks left than
+// positions lost: no wait brings the lost chunk back.
+var errStripeUndecodable = errors.New("server: stripe lost more chunks than it has parity")
+
 // errNoParityState says that no parity holder of a list has its state:
 // every one failed, or took its place since and awaits its rebuild.
 var errNoParityState = errors.New("no parity holder has the list's state")
@@ -49,23 +53,31 @@ type lostPosition struct {
 // decoded when one of its keys is first used or by a background pass
 // (stripe_pending.go). A chunk that holds objects of a key decoded now
 // (a fragment, an older version) is decoded now too.
-func (n *Node) stripeCandidates(ctx context.Context, m *cluster.Map, sh cluster.Shard, known map[uint32]bool) (map[string][]*candidate, []*pendingChunk, error) {
+//
+// Beyond a scheme's tolerance the chunks that cannot be decoded are lost,
+// and their keys are reported (reportGone); the others are recovered. It
+// also returns the tags of the lost chunks' keys: no object with one of
+// them is a candidate, as the key's newest version may have been in the
+// lost chunk, and the pending restores keep them out too.
+func (n *Node) stripeCandidates(ctx context.Context, m *cluster.Map, sh cluster.Shard, known map[uint32]bool) (map[string][]*candidate, []*pendingChunk, map[uint32]bool, error) {
 	found := map[uint16][]stripe.Object{} // by scheme: objects and fragments of sh's slots
 	var deferred []*pendingChunk
+	var gone []goneChunk
 	for _, lp := range lostPositions(m, sh) {
-		later, chunks, err := n.recoverPosition(ctx, m, lp, sh, known)
-		if err != nil && beyondTolerance(m, lp) {
-			n.abandonPosition(lp, "recovery", err)
-			n.loseManifestTags(ctx, m, lp, sh)
+		pr, err := n.recoverPosition(ctx, m, lp, sh, known)
+		if err != nil && beyondTolerance(m, lp) && ctx.Err() == nil {
+			// Not even the position's chunks could be listed.
+			gone = append(gone, goneChunk{lp: lp, unnamed: true, err: err})
 			continue
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		deferred = append(deferred, later...)
-		for _, b := range chunks {
+		deferred = append(deferred, pr.later...)
+		gone = append(gone, pr.gone...)
+		for _, b := range pr.chunks {
 			if err := keepShardObjects(found, lp, sh, b); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 		}
 	}
@@ -76,16 +88,134 @@ func (n *Node) stripeCandidates(ctx context.Context, m *cluster.Map, sh cluster.
 		}
 		for _, pc := range now {
 			b, err := n.decodePending(ctx, m, pc)
+			if err != nil && beyondTolerance(m, pc.lp) && ctx.Err() == nil {
+				gone = append(gone, goneChunk{lp: pc.lp, tags: pc.tags, err: err})
+				continue
+			}
 			if err == nil {
 				err = keepShardObjects(found, pc.lp, sh, b)
 			}
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 		}
 		deferred = later
 	}
-	return stripeObjectCandidates(found), deferred, nil
+	lostTags := n.reportGone(m, sh, gone)
+	dropTagged(found, lostTags)
+	return stripeObjectCandidates(found), deferred, lostTags, nil
+}
+
+// goneChunk is a chunk of a lost data position that recovery could not
+// read, beyond its scheme's tolerance: the tags of its keys in the
+// recovering shard's slots, from a surviving manifest, or, unnamed,
+// nothing that names them (no manifest survived, the chunk was open, or
+// the position's chunks could not even be listed).
+type goneChunk struct {
+	lp      lostPosition
+	tags    []uint32
+	unnamed bool
+	err     error
+}
+
+// goneOf describes lost chunk (lp, r), which recovery of sh could not
+// read, from the holders' states: the tags its manifest names in sh's
+// slots, or unnamed.
+func goneOf(lp lostPosition, sh cluster.Shard, r uint32, states []map[uint32]stripe.PositionState, err error) goneChunk {
+	g := goneChunk{lp: lp, unnamed: true, err: err}
+	for _, st := range states {
+		p, ok := st[r]
+		if !ok || !p.Sealed || !p.HasManifest {
+			continue
+		}
+		g.unnamed = false
+		stripe.Tags(p.Manifest, func(t uint32) {
+			if slot := stripe.TagSlot(t); slot >= sh.First && slot <= sh.Last && !slices.Contains(g.tags, t) {
+				g.tags = append(g.tags, t)
+			}
+		})
+		break
+	}
+	return g
+}
+
+// reportGone reports the keys of sh that were in chunks lost beyond
+// tolerance (gone) and returns their tags: by the tags of the chunks'
+// manifests, and, where a chunk that may hold keys of sh is unnamed, by
+// sh's whole slot range (loseSlots), so that no lost key reads as absent.
+// Each lost position is logged and counted once.
+func (n *Node) reportGone(m *cluster.Map, sh cluster.Shard, gone []goneChunk) map[uint32]bool {
+	tags := map[uint32]bool{}
+	for _, g := range byPosition(gone) {
+		n.abandonPosition(g.lp, "recovery", g.err)
+		n.reportLostTags(m, g.lp, g.tags)
+		if g.unnamed && mayHoldKeysOf(m, g.lp, &sh) {
+			n.loseSlots(m, g.lp, sh)
+		}
+		for _, t := range g.tags {
+			tags[t] = true
+		}
+	}
+	return tags
+}
+
+// byPosition merges the gone chunks of each position into one, in the
+// order the positions first appear.
+func byPosition(gone []goneChunk) []goneChunk {
+	var out []goneChunk
+	for _, g := range gone {
+		i := slices.IndexFunc(out, func(o goneChunk) bool {
+			return o.lp.entry.ID == g.lp.entry.ID && o.lp.list == g.lp.list && o.lp.pos == g.lp.pos
+		})
+		if i < 0 {
+			out, i = append(out, goneChunk{lp: g.lp, err: g.err}), len(out)
+		}
+		out[i].tags = append(out[i].tags, g.tags...)
+		out[i].unnamed = out[i].unnamed || g.unnamed
+	}
+	return out
+}
+
+// dropTagged removes from found the objects whose key's tag is in tags.
+func dropTagged(found map[uint16][]stripe.Object, tags map[uint32]bool) {
+	if len(tags) == 0 {
+		return
+	}
+	for id, objs := range found {
+		found[id] = slices.DeleteFunc(objs, func(o stripe.Object) bool { return tags[stripe.KeyTag(o.Key)] })
+	}
+}
+
+// mayHoldKeysOf says whether lost position lp's chunks may hold keys of
+// shard sh. A node appends only keys it coordinates, at the data positions
+// it holds (ownSlots), and a shard's coordination passes from a failed
+// node to the next up node of its placement (a spare takes the failed
+// node's very place), so the node now at lp's place, or the one it
+// replaced, coordinated sh only if it comes no later than sh's
+// coordinator in sh's placement. A coordinator on standby was chosen
+// because no other node was up, which may have moved coordination back
+// along the placement: then any node may have coordinated sh.
+func mayHoldKeysOf(m *cluster.Map, lp lostPosition, sh *cluster.Shard) bool {
+	owner := m.Shards[lp.list].Placement[lp.pos]
+	at := slices.Index(sh.Placement, owner)
+	if at < 0 {
+		return false
+	}
+	coord, ok := m.Coordinator(sh.First)
+	c := slices.Index(sh.Placement, coord.ID)
+	return !ok || c < 0 || at <= c || slices.Contains(sh.Standby, coord.ID)
+}
+
+// loseSlots reports every key of sh's slots as maybe lost
+// (lostKeys.addRange): a chunk of lp that may hold keys of sh was lost
+// beyond tolerance, and no surviving manifest names them.
+func (n *Node) loseSlots(m *cluster.Map, lp lostPosition, sh cluster.Shard) {
+	spec := lp.entry.Spec
+	lost, total := positionsLost(m, lp), spec.K+spec.M
+	n.lost.addRange(sh.First, sh.Last, LostKey{Scheme: lp.entry.Name(), Lost: lost, Total: total,
+		Cause: fmt.Sprintf("chunks of scheme %s lost %d of %d pieces and no surviving manifest names their keys", lp.entry.Name(), lost, total)})
+	n.log.Error("lost stripe chunks' keys cannot be named: every key of the shard's slots the node does not hold answers -LOST",
+		"scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos, "shard", sh.ID, "first", sh.First, "last", sh.Last)
 }
 
 // keepShardObjects adds the objects of sh's slots in lost chunk b of lp to
@@ -164,39 +294,10 @@ func positionsLost(m *cluster.Map, lp lostPosition) int {
 	return lost
 }
 
-// loseManifestTags reports as maybe lost (lostKeys.addTags) the keys of
-// sh's slots named by the manifests that lp's surviving parity holders
-// kept of its sealed chunks, which are beyond their scheme's tolerance.
-// With no manifest left (the first parity holder is gone too), and for
-// chunks that were open, no key can be named: abandonPosition's log and
-// stripe_positions_lost are all there is.
-func (n *Node) loseManifestTags(ctx context.Context, m *cluster.Map, lp lostPosition, sh cluster.Shard) {
-	holders, err := parityHolders(m, lp.entry.Spec, lp.list)
-	if err != nil {
-		return
-	}
-	states, _ := n.positionStates(ctx, m, lp, holders)
-	var tags []uint32
-	for _, st := range states {
-		for _, p := range st {
-			if !p.HasManifest {
-				continue
-			}
-			stripe.Tags(p.Manifest, func(t uint32) {
-				if s := stripe.TagSlot(t); s >= sh.First && s <= sh.Last {
-					tags = append(tags, t)
-				}
-			})
-		}
-	}
-	n.reportLostTags(m, lp, tags)
-}
-
 // reportLostTags reports the keys with one of tags, in a chunk of lp lost
 // beyond tolerance, as maybe lost.
 func (n *Node) reportLostTags(m *cluster.Map, lp lostPosition, tags []uint32) {
 	if len(tags) == 0 {
-		n.log.Error("lost stripe chunks' keys cannot be named: no manifest of them survived", "scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos)
 		return
 	}
 	spec := lp.entry.Spec
@@ -204,10 +305,11 @@ func (n *Node) reportLostTags(m *cluster.Map, lp lostPosition, tags []uint32) {
 	n.log.Error("keys of lost stripe chunks answer -LOST by their tags", "scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos, "tags", len(tags))
 }
 
-// abandonPosition gives up the chunks of a lost data position beyond its
+// abandonPosition gives up chunks of a lost data position beyond its
 // scheme's tolerance: their keys are gone. Stripe keys keep no directory
-// entry, so they cannot be named (decision 0003); the loss is logged and
-// counted (INFO stripe_positions_lost).
+// entry (decision 0003): the caller names them by manifest or slot range
+// (reportGone); the loss is logged and counted (INFO
+// stripe_positions_lost).
 func (n *Node) abandonPosition(lp lostPosition, job string, err error) {
 	n.stats.stripePositionsLost.Add(1)
 	n.log.Error("stripe chunks lost beyond the scheme's tolerance; their keys are gone", "job", job,
@@ -236,31 +338,47 @@ func lostPositions(m *cluster.Map, sh cluster.Shard) []lostPosition {
 	return out
 }
 
+// positionRecovery is what recovery does with a lost data position's
+// chunks: those decoded now (their bytes), those deferred, and, beyond the
+// scheme's tolerance, those that could not be read.
+type positionRecovery struct {
+	chunks [][]byte
+	later  []*pendingChunk
+	gone   []goneChunk
+}
+
 // recoverPosition returns the bytes of the chunks of a lost data position
 // that sh's recovery must decode now, and the chunks it defers (see
 // stripeCandidates), trying a few times while updates to its stripes are
-// in flight.
-func (n *Node) recoverPosition(ctx context.Context, m *cluster.Map, lp lostPosition, sh cluster.Shard, known map[uint32]bool) ([]*pendingChunk, [][]byte, error) {
-	var later []*pendingChunk
-	var chunks [][]byte
+// in flight. Beyond the scheme's tolerance a chunk that cannot be read is
+// lost (gone) and the others are still read.
+func (n *Node) recoverPosition(ctx context.Context, m *cluster.Map, lp lostPosition, sh cluster.Shard, known map[uint32]bool) (positionRecovery, error) {
+	var pr positionRecovery
 	err := retryBusy(ctx, decodeAttempts(m, lp), func() error {
-		later, chunks = nil, nil
+		pr = positionRecovery{}
 		sel := func(r uint32, states []map[uint32]stripe.PositionState) bool {
 			now, pc := deferChunk(lp, sh, known, r, states)
 			if pc != nil {
-				later = append(later, pc)
+				pr.later = append(pr.later, pc)
 			}
 			return now
 		}
-		return n.lostChunks(ctx, m, lp, sel, func(_ stripe.ChunkID, b []byte, _ []map[uint32]stripe.PositionState, _ []cluster.Node) error {
-			chunks = append(chunks, b)
+		var lose func(stripe.ChunkID, []map[uint32]stripe.PositionState, error) bool
+		if beyondTolerance(m, lp) {
+			lose = func(id stripe.ChunkID, states []map[uint32]stripe.PositionState, err error) bool {
+				if ctx.Err() != nil {
+					return false
+				}
+				pr.gone = append(pr.gone, goneOf(lp, sh, id.Stripe, states, err))
+				return true
+			}
+		}
+		return n.lostChunks(ctx, m, lp, sel, lose, func(_ stripe.ChunkID, b []byte, _ []map[uint32]stripe.PositionState, _ []cluster.Node) error {
+			pr.chunks = append(pr.chunks, b)
 			return nil
 		})
 	})
-	if err != nil {
-		return nil, nil, err
-	}
-	return later, chunks, nil
+	return pr, err
 }
 
 // busyAttempts is how many times a decode is tried while updates to its
@@ -334,8 +452,11 @@ func deferChunk(lp lostPosition, sh cluster.Shard, known map[uint32]bool, r uint
 // nil), decoded (or taken from a holder's copy if open), with the
 // holders' states. Chunks that the position's current node holds (a spare
 // appends at new stripe numbers of the places it took before their old
-// chunks are dropped) are not lost and are skipped.
+// chunks are dropped) are not lost and are skipped. A chunk that cannot
+// be read ends the walk with its error, unless lose (if not nil) takes it
+// (returns true): beyond a scheme's tolerance the others are still read.
 func (n *Node) lostChunks(ctx context.Context, m *cluster.Map, lp lostPosition, sel func(r uint32, states []map[uint32]stripe.PositionState) bool,
+	lose func(id stripe.ChunkID, states []map[uint32]stripe.PositionState, err error) bool,
 	fn func(id stripe.ChunkID, b []byte, states []map[uint32]stripe.PositionState, holders []cluster.Node) error) error {
 	holders, err := parityHolders(m, lp.entry.Spec, lp.list)
 	if err != nil {
@@ -370,6 +491,9 @@ func (n *Node) lostChunks(ctx context.Context, m *cluster.Map, lp lostPosition, 
 	for _, r := range picked {
 		id := stripe.ChunkID{List: lp.list, Position: uint8(lp.pos), Stripe: r}
 		b, err := n.lostChunk(ctx, m, lp, holders, states, pre, id)
+		if err != nil && lose != nil && lose(id, states, err) {
+			continue
+		}
 		if err == nil {
 			err = fn(id, b, states, holders)
 		}
@@ -704,7 +828,8 @@ func parityUsable(m *cluster.Map, lp lostPosition, h cluster.Node, j int) bool {
 // and agree on the other lost positions. A parity that lacks the chunk
 // (a holder that took over and was resynced by the live positions only)
 // would decode it as zeros, so it is never used: the chunk is then
-// undecodable, not empty. A disagreement (updates in flight) is
+// undecodable, not empty. Fewer parity chunks than positions lost is
+// errStripeUndecodable; a disagreement (updates in flight) is
 // errStripeBusy.
 func solveChunk(lp lostPosition, v stripeView, id stripe.ChunkID, want uint32) ([]byte, error) {
 	spec, size := lp.entry.Spec, lp.entry.Spec.ChunkSize()
@@ -741,6 +866,20 @@ func solveChunk(lp lostPosition, v stripeView, id stripe.ChunkID, want uint32) (
 			shards[q] = make([]byte, size) // open or absent: not in parity
 		}
 	}
+	missing, found := 0, 0
+	for q := 0; q < k; q++ {
+		if !data[q].known {
+			missing++
+		}
+	}
+	for _, c := range parities {
+		if c.Found {
+			found++
+		}
+	}
+	if found < missing {
+		return nil, fmt.Errorf("%w: stripe %d/%d of %s: %d positions lost, %d parity chunks left", errStripeUndecodable, id.List, id.Stripe, lp.entry.Name(), missing, found)
+	}
 	var lostThrough []uint64 // the lost positions' seqs and sealed flags, as the first parity used holds them
 	used := 0
 	for j, c := range parities {
@@ -763,12 +902,6 @@ func solveChunk(lp lostPosition, v stripeView, id stripe.ChunkID, want uint32) (
 		}
 		lostThrough, shards[k+j] = through, c.Bytes
 		used++
-	}
-	missing := 0
-	for q := 0; q < k; q++ {
-		if !data[q].known {
-			missing++
-		}
 	}
 	if used < missing {
 		return nil, fmt.Errorf("%w: stripe %d/%d of %s: %d positions lost, %d parity chunks agree with the data", errStripeBusy, id.List, id.Stripe, lp.entry.Name(), missing, used)

@@ -124,6 +124,32 @@ var lossyModel = porcupine.NondeterministicModel{
 	DescribeOperation: kvModel.DescribeOperation,
 }
 
+// markableModel is kvModel for a key within its scheme's tolerance whose
+// slot is in a range reported lost (failure-model.md, "When nothing names
+// a lost key"): its value is never lost, but while it is absent it may
+// answer as maybe lost (-LOST; DEL counts it, SET NX refuses) until it is
+// written or deleted: nothing that survived tells it from a lost key of
+// another scheme in the same slots.
+var markableModel = porcupine.NondeterministicModel{
+	Partition: kvModel.Partition,
+	Init:      func() []any { return []any{kvState{}} },
+	Step: func(state, input, output any) []any {
+		s := state.(kvState)
+		from := []kvState{s}
+		if !s.exists && !s.lost {
+			from = append(from, kvState{lost: true})
+		}
+		var next []any
+		for _, f := range from {
+			if ok, after := stepLossy(f, input.(kvInput), output.(kvOutput)); ok {
+				next = append(next, after)
+			}
+		}
+		return next
+	},
+	DescribeOperation: kvModel.DescribeOperation,
+}
+
 // stepLossy is one operation on a key that may be lost: kvModel's step,
 // except on a lost key, where only writes that need no value run. A lost key
 // exists (EXISTS counts it, DEL removes it), so SET XX writes over it and

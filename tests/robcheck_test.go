@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/memgest/memgest/cluster"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -108,15 +109,15 @@ func flatMap(a []any) map[string]any {
 	return m
 }
 
-// check runs porcupine on each key's history (strict or lossy) and writes
-// the histories of the keys it refuses or cannot decide, with the seed, to
-// the artifacts directory.
-func (r *robRun) check(strict, lossy []porcupine.Operation) (illegal, inconclusive []string, artifacts string) {
+// check runs porcupine on each key's history (strict, lossy, or strict
+// but in a lost slot range: markable) and writes the histories of the keys
+// it refuses or cannot decide, with the seed, to the artifacts directory.
+func (r *robRun) check(strict, lossy, markable []porcupine.Operation) (illegal, inconclusive []string, artifacts string) {
 	for _, c := range []struct {
 		what    string
 		model   porcupine.Model
 		history []porcupine.Operation
-	}{{"strict", kvModel, strict}, {"lossy", lossyModel.ToModel(), lossy}} {
+	}{{"strict", kvModel, strict}, {"lossy", lossyModel.ToModel(), lossy}, {"markable", markableModel.ToModel(), markable}} {
 		var bad []porcupine.Operation
 		var info porcupine.LinearizationInfo
 		for _, ops := range c.model.Partition(c.history) {
@@ -184,16 +185,41 @@ func (h *robHistory) indeterminate() int {
 }
 
 // split separates the keys a run with failures failed nodes must not lose
-// (strict) from those it may (lossy).
-func (h *robHistory) split(failures int) (strict, lossy []porcupine.Operation) {
+// (strict) from those it may (lossy); of the strict ones, those whose slot
+// is in one of the lost slot ranges (first and last slot) the cluster
+// reported may also answer as maybe lost while absent (markable).
+func (h *robHistory) split(failures int, ranges [][2]int) (strict, lossy, markable []porcupine.Operation) {
 	for _, op := range h.ops {
-		if groupOf(op.Input.(kvInput).key).tolerance >= failures {
-			strict = append(strict, op)
-		} else {
+		key := op.Input.(kvInput).key
+		slot := cluster.Slot([]byte(key))
+		switch {
+		case groupOf(key).tolerance < failures:
 			lossy = append(lossy, op)
+		case slices.ContainsFunc(ranges, func(r [2]int) bool { return slot >= r[0] && slot <= r[1] }):
+			markable = append(markable, op)
+		default:
+			strict = append(strict, op)
 		}
 	}
-	return strict, lossy
+	return strict, lossy, markable
+}
+
+// lostRanges are the slot ranges the cluster reports lost (keys of slots
+// that nothing surviving names), from the watcher's /status.
+func (r *robRun) lostRanges() [][2]int {
+	st, err := r.c.status(r.watcher())
+	must(r.t, err)
+	var out [][2]int
+	for _, k := range st.Lost {
+		var first, last int
+		if n, _ := fmt.Sscanf(k.Key, "(keys of slots %d-%d)", &first, &last); n == 2 {
+			out = append(out, [2]int{first, last})
+		}
+	}
+	if len(out) > 0 {
+		r.event("slot ranges reported lost: %v", out)
+	}
+	return out
 }
 
 // longestGap is the longest time between two successful operations on one

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -296,9 +297,9 @@ func runScenario(t *testing.T, seed int64, o robOptions, res *robResult) {
 	}
 	res.ops, res.indeterminate = len(h.ops), h.indeterminate()
 	res.longestGap = h.longestGap(faultAt, loadEnd)
-	strict, lossy := h.split(nm.failures)
-	res.lostAcked = lostAcknowledged(strict)
-	res.illegal, res.inconclusive, res.artifacts = r.check(strict, lossy)
+	strict, lossy, markable := h.split(nm.failures, r.lostRanges())
+	res.lostAcked = lostAcknowledged(append(slices.Clone(strict), markable...))
+	res.illegal, res.inconclusive, res.artifacts = r.check(strict, lossy, markable)
 }
 
 // client runs one client until stop: it starts on node id mod the cluster

@@ -149,7 +149,11 @@ func printStatus(out io.Writer, st server.Status, rates map[string]float64) {
 	if st.LostCount > 0 {
 		fmt.Fprintf(out, "\nLOST KEYS: %d beyond their scheme's tolerance (GET answers -LOST; SET or DEL clears)\n", st.LostCount)
 		for _, k := range st.Lost {
-			fmt.Fprintf(w, "  %s\t%s\tlost %d of %d pieces\n", k.Key, k.Scheme, k.Lost, k.Total)
+			what := fmt.Sprintf("lost %d of %d pieces", k.Lost, k.Total)
+			if k.Cause != "" { // a slot range nothing surviving names
+				what = k.Cause
+			}
+			fmt.Fprintf(w, "  %s\t%s\t%s\n", k.Key, k.Scheme, what)
 		}
 		w.Flush()
 	}
