@@ -36,7 +36,28 @@ func (n *Node) authRequired() bool {
 	return p != nil || !known
 }
 
-var errAuthUnknown = resp.Err("ERR memgest: this node has not joined its cluster yet and cannot check passwords; try again shortly")
+// errAuthUnknown answers a client of a joining node that cannot tell yet
+// whether the cluster has a password. CLUSTERDOWN, which cluster clients
+// retry: the node will know as soon as it has the map.
+var errAuthUnknown = resp.Err("CLUSTERDOWN memgest: this node has not heard from its cluster yet and cannot tell whether a password applies; try again shortly")
+
+// admit lets an unauthenticated connection through when the cluster has no
+// password. The answer is checked at each command, not fixed when the
+// connection was accepted: a joining node learns only from the map whether
+// a password applies, and its early connections must not stay refused.
+func (n *Node) admit(cs *connState) resp.Reply {
+	if cs.authed {
+		return resp.Reply{}
+	}
+	switch p, known := n.clientPassword(); {
+	case !known:
+		return errAuthUnknown
+	case p != nil:
+		return errNoAuth
+	}
+	cs.authed = true
+	return resp.Reply{}
+}
 
 // authenticate checks a password against the cluster's (user "default"
 // only, as Redis without ACLs).

@@ -47,7 +47,7 @@ func cmdHello(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.R
 			return r
 		}
 	}
-	if !cs.authed {
+	if n.admit(cs).IsError() {
 		return resp.ErrHelloNoAuth
 	}
 	cs.mu.Lock()

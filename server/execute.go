@@ -61,8 +61,8 @@ func parseCommand(args [][]byte) parsed {
 func (n *Node) executeParsed(ctx context.Context, cs *connState, args [][]byte, p parsed) resp.Reply {
 	spec, bad := p.spec, p.bad
 	if bad.IsError() {
-		if !cs.authed {
-			return errNoAuth
+		if r := n.admit(cs); r.IsError() {
+			return r
 		}
 		return bad
 	}
@@ -71,8 +71,10 @@ func (n *Node) executeParsed(ctx context.Context, cs *connState, args [][]byte, 
 	if cmd == nil {
 		return resp.ErrUnknownCommand(string(args[0]), args[1:])
 	}
-	if !cs.authed && !cmd.noAuth {
-		return errNoAuth
+	if !cmd.noAuth {
+		if r := n.admit(cs); r.IsError() {
+			return r
+		}
 	}
 	start := monotime()
 	r := n.dispatch(ctx, cs, cmd, args, p)

@@ -87,28 +87,40 @@ func issue(t *testing.T, ca *certs.Authority, host string) tls.Certificate {
 	return cert
 }
 
-// handshake runs a TLS handshake between srv and cli over a pipe and
-// returns the server's error, or the client's.
+// handshake runs a TLS handshake between srv and cli over loopback TCP
+// (buffered both ways, unlike net.Pipe, so a refusal's alert and the
+// client's first write cannot block each other) and returns the server's
+// error, or the client's.
 func handshake(srv, cli *tls.Config) error {
-	a, b := net.Pipe()
-	defer a.Close()
-	defer b.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer l.Close()
 	done := make(chan error, 1)
 	go func() {
+		a, err := l.Accept()
+		if err != nil {
+			done <- err
+			return
+		}
+		defer a.Close()
 		s := tls.Server(a, srv)
-		err := s.Handshake()
-		if err == nil {
+		if err = s.Handshake(); err == nil {
 			_, err = s.Read(make([]byte, 1)) // TLS 1.3: a refused client certificate shows here
 		}
-		a.Close()
 		done <- err
 	}()
+	b, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		return err
+	}
+	defer b.Close()
 	c := tls.Client(b, cli)
 	cerr := c.Handshake()
 	if cerr == nil {
 		_, cerr = c.Write([]byte{1})
 	}
-	b.Close() // a client that gave up unblocks the server
 	if serr := <-done; serr != nil {
 		return serr
 	}
