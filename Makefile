@@ -18,10 +18,13 @@ build:
 NODES     ?= 6
 BASE_PORT ?= 7001
 
-## dev: build memgest and run a local cluster of NODES processes (client ports BASE_PORT..); Ctrl-C stops it.
+DEV_ARGS  ?=
+
+## dev: build memgest and run a local cluster of NODES processes (client ports BASE_PORT..); Ctrl-C stops it. DEV_ARGS=--tls adds TLS.
 dev:
+	@echo "make dev: building bin/memgest (a first build fetches and compiles the dependencies: a minute or two)..."
 	$(GO) build -o bin/memgest ./cmd/memgest
-	./bin/memgest dev --nodes $(NODES) --base-port $(BASE_PORT)
+	./bin/memgest dev --nodes $(NODES) --base-port $(BASE_PORT) $(DEV_ARGS)
 
 ## test: formatting, vet, every unit test with the race detector, and a short run of every fuzz target.
 test: check unit fuzz-short

@@ -4,14 +4,14 @@
 # free_port prints a free TCP port.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# free_base finds a base port whose client, peer (+10000) and HTTP (+20000)
+# free_base finds a base port whose client, peer (+1000) and HTTP (+2000)
 # ranges are free for 6 nodes.
 free_base() {
 	for base in $(seq 7301 50 9901); do
 		if python3 - "$base" <<'PY'
 import socket, sys
 b = int(sys.argv[1])
-for off in (0, 10000, 20000):
+for off in (0, 1000, 2000):
     for i in range(6):
         s = socket.socket()
         try:

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/memgest/memgest/internal/certs"
 )
 
 // TestConfigSourcesPrecedence: flags win over MEMGEST_* variables, which
@@ -56,22 +61,29 @@ func TestDevArgs(t *testing.T) {
 	if err := o.validate(); err != nil {
 		t.Fatal(err)
 	}
-	first := strings.Join(devArgs(o, 0, "/d"), " ")
-	if !strings.Contains(first, "--bootstrap-expect 6") || !strings.Contains(first, "--voters 3") || !strings.Contains(first, "--peer-port 17001") {
+	first := strings.Join(devArgs(o, 0, "/d", nil), " ")
+	if !strings.Contains(first, "--bootstrap-expect 6") || !strings.Contains(first, "--voters 3") || !strings.Contains(first, "--peer-port 8001") {
 		t.Fatalf("first node: %s", first)
 	}
-	third := strings.Join(devArgs(o, 2, "/d"), " ")
-	if !strings.Contains(third, "--port 7003") || !strings.Contains(third, "--join 127.0.0.1:17001") || !strings.Contains(third, "--http-port 27003") {
+	third := strings.Join(devArgs(o, 2, "/d", nil), " ")
+	if !strings.Contains(third, "--port 7003") || !strings.Contains(third, "--join 127.0.0.1:8001") || !strings.Contains(third, "--http-port 9003") {
 		t.Fatalf("third node: %s", third)
 	}
 	withSpare := devOptions{nodes: 3, spares: 1, basePort: 7001}
-	if spare := strings.Join(devArgs(withSpare, 3, "/d"), " "); !strings.Contains(spare, "--spare") || !strings.Contains(spare, "--port 7004") {
+	if spare := strings.Join(devArgs(withSpare, 3, "/d", nil), " "); !strings.Contains(spare, "--spare") || !strings.Contains(spare, "--port 7004") {
 		t.Fatalf("spare node: %s", spare)
 	}
-	if first := strings.Join(devArgs(withSpare, 0, "/d"), " "); strings.Contains(first, "--spare") || !strings.Contains(first, "--bootstrap-expect 3") {
+	if first := strings.Join(devArgs(withSpare, 0, "/d", nil), " "); strings.Contains(first, "--spare") || !strings.Contains(first, "--bootstrap-expect 3") {
 		t.Fatalf("first node with a spare: %s", first)
 	}
-	for _, bad := range []devOptions{{nodes: 0, basePort: 7001}, {nodes: 6, basePort: 60000}, {nodes: 3, spares: -1, basePort: 7001}} {
+	if !strings.Contains(first, "--cluster-secret-file /d/cluster-secret") {
+		t.Fatalf("first node without the dev secret: %s", first)
+	}
+	tlsArgs := strings.Join(devArgs(o, 1, "/d", &certs.Files{CA: "/t/ca.crt", Cert: "/t/n.crt", Key: "/t/n.key"}), " ")
+	if !strings.Contains(tlsArgs, "--tls-cert-file /t/n.crt --tls-key-file /t/n.key --tls-ca-cert-file /t/ca.crt") {
+		t.Fatalf("TLS node: %s", tlsArgs)
+	}
+	for _, bad := range []devOptions{{nodes: 0, basePort: 7001}, {nodes: 6, basePort: 64000}, {nodes: 3, spares: -1, basePort: 7001}} {
 		if bad.validate() == nil {
 			t.Errorf("%+v accepted", bad)
 		}
@@ -104,5 +116,67 @@ func TestGCTarget(t *testing.T) {
 		if got := gcTarget(c.live, 25); got != c.want {
 			t.Errorf("gcTarget(%d, 25) = %d, want %d", c.live, got, c.want)
 		}
+	}
+}
+
+// dev refuses ports in the ephemeral range and ports in use before it
+// starts anything.
+func TestDevChecksPorts(t *testing.T) {
+	lo, _ := ephemeralRange()
+	inRange := devOptions{nodes: 3, basePort: lo - httpOffset}
+	if err := inRange.checkPorts(); err == nil || !strings.Contains(err.Error(), "ephemeral") {
+		t.Fatalf("base %d (HTTP ports from %d): %v", inRange.basePort, lo, err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	taken := l.Addr().(*net.TCPAddr).Port
+	if taken+httpOffset >= lo {
+		t.Skipf("the free port %d is too close to the ephemeral range to test with", taken)
+	}
+	busy := devOptions{nodes: 1, basePort: taken}
+	if err := busy.checkPorts(); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("a taken port: %v", err)
+	}
+}
+
+// status finds the newest live dev cluster from the state files, with its
+// password and CA, and forgets the files of dev processes that are gone.
+func TestStatusFindsDevCluster(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("REDISCLI_AUTH", "")
+	o := statusOptions{}
+	if c, err := o.client(io.Discard); err != nil || c.addr != defaultStatusAddr {
+		t.Fatalf("no dev cluster: %+v %v", c, err)
+	}
+	gone := devState{PID: 1 << 30, BasePort: 7101, HTTP: "127.0.0.1:9101", Started: time.Now()}
+	if _, err := gone.write(); err != nil {
+		t.Fatal(err)
+	}
+	old := devState{PID: os.Getpid(), BasePort: 7201, HTTP: "127.0.0.1:9201", Started: time.Now().Add(-time.Minute)}
+	newest := devState{PID: os.Getpid(), BasePort: 7301, HTTP: "127.0.0.1:9301", Password: "pw", Started: time.Now()}
+	for _, s := range []devState{old, newest} {
+		if _, err := s.write(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var notes strings.Builder
+	o = statusOptions{}
+	c, err := o.client(&notes)
+	if err != nil || c.addr != "127.0.0.1:9301" || c.password != "pw" {
+		t.Fatalf("newest dev cluster: %+v %v", c, err)
+	}
+	if !strings.Contains(notes.String(), "2 dev clusters") {
+		t.Errorf("no note of the other cluster: %q", notes.String())
+	}
+	if len(liveDevStates()) != 2 {
+		t.Errorf("the dead dev cluster's state was kept")
+	}
+	o = statusOptions{addr: "10.0.0.1:1"}
+	if c, _ := o.client(io.Discard); c.addr != "10.0.0.1:1" || c.password != "" {
+		t.Fatalf("--addr: %+v", c)
 	}
 }

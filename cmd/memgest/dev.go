@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -18,16 +16,19 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/memgest/memgest/internal/certs"
 	"github.com/memgest/memgest/server"
 	"github.com/spf13/cobra"
 )
 
 // Port layout of a dev cluster: node i listens for clients on base+i, for
-// peers on base+10000+i (like Redis Cluster's bus port) and for HTTP on
-// base+20000+i.
+// peers on base+1000+i and for HTTP on base+2000+i. The offsets are small so
+// that every common base keeps all three below the kernel's ephemeral range
+// (32768 and up on Linux), where outgoing connections take their ports and
+// would collide with a listener's.
 const (
-	peerOffset = 10000
-	httpOffset = 20000
+	peerOffset = 1000
+	httpOffset = 2000
 )
 
 type devOptions struct {
@@ -35,6 +36,8 @@ type devOptions struct {
 	basePort      int
 	dataDir       string
 	redirect      bool
+	tls           bool
+	password      string
 	extra         []string
 	timeout       time.Duration
 }
@@ -45,11 +48,14 @@ func devCmd() *cobra.Command {
 		Use:   "dev",
 		Short: "Start a local cluster of memgest server processes on 127.0.0.1",
 		Long: `Start N memgest server processes on 127.0.0.1 (client ports P..P+N-1, peer
-ports P+10000.., HTTP ports P+20000..), wait until the cluster serves, print
-each node's address and PID, and stop them all on Ctrl-C or SIGTERM. The first
-three nodes are Raft voters. With --spares S, S more nodes join as spares
-(after the N nodes' ports): they hold nothing until one replaces a failed
-node. A node that exits is reported and the others keep running.`,
+ports P+1000.., HTTP ports P+2000..), wait until the cluster serves, print
+each node's address and PID and how to reach it, and stop them all on Ctrl-C
+or SIGTERM. The first three nodes are Raft voters. With --spares S, S more
+nodes join as spares (after the N nodes' ports): they hold nothing until one
+replaces a failed node. A node that exits is reported and the others keep
+running. The nodes share a fresh cluster secret; with --tls they also get a
+throwaway CA and certificates (and so does redis-cli: dev prints the
+command). 'memgest status' finds a running dev cluster by itself.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDev(o) },
 	}
@@ -59,6 +65,8 @@ node. A node that exits is reported and the others keep running.`,
 	f.IntVar(&o.basePort, "base-port", 7001, "client port of the first node")
 	f.StringVar(&o.dataDir, "data-dir", "", "parent of the nodes' Raft directories (default: a temporary directory, removed on exit)")
 	f.BoolVar(&o.redirect, "redirect", false, "nodes answer -MOVED instead of forwarding")
+	f.BoolVar(&o.tls, "tls", false, "TLS on every port, with a throwaway CA and certificates made in the cluster's directory")
+	f.StringVar(&o.password, "requirepass", "", "the cluster's client password")
 	f.StringArrayVar(&o.extra, "server-arg", nil, "extra flag passed to every node (repeatable), e.g. --server-arg=--maxmemory=1000000")
 	f.DurationVar(&o.timeout, "timeout", 60*time.Second, "how long to wait for the cluster to form")
 	return cmd
@@ -71,14 +79,65 @@ func (o devOptions) validate() error {
 	if o.spares < 0 || o.spares > 100 {
 		return fmt.Errorf("--spares must be 0..100, not %d", o.spares)
 	}
+	if o.total() > peerOffset {
+		return fmt.Errorf("--nodes plus --spares must be at most %d", peerOffset)
+	}
 	if o.basePort < 1 || o.basePort+httpOffset+o.total() > 65535 {
 		return fmt.Errorf("--base-port %d leaves no room for %d nodes' HTTP ports (base+%d)", o.basePort, o.total(), httpOffset)
 	}
 	return nil
 }
 
+// ports lists every port the cluster listens on.
+func (o devOptions) ports() []int {
+	var out []int
+	for _, off := range []int{0, peerOffset, httpOffset} {
+		for i := range o.total() {
+			out = append(out, o.basePort+off+i)
+		}
+	}
+	return out
+}
+
+// checkPorts refuses ports in the kernel's ephemeral range and ports taken
+// already (another dev cluster on the same base, say), before any node
+// starts: a node that cannot bind would otherwise exit after the others
+// joined, or dev would find someone else's cluster answering.
+func (o devOptions) checkPorts() error {
+	lo, hi := ephemeralRange()
+	for _, p := range o.ports() {
+		if p >= lo && p <= hi {
+			return fmt.Errorf("port %d is in the kernel's ephemeral range %d-%d, where outgoing connections take their ports: choose --base-port below %d",
+				p, lo, hi, lo-httpOffset-o.total())
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			return fmt.Errorf("port %d is in use (another memgest dev on base port %d? choose another --base-port): %w", p, o.basePort, err)
+		}
+		l.Close()
+	}
+	return nil
+}
+
+// ephemeralRange is the kernel's range of ports for outgoing connections
+// (Linux's net.ipv4.ip_local_port_range; its default elsewhere).
+func ephemeralRange() (lo, hi int) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if f := strings.Fields(string(b)); err == nil && len(f) == 2 {
+		l, errL := strconv.Atoi(f[0])
+		h, errH := strconv.Atoi(f[1])
+		if errL == nil && errH == nil {
+			return l, h
+		}
+	}
+	return 32768, 60999
+}
+
 func runDev(o devOptions) error {
 	if err := o.validate(); err != nil {
+		return err
+	}
+	if err := o.checkPorts(); err != nil {
 		return err
 	}
 	dir, cleanup, err := devDataDir(o.dataDir)
@@ -89,31 +148,66 @@ func runDev(o devOptions) error {
 	if err := writeDevSecret(dir); err != nil {
 		return err
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return err
+	var tlsFiles *certs.Files
+	if o.tls {
+		if tlsFiles, err = devCerts(dir); err != nil {
+			return err
+		}
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	procs := make([]*exec.Cmd, 0, o.total())
+	procs, exited, err := startDevNodes(o, dir, tlsFiles)
 	defer func() { stopAll(procs) }()
+	if err != nil {
+		return err
+	}
+	status, err := o.statusClient(tlsFiles)
+	if err != nil {
+		return err
+	}
+	st, err := waitFormed(o, status, filepath.Join(dir, "node1"), sig, exited)
+	if err != nil {
+		return err
+	}
+	forget, err := devState{PID: os.Getpid(), BasePort: o.basePort, HTTP: status.addr, CAFile: status.caFile,
+		Password: o.password, Started: time.Now()}.write()
+	if err != nil {
+		return err
+	}
+	defer forget()
+	printCluster(st, procs, o, tlsFiles)
+	return watchNodes(procs, sig, exited)
+}
+
+// startDevNodes starts every node; exited delivers the index of a node
+// whose process ends.
+func startDevNodes(o devOptions, dir string, tlsFiles *certs.Files) ([]*exec.Cmd, chan int, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	procs := make([]*exec.Cmd, 0, o.total())
 	exited := make(chan int, o.total())
 	for i := 0; i < o.total(); i++ {
-		cmd := exec.Command(exe, append(devArgs(o, i, dir), o.extra...)...)
+		cmd := exec.Command(exe, append(devArgs(o, i, dir, tlsFiles), o.extra...)...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		cmd.Env = devEnv(os.Environ(), runtime.NumCPU(), o.total())
 		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("start node %d: %w", i+1, err)
+			return procs, exited, fmt.Errorf("start node %d: %w", i+1, err)
 		}
 		procs = append(procs, cmd)
 		go func(i int) { _ = procs[i].Wait(); exited <- i }(i)
 	}
-	st, err := waitFormed(o, sig, exited)
-	if err != nil {
-		return err
+	return procs, exited, nil
+}
+
+// statusClient reads node 1's /status as dev and `memgest status` do.
+func (o devOptions) statusClient(tlsFiles *certs.Files) (*statusClient, error) {
+	ca := ""
+	if tlsFiles != nil {
+		ca = tlsFiles.CA
 	}
-	printCluster(st, procs, o)
-	return watchNodes(procs, sig, exited)
+	return newStatusClient("127.0.0.1:"+strconv.Itoa(o.basePort+httpOffset), ca, o.password)
 }
 
 // watchNodes runs until Ctrl-C/SIGTERM or until every node has exited. A
@@ -146,7 +240,7 @@ func devEnv(env []string, cpus, nodes int) []string {
 	return append(env, "GOMAXPROCS="+strconv.Itoa(max(1, cpus/nodes)))
 }
 
-func devArgs(o devOptions, i int, dir string) []string {
+func devArgs(o devOptions, i int, dir string, tlsFiles *certs.Files) []string {
 	port := o.basePort + i
 	args := []string{"server",
 		"--bind", "127.0.0.1",
@@ -156,8 +250,14 @@ func devArgs(o devOptions, i int, dir string) []string {
 		"--data-dir", filepath.Join(dir, "node"+strconv.Itoa(i+1)),
 		"--cluster-secret-file", filepath.Join(dir, devSecretFile),
 	}
+	if tlsFiles != nil {
+		args = append(args, "--tls-cert-file", tlsFiles.Cert, "--tls-key-file", tlsFiles.Key, "--tls-ca-cert-file", tlsFiles.CA)
+	}
 	if i == 0 {
 		args = append(args, "--bootstrap-expect", strconv.Itoa(o.nodes), "--voters", strconv.Itoa(devVoters(o.nodes)))
+		if o.password != "" {
+			args = append(args, "--requirepass", o.password)
+		}
 	} else {
 		args = append(args, "--join", "127.0.0.1:"+strconv.Itoa(o.basePort+peerOffset))
 	}
@@ -199,6 +299,20 @@ func writeDevSecret(dir string) error {
 	return os.WriteFile(path, []byte(hex.EncodeToString(raw)+"\n"), 0o600)
 }
 
+// devCerts makes a throwaway CA and the nodes' and a client's certificates
+// in dir/tls.
+func devCerts(dir string) (*certs.Files, error) {
+	tlsDir := filepath.Join(dir, "tls")
+	if err := os.MkdirAll(tlsDir, 0o700); err != nil {
+		return nil, err
+	}
+	f, err := certs.WriteDev(tlsDir, []string{"127.0.0.1", "localhost", "::1"})
+	if err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
 func devDataDir(dir string) (string, func(), error) {
 	if dir != "" {
 		return dir, func() {}, os.MkdirAll(dir, 0o700)
@@ -211,49 +325,63 @@ func devDataDir(dir string) (string, func(), error) {
 }
 
 // waitFormed polls the first node's /status until the cluster is formed.
-func waitFormed(o devOptions, sig chan os.Signal, exited chan int) (server.Status, error) {
+// The answer must come from the node dev started (its id, which it writes
+// to node1Dir when it starts), not from another cluster on the same port.
+func waitFormed(o devOptions, status *statusClient, node1Dir string, sig chan os.Signal, exited chan int) (server.Status, error) {
 	deadline := time.After(o.timeout)
-	url := fmt.Sprintf("http://127.0.0.1:%d/status", o.basePort+httpOffset)
 	for {
-		if st, err := fetchStatus(url); err == nil && st.State == "ok" && len(st.Nodes) == o.total() && st.Serving() {
+		st, err := status.fetch()
+		if err == nil && st.State == "ok" && len(st.Nodes) == o.total() && st.Serving() && st.Node == nodeID(node1Dir) {
 			return st, nil
 		}
 		select {
 		case s := <-sig:
 			return server.Status{}, fmt.Errorf("%s while the cluster was forming", s)
 		case i := <-exited:
-			return server.Status{}, fmt.Errorf("node %d exited while the cluster was forming", i+1)
+			return server.Status{}, fmt.Errorf("node %d exited while the cluster was forming (see its log above)", i+1)
 		case <-deadline:
-			return server.Status{}, errors.New("the cluster did not form in time (see the nodes' logs above)")
+			return server.Status{}, fmt.Errorf("the cluster did not form in %s (last answer: %v; see the nodes' logs above)", o.timeout, err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
 
-func fetchStatus(url string) (server.Status, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return server.Status{}, err
-	}
-	defer resp.Body.Close()
-	var st server.Status
-	return st, json.NewDecoder(resp.Body).Decode(&st)
+// nodeID is the id a node keeps in its data directory, or "" before it
+// wrote it.
+func nodeID(dataDir string) string {
+	b, _ := os.ReadFile(filepath.Join(dataDir, "node-id"))
+	return strings.TrimSpace(string(b))
 }
 
-func printCluster(st server.Status, procs []*exec.Cmd, o devOptions) {
+func printCluster(st server.Status, procs []*exec.Cmd, o devOptions, tlsFiles *certs.Files) {
 	fmt.Printf("memgest dev cluster ready: %d nodes, epoch %d, default scheme %s\n", len(procs), st.Epoch, defaultScheme(st))
+	web := "http"
+	if tlsFiles != nil {
+		web = "https"
+	}
 	for i, p := range procs {
 		role := ""
 		if i >= o.nodes {
 			role = "  (spare)"
 		}
-		fmt.Printf("  node %d  redis://127.0.0.1:%d  pid %d  http://127.0.0.1:%d/metrics%s\n",
-			i+1, o.basePort+i, p.Process.Pid, o.basePort+httpOffset+i, role)
+		fmt.Printf("  node %d  127.0.0.1:%d  pid %d  %s://127.0.0.1:%d/metrics%s\n",
+			i+1, o.basePort+i, p.Process.Pid, web, o.basePort+httpOffset+i, role)
 	}
-	fmt.Printf("Try: redis-cli -p %d SET greeting hello SCHEME rep:3   (Ctrl-C stops the cluster)\n", o.basePort)
+	fmt.Printf("Try:     redis-cli -p %d%s SET greeting hello SCHEME rep:3\n", o.basePort, redisCLIFlags(o, tlsFiles))
+	fmt.Printf("Status:  %s status   (finds this cluster; or --addr 127.0.0.1:%d)\n", os.Args[0], o.basePort+httpOffset)
+	fmt.Println("Ctrl-C stops the cluster.")
+}
+
+// redisCLIFlags are the flags redis-cli needs for this cluster.
+func redisCLIFlags(o devOptions, tlsFiles *certs.Files) string {
+	var s string
+	if tlsFiles != nil {
+		s += fmt.Sprintf(" --tls --cacert %s --cert %s --key %s", tlsFiles.CA, tlsFiles.ClientCert, tlsFiles.ClientKey)
+	}
+	if o.password != "" {
+		s += " -a " + o.password
+	}
+	return s
 }
 
 func defaultScheme(st server.Status) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,20 +19,25 @@ import (
 )
 
 func statusCmd() *cobra.Command {
-	var addr string
+	var o statusOptions
 	var asJSON, watch bool
 	var interval time.Duration
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show a cluster's nodes, states, slots, schemes and per-scheme memory",
 		Long: "Show a cluster's nodes, states, slots, schemes and per-scheme memory, as one node sees it.\n" +
+			"Without --addr it shows the newest running `memgest dev` cluster, else asks 127.0.0.1:27001 (memgest server's default HTTP port).\n" +
 			"With --watch the screen refreshes every --interval, with each node's commands per second, until Ctrl-C.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			client, err := o.client(os.Stderr)
+			if err != nil {
+				return err
+			}
 			fetch := func() (server.Status, error) {
-				st, err := fetchStatus("http://" + addr + "/status")
+				st, err := client.fetch()
 				if err != nil {
-					return st, fmt.Errorf("status from %s: %w", addr, err)
+					return st, fmt.Errorf("status from %s: %w%s", client.addr, err, o.hint())
 				}
 				return st, nil
 			}
@@ -56,11 +62,52 @@ func statusCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:27001", "HTTP address (host:port) of any node")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "refresh every --interval until interrupted, with commands per second per node")
-	cmd.Flags().DurationVar(&interval, "interval", time.Second, "refresh period of --watch")
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", "", "HTTP address (host:port) of any node (default: the running dev cluster, else "+defaultStatusAddr+")")
+	f.StringVarP(&o.pass, "pass", "a", "", "the cluster's password, when it has one (default: $REDISCLI_AUTH)")
+	f.StringVar(&o.caFile, "cacert", "", "CA certificate to verify a node's HTTPS with (nodes with --tls-cert-file serve HTTPS)")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	f.BoolVarP(&watch, "watch", "w", false, "refresh every --interval until interrupted, with commands per second per node")
+	f.DurationVar(&interval, "interval", time.Second, "refresh period of --watch")
 	return cmd
+}
+
+// defaultStatusAddr is memgest server's default HTTP address.
+const defaultStatusAddr = "127.0.0.1:27001"
+
+// statusOptions say which node to ask and how.
+type statusOptions struct {
+	addr, pass, caFile string
+	fromDev            bool // the address came from a running dev cluster
+}
+
+// client resolves the node to ask: --addr, else the newest running dev
+// cluster (its password and CA too, unless given), else the default.
+func (o *statusOptions) client(notes io.Writer) (*statusClient, error) {
+	if o.pass == "" {
+		o.pass = os.Getenv("REDISCLI_AUTH")
+	}
+	if o.addr == "" {
+		o.addr = defaultStatusAddr
+		if devs := liveDevStates(); len(devs) > 0 {
+			d := devs[0]
+			o.addr, o.fromDev = d.HTTP, true
+			o.pass = cmp.Or(o.pass, d.Password)
+			o.caFile = cmp.Or(o.caFile, d.CAFile)
+			if len(devs) > 1 {
+				fmt.Fprintf(notes, "memgest status: %d dev clusters run; showing the newest (base port %d); --addr picks another\n", len(devs), d.BasePort)
+			}
+		}
+	}
+	return newStatusClient(o.addr, o.caFile, o.pass)
+}
+
+// hint is what to try when the node did not answer.
+func (o *statusOptions) hint() string {
+	if o.fromDev || o.addr != defaultStatusAddr {
+		return ""
+	}
+	return " (no running `memgest dev` cluster found; give a node's HTTP port with --addr host:port)"
 }
 
 // clearScreen moves the cursor home and clears the terminal (ANSI).
