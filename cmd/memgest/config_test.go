@@ -1,15 +1,20 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/memgest/memgest/internal/certs"
+	"github.com/memgest/memgest/server"
 )
 
 // TestConfigSourcesPrecedence: flags win over MEMGEST_* variables, which
@@ -178,5 +183,34 @@ func TestStatusFindsDevCluster(t *testing.T) {
 	o = statusOptions{addr: "10.0.0.1:1"}
 	if c, _ := o.client(io.Discard); c.addr != "10.0.0.1:1" || c.password != "" {
 		t.Fatalf("--addr: %+v", c)
+	}
+}
+
+// dev calls its cluster ready only when the node answering on node 1's HTTP
+// port is the node it started, not another cluster's on the same port.
+func TestDevWaitsForItsOwnNode(t *testing.T) {
+	var answering atomic.Value
+	answering.Store("someone-else")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := answering.Load().(string)
+		json.NewEncoder(w).Encode(server.Status{Node: id, State: "ok",
+			Nodes: []server.StatusNode{{ID: id, State: "up", Serving: true}}})
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "node-id"), []byte("mine\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	client, err := newStatusClient(strings.TrimPrefix(srv.URL, "http://"), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := devOptions{nodes: 1, timeout: 300 * time.Millisecond}
+	if _, err := waitFormed(o, client, dir, nil, nil); err == nil {
+		t.Fatal("ready with another cluster's node answering")
+	}
+	answering.Store("mine")
+	if st, err := waitFormed(o, client, dir, nil, nil); err != nil || st.Node != "mine" {
+		t.Fatalf("its own node answering: %+v %v", st, err)
 	}
 }
