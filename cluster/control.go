@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -29,6 +30,9 @@ type Control struct {
 	member sync.Mutex // serialises AddMember's voter count and change
 	once   sync.Once
 	err    error
+	// caughtUp is the last term in which this node, as leader, saw a
+	// barrier through: every entry committed before it is in the map.
+	caughtUp atomic.Uint64
 }
 
 // Start opens (or creates) the Raft state in cfg.DataDir and joins the
@@ -162,14 +166,26 @@ func (c *Control) IsLeader() bool { return c.raft != nil && c.raft.State() == ra
 
 // VerifyLeader confirms with a quorum of voters that this node is still
 // the leader, so that a deposed leader that has not noticed yet cannot
-// vouch for anything (the failure detector's leases rely on it).
+// vouch for anything (the failure detector's leases rely on it), and that
+// its map holds every entry a previous leader committed: Raft applies those
+// only once the new leader's first entry commits, and a lease granted from
+// a map without a MarkFailed would let a failed node serve beside its
+// successor. The first call of each term waits for a barrier.
 func (c *Control) VerifyLeader() error {
 	if err := c.leading(); err != nil {
 		return err
 	}
+	term := c.raft.CurrentTerm()
 	if err := c.raft.VerifyLeader().Error(); err != nil {
 		return ErrNotLeader
 	}
+	if c.caughtUp.Load() == term {
+		return nil
+	}
+	if err := c.raft.Barrier(c.cfg.TransportTimeout).Error(); err != nil {
+		return ErrNotLeader
+	}
+	c.caughtUp.Store(term)
 	return nil
 }
 

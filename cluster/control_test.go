@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -421,4 +422,90 @@ func TestRemoveMemberOnlyNonVoters(t *testing.T) {
 	}
 	addMember(t, nodes, nodes[1].node)
 	checkSuffrage(t, a.ctl, 1, 1)
+}
+
+// commitGate is an in-memory Raft transport whose AppendEntries a
+// test can hold back: requests telling followers an index from
+// hideCommitFrom on is committed are dropped, and requests carrying
+// entries wait delayEntries first (heartbeats, which carry none, pass).
+type commitGate struct {
+	*raft.InmemTransport
+	hideCommitFrom atomic.Uint64 // 0: hide nothing
+	delayEntries   atomic.Int64  // nanoseconds
+}
+
+func (g *commitGate) AppendEntries(id raft.ServerID, target raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	if from := g.hideCommitFrom.Load(); from != 0 && req.LeaderCommitIndex >= from {
+		return errors.New("gated: commit index hidden")
+	}
+	if len(req.Entries) > 0 {
+		time.Sleep(time.Duration(g.delayEntries.Load()))
+	}
+	return g.InmemTransport.AppendEntries(id, target, req, resp)
+}
+
+// AppendEntriesPipeline is refused, so that every entry goes through
+// AppendEntries.
+func (g *commitGate) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return nil, raft.ErrPipelineReplicationNotSupported
+}
+
+// A new leader vouches for nothing (VerifyLeader, which leases wait on)
+// before its map holds every entry the previous leader committed. Raft
+// applies those only once the new term's first entry commits; a lease
+// granted from an older map could let a node the old leader had marked
+// failed serve beside its successor (docs/failure-model.md, "Fencing").
+// The old leader commits an entry but never tells the followers so; the
+// new leader's first entry is held back while its heartbeats pass.
+func TestNewLeaderVerifiesWithEveryCommittedEntry(t *testing.T) {
+	members := make([]*testMember, 3)
+	gates := make([]*commitGate, 3)
+	for i := range members {
+		members[i] = newMember(t, i)
+		addr, inmem := raft.NewInmemTransport("")
+		members[i].node.PeerAddr = string(addr)
+		gates[i] = &commitGate{InmemTransport: inmem}
+	}
+	for _, a := range gates {
+		for _, b := range gates {
+			a.Connect(b.LocalAddr(), b.InmemTransport)
+		}
+	}
+	for i, m := range members {
+		cfg := testConfig(m, nil)
+		cfg.Transport = gates[i]
+		if i == 0 {
+			bootstrapWith(3, 3)(&cfg)
+		}
+		ctl, err := Start(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.ctl = ctl
+		t.Cleanup(func() { ctl.Close() })
+		if i > 0 {
+			addMember(t, members[:i+1], m.node)
+		}
+	}
+	waitSame(t, members, func(m *Map) bool { return m.State == OK })
+
+	old := waitLeader(t, members)
+	i := slices.Index(members, old)
+	gates[i].hideCommitFrom.Store(old.ctl.raft.LastIndex() + 1)
+	mustPropose(t, old.ctl, CreateScheme{Alias: "committed", Spec: spec(t, "rep:2")})
+	old.ctl.Close()
+	live := slices.Delete(slices.Clone(members), i, i+1)
+	for j, g := range gates {
+		if j != i {
+			g.delayEntries.Store(int64(500 * time.Millisecond))
+		}
+	}
+	var verified *Control
+	retryOnLeader(t, live, func(c *Control) error {
+		verified = c
+		return c.VerifyLeader()
+	})
+	if _, ok := verified.Map().Scheme("committed"); !ok {
+		t.Fatalf("a verified leader's map (epoch %d) lacks the entry the previous leader committed", verified.Map().Epoch)
+	}
 }
