@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -120,9 +121,10 @@ func (r *robRun) check(strict, lossy, markable []porcupine.Operation) (illegal, 
 	}{{"strict", kvModel, strict}, {"lossy", lossyModel.ToModel(), lossy}, {"markable", markableModel.ToModel(), markable}} {
 		var bad []porcupine.Operation
 		var info porcupine.LinearizationInfo
-		for _, ops := range c.model.Partition(c.history) {
-			res, i := porcupine.CheckOperationsVerbose(c.model, ops, robCheckTimeout)
-			switch res {
+		parts := c.model.Partition(c.history)
+		for i, v := range checkKeys(c.model, parts) {
+			ops := parts[i]
+			switch v.res {
 			case porcupine.Ok:
 				continue
 			case porcupine.Illegal:
@@ -130,7 +132,7 @@ func (r *robRun) check(strict, lossy, markable []porcupine.Operation) (illegal, 
 			default:
 				inconclusive = append(inconclusive, ops[0].Input.(kvInput).key)
 			}
-			bad, info = append(bad, ops...), i
+			bad, info = append(bad, ops...), v.info
 		}
 		if len(bad) > 0 {
 			artifacts = r.writeArtifacts(c.what, c.model, bad, info, illegal)
@@ -139,6 +141,36 @@ func (r *robRun) check(strict, lossy, markable []porcupine.Operation) (illegal, 
 	sort.Strings(illegal)
 	sort.Strings(inconclusive)
 	return illegal, inconclusive, artifacts
+}
+
+// verdict is porcupine's answer for one key's history.
+type verdict struct {
+	res  porcupine.CheckResult
+	info porcupine.LinearizationInfo
+}
+
+// checkKeys checks each key's history (a partition) on its own, as many at
+// once as there are processors: a key porcupine cannot decide costs its
+// robCheckTimeout beside the others instead of after them.
+func checkKeys(model porcupine.Model, parts [][]porcupine.Operation) []verdict {
+	out := make([]verdict, len(parts))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i].res, out[i].info = porcupine.CheckOperationsVerbose(model, parts[i], robCheckTimeout)
+			}
+		}()
+	}
+	for i := range parts {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
 }
 
 // writeArtifacts writes a failed check's seed, events, history and
