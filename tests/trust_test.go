@@ -272,3 +272,30 @@ func plaintextPing(t *testing.T, addr string) string {
 	b, _ := io.ReadAll(conn)
 	return string(b)
 }
+
+// Every port, the HTTP one included, listens on --bind only.
+func TestPortsListenOnBindOnly(t *testing.T) {
+	ports := freePorts(t, 3)
+	nd := &node{port: ports[0], peerPort: ports[1], httpPort: ports[2], log: &syncBuffer{}}
+	nd.args = []string{"server", "--bind", "127.0.0.2", "--port", strconv.Itoa(nd.port), "--peer-port", strconv.Itoa(nd.peerPort),
+		"--http-port", strconv.Itoa(nd.httpPort), "--data-dir", t.TempDir(), "--bootstrap-expect", "1", "--voters", "1"}
+	c := &testCluster{t: t}
+	c.launch(nd)
+	t.Cleanup(func() { _ = nd.cmd.Process.Kill(); <-nd.done })
+	for _, p := range ports {
+		bound := "127.0.0.2:" + strconv.Itoa(p)
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if conn, err := net.DialTimeout("tcp", bound, time.Second); err == nil {
+				conn.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("nothing listens on %s:\n%s", bound, nd.log.String())
+			}
+		}
+		if conn, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(p), time.Second); err == nil {
+			conn.Close()
+			t.Errorf("port %d answers on 127.0.0.1 with --bind 127.0.0.2", p)
+		}
+	}
+}
