@@ -45,12 +45,13 @@ func Dial(addr string, opts ...Option) *Client {
 }
 
 // Call sends req and waits for its response. It sets req.ID and clears
-// FlagResponse and reserved flag bits; Type, Epoch and Payload are the
+// FlagResponse, FlagPart and reserved flag bits; Type, Epoch and Payload are the
 // caller's. A response with FlagError is returned together with a
 // *RemoteError carrying its message. If ctx ends first, Call returns the
-// context's error and the late response is dropped. req.Payload must not be
-// modified after the call, even one that returned early: the transport may
-// still be writing it.
+// context's error and the late response is dropped. req.Payload and
+// req.Tail must not be modified after the call, even one that returned
+// early: the transport may still be writing them. A payload over PartSize
+// is sent in parts, interleaved with the connection's other frames.
 func (c *Client) Call(ctx context.Context, req Frame) (Frame, error) {
 	if err := ctx.Err(); err != nil {
 		return Frame{}, c.wrap(err)
@@ -178,11 +179,12 @@ func (c *Client) dial(d *dialCall) {
 
 // checkSize refuses a request the peer would refuse, before sending it.
 func (c *Client) checkSize(req Frame) error {
-	if len(req.Payload) <= c.opts.maxPayload {
+	size := req.size()
+	if size <= c.opts.maxPayload {
 		return nil
 	}
 	return c.wrap(fmt.Errorf("%w: payload of %d bytes exceeds the limit of %d",
-		ErrFrame, len(req.Payload), c.opts.maxPayload))
+		ErrFrame, size, c.opts.maxPayload))
 }
 
 // forget drops cc as the current connection once it has failed.
@@ -237,7 +239,7 @@ func newClientConn(c *Client, conn net.Conn) *clientConn {
 // calls it, which makes it run exactly once.
 func (cc *clientConn) send(req Frame, done func(Frame, error)) uint64 {
 	req.ID = cc.c.nextID.Add(1)
-	req.Flags &= knownFlags &^ FlagResponse
+	req.Flags &= knownFlags &^ (FlagResponse | FlagPart)
 	cc.mu.Lock()
 	if cc.err != nil {
 		err := cc.err
@@ -269,9 +271,9 @@ func (cc *clientConn) broken() bool {
 }
 
 func (cc *clientConn) readLoop() {
-	br := bufio.NewReaderSize(cc.conn, 64<<10)
+	r := newFrameReader(bufio.NewReaderSize(cc.conn, 64<<10), cc.c.opts.maxPayload)
 	for {
-		f, err := ReadFrame(br, cc.c.opts.maxPayload)
+		f, err := r.next()
 		if err != nil {
 			cc.fail(err)
 			return
