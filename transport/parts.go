@@ -95,6 +95,8 @@ type frameReader struct {
 	br         *bufio.Reader
 	maxPayload int
 	partial    map[uint64]*assembly // messages whose first part came, by id
+	// onPart, if set, is told of every part but a message's last.
+	onPart func(id uint64)
 }
 
 // assembly is a message being received in parts.
@@ -154,6 +156,9 @@ func (r *frameReader) readPart(f Frame, size int, hdr *[HeaderSize]byte) (Frame,
 	}
 	a.have += len(dst)
 	if a.have < total {
+		if r.onPart != nil {
+			r.onPart(f.ID)
+		}
 		return Frame{}, false, nil
 	}
 	delete(r.partial, f.ID)

@@ -152,3 +152,39 @@ func TestFrameReaderParts(t *testing.T) {
 		}
 	}
 }
+
+// slowConn is a link that takes delay over every write.
+type slowConn struct {
+	net.Conn
+	delay time.Duration
+}
+
+func (c slowConn) Write(p []byte) (int, error) {
+	time.Sleep(c.delay)
+	return c.Conn.Write(p)
+}
+
+// A response still arriving in parts when the deadline passes is not cut
+// off by CallUntilIdle, as long as parts keep coming; Call gives up at the
+// deadline. The server's link takes 200 ms per write, one part per write,
+// so a 5-part response takes a second or more, against a deadline of
+// 500 ms that its first part beats. Each call has a connection of its own.
+func TestCallUntilIdleWaitsForAResponseStillArriving(t *testing.T) {
+	forEachNet(t, func(t *testing.T, tn *testNet) {
+		l := &countingListener{Listener: tn.listen(t, ""), wrap: func(c net.Conn) net.Conn { return slowConn{c, 200 * time.Millisecond} }}
+		big := patterned(5*PartSize, 5)
+		serve(t, l, func(req Frame, reply func(Frame)) { reply(Frame{Payload: big}) })
+		deadline := func() context.Context {
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			t.Cleanup(cancel)
+			return ctx
+		}
+		if _, err := tn.client(t, l.Addr().String()).Call(deadline(), Frame{Type: 1}); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Call: %v, want the deadline", err)
+		}
+		resp, err := tn.client(t, l.Addr().String()).CallUntilIdle(deadline(), Frame{Type: 2}, 10*time.Second)
+		if err != nil || !bytes.Equal(resp.Payload, big) {
+			t.Fatalf("CallUntilIdle: %v, %d bytes", err, len(resp.Payload))
+		}
+	})
+}
