@@ -36,8 +36,17 @@ func (n *Node) call(ctx context.Context, node cluster.Node, typ uint8, payload [
 
 // callUnder is call for r, with the authority taken when the request was
 // first stamped, or nil to take it at the first attempt.
+//
+// The request is given PeerTimeout plus the time its payload takes at
+// bulkRate (peerDeadline; a forwarded command, its coordinator's work on
+// it too), and a response still arriving is not cut off while its parts
+// come (transport.Client.CallUntilIdle).
 func (n *Node) callUnder(ctx context.Context, r peerReq, auth *authority) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.PeerTimeout)
+	size := r.size()
+	if r.typ == msgForward {
+		size *= forwardWork
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.peerDeadline(size))
 	defer cancel()
 	node, typ := r.node, r.typ
 	for {
@@ -51,7 +60,7 @@ func (n *Node) callUnder(ctx context.Context, r peerReq, auth *authority) ([]byt
 				return nil, errLeaseGone
 			}
 		}
-		resp, err := n.poolFor(typ).Get(node.PeerAddr).Call(ctx, req)
+		resp, err := n.poolFor(typ).Get(node.PeerAddr).CallUntilIdle(ctx, req, n.cfg.PeerTimeout)
 		newer, stale := staleEpoch(err)
 		if !stale {
 			if err != nil {
@@ -63,6 +72,30 @@ func (n *Node) callUnder(ctx context.Context, r peerReq, auth *authority) ([]byt
 			return nil, fmt.Errorf("node %s has epoch %d: %w", node.PeerAddr, newer, err)
 		}
 	}
+}
+
+// bulkRate is the slowest rate, in bytes per second, at which a peer is
+// expected to take a large payload: a request is given PeerTimeout plus
+// the time its payload takes at this rate (peerDeadline), so a 512 MiB
+// replica has 37 s in all. A fixed PeerTimeout failed such writes
+// wherever 512 MiB took longer than 5 s to send: a 1 Gb/s link, or a
+// loaded machine running race-built nodes (issue 23).
+const bulkRate = 16 << 20
+
+// forwardWork is how many times its own size a forwarded command's
+// coordinator may have to move: receive it, and send a rep:3 value's two
+// replicas.
+const forwardWork = 3
+
+// peerDeadline is how long a request whose payloads come to size bytes
+// is given.
+func (n *Node) peerDeadline(size int) time.Duration {
+	return n.cfg.PeerTimeout + transferTime(size)
+}
+
+// transferTime is how long size bytes take at bulkRate.
+func transferTime(size int) time.Duration {
+	return time.Duration(size) * time.Second / bulkRate
 }
 
 // poolFor is the connections a message type travels on: heartbeats have
@@ -361,8 +394,10 @@ func (n *Node) runForwarded(b []byte) (head, body []byte, err error) {
 	if f.Proto != 2 && f.Proto != 3 {
 		return nil, nil, errMalformed
 	}
-	// Finish (or give up) before the forwarding node stops waiting.
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.PeerTimeout*4/5)
+	// Finish (or give up) before the forwarding node stops waiting
+	// (callUnder).
+	budget := n.cfg.PeerTimeout*4/5 + transferTime(forwardWork*len(b))
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	cs := &connState{proto: f.Proto, authed: true, forwarded: true}
 	head, body = n.execute(ctx, cs, f.Args).AppendHead(nil, f.Proto, inlineReply)

@@ -378,6 +378,15 @@ type peerReq struct {
 	tail    [][]byte
 }
 
+// size is the length of r's payload.
+func (r peerReq) size() int {
+	n := len(r.payload)
+	for _, t := range r.tail {
+		n += len(t)
+	}
+	return n
+}
+
 // whole is r's payload in one slice, for a request served locally: a copy
 // when it has a tail.
 func (r peerReq) whole() []byte {
@@ -415,7 +424,7 @@ func (n *Node) callEachSince(ctx context.Context, reqs []peerReq, fences uint64)
 	errs := make([]error, len(reqs))
 	answered := make([]bool, len(reqs))
 	done := make(chan peerResult, len(reqs))
-	waiting := 0
+	waiting, bytes := 0, 0
 	for i, r := range reqs {
 		if carriesAuthority(r.typ) && !auth.ok {
 			errs[i], answered[i] = errLeaseGone, true
@@ -431,13 +440,14 @@ func (n *Node) callEachSince(ctx context.Context, reqs []peerReq, fences uint64)
 			continue
 		}
 		waiting++
+		bytes += r.size()
 		frame := transport.Frame{Type: r.typ, Epoch: epoch, Payload: r.payload, Tail: r.tail}
 		n.peers.Get(r.node.PeerAddr).Go(frame, func(resp transport.Frame, err error) {
 			done <- peerResult{i: i, payload: resp.Payload, err: err}
 		})
 	}
 	if waiting > 0 {
-		n.collect(ctx, done, waiting, answered, replies, errs)
+		n.collect(ctx, done, waiting, n.peerDeadline(bytes), answered, replies, errs)
 	}
 	for i, err := range errs {
 		if _, stale := staleEpoch(err); stale {
@@ -450,10 +460,11 @@ func (n *Node) callEachSince(ctx context.Context, reqs []peerReq, fences uint64)
 }
 
 // collect gathers want results from done into replies and errs, marking
-// them answered; those still unanswered at the timeout or cancellation fail
-// with that cause. Late results land in done's buffer and are dropped.
-func (n *Node) collect(ctx context.Context, done <-chan peerResult, want int, answered []bool, replies [][]byte, errs []error) {
-	timeout := time.NewTimer(n.cfg.PeerTimeout)
+// them answered; those still unanswered at the timeout (within, which
+// peerDeadline sizes to the requests) or cancellation fail with that
+// cause. Late results land in done's buffer and are dropped.
+func (n *Node) collect(ctx context.Context, done <-chan peerResult, want int, within time.Duration, answered []bool, replies [][]byte, errs []error) {
+	timeout := time.NewTimer(within)
 	defer timeout.Stop()
 	var cause error
 	for got := 0; got < want && cause == nil; {
@@ -462,7 +473,7 @@ func (n *Node) collect(ctx context.Context, done <-chan peerResult, want int, an
 			replies[r.i], errs[r.i], answered[r.i] = r.payload, r.err, true
 			got++
 		case <-timeout.C:
-			cause = fmt.Errorf("no reply within %s", n.cfg.PeerTimeout)
+			cause = fmt.Errorf("no reply within %s", within.Round(time.Millisecond))
 		case <-ctx.Done():
 			cause = ctx.Err()
 		}
