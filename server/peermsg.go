@@ -3,6 +3,8 @@ package server
 import (
 	"encoding/binary"
 	"hash/crc32"
+
+	"github.com/memgest/memgest/internal/bigcopy"
 )
 
 // Peer message types (transport.Frame.Type). Payload layouts are the
@@ -31,8 +33,17 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// checksum is the CRC32C every stored piece carries.
-func checksum(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+// checksum is the CRC32C every stored piece carries, computed in steps
+// that let other goroutines run: the assembly loop over a 512 MiB value
+// cannot be preempted (internal/bigcopy).
+func checksum(b []byte) uint32 {
+	if len(b) <= bigcopy.Step {
+		return crc32.Checksum(b, castagnoli)
+	}
+	var crc uint32
+	bigcopy.Steps(len(b), func(lo, hi int) { crc = crc32.Update(crc, castagnoli, b[lo:hi]) })
+	return crc
+}
 
 // piece is one unit of redundancy stored on a node: a replica of a value or
 // one shard of a split object. Versioned pieces (split) are stored under

@@ -2,6 +2,7 @@ package store
 
 import (
 	"hash/maphash"
+	"runtime"
 	"sync/atomic"
 )
 
@@ -282,8 +283,9 @@ func own(key, val []byte, m *Meta, owned bool) []byte {
 // copyStep bounds one copy of a large value. A memmove cannot be
 // preempted: one of 512 MiB kept its processor for a tenth of a second or
 // more, and the whole process waited whenever the garbage collector had to
-// stop the world meanwhile (issue 23). A loop of 256 KiB copies can be
-// preempted between any two.
+// stop the world meanwhile (issue 23). Each step ends with a yield, since a
+// loop of memmoves has no preemption point of its own (internal/bigcopy,
+// which this package does not import, explains).
 const copyStep = 256 << 10
 
 // appendLarge is append(dst, src...) done in copyStep steps.
@@ -296,6 +298,9 @@ func appendLarge(dst, src []byte) []byte {
 	}
 	dst = dst[:n+len(src)]
 	for off := 0; off < len(src); off += copyStep {
+		if off > 0 {
+			runtime.Gosched()
+		}
 		copy(dst[n+off:], src[off:min(off+copyStep, len(src))])
 	}
 	return dst

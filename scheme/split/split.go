@@ -59,25 +59,25 @@ func Encode(key, value []byte, k, m int) ([][]byte, error) {
 }
 
 // scatter copies src into the data shards, which hold the object back to
-// back, from byte off of the object on, in bounded steps.
+// back, from byte off of the object on, in steps (internal/bigcopy).
 func scatter(data [][]byte, off int, src []byte) {
 	size := len(data[0])
-	for len(src) > 0 {
-		shard, at := data[off/size], off%size
-		n := copy(shard[at:min(len(shard), at+bigcopy.Step)], src)
-		src, off = src[n:], off+n
-	}
+	bigcopy.Steps(len(src), func(lo, hi int) {
+		for at := off + lo; lo < hi; at = off + lo {
+			lo += copy(data[at/size][at%size:], src[lo:hi])
+		}
+	})
 }
 
 // gather copies len(dst) bytes of the object from byte off of the data
-// shards into dst, in bounded steps.
+// shards into dst, in steps.
 func gather(dst []byte, data [][]byte, off int) {
 	size := len(data[0])
-	for len(dst) > 0 {
-		shard, at := data[off/size], off%size
-		n := copy(dst[:min(len(dst), bigcopy.Step)], shard[at:])
-		dst, off = dst[n:], off+n
-	}
+	bigcopy.Steps(len(dst), func(lo, hi int) {
+		for at := off + lo; lo < hi; at = off + lo {
+			lo += copy(dst[lo:hi], data[at/size][at%size:])
+		}
+	})
 }
 
 // Decode reconstructs the object from any k of the k+m shards (missing

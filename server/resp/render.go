@@ -2,6 +2,7 @@ package resp
 
 import (
 	"math"
+	"runtime"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -147,6 +148,9 @@ func appendLarge(dst, src []byte) []byte {
 	}
 	dst = dst[:n+len(src)]
 	for off := 0; off < len(src); off += copyStep {
+		if off > 0 {
+			runtime.Gosched() // a loop of memmoves has no preemption point of its own
+		}
 		copy(dst[n+off:], src[off:min(off+copyStep, len(src))])
 	}
 	return dst
