@@ -379,13 +379,7 @@ type peerReq struct {
 }
 
 // size is the length of r's payload.
-func (r peerReq) size() int {
-	n := len(r.payload)
-	for _, t := range r.tail {
-		n += len(t)
-	}
-	return n
-}
+func (r peerReq) size() int { return transport.Frame{Payload: r.payload, Tail: r.tail}.Size() }
 
 // whole is r's payload in one slice, for a request served locally: a copy
 // when it has a tail.

@@ -204,7 +204,7 @@ func (c *Client) dial(d *dialCall) {
 
 // checkSize refuses a request the peer would refuse, before sending it.
 func (c *Client) checkSize(req Frame) error {
-	size := req.size()
+	size := req.Size()
 	if size <= c.opts.maxPayload {
 		return nil
 	}

@@ -24,8 +24,8 @@ type Frame struct {
 	Tail [][]byte
 }
 
-// size is the length of f's whole payload: Payload and Tail.
-func (f Frame) size() int {
+// Size is the length of f's whole payload: Payload and Tail.
+func (f Frame) Size() int {
 	n := len(f.Payload)
 	for _, t := range f.Tail {
 		n += len(t)

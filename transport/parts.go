@@ -49,7 +49,7 @@ type part struct {
 // caller's goroutine: senders checksum their messages in parallel, and the
 // writer only writes.
 func splitParts(f Frame) *stream {
-	total := f.size()
+	total := f.Size()
 	count := (total + PartSize - 1) / PartSize
 	heads := make([]byte, 0, count*(HeaderSize+partPrefix))
 	segs := slices.Clone(f.segments())

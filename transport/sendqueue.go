@@ -61,7 +61,7 @@ func newSendQueue(prefix ...byte) *sendQueue {
 
 // push queues f for writing. It fails only once the queue is closed.
 func (q *sendQueue) push(f Frame) error {
-	if f.size() > PartSize {
+	if f.Size() > PartSize {
 		return q.pushStream(splitParts(f))
 	}
 	// The checksum of a larger payload is computed before taking the lock,

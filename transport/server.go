@@ -175,7 +175,7 @@ func (sc *serverConn) replier(req Frame) func(Frame) {
 		}
 		resp.ID = req.ID
 		resp.Flags = resp.Flags&(knownFlags&^FlagPart) | FlagResponse
-		if size := resp.size(); size > sc.s.opts.maxPayload {
+		if size := resp.Size(); size > sc.s.opts.maxPayload {
 			msg := fmt.Sprintf("transport: response payload of %d bytes exceeds the limit of %d",
 				size, sc.s.opts.maxPayload)
 			resp.Flags |= FlagError
