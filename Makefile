@@ -8,7 +8,7 @@ CI_FUZZTIME ?= 10s
 BENCHTIME ?= 200ms
 ROUNDS    ?= 5
 
-.PHONY: all build dev test test-deps check fmt-check vet unit fuzz-short fuzz robustness bench bench-ec bench-ec-raw bench-memory bench-store bench-failure bench-tools clean
+.PHONY: all build dev test test-deps test-huge check fmt-check vet unit fuzz-short fuzz robustness bench bench-ec bench-ec-raw bench-memory bench-store bench-failure bench-tools clean
 
 all: build
 
@@ -43,6 +43,10 @@ vet:
 unit:
 	py=$$(scripts/test-deps.sh) && MEMGEST_TEST_PYTHON=$$py $(GO) test -race -count=1 -timeout 30m $(PKGS)
 	$(GO) test -race -count=1 -tags failpoints ./internal/faults
+
+## test-huge: TestHugeValuesEveryScheme with 512 MiB values (`make test` runs it with 24 MiB) on nodes built without the race detector; about 20 s and 9 GiB of memory (decision 0006).
+test-huge:
+	MEMGEST_TEST_NORACE=1 MEMGEST_TEST_HUGE_MIB=512 $(GO) test ./tests -run '^TestHugeValuesEveryScheme$$' -count=1 -timeout 10m -v
 
 ## test-deps: the venv with a pinned redis-py that tests/ drive memgest's cluster mode with (made once under ~/.cache/memgest-test); prints its python for MEMGEST_TEST_PYTHON.
 test-deps:

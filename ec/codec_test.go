@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -483,5 +484,62 @@ func TestInversionCacheIsBounded(t *testing.T) {
 	}
 	for range 20 {
 		checkReconstruct(t, c, ref, want, rng.Perm(40)[:1+rng.IntN(8)])
+	}
+}
+
+// Shards larger than a segment are coded segment by segment (the library's
+// assembly cannot be preempted); the result is the library's on the whole
+// shards, and reconstruction fills missing shards in full, in the room a
+// caller gave when it was enough.
+func TestLargeShardsCodedBySegment(t *testing.T) {
+	c, err := New(4, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := 2*codeSegment + 3
+	shards := make([][]byte, 6)
+	rng := rand.New(rand.NewPCG(4, 2))
+	for i := range shards {
+		shards[i] = make([]byte, size)
+		if i < 4 {
+			for j := range shards[i] {
+				shards[i][j] = byte(rng.Uint32())
+			}
+		}
+	}
+	whole := make([][]byte, 6)
+	for i := range shards {
+		whole[i] = bytes.Clone(shards[i])
+	}
+	if err := c.Encode(shards); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.enc.Encode(whole); err != nil {
+		t.Fatal(err)
+	}
+	for i := range shards {
+		if !bytes.Equal(shards[i], whole[i]) {
+			t.Fatalf("shard %d coded by segment differs from the library's whole", i)
+		}
+	}
+	if ok, err := c.Verify(shards); !ok || err != nil {
+		t.Fatalf("Verify: %v %v", ok, err)
+	}
+	room := make([]byte, 0, size)
+	lost := slices.Clone(shards)
+	lost[1], lost[4] = room, nil
+	if err := c.Reconstruct(lost); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(lost[1], whole[1]) || !bytes.Equal(lost[4], whole[4]) || &lost[1][0] != &room[:1][0] {
+		t.Fatal("Reconstruct: shards differ, or the room given was not used")
+	}
+	lost = slices.Clone(shards)
+	lost[0], lost[5] = nil, nil
+	if err := c.ReconstructData(lost); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(lost[0], whole[0]) || lost[5] != nil {
+		t.Fatal("ReconstructData: the data shard differs, or the parity shard was filled")
 	}
 }

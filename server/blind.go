@@ -79,14 +79,15 @@ func (n *Node) settleBlind(ctx context.Context, ws []blindWrite) {
 }
 
 // replicaFrameSize is the size of the PutPieces payload a node holding a
-// replica of every begun rep or split write of ws gets: what settleBlind's
-// frames start with, so that they are not grown piece by piece. Writes to
+// replica of every begun rep or split write of ws gets, but for the large
+// values it refers to (spool): what settleBlind's frames start with, so
+// that they are not grown piece by piece. Writes to
 // none (committed already) and to stripe schemes add nothing.
 func replicaFrameSize(ws []blindWrite) int {
 	size := putPiecesHeader
 	for i := range ws {
 		if w := &ws[i]; w.p != nil && w.op.entry.Spec.Kind != scheme.Stripe {
-			size += piece{Key: w.key, Data: w.value}.encodedLen()
+			size += piece{Key: w.key, Data: w.value}.inlineLen()
 		}
 	}
 	return size

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/internal/bigcopy"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/server/resp"
 )
@@ -35,7 +36,7 @@ func cmdGet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Rep
 	if !cur.exists {
 		return resp.Nil()
 	}
-	return resp.Bulk(cur.value)
+	return resp.BulkOwned(cur.value) // a read's value is never modified (readCommitted)
 }
 
 func cmdStrlen(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
@@ -93,7 +94,7 @@ func (n *Node) setConditional(ctx context.Context, key, value []byte, expireAt i
 	case err != nil:
 		return errReply(err)
 	case a.Get && existed:
-		return resp.Bulk(old)
+		return resp.BulkOwned(old)
 	case a.Get:
 		return resp.Nil()
 	case !wrote:
@@ -217,7 +218,7 @@ func cmdGetDel(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.
 	if !existed {
 		return resp.Nil()
 	}
-	return resp.Bulk(old)
+	return resp.BulkOwned(old)
 }
 
 func cmdGetEx(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
@@ -251,7 +252,7 @@ func cmdGetEx(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.R
 	if !existed {
 		return resp.Nil()
 	}
-	return resp.Bulk(val)
+	return resp.BulkOwned(val)
 }
 
 // retimeOp rewrites cur with a new expiry (0 = persist); an expiry in the
@@ -266,7 +267,7 @@ func (n *Node) retimeOp(cur current, key []byte, expireAt int64) *writeOp {
 func cmdAppend(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	var newLen int
 	err := n.rmw(ctx, args[1], func(cur current) (*writeOp, error) {
-		v := append(append(make([]byte, 0, len(cur.value)+len(args[2])), cur.value...), args[2]...)
+		v := bigcopy.Append(bigcopy.Append(make([]byte, 0, len(cur.value)+len(args[2])), cur.value), args[2])
 		if int64(len(v)) > n.cfg.MaxValueSize {
 			return nil, errTooBig
 		}

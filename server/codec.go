@@ -3,6 +3,8 @@ package server
 import (
 	"encoding/binary"
 	"errors"
+
+	"github.com/memgest/memgest/internal/bigcopy"
 )
 
 // errMalformed is returned for a peer payload that does not decode; the
@@ -18,8 +20,8 @@ func (e enc) u32(v uint32) enc { return binary.BigEndian.AppendUint32(e, v) }
 func (e enc) u64(v uint64) enc { return binary.BigEndian.AppendUint64(e, v) }
 func (e enc) i64(v int64) enc  { return e.u64(uint64(v)) }
 func (e enc) bytes(b []byte) enc {
-	e = e.reserve(binary.MaxVarintLen64 + len(b))
-	return append(binary.AppendUvarint(e, uint64(len(b))), b...)
+	e = e.reserve(uvarintLen(uint64(len(b))) + len(b))
+	return bigcopy.Append(binary.AppendUvarint(e, uint64(len(b))), b)
 }
 
 // reserve returns e with room for n more bytes, at least doubling its
@@ -34,6 +36,65 @@ func (e enc) reserve(n int) enc {
 	copy(grown, e)
 	return grown
 }
+
+// spool builds a peer payload whose large byte strings are not copied
+// into it: each goes out from where it is, as a segment of the frame's
+// Tail (transport.Frame), so a 512 MiB value is never copied to be sent.
+// Its bytes must not change until the frame is sent.
+type spool struct {
+	segs [][]byte // sealed segments, in order: encoded bytes, large strings
+	cur  enc      // encoded bytes after the last sealed segment
+}
+
+// spoolMin is the least length of a byte string a spool refers to rather
+// than copies; the transport copies shorter segments into its batch.
+const spoolMin = 64 << 10
+
+// bytes appends a length-prefixed byte string, referring to it when large.
+func (s *spool) bytes(b []byte) {
+	if len(b) < spoolMin {
+		s.cur = s.cur.bytes(b)
+		return
+	}
+	s.cur = binary.AppendUvarint(s.cur, uint64(len(b)))
+	s.segs = append(s.segs, s.cur, b)
+	s.cur = s.cur[len(s.cur):] // later bytes go after the sealed ones
+}
+
+// add appends o's payload, without its first skip bytes.
+func (s *spool) add(o *spool, skip int) {
+	segs := o.all()
+	for i, seg := range segs {
+		if i == 0 {
+			seg = seg[skip:]
+		}
+		if len(seg) >= spoolMin && i%2 == 1 {
+			s.segs = append(s.segs, s.cur, seg)
+			s.cur = s.cur[len(s.cur):]
+			continue
+		}
+		s.cur = append(s.cur, seg...)
+	}
+}
+
+// all is the payload's segments: the sealed ones, then the bytes after.
+func (s *spool) all() [][]byte { return append(s.segs[:len(s.segs):len(s.segs)], s.cur) }
+
+// frame splits the payload into a frame's Payload and Tail.
+func (s *spool) frame() (payload []byte, tail [][]byte) {
+	all := s.all()
+	return all[0], all[1:]
+}
+
+// size is the payload's length.
+func (s *spool) size() int {
+	n := len(s.cur)
+	for _, seg := range s.segs {
+		n += len(seg)
+	}
+	return n
+}
+
 func (e enc) str(s string) enc { return append(binary.AppendUvarint(e, uint64(len(s))), s...) }
 
 // encodeList is a payload of a u32 count and the items back to back.

@@ -153,16 +153,23 @@ func TestGetPiecesCodec(t *testing.T) {
 			t.Fatalf("a GetPieces request cut at byte %d decoded", i)
 		}
 	}
-	slots := []pieceSlot{{Status: pieceFound, Data: []byte("shard")}, {Status: pieceMissing, Data: []byte{}}, {Status: pieceCorrupt, Data: []byte{}}}
-	rb := encodeGetPiecesResp(slots)
-	back, err := decodeGetPiecesResp(rb, 3)
+	large := bytes.Repeat([]byte("L"), spoolMin+3) // sent from where it is, not copied
+	slots := []pieceSlot{{Status: pieceFound, Data: []byte("shard")}, {Status: pieceFound, Data: large},
+		{Status: pieceMissing, Data: []byte{}}, {Status: pieceCorrupt, Data: []byte{}}}
+	payload, tail := encodeGetPiecesResp(slots)
+	if len(tail) != 2 || &tail[0][0] != &large[0] {
+		t.Fatal("the large slot was copied into the reply")
+	}
+	rb := peerReq{payload: payload, tail: tail}.whole()
+	back, err := decodeGetPiecesResp(rb, 4)
 	if err != nil || !reflect.DeepEqual(back, slots) {
 		t.Fatalf("GetPieces reply round trip: %+v, %v", back, err)
 	}
-	if _, err := decodeGetPiecesResp(rb, 2); err == nil {
+	if _, err := decodeGetPiecesResp(rb, 3); err == nil {
 		t.Fatal("a reply with too many slots was accepted")
 	}
-	if _, err := decodeGetPiecesResp(encodeGetPiecesResp([]pieceSlot{{Status: 7}}), 1); err == nil {
+	bad, _ := encodeGetPiecesResp([]pieceSlot{{Status: 7}})
+	if _, err := decodeGetPiecesResp(bad, 1); err == nil {
 		t.Fatal("a slot of unknown status was accepted")
 	}
 }
@@ -285,5 +292,32 @@ func TestPieceEncodedLen(t *testing.T) {
 		if got, want := p.encodedLen(), len(p.encode(nil)); got != want {
 			t.Fatalf("encodedLen %d, encode wrote %d (data %d bytes)", got, want, n)
 		}
+	}
+}
+
+// A spool refers to large byte strings instead of copying them, also when
+// one spool's payload is added to another's (a commit group merging a
+// pipeline's batch), and its segments are the payload enc would make.
+func TestSpoolRefersToLargeStrings(t *testing.T) {
+	large := bytes.Repeat([]byte("L"), spoolMin)
+	pieces := []piece{{Key: []byte("a"), Data: []byte("small")}, {Key: []byte("b"), Data: large}, {Key: []byte("c"), Data: []byte("x")}}
+	var s, o spool
+	s.cur = enc(nil).u32(3)
+	o.cur = enc(nil).u32(0)
+	pieces[0].spoolTo(&s)
+	for _, p := range pieces[1:] {
+		p.spoolTo(&o)
+	}
+	s.add(&o, putPiecesHeader)
+	payload, tail := s.frame()
+	refs := 0
+	for _, seg := range tail {
+		if len(seg) > 0 && &seg[0] == &large[0] {
+			refs++
+		}
+	}
+	got := peerReq{payload: payload, tail: tail}.whole()
+	if want := encodePutPieces(pieces); !bytes.Equal(got, want) || refs != 1 || s.size() != len(want) {
+		t.Fatalf("spool payload differs from enc's (%d vs %d bytes, size %d), %d references to the large string", len(got), len(want), s.size(), refs)
 	}
 }

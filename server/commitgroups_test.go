@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -45,8 +44,7 @@ func TestCommitGroupMergesPipelines(t *testing.T) {
 		sends++
 		owners = map[cluster.NodeID][]int{}
 		for _, d := range b.dests {
-			binary.BigEndian.PutUint32(d.payload, uint32(len(d.owners)))
-			ps, err := decodePutPieces(d.payload)
+			ps, err := decodePutPieces(d.request().whole())
 			if err != nil {
 				t.Errorf("node %s: %v", d.node.ID, err)
 			}

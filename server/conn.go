@@ -96,17 +96,48 @@ func (n *Node) servePipeline(c net.Conn, cs *connState, cmds [][][]byte) bool {
 		}
 	}
 	replies, protos := n.runPipeline(cs, cmds)
-	buf := cs.out[:0]
-	for i, r := range replies {
-		buf = r.AppendTo(buf, protos[i])
-	}
+	buf, large := renderReplies(cs.out[:0], replies, protos)
 	if cap(buf) <= 1<<20 {
 		cs.out = buf
 	}
-	if _, err := c.Write(buf); err != nil {
+	var err error
+	if large == nil {
+		_, err = c.Write(buf)
+	} else {
+		_, err = large.WriteTo(c)
+	}
+	if err != nil {
 		return false
 	}
 	return !isQuit(cmds[len(cmds)-1]) && !cs.killed.Load()
+}
+
+// inlineReply is the largest bulk string copied into a pipeline's reply
+// buffer; larger ones (a GET of a huge value) are written from where they
+// are, with writev.
+const inlineReply = 64 << 10
+
+// renderReplies encodes replies into buf. When one holds a bulk string
+// over inlineReply, large is the whole reply as segments, buf's and those
+// strings, to write in order; otherwise large is nil and buf is all.
+func renderReplies(buf []byte, replies []resp.Reply, protos []int) ([]byte, net.Buffers) {
+	var large net.Buffers
+	mark := 0 // buf[:mark] is in large already
+	for i, r := range replies {
+		var body []byte
+		buf, body = r.AppendHead(buf, protos[i], inlineReply)
+		if body != nil {
+			// buf may move as it grows; large keeps the old array's bytes,
+			// which never change.
+			large = append(large, buf[mark:], body)
+			mark = len(buf)
+			buf = append(buf, resp.BulkEnd...)
+		}
+	}
+	if large != nil {
+		large = append(large, buf[mark:])
+	}
+	return buf, large
 }
 
 func isQuit(args [][]byte) bool {

@@ -33,6 +33,11 @@ type current struct {
 }
 
 // writeOp is the new state of a key: a value under a scheme, or a deletion.
+// Its value never changes once the op is made: peers' pieces are sent from
+// it without a copy (spool), and the primary store keeps a large one as it
+// is (store.ExchangeIfOwned). Values come from a client's request (whose
+// buffers are never written again), a peer's frame, a read (store.View) or
+// a fresh computation.
 type writeOp struct {
 	key      []byte
 	value    []byte
@@ -95,8 +100,11 @@ func (n *Node) get(ctx context.Context, key []byte) (current, error) {
 
 // readCommitted reads the committed record without waiting: locally for
 // none and rep, by gathering k shards for split.
+//
+// A large value is the store's own bytes (store.View), not a copy: nothing
+// may modify a current's value.
 func (n *Node) readCommitted(ctx context.Context, key []byte) (current, error) {
-	val, meta, ok := n.primary.Get(key, nil)
+	val, meta, ok := n.primary.View(key)
 	if !ok {
 		var cur current
 		var inStripe bool
@@ -419,7 +427,7 @@ func (n *Node) commitRecordLocked(s *inflightShard, op *writeOp, v uint64, p *pe
 	} else {
 		stored, meta := primaryRecord(op, v)
 		var err error
-		if applied, prev, had, err = n.primary.ExchangeIf(op.key, stored, meta, op.commitsOver(v)); err != nil {
+		if applied, prev, had, err = n.primary.ExchangeIfOwned(op.key, stored, meta, op.commitsOver(v)); err != nil {
 			return nil, fmt.Errorf("server: storing %q: %w", op.key, err)
 		}
 		if op.unpeeked && had && prev.Scheme != op.entry.ID {

@@ -201,8 +201,8 @@ func coordinatorOf(m *cluster.Map, keys [][]byte) (owner cluster.Node, slot int,
 // have run before the reply was lost, and clients retry TRYAGAIN by
 // themselves, which would apply an INCR twice.
 func (n *Node) forward(ctx context.Context, cs *connState, owner cluster.Node, args [][]byte) resp.Reply {
-	payload := forwardReq{Proto: cs.proto, Args: args}.encode(nil)
-	out, err := n.call(ctx, owner, msgForward, payload)
+	payload, tail := forwardReq{Proto: cs.proto, Args: args}.spool()
+	out, err := n.callUnder(ctx, peerReq{node: owner, typ: msgForward, payload: payload, tail: tail}, nil)
 	if errors.Is(err, transport.ErrNotSent) {
 		// Safe to retry: the coordinator never saw the command.
 		return resp.Errorf("TRYAGAIN memgest: coordinator %s unreachable; the command was not sent: %v", owner.ClientAddr, err)
@@ -210,7 +210,7 @@ func (n *Node) forward(ctx context.Context, cs *connState, owner cluster.Node, a
 	if err != nil {
 		return resp.Errorf("ERR memgest: forwarding to coordinator %s failed; the command may or may not have run: %v", owner.ClientAddr, err)
 	}
-	r, _, err := resp.Parse(out)
+	r, _, err := resp.ParseOwned(out) // a fresh frame's: a huge value is not copied again
 	if err != nil {
 		return resp.Errorf("ERR bad reply from coordinator %s: %v", owner.ClientAddr, err)
 	}

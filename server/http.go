@@ -50,6 +50,7 @@ func (n *Node) httpRoutes() http.Handler {
 	if n.cfg.EnablePprof {
 		mux.HandleFunc("/debug/pprof/", n.withPassword(pprof.Index))
 		mux.HandleFunc("/debug/pprof/profile", n.withPassword(pprof.Profile))
+		mux.HandleFunc("/debug/pprof/trace", n.withPassword(pprof.Trace))
 	}
 	return mux
 }

@@ -154,7 +154,7 @@ func (n *Node) scrubStore(ctx context.Context, st *store.Store, check func(conte
 			return true
 		})
 		for _, k := range keys {
-			if val, meta, ok := st.Get(k, nil); ok {
+			if val, meta, ok := st.View(k); ok { // checked, never modified
 				// Pace on the record, not just its value: a store of small
 				// values is scrubbed at a bounded number of records too.
 				cost := int64(len(k) + len(val) + scrubRecordCost)

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/internal/bigcopy"
+	"github.com/memgest/memgest/server/resp"
+	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
 )
 
@@ -28,16 +31,26 @@ const staleEpochPrefix = "STALEEPOCH "
 // lease and retried only while it still holds (stillHolds); otherwise it
 // fails with errLeaseGone.
 func (n *Node) call(ctx context.Context, node cluster.Node, typ uint8, payload []byte) ([]byte, error) {
-	return n.callUnder(ctx, node, typ, payload, nil)
+	return n.callUnder(ctx, peerReq{node: node, typ: typ, payload: payload}, nil)
 }
 
-// callUnder is call with the authority taken when the request was first
-// stamped, or nil to take it at the first attempt.
-func (n *Node) callUnder(ctx context.Context, node cluster.Node, typ uint8, payload []byte, auth *authority) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.PeerTimeout)
+// callUnder is call for r, with the authority taken when the request was
+// first stamped, or nil to take it at the first attempt.
+//
+// The request is given PeerTimeout plus the time its payload takes at
+// bulkRate (peerDeadline; a forwarded command, its coordinator's work on
+// it too), and a response still arriving is not cut off while its parts
+// come (transport.Client.CallUntilIdle).
+func (n *Node) callUnder(ctx context.Context, r peerReq, auth *authority) ([]byte, error) {
+	size := r.size()
+	if r.typ == msgForward {
+		size *= forwardWork
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.peerDeadline(size))
 	defer cancel()
+	node, typ := r.node, r.typ
 	for {
-		req := transport.Frame{Type: typ, Epoch: n.ctl.Map().Epoch, Payload: payload}
+		req := transport.Frame{Type: typ, Epoch: n.ctl.Map().Epoch, Payload: r.payload, Tail: r.tail}
 		if carriesAuthority(typ) {
 			if auth == nil {
 				a := n.takeAuthority()
@@ -47,7 +60,7 @@ func (n *Node) callUnder(ctx context.Context, node cluster.Node, typ uint8, payl
 				return nil, errLeaseGone
 			}
 		}
-		resp, err := n.poolFor(typ).Get(node.PeerAddr).Call(ctx, req)
+		resp, err := n.poolFor(typ).Get(node.PeerAddr).CallUntilIdle(ctx, req, n.cfg.PeerTimeout)
 		newer, stale := staleEpoch(err)
 		if !stale {
 			if err != nil {
@@ -59,6 +72,30 @@ func (n *Node) callUnder(ctx context.Context, node cluster.Node, typ uint8, payl
 			return nil, fmt.Errorf("node %s has epoch %d: %w", node.PeerAddr, newer, err)
 		}
 	}
+}
+
+// bulkRate is the slowest rate, in bytes per second, at which a peer is
+// expected to take a large payload: a request is given PeerTimeout plus
+// the time its payload takes at this rate (peerDeadline), so a 512 MiB
+// replica has 37 s in all. A fixed PeerTimeout failed such writes
+// wherever 512 MiB took longer than 5 s to send: a 1 Gb/s link, or a
+// loaded machine running race-built nodes (issue 23).
+const bulkRate = 16 << 20
+
+// forwardWork is how many times its own size a forwarded command's
+// coordinator may have to move: receive it, and send a rep:3 value's two
+// replicas.
+const forwardWork = 3
+
+// peerDeadline is how long a request whose payloads come to size bytes
+// is given.
+func (n *Node) peerDeadline(size int) time.Duration {
+	return n.cfg.PeerTimeout + transferTime(size)
+}
+
+// transferTime is how long size bytes take at bulkRate.
+func transferTime(size int) time.Duration {
+	return time.Duration(size) * time.Second / bulkRate
 }
 
 // poolFor is the connections a message type travels on: heartbeats have
@@ -114,12 +151,54 @@ func (n *Node) handlePeer(req transport.Frame, reply func(transport.Frame)) {
 			}
 			n.servePeer(req, reply)
 		}()
-	case req.Type == msgForward || req.Type == msgScan || req.Type == msgStripeRead || req.Type == msgStripeResync || req.Type == msgStats || req.Type == msgFlush || req.Type == msgListPieces ||
+	case req.Type == msgForward:
+		go n.serveForward(req, reply)
+	case req.Type == msgScan || req.Type == msgStripeRead || req.Type == msgStripeResync || req.Type == msgStats || req.Type == msgFlush || req.Type == msgListPieces ||
 		req.Type == msgRepair || req.Type == msgAudit:
 		go n.servePeer(req, reply)
+	case req.Type == msgPutPieces && len(req.Payload) > transport.PartSize:
+		n.workers.Go(func() { n.servePeer(req, reply) })
+	case req.Type == msgGetPiece || req.Type == msgGetPieces:
+		n.serveRead(req, reply)
 	default:
 		n.servePeer(req, reply)
 	}
+}
+
+// Large requests are served off the connection's read loop, so that the
+// frames behind them on the connection (other writes' pieces, reads) are
+// not held up while a 512 MiB piece is stored or checksummed: PutPieces
+// that came in parts (nothing depends on their order: a coordinator waits
+// for their acknowledgement before it sends anything about their keys),
+// and reads whose pieces are large (serveRead).
+
+// largeRead is the size of the pieces a read must return beyond which it
+// is served off the read loop: checking their checksums takes a while.
+const largeRead = 1 << 20
+
+// serveRead answers GetPiece and GetPieces: the pieces are looked up on
+// the read loop (store.View: no copy), and checked and sent from there too
+// when small, from a worker when large.
+func (n *Node) serveRead(req transport.Frame, reply func(transport.Frame)) {
+	refs, err := decodeReads(req)
+	if err != nil {
+		reply(errFrame(err))
+		return
+	}
+	views, size := n.viewPieces(refs)
+	answer := func() {
+		payload, tail, err := n.answerRead(req.Type, refs, views)
+		if err != nil {
+			reply(errFrame(err))
+			return
+		}
+		reply(transport.Frame{Type: req.Type, Payload: payload, Tail: tail})
+	}
+	if size > largeRead {
+		n.workers.Go(answer)
+		return
+	}
+	answer()
 }
 
 func errFrame(err error) transport.Frame {
@@ -180,6 +259,11 @@ func (n *Node) peerHandler(typ uint8) func([]byte) ([]byte, error) {
 // onPutPieces stores a batch of pieces. A malformed batch stores none; a
 // piece the store refuses (checksum, size) is reported in its slot of the
 // reply and fails only the write it belongs to.
+//
+// The payload is this handler's (a frame's, or a copy made for a local
+// request), so a piece that is most of it is stored without a copy; its
+// bytes are then the store's. Smaller pieces are copied, so that no stored
+// piece keeps much more than itself alive.
 func (n *Node) onPutPieces(b []byte) ([]byte, error) {
 	pieces, err := decodePutPieces(b)
 	if err != nil {
@@ -187,7 +271,7 @@ func (n *Node) onPutPieces(b []byte) ([]byte, error) {
 	}
 	refusals := make([]string, len(pieces))
 	for i, p := range pieces {
-		if err := n.storePiece(p); err != nil {
+		if err := n.storePiece(p, 2*len(p.Data) >= len(b)); err != nil {
 			refusals[i] = err.Error()
 		}
 	}
@@ -195,11 +279,13 @@ func (n *Node) onPutPieces(b []byte) ([]byte, error) {
 }
 
 func (n *Node) onGetPiece(b []byte) ([]byte, error) {
-	r, err := decodePieceRef(b)
+	refs, err := decodeReads(transport.Frame{Type: msgGetPiece, Payload: b})
 	if err != nil {
 		return nil, err
 	}
-	return n.loadPiece(r)
+	views, _ := n.viewPieces(refs)
+	payload, _, err := n.answerRead(msgGetPiece, refs, views)
+	return payload, err
 }
 
 // onGetPieces reads many pieces; each slot says found, missing or corrupt.
@@ -208,9 +294,51 @@ func (n *Node) onGetPieces(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	views, _ := n.viewPieces(refs)
+	payload, tail, err := n.answerRead(msgGetPieces, refs, views)
+	return peerReq{payload: payload, tail: tail}.whole(), err
+}
+
+// decodeReads decodes a GetPiece (one ref) or GetPieces request.
+func decodeReads(req transport.Frame) ([]pieceRef, error) {
+	if req.Type == msgGetPieces {
+		return decodeGetPieces(req.Payload)
+	}
+	r, err := decodePieceRef(req.Payload)
+	return []pieceRef{r}, err
+}
+
+// pieceView is a stored piece as a read finds it, its checksum not yet
+// checked.
+type pieceView struct {
+	data []byte
+	meta store.Meta
+	ok   bool
+}
+
+// viewPieces looks the pieces of refs up without copying them
+// (store.View) and returns their total size.
+func (n *Node) viewPieces(refs []pieceRef) ([]pieceView, int) {
+	views := make([]pieceView, len(refs))
+	size := 0
+	for i, r := range refs {
+		v := &views[i]
+		v.data, v.meta, v.ok = n.pieces.View(r.storeKey())
+		size += len(v.data)
+	}
+	return views, size
+}
+
+// answerRead checks the pieces a read found and encodes its reply: a
+// GetPiece's is the piece's bytes (or an error), a GetPieces' a slot per
+// piece, large ones sent without a copy.
+func (n *Node) answerRead(typ uint8, refs []pieceRef, views []pieceView) ([]byte, [][]byte, error) {
 	slots := make([]pieceSlot, len(refs))
 	for i, r := range refs {
-		data, err := n.loadPiece(r)
+		data, err := n.checkPiece(r, views[i].data, views[i].meta, views[i].ok)
+		if typ == msgGetPiece {
+			return data, nil, err
+		}
 		switch {
 		case err == nil:
 			slots[i].Data = data
@@ -220,7 +348,8 @@ func (n *Node) onGetPieces(b []byte) ([]byte, error) {
 			slots[i].Status = pieceMissing
 		}
 	}
-	return encodeGetPiecesResp(slots), nil
+	payload, tail := encodeGetPiecesResp(slots)
+	return payload, tail, nil
 }
 
 func (n *Node) onDelPiece(b []byte) ([]byte, error) {
@@ -233,18 +362,46 @@ func (n *Node) onDelPiece(b []byte) ([]byte, error) {
 }
 
 func (n *Node) onForward(b []byte) ([]byte, error) {
+	head, body, err := n.runForwarded(b)
+	if body == nil {
+		return head, err
+	}
+	return bigcopy.Join(head, body, []byte(resp.BulkEnd)), nil
+}
+
+// serveForward runs a forwarded command and replies with its RESP
+// encoding, a large bulk string (a GET of a huge value) sent from where
+// it is rather than copied into the reply.
+func (n *Node) serveForward(req transport.Frame, reply func(transport.Frame)) {
+	head, body, err := n.runForwarded(req.Payload)
+	switch {
+	case err != nil:
+		reply(errFrame(err))
+	case body == nil:
+		reply(transport.Frame{Type: req.Type, Payload: head})
+	default:
+		reply(transport.Frame{Type: req.Type, Payload: head, Tail: [][]byte{body, []byte(resp.BulkEnd)}})
+	}
+}
+
+// runForwarded runs the command of a Forward payload and returns its
+// reply as AppendHead does.
+func (n *Node) runForwarded(b []byte) (head, body []byte, err error) {
 	f, err := decodeForward(b)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if f.Proto != 2 && f.Proto != 3 {
-		return nil, errMalformed
+		return nil, nil, errMalformed
 	}
-	// Finish (or give up) before the forwarding node stops waiting.
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.PeerTimeout*4/5)
+	// Finish (or give up) before the forwarding node stops waiting
+	// (callUnder).
+	budget := n.cfg.PeerTimeout*4/5 + transferTime(forwardWork*len(b))
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	cs := &connState{proto: f.Proto, authed: true, forwarded: true}
-	return n.execute(ctx, cs, f.Args).AppendTo(nil, f.Proto), nil
+	head, body = n.execute(ctx, cs, f.Args).AppendHead(nil, f.Proto, inlineReply)
+	return head, body, nil
 }
 
 func (n *Node) onScan(b []byte) ([]byte, error) {

@@ -3,6 +3,8 @@ package server
 import (
 	"encoding/binary"
 	"hash/crc32"
+
+	"github.com/memgest/memgest/internal/bigcopy"
 )
 
 // Peer message types (transport.Frame.Type). Payload layouts are the
@@ -31,8 +33,17 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// checksum is the CRC32C every stored piece carries.
-func checksum(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+// checksum is the CRC32C every stored piece carries, computed in steps
+// that let other goroutines run: the assembly loop over a 512 MiB value
+// cannot be preempted (internal/bigcopy).
+func checksum(b []byte) uint32 {
+	if len(b) <= bigcopy.Step {
+		return crc32.Checksum(b, castagnoli)
+	}
+	var crc uint32
+	bigcopy.Steps(len(b), func(lo, hi int) { crc = crc32.Update(crc, castagnoli, b[lo:hi]) })
+	return crc
+}
 
 // piece is one unit of redundancy stored on a node: a replica of a value or
 // one shard of a split object. Versioned pieces (split) are stored under
@@ -57,12 +68,27 @@ func (p piece) encodedLen() int {
 	return uvarintLen(uint64(len(p.Key))) + len(p.Key) + fixed + uvarintLen(uint64(len(p.Data))) + len(p.Data)
 }
 
-func (p piece) encode(e enc) enc {
-	v := uint8(0)
-	if p.Versioned {
-		v = 1
+func (p piece) encode(e enc) enc { return p.encodeHead(e).bytes(p.Data) }
+
+// spoolTo appends p to a spool, which refers to a large Data rather than
+// copying it.
+func (p piece) spoolTo(s *spool) {
+	s.cur = p.encodeHead(s.cur)
+	s.bytes(p.Data)
+}
+
+// encodeHead appends p's fields but its data.
+func (p piece) encodeHead(e enc) enc {
+	return e.bytes(p.Key).u16(p.Scheme).u64(p.Version).i64(p.ExpireAt).u8(p.Index).u8(boolByte(p.Versioned)).u32(p.CRC)
+}
+
+// inlineLen is what p adds to a spool's own bytes: its encoded length,
+// less its data when the spool refers to it.
+func (p piece) inlineLen() int {
+	if len(p.Data) >= spoolMin {
+		return p.encodedLen() - len(p.Data)
 	}
-	return e.bytes(p.Key).u16(p.Scheme).u64(p.Version).i64(p.ExpireAt).u8(p.Index).u8(v).u32(p.CRC).bytes(p.Data)
+	return p.encodedLen()
 }
 
 func decodePiece(b []byte) (piece, error) {
@@ -170,16 +196,22 @@ type pieceSlot struct {
 	Data   []byte
 }
 
-func encodeGetPiecesResp(slots []pieceSlot) []byte {
+// encodeGetPiecesResp is a GetPieces reply, as a frame's payload and
+// tail: large pieces are sent from where they are (spool).
+func encodeGetPiecesResp(slots []pieceSlot) (payload []byte, tail [][]byte) {
 	size := 4
 	for _, s := range slots {
-		size += 1 + binary.MaxVarintLen64 + len(s.Data)
+		size += 1 + binary.MaxVarintLen64
+		if len(s.Data) < spoolMin {
+			size += len(s.Data)
+		}
 	}
-	e := make(enc, 0, size).u32(uint32(len(slots)))
+	sp := spool{cur: make(enc, 0, size).u32(uint32(len(slots)))}
 	for _, s := range slots {
-		e = e.u8(s.Status).bytes(s.Data)
+		sp.cur = sp.cur.u8(s.Status)
+		sp.bytes(s.Data)
 	}
-	return e
+	return sp.frame()
 }
 
 // decodeGetPiecesResp reads a reply that must have want slots.
@@ -206,11 +238,18 @@ type forwardReq struct {
 }
 
 func (f forwardReq) encode(e enc) enc {
-	e = e.u8(uint8(f.Proto)).u32(uint32(len(f.Args)))
+	payload, tail := f.spool()
+	return append(e, peerReq{payload: payload, tail: tail}.whole()...)
+}
+
+// spool is f's encoding as a frame's payload and tail: a large argument
+// (a huge SET's value) is sent from the client's request, not copied.
+func (f forwardReq) spool() (payload []byte, tail [][]byte) {
+	s := spool{cur: enc(nil).u8(uint8(f.Proto)).u32(uint32(len(f.Args)))}
 	for _, a := range f.Args {
-		e = e.bytes(a)
+		s.bytes(a)
 	}
-	return e
+	return s.frame()
 }
 
 func decodeForward(b []byte) (forwardReq, error) {

@@ -465,13 +465,16 @@ func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need pieceFil
 	var b pieceBatch
 	var sent []release
 	bytes := 0
-	var val []byte // each value is copied into the batch before the next is read
+	var val []byte // a small value is copied into the batch before the next is read
 	for len(items) > 0 && bytes < copyBatchBytes {
 		key := items[0].key
 		items = items[1:]
 		var meta store.Meta
 		var ok bool
 		var err error
+		if len(val) >= spoolMin {
+			val = nil // the batch refers to a large one: never write over it
+		}
 		val, meta, ok, err = n.copySource(ctx, m, key, val)
 		if err != nil {
 			return bytes, items, err // the shard's rebuild is tried again

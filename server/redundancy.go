@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/internal/bigcopy"
 	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/split"
@@ -185,9 +186,15 @@ type commitGroup struct {
 }
 
 // send stores pieces (for targets) as part of a group and returns this
-// write's error.
+// write's error. A large value's pieces go alone: writes that joined its
+// group would wait until all of it was sent.
 func (gs *commitGroups) send(ctx context.Context, n *Node, targets []target, pieces []piece) error {
 	fill := func(b *pieceBatch, base int) { b.put(targets, pieces, base) }
+	if piecesBytes(pieces) > transport.PartSize {
+		var b pieceBatch
+		fill(&b, 0)
+		return n.sendBatch(ctx, &b, 1)[0]
+	}
 	return gs.join(ctx, n, 1, fill)[0]
 }
 
@@ -239,10 +246,11 @@ type pieceBatch struct {
 }
 
 // pieceDest is what one node receives: PutPieces payload (a count, filled
-// in by sendBatch, then the pieces) and the write each piece belongs to.
+// in by sendBatch, then the pieces; large pieces' data is not copied into
+// it) and the write each piece belongs to.
 type pieceDest struct {
 	node    cluster.Node
-	payload enc
+	payload spool
 	owners  []int
 }
 
@@ -261,7 +269,7 @@ func (b *pieceBatch) add(n *Node, m *cluster.Map, op *writeOp, v uint64, owner i
 func (b *pieceBatch) put(targets []target, pieces []piece, owner int) {
 	for i, t := range targets {
 		d := b.dest(t.node)
-		d.payload = pieces[i].encode(d.payload)
+		pieces[i].spoolTo(&d.payload)
 		d.owners = append(d.owners, owner)
 	}
 }
@@ -296,7 +304,7 @@ func (b *pieceBatch) into(g *pieceBatch, base int) {
 func (b *pieceBatch) merge(o *pieceBatch, base int) {
 	for _, od := range o.dests {
 		d := b.dest(od.node)
-		d.payload = append(d.payload, od.payload[putPiecesHeader:]...)
+		d.payload.add(&od.payload, putPiecesHeader)
 		for _, owner := range od.owners {
 			d.owners = append(d.owners, base+owner)
 		}
@@ -309,9 +317,16 @@ func (b *pieceBatch) dest(node cluster.Node) *pieceDest {
 			return d
 		}
 	}
-	d := &pieceDest{node: node, payload: make(enc, putPiecesHeader, max(b.sizeHint, 512))}
+	d := &pieceDest{node: node, payload: spool{cur: make(enc, putPiecesHeader, max(b.sizeHint, 512))}}
 	b.dests = append(b.dests, d)
 	return d
+}
+
+// request is d's PutPieces request, its count filled in.
+func (d *pieceDest) request() peerReq {
+	payload, tail := d.payload.frame()
+	binary.BigEndian.PutUint32(payload, uint32(len(d.owners)))
+	return peerReq{node: d.node, typ: msgPutPieces, payload: payload, tail: tail}
 }
 
 // sendBatch sends every node its pieces at once, waits for the replies, and
@@ -321,8 +336,7 @@ func (b *pieceBatch) dest(node cluster.Node) *pieceDest {
 func (n *Node) sendBatch(ctx context.Context, b *pieceBatch, owners int) []error {
 	reqs := make([]peerReq, len(b.dests))
 	for i, d := range b.dests {
-		binary.BigEndian.PutUint32(d.payload, uint32(len(d.owners)))
-		reqs[i] = peerReq{node: d.node, typ: msgPutPieces, payload: d.payload}
+		reqs[i] = d.request()
 	}
 	replies, errs := n.callEach(ctx, reqs)
 	out := make([][]error, owners)
@@ -354,11 +368,26 @@ func notAcknowledged(key []byte, err error) error {
 	return fmt.Errorf("server: write of %q not acknowledged: %w", key, err)
 }
 
-// peerReq is one request of a fan-out to several nodes.
+// peerReq is one request of a fan-out to several nodes: its payload is
+// payload followed by tail, whose large segments are sent without a copy
+// (spool).
 type peerReq struct {
 	node    cluster.Node
 	typ     uint8
 	payload []byte
+	tail    [][]byte
+}
+
+// size is the length of r's payload.
+func (r peerReq) size() int { return transport.Frame{Payload: r.payload, Tail: r.tail}.Size() }
+
+// whole is r's payload in one slice, for a request served locally: a copy
+// when it has a tail.
+func (r peerReq) whole() []byte {
+	if len(r.tail) == 0 {
+		return r.payload
+	}
+	return bigcopy.Join(append([][]byte{r.payload}, r.tail...)...)
 }
 
 // peerResult is one reply of a fan-out.
@@ -389,14 +418,14 @@ func (n *Node) callEachSince(ctx context.Context, reqs []peerReq, fences uint64)
 	errs := make([]error, len(reqs))
 	answered := make([]bool, len(reqs))
 	done := make(chan peerResult, len(reqs))
-	waiting := 0
+	waiting, bytes := 0, 0
 	for i, r := range reqs {
 		if carriesAuthority(r.typ) && !auth.ok {
 			errs[i], answered[i] = errLeaseGone, true
 			continue
 		}
 		if r.node.ID == n.id {
-			replies[i], errs[i] = n.peerHandler(r.typ)(r.payload)
+			replies[i], errs[i] = n.peerHandler(r.typ)(r.whole())
 			answered[i] = true
 			continue
 		}
@@ -405,17 +434,18 @@ func (n *Node) callEachSince(ctx context.Context, reqs []peerReq, fences uint64)
 			continue
 		}
 		waiting++
-		frame := transport.Frame{Type: r.typ, Epoch: epoch, Payload: r.payload}
+		bytes += r.size()
+		frame := transport.Frame{Type: r.typ, Epoch: epoch, Payload: r.payload, Tail: r.tail}
 		n.peers.Get(r.node.PeerAddr).Go(frame, func(resp transport.Frame, err error) {
 			done <- peerResult{i: i, payload: resp.Payload, err: err}
 		})
 	}
 	if waiting > 0 {
-		n.collect(ctx, done, waiting, answered, replies, errs)
+		n.collect(ctx, done, waiting, n.peerDeadline(bytes), answered, replies, errs)
 	}
 	for i, err := range errs {
 		if _, stale := staleEpoch(err); stale {
-			replies[i], errs[i] = n.callUnder(ctx, reqs[i].node, reqs[i].typ, reqs[i].payload, &auth)
+			replies[i], errs[i] = n.callUnder(ctx, reqs[i], &auth)
 		} else if err != nil && reqs[i].node.ID != n.id {
 			errs[i] = fmt.Errorf("node %s: %w", reqs[i].node.PeerAddr, err)
 		}
@@ -424,10 +454,11 @@ func (n *Node) callEachSince(ctx context.Context, reqs []peerReq, fences uint64)
 }
 
 // collect gathers want results from done into replies and errs, marking
-// them answered; those still unanswered at the timeout or cancellation fail
-// with that cause. Late results land in done's buffer and are dropped.
-func (n *Node) collect(ctx context.Context, done <-chan peerResult, want int, answered []bool, replies [][]byte, errs []error) {
-	timeout := time.NewTimer(n.cfg.PeerTimeout)
+// them answered; those still unanswered at the timeout (within, which
+// peerDeadline sizes to the requests) or cancellation fail with that
+// cause. Late results land in done's buffer and are dropped.
+func (n *Node) collect(ctx context.Context, done <-chan peerResult, want int, within time.Duration, answered []bool, replies [][]byte, errs []error) {
+	timeout := time.NewTimer(within)
 	defer timeout.Stop()
 	var cause error
 	for got := 0; got < want && cause == nil; {
@@ -436,7 +467,7 @@ func (n *Node) collect(ctx context.Context, done <-chan peerResult, want int, an
 			replies[r.i], errs[r.i], answered[r.i] = r.payload, r.err, true
 			got++
 		case <-timeout.C:
-			cause = fmt.Errorf("no reply within %s", n.cfg.PeerTimeout)
+			cause = fmt.Errorf("no reply within %s", within.Round(time.Millisecond))
 		case <-ctx.Done():
 			cause = ctx.Err()
 		}
@@ -478,19 +509,25 @@ func makePieces(op *writeOp, v uint64, spec scheme.Spec, targets []target) ([]pi
 // itself). It stores the piece's CRC32C as sent without computing it again:
 // the frame's own CRC covered the piece in transit, the sender computed it
 // from the value it committed (or checked it against the record it copies),
-// and every read and the scrub check it against the stored bytes.
-func (n *Node) storePiece(p piece) error {
+// and every read and the scrub check it against the stored bytes. With
+// owned, p.Data becomes the store's as it is (a large piece is not copied
+// again: store.PutIfNewerOwned), and nothing may change it afterwards.
+func (n *Node) storePiece(p piece, owned bool) error {
 	ref := pieceRef{Key: p.Key, Scheme: p.Scheme, Version: p.Version, Versioned: p.Versioned}
 	meta := store.Meta{Version: p.Version, ExpireAt: p.ExpireAt, Scheme: p.Scheme, Flags: p.Index, Aux: p.CRC}
 	k := ref.storeKey()
-	applied, err := n.pieces.PutIfNewer(k, p.Data, meta)
+	put := n.pieces.PutIfNewer
+	if owned {
+		put = n.pieces.PutIfNewerOwned
+	}
+	applied, err := put(k, p.Data, meta)
 	if err != nil || applied {
 		return err
 	}
 	// Not newer: a repair (integrity.go) or a rebuild sends the same
 	// version again, which replaces a copy that fails its checksum or
 	// holds another shard index.
-	old, cur, ok := n.pieces.Get(k, nil)
+	old, cur, ok := n.pieces.View(k)
 	if ok && cur.Version == p.Version && (checksum(old) != cur.Aux || cur.Flags != p.Index) {
 		return n.pieces.Put(k, p.Data, meta)
 	}
@@ -518,9 +555,17 @@ func (r pieceRef) storeKey() []byte {
 	return append(e, r.Key...)
 }
 
-// loadPiece returns a stored piece's bytes after checking its checksum.
+// loadPiece returns a stored piece's bytes after checking its checksum. A
+// large piece's bytes are the store's own (store.View), which nothing may
+// modify: they are sent, decoded or compared, never written.
 func (n *Node) loadPiece(r pieceRef) ([]byte, error) {
-	data, meta, ok := n.pieces.Get(r.storeKey(), nil)
+	data, meta, ok := n.pieces.View(r.storeKey())
+	return n.checkPiece(r, data, meta, ok)
+}
+
+// checkPiece returns the piece r names, found (ok) as data with meta, if
+// it is the version and index r wants and passes its checksum.
+func (n *Node) checkPiece(r pieceRef, data []byte, meta store.Meta, ok bool) ([]byte, error) {
 	if !ok || (r.Versioned && meta.Version != r.Version) || (r.HasIndex && meta.Flags != r.Index) {
 		return nil, errPieceGone
 	}

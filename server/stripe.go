@@ -286,7 +286,10 @@ func (n *Node) readStripe(key []byte, withValue bool) (current, bool) {
 		o, ok := s.data.Get(key)
 		var value []byte
 		if ok && withValue {
-			value = slices.Clone(o.Value)
+			value = o.Value
+			if !s.data.Fragmented(key) { // else assembled: a copy already
+				value = slices.Clone(o.Value)
+			}
 		}
 		s.mu.Unlock()
 		if !ok {

@@ -25,10 +25,46 @@ func readStripeUpdate(d *dec) stripeUpdate {
 	return s
 }
 
+// encodedLen is len(s.encode(nil)).
+func (s stripeUpdate) encodedLen() int {
+	const fixed = 1 + 2 + 1 + 4 + 4 + 4 + 1 + 4 + 4 + 1
+	return fixed + uvarintLen(uint64(len(s.U.Bytes))) + len(s.U.Bytes)
+}
+
 // encodeStripeUpdates is a msgStripe payload: the scheme id, then the
-// updates as a list.
+// updates as a list, encoded into a buffer of the right size at once.
 func encodeStripeUpdates(schemeID uint16, ups []stripeUpdate) enc {
-	return append(enc(nil).u16(schemeID), encodeList(ups)...)
+	size := 2 + 4
+	for _, u := range ups {
+		size += u.encodedLen()
+	}
+	e := make(enc, 0, size).u16(schemeID).u32(uint32(len(ups)))
+	for _, u := range ups {
+		e = u.encode(e)
+	}
+	return e
+}
+
+// stripeFrameMax bounds the updates one msgStripe frame carries: a huge
+// object makes a chunk update per chunk it fills (131,072 of them for
+// 512 MiB in 4 KiB chunks), and a holder applies a frame's updates on its
+// connection's read loop, so a frame of them all held that connection, and
+// whatever frames were behind it, for seconds (issue 23).
+const stripeFrameMax = 1 << 20
+
+// stripeFrames cuts ups into runs whose frames stay within max bytes (a
+// run has one update at least).
+func stripeFrames(ups []stripeUpdate, max int) [][]stripeUpdate {
+	var out [][]stripeUpdate
+	for len(ups) > 0 {
+		n, size := 1, ups[0].encodedLen()
+		for n < len(ups) && size+ups[n].encodedLen() <= max {
+			size += ups[n].encodedLen()
+			n++
+		}
+		out, ups = append(out, ups[:n:n]), ups[n:]
+	}
+	return out
 }
 
 func decodeStripeUpdates(b []byte) (uint16, []stripeUpdate, error) {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -61,8 +62,12 @@ func (gs *stripeGroups) lead(ctx context.Context, n *Node, s *stripeScheme, g *s
 }
 
 // sendStripeGrouped sends ups as part of a group and waits for the
-// group's result.
+// group's result. The updates of a large object go alone: writes that
+// joined its group would wait for all of them.
 func (n *Node) sendStripeGrouped(ctx context.Context, s *stripeScheme, ups []stripe.Update) error {
+	if updatesSize(ups) > stripeFrameMax {
+		return n.sendStripe(ctx, s, ups)
+	}
 	g, lead := s.groups.join(ups)
 	if lead {
 		s.groups.lead(ctx, n, s, g)
@@ -70,6 +75,15 @@ func (n *Node) sendStripeGrouped(ctx context.Context, s *stripeScheme, ups []str
 		<-g.done // the leader finishes within the peer timeout
 	}
 	return g.err
+}
+
+// updatesSize is the bytes ups carry.
+func updatesSize(ups []stripe.Update) int {
+	size := 0
+	for _, u := range ups {
+		size += len(u.Bytes)
+	}
+	return size
 }
 
 // sendStripe sends ups to every parity holder of their chunks' lists and
@@ -106,28 +120,26 @@ func (n *Node) sendStripeRound(ctx context.Context, s *stripeScheme, ups []strip
 	}
 	s.mu.Lock()
 	marks := s.data.TakeMarks(lists)
+	s.data.Sending(ups, 1)
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.data.Sending(ups, -1)
+		s.mu.Unlock()
+	}()
 	r := stripeRound{pending: make(map[stripeKey]int, len(ups))}
 	if err := r.plan(n.ctl.Map(), s.spec, slices.Concat(ups, marks)); err != nil {
 		n.requeueMarks(s, marks)
 		return nil, err
 	}
-	reqs := make([]peerReq, len(r.dests))
-	sent := 0
-	for i, d := range r.dests {
-		reqs[i] = peerReq{node: d.node, typ: msgStripe, payload: encodeStripeUpdates(s.id, d.ups)}
-		if d.node.ID != n.id {
-			sent += len(reqs[i].payload)
-		}
+	if len(r.frames) > 1 && faults.Armed(faults.StripeBetweenHolders) {
+		n.callEach(ctx, []peerReq{r.frames[0].request(s.id)}) // one holder applies them; a repeat is a no-op
+		faults.Hit(faults.StripeBetweenHolders)
 	}
+	replies, errs, sent := n.sendStripeFrames(ctx, r.frames, s.id)
 	if e, ok := n.ctl.Map().SchemeByID(s.id); ok {
 		n.metrics.sentRedundancy(e, sent)
 	}
-	if len(reqs) > 1 && faults.Armed(faults.StripeBetweenHolders) {
-		n.callEach(ctx, reqs[:1]) // one holder applies them; a repeat is a no-op
-		faults.Hit(faults.StripeBetweenHolders)
-	}
-	replies, errs := n.callEach(ctx, reqs)
 	lacking, failures := r.settle(s, replies, errs)
 	if len(failures) > 0 {
 		n.requeueMarks(s, marks)
@@ -136,11 +148,86 @@ func (n *Node) sendStripeRound(ctx context.Context, s *stripeScheme, ups []strip
 	return dedupUpdates(lacking), nil
 }
 
-// stripeRound is one round of chunk updates: what each holder gets, and
-// how many holders have yet to apply each update.
+// stripeRound is one round of chunk updates: what each holder gets, in
+// frames of bounded size, and how many holders have yet to apply each
+// update.
 type stripeRound struct {
 	dests   []*stripeDest
+	frames  []*stripeDest // dests' updates cut to size, in order per holder
 	pending map[stripeKey]int
+}
+
+// stripeWindow is how many frames of a round a holder is sent at once:
+// the next go once those are answered. A round's frames are written in
+// order on the connection to the holder, so small frames queued behind
+// them (other writes' updates, reads) wait for at most this many, and the
+// coordinator encodes no more of a huge object's updates at a time.
+const stripeWindow = 4
+
+// sendStripeFrames sends frames in waves of stripeWindow frames per
+// holder, encoding each wave as it goes, and returns each frame's reply
+// or error and the bytes sent to other nodes. Once a wave fails, the
+// frames not yet sent fail with its error: the round fails in any case.
+// Every wave carries the authority the first was sent under (see call).
+func (n *Node) sendStripeFrames(ctx context.Context, frames []*stripeDest, schemeID uint16) ([][]byte, []error, int) {
+	replies, errs := make([][]byte, len(frames)), make([]error, len(frames))
+	waves := stripeWaves(frames, stripeWindow)
+	fences, sent := n.lease.fences.Load(), 0
+	for w, wave := range waves {
+		reqs := make([]peerReq, len(wave))
+		for i, f := range wave {
+			reqs[i] = frames[f].request(schemeID)
+			if reqs[i].node.ID != n.id {
+				sent += len(reqs[i].payload)
+			}
+		}
+		got, failed := n.callEachSince(ctx, reqs, fences)
+		var first error
+		for i, f := range wave {
+			replies[f], errs[f] = got[i], failed[i]
+			first = cmp.Or(first, failed[i])
+		}
+		if first != nil {
+			for _, rest := range waves[w+1:] {
+				for _, f := range rest {
+					errs[f] = first
+				}
+			}
+			break
+		}
+	}
+	return replies, errs, sent
+}
+
+// stripeWaves lists frames' indexes in waves: wave w holds each holder's
+// frames w·window to (w+1)·window−1, in order.
+func stripeWaves(frames []*stripeDest, window int) [][]int {
+	seen := map[cluster.NodeID]int{}
+	var waves [][]int
+	for i, f := range frames {
+		w := seen[f.node.ID] / window
+		seen[f.node.ID]++
+		for len(waves) <= w {
+			waves = append(waves, nil)
+		}
+		waves[w] = append(waves[w], i)
+	}
+	return waves
+}
+
+// request is d's msgStripe request.
+func (d *stripeDest) request(schemeID uint16) peerReq {
+	return peerReq{node: d.node, typ: msgStripe, payload: encodeStripeUpdates(schemeID, d.ups)}
+}
+
+// frame cuts every holder's updates into frames of at most max bytes.
+func (r *stripeRound) frame(max int) {
+	r.frames = r.frames[:0]
+	for _, d := range r.dests {
+		for _, ups := range stripeFrames(d.ups, max) {
+			r.frames = append(r.frames, &stripeDest{node: d.node, ups: ups})
+		}
+	}
 }
 
 // stripeDest is the updates one parity holder gets in a round.
@@ -150,7 +237,8 @@ type stripeDest struct {
 }
 
 // plan gives each update (or Stable mark) to every parity holder of its
-// chunk's list in m, but those on failed nodes. An update with no live
+// chunk's list in m, but those on failed nodes, and cuts each holder's
+// updates into frames. An update with no live
 // holder at all is done once sent to none (settle acknowledges it): the
 // holders that take those places are resynced with whole chunks, so
 // keeping it logged would only grow the log with every write.
@@ -174,6 +262,7 @@ func (r *stripeRound) plan(m *cluster.Map, spec scheme.Spec, ups []stripe.Update
 			}
 		}
 	}
+	r.frame(stripeFrameMax)
 	return nil
 }
 
@@ -188,12 +277,12 @@ func (r *stripeRound) dest(node cluster.Node) *stripeDest {
 	return d
 }
 
-// settle reads the holders' replies: an update every holder applied is
+// settle reads the holders' replies to the round's frames: an update every holder applied is
 // acknowledged in its chunk's log (stripe.Data.Acked); one a holder
 // reports Missing brings what that holder lacks, from the log or as a
 // Resync, into lacking; refusals and failed calls are failures.
 func (r *stripeRound) settle(s *stripeScheme, replies [][]byte, errs []error) (lacking []stripe.Update, failures []error) {
-	for i, d := range r.dests {
+	for i, d := range r.frames {
 		acks, err := decodeStripeAcks(replies[i], len(d.ups))
 		if errs[i] != nil {
 			err = errs[i]
@@ -281,14 +370,16 @@ func (n *Node) sendStripeLater(s *stripeScheme, ups []stripe.Update) {
 	}()
 }
 
-// resendStripe sends every update some holder has not acknowledged yet,
+// resendStripe sends every update some holder has not acknowledged since
+// the last resend and that no round in flight carries (Data.Resendable),
 // and the Stable marks no update carried. The sweep loop calls it, so an
 // update whose frame was lost reaches its holders even if no later seal
-// asks for it, and holders drop their backups once writes stop.
+// asks for it, and holders drop their backups once writes stop; an update
+// still on its way is not sent twice.
 func (n *Node) resendStripe(ctx context.Context) {
 	for _, s := range n.stripes.all() {
 		s.mu.Lock()
-		ups, marks := s.data.Unacked(), s.data.HasMarks()
+		ups, marks := s.data.Resendable(), s.data.HasMarks()
 		s.mu.Unlock()
 		var err error
 		switch {

@@ -56,7 +56,7 @@ func (h *fakeHolder) replica(key []byte, schemeID uint16) []byte {
 
 func (h *fakeHolder) store(t *testing.T, key []byte, schemeID uint16, v uint64, value string) {
 	t.Helper()
-	err := h.n.storePiece(piece{Key: key, Scheme: schemeID, Version: v, CRC: checksum([]byte(value)), Data: []byte(value)})
+	err := h.n.storePiece(piece{Key: key, Scheme: schemeID, Version: v, CRC: checksum([]byte(value)), Data: []byte(value)}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestSplitReadFindsShardsOnFormerStandIns(t *testing.T) {
 	}
 	storeShard := func(h *fakeHolder, index int) {
 		err := h.n.storePiece(piece{Key: key, Scheme: entry.ID, Version: 10, Index: uint8(index),
-			Versioned: true, CRC: checksum(shards[index]), Data: shards[index]})
+			Versioned: true, CRC: checksum(shards[index]), Data: shards[index]}, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,7 +28,13 @@
 //     key. Lookups compare keys only on an equal 28-bit prefix.
 //   - Values longer than fit in a 64 KiB record (MaxInlineRecord) are kept
 //     in a []byte of their own, with only the header and key in the slab:
-//     they are few, and copying them would make cleaning slow.
+//     they are few, and copying them would make cleaning slow. The store
+//     never changes such a value: a write replaces it whole. So it is
+//     copied in, and out by Get, outside the shard's lock and in steps
+//     that yield the processor (a 512 MiB memmove stalled whole nodes);
+//     View returns its own bytes without a copy, and PutIfNewerOwned and
+//     ExchangeIfOwned keep a buffer the caller hands over instead of
+//     copying it.
 //
 // The GC sees a few pointers per 256 KiB of data (segment buffers) and one
 // per large value. With 2M records of 16-byte keys and 100-byte values, the

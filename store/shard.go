@@ -86,13 +86,21 @@ type planned struct {
 // MaxInlineRecord keeps only its header and key in the slab and its value
 // (unless empty) in a []byte of its own: such values are few, and keeping
 // them in slabs would make the cleaner copy megabytes.
+//
+// A large value comes already made the store's own (Store.own, outside
+// the lock): copying it here would hold the shard's lock, and stall the
+// goroutine's processor, for as long as a 512 MiB copy takes.
 func (sh *shard) plan(key, val []byte, m *Meta) planned {
-	v := valRef{n: uint64(len(val))}
-	if size := recSize(m, len(key), v); size <= MaxInlineRecord || len(val) == 0 {
-		return planned{val: v, inline: val, size: size}
+	if !isLarge(key, val, m) {
+		return planned{val: valRef{n: uint64(len(val))}, inline: val, size: recSize(m, len(key), valRef{n: uint64(len(val))})}
 	}
-	v = valRef{large: true, n: uint64(sh.addLarge(val))}
+	v := valRef{large: true, n: uint64(sh.addLarge(val))}
 	return planned{val: v, size: recSize(m, len(key), v)}
+}
+
+// isLarge says whether val goes outside the slabs, in a []byte of its own.
+func isLarge(key, val []byte, m *Meta) bool {
+	return len(val) > 0 && recSize(m, len(key), valRef{n: uint64(len(val))}) > MaxInlineRecord
 }
 
 // unplan undoes plan when the record could not be written.
@@ -102,9 +110,8 @@ func (sh *shard) unplan(pl planned) {
 	}
 }
 
-func (sh *shard) addLarge(val []byte) int {
-	v := make([]byte, len(val))
-	copy(v, val)
+// addLarge keeps val, the store's own (plan), as a large value.
+func (sh *shard) addLarge(v []byte) int {
 	sh.largeBytes += int64(len(v))
 	if n := len(sh.freeL); n > 0 {
 		id := sh.freeL[n-1]

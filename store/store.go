@@ -2,6 +2,7 @@ package store
 
 import (
 	"hash/maphash"
+	"runtime"
 	"sync/atomic"
 )
 
@@ -54,19 +55,45 @@ func (s *Store) check(key, val []byte) error {
 }
 
 // Get returns append(dst[:0], value...) and the meta of key; ok is false if
-// key is absent, and val is then dst[:0]. The copy is made under the shard's
-// read lock, so val never aliases the store. A present empty value gives a
-// zero-length val, which is nil when dst is nil: test ok, not val.
+// key is absent, and val is then dst[:0]. val never aliases the store. A
+// present empty value gives a zero-length val, which is nil when dst is
+// nil: test ok, not val. A small value is copied under the shard's read
+// lock; a large one, which the store never changes (a write replaces it
+// whole), after it, in bounded steps (copyLarge).
 func (s *Store) Get(key, dst []byte) (val []byte, m Meta, ok bool) {
+	val, m, ok, large := s.get(key, dst)
+	if large {
+		val = appendLarge(dst[:0], val)
+	}
+	return val, m, ok
+}
+
+// View is Get without the copy of a large value (one over MaxInlineRecord
+// with its header, kept outside the slabs): val is then the store's own
+// bytes. The store never changes them (a new value replaces them whole),
+// so they stay valid after the key changes, and the caller must not modify
+// them. A small value is copied as Get does. Reads of huge values use it:
+// a 512 MiB copy costs a tenth of a second and as much memory again.
+func (s *Store) View(key []byte) (val []byte, m Meta, ok bool) {
+	val, m, ok, _ = s.get(key, nil)
+	return val, m, ok
+}
+
+// get returns a small value appended to dst[:0], or a large one itself
+// (large true), with key's meta.
+func (s *Store) get(key, dst []byte) (val []byte, m Meta, ok, large bool) {
 	sh, p := s.locate(key)
 	sh.mu.RLock()
 	defer sh.mu.RUnlock()
 	i := sh.find(p, key)
 	if i < 0 {
-		return dst[:0], Meta{}, false
+		return dst[:0], Meta{}, false, false
 	}
 	r := sh.rec(sh.tab.slots[i])
-	return append(dst[:0], sh.value(r)...), r.meta(), true
+	if r.large() {
+		return sh.value(r), r.meta(), true, true
+	}
+	return append(dst[:0], r.inline()...), r.meta(), true, false
 }
 
 // Meta returns the meta of key without copying its value.
@@ -85,7 +112,7 @@ func (s *Store) Meta(key []byte) (Meta, bool) {
 // ErrTooLarge (nothing stored) for a key over MaxKeySize or a value over the
 // store's limit, and with ErrFull if the shard's slabs are exhausted.
 func (s *Store) Put(key, val []byte, m Meta) error {
-	_, err := s.put(key, val, &m, false)
+	_, err := s.put(key, val, &m, false, false)
 	return err
 }
 
@@ -93,7 +120,15 @@ func (s *Store) Put(key, val []byte, m Meta) error {
 // greater than the stored version, and reports whether it did. Replicas use
 // it so that messages arriving out of order cannot roll a record back.
 func (s *Store) PutIfNewer(key, val []byte, m Meta) (applied bool, err error) {
-	return s.put(key, val, &m, true)
+	return s.put(key, val, &m, true, false)
+}
+
+// PutIfNewerOwned is PutIfNewer for a value the caller hands over: a large
+// value is kept as it is (only its length: no spare capacity) rather than
+// copied, so the caller must never modify val again. Peers' pieces arrive
+// in buffers that become the store's this way.
+func (s *Store) PutIfNewerOwned(key, val []byte, m Meta) (applied bool, err error) {
+	return s.put(key, val, &m, true, true)
 }
 
 // Exchange is PutIfNewer that also returns the meta of the record it was
@@ -109,9 +144,21 @@ func (s *Store) Exchange(key, val []byte, m Meta) (applied bool, prev Meta, exis
 // It returns what accept was given, so a caller can tell why a record was
 // not stored. accept must be quick and must not call the Store.
 func (s *Store) ExchangeIf(key, val []byte, m Meta, accept func(prev Meta, existed bool) bool) (applied bool, prev Meta, existed bool, err error) {
+	return s.exchangeIf(key, val, m, accept, false)
+}
+
+// ExchangeIfOwned is ExchangeIf for a value the caller hands over, as
+// PutIfNewerOwned: a large value is kept, not copied, and the caller must
+// never modify it again.
+func (s *Store) ExchangeIfOwned(key, val []byte, m Meta, accept func(prev Meta, existed bool) bool) (applied bool, prev Meta, existed bool, err error) {
+	return s.exchangeIf(key, val, m, accept, true)
+}
+
+func (s *Store) exchangeIf(key, val []byte, m Meta, accept func(prev Meta, existed bool) bool, owned bool) (applied bool, prev Meta, existed bool, err error) {
 	if err := s.check(key, val); err != nil {
 		return false, Meta{}, false, err
 	}
+	val = own(key, val, &m, owned)
 	sh, p := s.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -131,10 +178,11 @@ func (s *Store) ExchangeIf(key, val []byte, m Meta, accept func(prev Meta, exist
 	return err == nil, prev, existed, err
 }
 
-func (s *Store) put(key, val []byte, m *Meta, ifNewer bool) (bool, error) {
+func (s *Store) put(key, val []byte, m *Meta, ifNewer, owned bool) (bool, error) {
 	if err := s.check(key, val); err != nil {
 		return false, err
 	}
+	val = own(key, val, m, owned)
 	sh, p := s.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -217,4 +265,43 @@ func (s *Store) Clear() {
 		sh.init(s.seed, sh.mem.minSeg, sh.mem.ratio)
 		sh.mu.Unlock()
 	}
+}
+
+// own returns a large value as the store will keep it, before the shard's
+// lock is taken: val itself when owned (handed over), else a copy made in
+// bounded steps. A small value goes into the slabs and is returned as is.
+func own(key, val []byte, m *Meta, owned bool) []byte {
+	switch {
+	case !isLarge(key, val, m):
+		return val
+	case owned:
+		return val[:len(val):len(val)]
+	}
+	return appendLarge(nil, val)
+}
+
+// copyStep bounds one copy of a large value. A memmove cannot be
+// preempted: one of 512 MiB kept its processor for a tenth of a second or
+// more, and the whole process waited whenever the garbage collector had to
+// stop the world meanwhile (issue 23). Each step ends with a yield, since a
+// loop of memmoves has no preemption point of its own (internal/bigcopy,
+// which this package does not import, explains).
+const copyStep = 256 << 10
+
+// appendLarge is append(dst, src...) done in copyStep steps.
+func appendLarge(dst, src []byte) []byte {
+	n := len(dst)
+	if cap(dst)-n < len(src) {
+		grown := make([]byte, n, n+len(src))
+		copy(grown, dst)
+		dst = grown
+	}
+	dst = dst[:n+len(src)]
+	for off := 0; off < len(src); off += copyStep {
+		if off > 0 {
+			runtime.Gosched()
+		}
+		copy(dst[n+off:], src[off:min(off+copyStep, len(src))])
+	}
+	return dst
 }

@@ -20,11 +20,18 @@ func (c *testCluster) plainClient(i int, proto int) *redis.Client {
 }
 
 func (c *testCluster) clusterClient() *redis.ClusterClient {
+	return c.clusterClientWith(func(*redis.ClusterOptions) {})
+}
+
+// clusterClientWith is clusterClient with options adjusted by adjust.
+func (c *testCluster) clusterClientWith(adjust func(*redis.ClusterOptions)) *redis.ClusterClient {
 	addrs := make([]string, len(c.nodes))
 	for i, nd := range c.nodes {
 		addrs[i] = nd.addr()
 	}
-	cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, DisableIdentity: true, Password: c.pass, TLSConfig: c.tls})
+	o := &redis.ClusterOptions{Addrs: addrs, DisableIdentity: true, Password: c.pass, TLSConfig: c.tls}
+	adjust(o)
+	cl := redis.NewClusterClient(o)
 	c.t.Cleanup(func() { cl.Close() })
 	return cl
 }

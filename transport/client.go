@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Client is one long-lived multiplexed connection to one peer. Calls from
@@ -45,13 +46,27 @@ func Dial(addr string, opts ...Option) *Client {
 }
 
 // Call sends req and waits for its response. It sets req.ID and clears
-// FlagResponse and reserved flag bits; Type, Epoch and Payload are the
+// FlagResponse, FlagPart and reserved flag bits; Type, Epoch and Payload are the
 // caller's. A response with FlagError is returned together with a
 // *RemoteError carrying its message. If ctx ends first, Call returns the
-// context's error and the late response is dropped. req.Payload must not be
-// modified after the call, even one that returned early: the transport may
-// still be writing it.
+// context's error and the late response is dropped. req.Payload and
+// req.Tail must not be modified after the call, even one that returned
+// early: the transport may still be writing them. A payload over PartSize
+// is sent in parts, interleaved with the connection's other frames.
 func (c *Client) Call(ctx context.Context, req Frame) (Frame, error) {
+	return c.call(ctx, req, 0)
+}
+
+// CallUntilIdle is Call, except that a response still arriving when ctx's
+// deadline passes is not cut off: the call goes on while a part of it
+// (parts.go) arrives at least every idle. A deadline thus bounds the wait
+// for a response to start, whatever its size, and a 512 MiB reply over a
+// slow link is not failed half-way.
+func (c *Client) CallUntilIdle(ctx context.Context, req Frame, idle time.Duration) (Frame, error) {
+	return c.call(ctx, req, idle)
+}
+
+func (c *Client) call(ctx context.Context, req Frame, idle time.Duration) (Frame, error) {
 	if err := ctx.Err(); err != nil {
 		return Frame{}, c.wrap(err)
 	}
@@ -72,6 +87,17 @@ func (c *Client) Call(ctx context.Context, req Frame) (Frame, error) {
 	case r := <-ch:
 		return r.resp, r.err
 	case <-ctx.Done():
+		for idle > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			wait := idle - time.Since(cc.lastPart(id))
+			if wait <= 0 {
+				break
+			}
+			select {
+			case r := <-ch:
+				return r.resp, r.err
+			case <-time.After(wait):
+			}
+		}
 		if cc.take(id) == nil {
 			r := <-ch // the response or failure won the race and is on its way
 			return r.resp, r.err
@@ -178,11 +204,12 @@ func (c *Client) dial(d *dialCall) {
 
 // checkSize refuses a request the peer would refuse, before sending it.
 func (c *Client) checkSize(req Frame) error {
-	if len(req.Payload) <= c.opts.maxPayload {
+	size := req.Size()
+	if size <= c.opts.maxPayload {
 		return nil
 	}
 	return c.wrap(fmt.Errorf("%w: payload of %d bytes exceeds the limit of %d",
-		ErrFrame, len(req.Payload), c.opts.maxPayload))
+		ErrFrame, size, c.opts.maxPayload))
 }
 
 // forget drops cc as the current connection once it has failed.
@@ -216,7 +243,8 @@ type clientConn struct {
 
 	mu      sync.Mutex
 	pending map[uint64]func(Frame, error)
-	err     error // set once the connection failed
+	parts   map[uint64]time.Time // when the last part of a response arriving in parts came, by id
+	err     error                // set once the connection failed
 }
 
 func newClientConn(c *Client, conn net.Conn) *clientConn {
@@ -237,7 +265,7 @@ func newClientConn(c *Client, conn net.Conn) *clientConn {
 // calls it, which makes it run exactly once.
 func (cc *clientConn) send(req Frame, done func(Frame, error)) uint64 {
 	req.ID = cc.c.nextID.Add(1)
-	req.Flags &= knownFlags &^ FlagResponse
+	req.Flags &= knownFlags &^ (FlagResponse | FlagPart)
 	cc.mu.Lock()
 	if cc.err != nil {
 		err := cc.err
@@ -259,6 +287,7 @@ func (cc *clientConn) take(id uint64) func(Frame, error) {
 	defer cc.mu.Unlock()
 	done := cc.pending[id]
 	delete(cc.pending, id)
+	delete(cc.parts, id)
 	return done
 }
 
@@ -269,9 +298,10 @@ func (cc *clientConn) broken() bool {
 }
 
 func (cc *clientConn) readLoop() {
-	br := bufio.NewReaderSize(cc.conn, 64<<10)
+	r := newFrameReader(bufio.NewReaderSize(cc.conn, 64<<10), cc.c.opts.maxPayload)
+	r.onPart = cc.partArrived
 	for {
-		f, err := ReadFrame(br, cc.c.opts.maxPayload)
+		f, err := r.next()
 		if err != nil {
 			cc.fail(err)
 			return
@@ -290,6 +320,27 @@ func (cc *clientConn) readLoop() {
 			done(f, nil)
 		}
 	}
+}
+
+// partArrived notes that a part of the response to call id came.
+func (cc *clientConn) partArrived(id uint64) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if _, ok := cc.pending[id]; !ok {
+		return // the caller gave up on it
+	}
+	if cc.parts == nil {
+		cc.parts = map[uint64]time.Time{}
+	}
+	cc.parts[id] = time.Now()
+}
+
+// lastPart is when the last part of the response to call id came (the
+// zero time if none has).
+func (cc *clientConn) lastPart(id uint64) time.Time {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.parts[id]
 }
 
 // fail breaks the connection once: it closes it, stops the writer and fails

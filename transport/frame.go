@@ -14,10 +14,31 @@ import (
 // encodings belong to the caller.
 type Frame struct {
 	Type    uint8  // caller-defined message type
-	Flags   uint8  // FlagResponse, FlagError; other bits are reserved and refused
+	Flags   uint8  // FlagResponse, FlagError, FlagPart; other bits are reserved and refused
 	Epoch   uint64 // cluster-map epoch the sender acted under
 	ID      uint64 // request id; a response carries its request's id
 	Payload []byte // caller-defined bytes; empty payloads decode as nil
+	// Tail is more of the payload, sent after Payload without being
+	// copied: a large value goes out from the caller's own slice. Only
+	// senders use it; a received message has its whole payload in Payload.
+	Tail [][]byte
+}
+
+// Size is the length of f's whole payload: Payload and Tail.
+func (f Frame) Size() int {
+	n := len(f.Payload)
+	for _, t := range f.Tail {
+		n += len(t)
+	}
+	return n
+}
+
+// segments is f's payload as the slices it is made of.
+func (f Frame) segments() [][]byte {
+	if len(f.Tail) == 0 {
+		return [][]byte{f.Payload}
+	}
+	return append([][]byte{f.Payload}, f.Tail...)
 }
 
 // Flag bits. Every other bit is reserved: a decoder refuses frames that set
@@ -28,8 +49,12 @@ const (
 	// FlagError marks a response whose payload is an error message (UTF-8
 	// text) instead of a result. The client turns it into a *RemoteError.
 	FlagError uint8 = 1 << 1
+	// FlagPart marks a frame that carries one part of a message larger
+	// than PartSize (parts.go): its payload is the message's length and
+	// the part's offset in it, then the part's bytes.
+	FlagPart uint8 = 1 << 2
 
-	knownFlags = FlagResponse | FlagError
+	knownFlags = FlagResponse | FlagError | FlagPart
 )
 
 // Wire constants; docs/transport.md has the byte table.
@@ -61,29 +86,51 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// AppendFrame appends the wire encoding of f to dst and returns the extended
-// slice. It panics if the payload is longer than MaxPayload, which no length
-// field can express; senders check their own, smaller, limit first.
+// AppendFrame appends the wire encoding of f, as one frame whatever its
+// size, to dst and returns the extended slice. It panics if the payload is
+// longer than MaxPayload, which no length field can express; senders check
+// their own, smaller, limit first.
 func AppendFrame(dst []byte, f Frame) []byte {
-	return append(appendHeader(dst, f), f.Payload...)
+	dst = append(appendHeader(dst, f), f.Payload...)
+	for _, seg := range f.Tail {
+		dst = append(dst, seg...)
+	}
+	return dst
 }
 
 // appendHeader appends the 32-byte header of f, whose frame checksum covers
-// f.Payload, without the payload itself: the send queue computes some
-// headers before taking its lock and writes large payloads from the caller's
-// slice instead of copying them.
+// its payload (Payload and Tail), without the payload itself: the send
+// queue computes some headers before taking its lock and writes large
+// payloads from the caller's slices instead of copying them.
 func appendHeader(dst []byte, f Frame) []byte {
-	if uint64(len(f.Payload)) > MaxPayload {
-		panic(fmt.Sprintf("transport: payload of %d bytes does not fit a frame", len(f.Payload)))
+	if len(f.Tail) == 0 {
+		return appendHeaderOf(dst, f, f.Payload)
+	}
+	return appendHeaderOf(dst, f, f.segments()...)
+}
+
+// appendHeaderOf appends the header of a frame with f's fields whose
+// payload is segs.
+func appendHeaderOf(dst []byte, f Frame, segs ...[]byte) []byte {
+	size := 0
+	for _, s := range segs {
+		size += len(s)
+	}
+	if uint64(size) > MaxPayload {
+		panic(fmt.Sprintf("transport: payload of %d bytes does not fit a frame", size))
 	}
 	start := len(dst)
 	dst = append(dst, Version, f.Type, f.Flags, 0)
 	dst = binary.BigEndian.AppendUint64(dst, f.Epoch)
 	dst = binary.BigEndian.AppendUint64(dst, f.ID)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(f.Payload)))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(size))
 	hcrc := crc32.Checksum(dst[start:start+offHCRC], castagnoli)
 	dst = binary.BigEndian.AppendUint32(dst, hcrc)
-	return binary.BigEndian.AppendUint32(dst, crc32.Update(hcrc, castagnoli, f.Payload))
+	fcrc := hcrc
+	for _, s := range segs {
+		fcrc = crc32.Update(fcrc, castagnoli, s)
+	}
+	return binary.BigEndian.AppendUint32(dst, fcrc)
 }
 
 // DecodeFrame decodes the frame at the start of buf and returns it with the
@@ -125,21 +172,35 @@ func DecodeFrame(buf []byte, maxPayload int) (f Frame, n int, err error) {
 // returns io.EOF only if r ends cleanly between frames and
 // io.ErrUnexpectedEOF if it ends inside one; corruption and malformed frames
 // are reported as by DecodeFrame. maxPayload ≤ 0 means DefaultMaxPayload.
+// A part of a larger message (FlagPart) is returned as it is; connections
+// read whole messages (frameReader, parts.go).
 func ReadFrame(r *bufio.Reader, maxPayload int) (Frame, error) {
-	var hdr [HeaderSize]byte
-	if _, err := io.ReadFull(r, hdr[:1]); err != nil {
-		return Frame{}, err // io.EOF between frames
-	}
-	if hdr[0] != Version {
-		return Frame{}, badVersion(hdr[0])
-	}
-	if _, err := io.ReadFull(r, hdr[1:]); err != nil {
-		return Frame{}, unexpectedEOF(err)
-	}
-	f, size, err := parseHeader(hdr[:], maxPayload)
+	f, size, hdr, err := readHeader(r, maxPayload)
 	if err != nil {
 		return Frame{}, err
 	}
+	return readBody(r, f, size, &hdr)
+}
+
+// readHeader reads and checks one frame header from r and returns its
+// fields, its payload length and the header's bytes.
+func readHeader(r *bufio.Reader, maxPayload int) (f Frame, size int, hdr [HeaderSize]byte, err error) {
+	if _, err := io.ReadFull(r, hdr[:1]); err != nil {
+		return Frame{}, 0, hdr, err // io.EOF between frames
+	}
+	if hdr[0] != Version {
+		return Frame{}, 0, hdr, badVersion(hdr[0])
+	}
+	if _, err := io.ReadFull(r, hdr[1:]); err != nil {
+		return Frame{}, 0, hdr, unexpectedEOF(err)
+	}
+	f, size, err = parseHeader(hdr[:], maxPayload)
+	return f, size, hdr, err
+}
+
+// readBody reads the size-byte payload of the frame whose header is hdr
+// into a fresh slice and checks it.
+func readBody(r *bufio.Reader, f Frame, size int, hdr *[HeaderSize]byte) (Frame, error) {
 	if size > 0 {
 		f.Payload = make([]byte, size)
 		if _, err := io.ReadFull(r, f.Payload); err != nil {

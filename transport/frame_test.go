@@ -142,7 +142,7 @@ func TestMalformedFramesRefused(t *testing.T) {
 	good := AppendFrame(nil, Frame{Type: 1, ID: 2, Payload: []byte("abc")})
 	cases := map[string]func(b []byte){
 		"version":       func(b []byte) { b[offVersion] = 0xE2 },
-		"flag bit 2":    func(b []byte) { b[offFlags] = 1 << 2 },
+		"flag bit 3":    func(b []byte) { b[offFlags] = 1 << 3 },
 		"flag bit 7":    func(b []byte) { b[offFlags] = FlagResponse | 1<<7 },
 		"reserved byte": func(b []byte) { b[offReserve] = 1 },
 	}

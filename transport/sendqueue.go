@@ -2,6 +2,7 @@ package transport
 
 import (
 	"net"
+	"slices"
 	"sync"
 )
 
@@ -24,13 +25,18 @@ const keepMax = 4 << 20
 // with one Write call (one writev if large payloads are in the batch). While
 // it writes, new frames gather in the other batch: that is the batching, and
 // it needs no timer because a busy connection always has a write in progress.
+// A message over PartSize goes as a stream of parts (parts.go): each write
+// carries the frames queued since the last one and the next part of one
+// stream, in turn, so small frames never wait behind a large message.
 type sendQueue struct {
-	mu     sync.Mutex
-	cur    *batch // where push appends
-	spare  *batch // the writer's batch, returned after each write
-	err    error  // set once closed; push fails with it
-	wake   chan struct{}
-	closed chan struct{}
+	mu      sync.Mutex
+	cur     *batch    // where push appends
+	spare   *batch    // the writer's batch, returned after each write
+	streams []*stream // messages being sent in parts
+	turn    int       // the stream whose part goes next
+	err     error     // set once closed; push fails with it
+	wake    chan struct{}
+	closed  chan struct{}
 }
 
 // batch is a run of encoded frames: segs in order, then arena[sealed:].
@@ -55,11 +61,14 @@ func newSendQueue(prefix ...byte) *sendQueue {
 
 // push queues f for writing. It fails only once the queue is closed.
 func (q *sendQueue) push(f Frame) error {
+	if f.Size() > PartSize {
+		return q.pushStream(splitParts(f))
+	}
 	// The checksum of a larger payload is computed before taking the lock,
 	// so that senders run it in parallel; for a small one that would cost
 	// more (a header allocation) than it saves.
 	var hdr []byte
-	if len(f.Payload) > lockedCRCMax {
+	if len(f.Payload) > lockedCRCMax || len(f.Tail) > 0 {
 		hdr = appendHeader(make([]byte, 0, HeaderSize), f)
 	}
 	q.mu.Lock()
@@ -72,28 +81,50 @@ func (q *sendQueue) push(f Frame) error {
 		q.cur.arena = AppendFrame(q.cur.arena, f)
 	} else {
 		q.cur.add(hdr, f.Payload)
+		q.cur.add(nil, f.Tail...)
 	}
 	q.mu.Unlock()
+	q.poke()
+	return nil
+}
+
+// pushStream queues a message to be sent in parts.
+func (q *sendQueue) pushStream(s *stream) error {
+	q.mu.Lock()
+	if q.err != nil {
+		err := q.err
+		q.mu.Unlock()
+		return err
+	}
+	q.streams = append(q.streams, s)
+	q.mu.Unlock()
+	q.poke()
+	return nil
+}
+
+// poke makes the writer look at the queue.
+func (q *sendQueue) poke() {
 	select {
 	case q.wake <- struct{}{}:
 	default: // the writer is already due to look
 	}
-	return nil
 }
 
-// close stops the writer and makes push fail with err; queued frames are
-// dropped. Only the first call has an effect.
+// close stops the writer and makes push fail with err; queued frames and
+// streams are dropped. Only the first call has an effect.
 func (q *sendQueue) close(err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.err == nil {
 		q.err = err
+		q.streams = nil
 		close(q.closed)
 	}
 }
 
 // run writes batches to conn until the queue is closed or a write fails; it
-// reports a failure to fail.
+// reports a failure to fail. While streams are queued it writes without
+// waiting to be woken, one part per write.
 func (q *sendQueue) run(conn net.Conn, fail func(error)) {
 	for {
 		select {
@@ -101,32 +132,60 @@ func (q *sendQueue) run(conn net.Conn, fail func(error)) {
 		case <-q.closed:
 			return
 		}
-		q.mu.Lock()
-		b := q.cur
-		q.cur, q.spare = q.spare, nil
-		q.mu.Unlock()
-		if err := b.writeTo(conn); err != nil {
-			fail(err)
-			return
+		for more := true; more; {
+			q.mu.Lock()
+			b := q.cur
+			q.cur, q.spare = q.spare, nil
+			if p, ok := q.nextPart(); ok {
+				b.add(p.head, p.data...)
+			}
+			q.mu.Unlock()
+			if err := b.writeTo(conn); err != nil {
+				fail(err)
+				return
+			}
+			b.reset()
+			q.mu.Lock()
+			q.spare = b
+			more = len(q.streams) > 0 && q.err == nil
+			q.mu.Unlock()
 		}
-		b.reset()
-		q.mu.Lock()
-		q.spare = b
-		q.mu.Unlock()
 	}
 }
 
-// add appends a frame as its encoded header and its payload.
-func (b *batch) add(hdr, payload []byte) {
-	b.arena = append(b.arena, hdr...)
-	if len(payload) <= inlineMax {
-		b.arena = append(b.arena, payload...)
-		return
+// nextPart takes the next part to send, from each stream in turn; the
+// caller holds q.mu.
+func (q *sendQueue) nextPart() (part, bool) {
+	if len(q.streams) == 0 {
+		return part{}, false
 	}
-	// Appending to arena later may move it, but the slice kept here still
-	// points at the old array, whose bytes never change.
-	b.segs = append(b.segs, b.arena[b.sealed:], payload)
-	b.sealed = len(b.arena)
+	q.turn %= len(q.streams)
+	s := q.streams[q.turn]
+	p := s.parts[s.next]
+	s.parts[s.next] = part{} // the caller's payload is not kept for longer than needed
+	s.next++
+	if s.next == len(s.parts) {
+		q.streams = slices.Delete(q.streams, q.turn, q.turn+1)
+	} else {
+		q.turn++
+	}
+	return p, true
+}
+
+// add appends hdr and then segs, the payload: small segments are copied
+// into the arena, large ones are referenced.
+func (b *batch) add(hdr []byte, segs ...[]byte) {
+	b.arena = append(b.arena, hdr...)
+	for _, payload := range segs {
+		if len(payload) <= inlineMax {
+			b.arena = append(b.arena, payload...)
+			continue
+		}
+		// Appending to arena later may move it, but the slice kept here
+		// still points at the old array, whose bytes never change.
+		b.segs = append(b.segs, b.arena[b.sealed:], payload)
+		b.sealed = len(b.arena)
+	}
 }
 
 func (b *batch) writeTo(conn net.Conn) error {

@@ -14,9 +14,10 @@ import (
 // from any goroutine; reply must be called exactly once per request (later
 // calls are ignored). The server sets the response's ID and FlagResponse and
 // clears reserved flag bits; Type, Epoch, Payload and FlagError are the
-// handler's. req.Payload is freshly allocated and the handler's to keep.
-// reply does not block: responses are queued and written in batches.
-// resp.Payload must not be modified after reply is called.
+// handler's. req.Payload is freshly allocated and the handler's to keep
+// (a request sent in parts arrives whole, in one buffer). reply does not
+// block: responses are queued and written in batches, a large one in parts.
+// resp.Payload and resp.Tail must not be modified after reply is called.
 //
 // Handlers run on the connection's read loop, one at a time in arrival order,
 // so a handler that returns quickly keeps the connection pipelined. A handler
@@ -155,8 +156,9 @@ func (sc *serverConn) readLoop() {
 	if b, err := br.Peek(1); err == nil && b[0] == TagFrames {
 		br.Discard(1)
 	}
+	r := newFrameReader(br, sc.s.opts.maxPayload)
 	for {
-		req, err := ReadFrame(br, sc.s.opts.maxPayload)
+		req, err := r.next()
 		if err != nil || req.Flags&FlagResponse != 0 {
 			return // a response sent to a server is a protocol error
 		}
@@ -172,12 +174,12 @@ func (sc *serverConn) replier(req Frame) func(Frame) {
 			return
 		}
 		resp.ID = req.ID
-		resp.Flags = resp.Flags&knownFlags | FlagResponse
-		if len(resp.Payload) > sc.s.opts.maxPayload {
+		resp.Flags = resp.Flags&(knownFlags&^FlagPart) | FlagResponse
+		if size := resp.Size(); size > sc.s.opts.maxPayload {
 			msg := fmt.Sprintf("transport: response payload of %d bytes exceeds the limit of %d",
-				len(resp.Payload), sc.s.opts.maxPayload)
+				size, sc.s.opts.maxPayload)
 			resp.Flags |= FlagError
-			resp.Payload = []byte(msg)
+			resp.Payload, resp.Tail = []byte(msg), nil
 		}
 		_ = sc.q.push(resp) // fails only once the connection is gone
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/memgest/memgest/ec"
+	"github.com/memgest/memgest/internal/bigcopy"
 )
 
 // magic starts every object header so that a shard set from another object
@@ -33,33 +34,55 @@ func headerLen(keyLen, valueLen int) int {
 }
 
 // Encode returns k data shards and m parity shards of equal size holding
-// header+key+value (zero padded). The shards share one backing array.
+// header+key+value (zero padded). Each shard has an array of its own, so
+// that a node keeping one keeps no more; the value is copied into them in
+// bounded steps (internal/bigcopy: a 512 MiB memmove stalled its whole
+// process).
 func Encode(key, value []byte, k, m int) ([][]byte, error) {
 	codec, err := ec.New(k, m)
 	if err != nil {
 		return nil, fmt.Errorf("split: %w", err)
 	}
 	size := ShardSize(len(key), len(value), k)
-	buf := make([]byte, size*(k+m))
-	obj := buf[:0]
-	obj = append(obj, magic)
-	obj = binary.AppendUvarint(obj, uint64(len(key)))
-	obj = binary.AppendUvarint(obj, uint64(len(value)))
-	obj = append(obj, key...)
-	_ = append(obj, value...)
+	head := append([]byte{magic}, binary.AppendUvarint(nil, uint64(len(key)))...)
+	head = append(binary.AppendUvarint(head, uint64(len(value))), key...)
 	shards := make([][]byte, k+m)
 	for i := range shards {
-		shards[i] = buf[i*size : (i+1)*size : (i+1)*size]
+		shards[i] = make([]byte, size)
 	}
+	scatter(shards[:k], 0, head)
+	scatter(shards[:k], len(head), value)
 	if err := codec.Encode(shards); err != nil {
 		return nil, fmt.Errorf("split: %w", err)
 	}
 	return shards, nil
 }
 
-// Decode rebuilds missing data shards (nil or empty entries) from any k
-// present ones and returns the value, checking that the object belongs to
-// key. shards must have k+m entries; present ones must be equally sized.
+// scatter copies src into the data shards, which hold the object back to
+// back, from byte off of the object on, in steps (internal/bigcopy).
+func scatter(data [][]byte, off int, src []byte) {
+	size := len(data[0])
+	bigcopy.Steps(len(src), func(lo, hi int) {
+		for at := off + lo; lo < hi; at = off + lo {
+			lo += copy(data[at/size][at%size:], src[lo:hi])
+		}
+	})
+}
+
+// gather copies len(dst) bytes of the object from byte off of the data
+// shards into dst, in steps.
+func gather(dst []byte, data [][]byte, off int) {
+	size := len(data[0])
+	bigcopy.Steps(len(dst), func(lo, hi int) {
+		for at := off + lo; lo < hi; at = off + lo {
+			lo += copy(dst[lo:hi], data[at/size][at%size:])
+		}
+	})
+}
+
+// Decode reconstructs the object from any k of the k+m shards (missing
+// shards are nil or empty) and returns its value, checking that the object
+// belongs to key.
 func Decode(shards [][]byte, key []byte, k, m int) ([]byte, error) {
 	codec, err := codecFor(shards, k, m)
 	if err != nil {
@@ -68,7 +91,13 @@ func Decode(shards [][]byte, key []byte, k, m int) ([]byte, error) {
 	if err := codec.ReconstructData(shards); err != nil {
 		return nil, fmt.Errorf("split: %w", err)
 	}
-	return parse(bytes.Join(shards[:k], nil), key)
+	start, vlen, err := header(shards[:k], key)
+	if err != nil {
+		return nil, err
+	}
+	value := make([]byte, vlen)
+	gather(value, shards[:k], start)
+	return value, nil
 }
 
 // Rebuild fills in every missing shard (nil or empty entry), data and
@@ -83,7 +112,8 @@ func Rebuild(shards [][]byte, key []byte, k, m int) error {
 	if err := codec.Reconstruct(shards); err != nil {
 		return fmt.Errorf("split: %w", err)
 	}
-	return checkHeader(shards[:k], key)
+	_, _, err = header(shards[:k], key)
+	return err
 }
 
 // codecFor returns the RS(k, m) codec for a set of k+m shards.
@@ -98,9 +128,10 @@ func codecFor(shards [][]byte, k, m int) (*ec.Codec, error) {
 	return codec, nil
 }
 
-// checkHeader checks that data shards start with a header for key whose
-// value fits in them, reading only the shards that hold header and key.
-func checkHeader(data [][]byte, key []byte) error {
+// header checks that data shards start with a header for key whose value
+// fits in them, reading only the shards that hold header and key, and
+// returns where the value starts in the object and its length.
+func header(data [][]byte, key []byte) (start, vlen int, err error) {
 	total := len(data) * len(data[0])
 	need := 1 + 2*binary.MaxVarintLen64 + len(key)
 	var prefix []byte
@@ -111,45 +142,22 @@ func checkHeader(data [][]byte, key []byte) error {
 		prefix = append(prefix, s[:min(len(s), need-len(prefix))]...)
 	}
 	if len(prefix) == 0 || prefix[0] != magic {
-		return ErrCorrupt
+		return 0, 0, ErrCorrupt
 	}
 	kl, n1 := binary.Uvarint(prefix[1:])
 	if n1 <= 0 {
-		return ErrCorrupt
+		return 0, 0, ErrCorrupt
 	}
 	vl, n2 := binary.Uvarint(prefix[1+n1:])
 	if n2 <= 0 {
-		return ErrCorrupt
+		return 0, 0, ErrCorrupt
 	}
 	body := prefix[1+n1+n2:]
 	if kl != uint64(len(key)) || kl > uint64(len(body)) || !bytes.Equal(body[:kl], key) {
-		return ErrCorrupt
+		return 0, 0, ErrCorrupt
 	}
 	if vl > uint64(total) || 1+n1+n2+int(kl)+int(vl) > total {
-		return ErrCorrupt
+		return 0, 0, ErrCorrupt
 	}
-	return nil
-}
-
-func parse(obj, key []byte) ([]byte, error) {
-	if len(obj) == 0 || obj[0] != magic {
-		return nil, ErrCorrupt
-	}
-	r := obj[1:]
-	kl, n1 := binary.Uvarint(r)
-	if n1 <= 0 {
-		return nil, ErrCorrupt
-	}
-	vl, n2 := binary.Uvarint(r[n1:])
-	if n2 <= 0 {
-		return nil, ErrCorrupt
-	}
-	body := r[n1+n2:]
-	if kl > uint64(len(body)) || vl > uint64(len(body))-kl {
-		return nil, ErrCorrupt
-	}
-	if !bytes.Equal(body[:kl], key) {
-		return nil, ErrCorrupt
-	}
-	return body[kl : kl+vl : kl+vl], nil
+	return 1 + n1 + n2 + int(kl), int(vl), nil
 }

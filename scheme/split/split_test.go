@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"math/rand"
+	"slices"
 	"testing"
+
+	"github.com/memgest/memgest/internal/bigcopy"
 )
 
 func TestRoundTripEveryLossPattern(t *testing.T) {
@@ -89,4 +92,26 @@ func FuzzDecode(f *testing.F) {
 		_, _ = Decode([][]byte{a, b, nil}, key, 2, 1)
 		_ = Rebuild([][]byte{a, b, nil}, key, 2, 1)
 	})
+}
+
+// A value several copy steps long (a huge value is copied into and out of
+// the shards in bounded steps) round-trips, from data shards and through
+// parity.
+func TestLargeValueInBoundedCopies(t *testing.T) {
+	key := []byte("huge")
+	val := make([]byte, 3*bigcopy.Step+17)
+	rand.New(rand.NewSource(2)).Read(val)
+	shards, err := Encode(key, val, 4, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lost := range [][]int{nil, {0, 3}, {1, 5}} {
+		got := slices.Clone(shards)
+		for _, i := range lost {
+			got[i] = nil
+		}
+		if v, err := Decode(got, key, 4, 2); err != nil || !bytes.Equal(v, val) {
+			t.Fatalf("lost %v: err %v, equal %v", lost, err, bytes.Equal(v, val))
+		}
+	}
 }

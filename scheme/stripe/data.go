@@ -50,6 +50,8 @@ type Data struct {
 	// inPlace are the in-place updates staged (Update) and not yet
 	// committed or aborted, by the object's place.
 	inPlace map[Loc]staged
+	// gen counts the calls to Resendable; each logged update notes it.
+	gen uint64
 	// frags are the places of every fragment of each current object
 	// stored as fragments, by key (fragment.go); staging those of objects
 	// appended and not yet committed or aborted, by the first's place.
@@ -77,6 +79,10 @@ type dataChunk struct {
 type logged struct {
 	u     Update
 	acked bool
+	// sending counts the rounds in flight that carry u (Sending).
+	sending int32
+	// gen is Data.gen when u was logged (Resendable).
+	gen uint64
 }
 
 // stripeNumbers hands out stripe numbers at one data position, lowest free
@@ -173,7 +179,7 @@ func (d *Data) appendOne(o *Object) (Loc, []Update, error) {
 	}
 	c.inflight++
 	bytes := append([]byte(nil), c.chunk.Bytes()[off:off+need]...)
-	ups = append(ups, c.record(Update{Kind: Delta, Offset: off, Bytes: bytes}))
+	ups = append(ups, d.record(c, Update{Kind: Delta, Offset: off, Bytes: bytes}))
 	return Loc{Chunk: d.byID[c.id], Offset: uint32(off)}, ups, nil
 }
 
@@ -258,10 +264,10 @@ func (d *Data) settle(c *dataChunk) []Update {
 	var ups []Update
 	if !c.chunk.Sealed() {
 		c.chunk.Seal()
-		ups = append(ups, c.record(Update{Kind: Seal, CRC: crc32.Checksum(c.chunk.Bytes(), castagnoli)}))
+		ups = append(ups, d.record(c, Update{Kind: Seal, CRC: crc32.Checksum(c.chunk.Bytes(), castagnoli)}))
 	}
 	if c.chunk.Live() == 0 {
-		ups = append(ups, c.record(Update{Kind: Free}))
+		ups = append(ups, d.record(c, Update{Kind: Free}))
 		d.release(c)
 	}
 	return ups
@@ -283,13 +289,13 @@ func (d *Data) release(c *dataChunk) {
 }
 
 // record numbers u as c's next update and logs it.
-func (c *dataChunk) record(u Update) Update {
+func (d *Data) record(c *dataChunk, u Update) Update {
 	c.seq++
 	u.Chunk, u.Seq, u.Base = c.id, c.seq, c.base
 	if u.Kind != Delta {
 		c.base = c.seq
 	}
-	c.log = append(c.log, logged{u: u})
+	c.log = append(c.log, logged{u: u, gen: d.gen})
 	return u
 }
 
@@ -326,7 +332,7 @@ func (d *Data) Update(key []byte, o *Object) (loc Loc, ups []Update, ok bool) {
 	}
 	d.inPlace[loc] = staged{obj: Object{Key: slices.Clone(o.Key), Value: slices.Clone(o.Value), Version: o.Version, ExpireAt: o.ExpireAt}, delta: delta}
 	c.inflight++
-	return loc, []Update{c.record(Update{Kind: Delta, Offset: off, Bytes: delta})}, true
+	return loc, []Update{d.record(c, Update{Kind: Delta, Offset: off, Bytes: delta})}, true
 }
 
 // Commit makes the object appended at loc key's current one unless the
@@ -400,7 +406,7 @@ func (d *Data) Abort(loc Loc) ([]Update, error) {
 	c.inflight--
 	if st, ok := d.inPlace[loc]; ok {
 		delete(d.inPlace, loc)
-		ups := []Update{c.record(Update{Kind: Delta, Offset: int(loc.Offset), Bytes: slices.Clone(st.delta)})}
+		ups := []Update{d.record(c, Update{Kind: Delta, Offset: int(loc.Offset), Bytes: slices.Clone(st.delta)})}
 		return append(ups, d.settle(c)...), nil
 	}
 	return d.remove(c, loc)
@@ -430,7 +436,7 @@ func (d *Data) remove(c *dataChunk, loc Loc) ([]Update, error) {
 	if err != nil {
 		return nil, err
 	}
-	ups := []Update{c.record(Update{Kind: Delta, Offset: ch.Offset, Bytes: ch.Delta})}
+	ups := []Update{d.record(c, Update{Kind: Delta, Offset: ch.Offset, Bytes: ch.Delta})}
 	return append(ups, d.settle(c)...), nil
 }
 
@@ -645,13 +651,52 @@ func (d *Data) asSent(num uint32) []byte {
 	return b
 }
 
+// Sending counts ups as carried by one more round in flight (delta 1) or
+// by one fewer (delta −1). Resendable leaves the updates in flight out:
+// the rounds carrying them answer for them, and sending them again
+// meanwhile only doubled the traffic of a huge object's 131,072 updates
+// (issue 23).
+func (d *Data) Sending(ups []Update, delta int32) {
+	for _, u := range ups {
+		if u.Kind == Stable || u.Kind == Resync {
+			continue // never logged as such
+		}
+		log, _ := d.logOf(u.Chunk)
+		if log == nil {
+			continue
+		}
+		for i := range *log {
+			if (*log)[i].u.Seq == u.Seq {
+				(*log)[i].sending += delta
+				break
+			}
+		}
+	}
+}
+
 // Unacked returns every logged update not yet acknowledged by every
 // holder, in seq order per chunk.
 func (d *Data) Unacked() []Update {
+	return d.unacked(func(logged) bool { return true })
+}
+
+// Resendable returns the unacknowledged updates to send again: those
+// logged before the previous call to Resendable, which no round in flight
+// carries (Sending). A periodic resend calls it, so that an update whose
+// frame was lost goes again, while one that its writer has only just
+// logged, or that is on its way, does not go twice.
+func (d *Data) Resendable() []Update {
+	before := d.gen
+	d.gen++
+	return d.unacked(func(l logged) bool { return l.gen < before && l.sending <= 0 })
+}
+
+// unacked returns the unacknowledged logged updates keep accepts.
+func (d *Data) unacked(keep func(logged) bool) []Update {
 	var out []Update
 	add := func(log []logged) {
 		for _, l := range log {
-			if !l.acked {
+			if !l.acked && keep(l) {
 				out = append(out, l.u)
 			}
 		}

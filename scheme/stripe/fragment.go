@@ -164,6 +164,11 @@ func (d *Data) object(key []byte, loc Loc) (Object, error) {
 	return o, nil
 }
 
+// Fragmented says whether key's current object is stored as fragments:
+// Get then returns its value assembled in a buffer of its own, where it
+// returns a whole object's in its chunk.
+func (d *Data) Fragmented(key []byte) bool { return len(d.frags[string(key)]) > 0 }
+
 // isFragmentOf says whether loc holds a fragment of key's current object.
 func (d *Data) isFragmentOf(key []byte, loc Loc) bool {
 	return slices.Contains(d.frags[string(key)], loc)

@@ -872,3 +872,35 @@ func TestStaleMissingThenResyncOfASealedChunk(t *testing.T) {
 		t.Fatal("the holder's parity differs from one that applied every update in order")
 	}
 }
+
+// Resendable gives an unacknowledged update again only once a resend
+// has passed since it was logged and while no round carries it
+// (Sending), so that a resend does not double a huge object's updates
+// while they are on their way.
+func TestResendableLeavesOutUpdatesInFlight(t *testing.T) {
+	d, err := NewData(128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.SetSlots([]Slot{{List: 0, Position: 0}})
+	o := Object{Key: []byte("huge"), Value: make([]byte, 1000), Version: 1}
+	_, ups, err := d.Append(&o)
+	if err != nil || len(ups) < 2 {
+		t.Fatalf("append: %d updates, %v", len(ups), err)
+	}
+	if got := d.Resendable(); len(got) != 0 {
+		t.Fatalf("%d updates to resend just after they were logged", len(got))
+	}
+	inFlight, later := ups[:len(ups)/2], ups[len(ups)/2:]
+	d.Sending(inFlight, 1)
+	if got := d.Resendable(); len(got) != len(later) {
+		t.Fatalf("%d updates to resend, want the %d not in flight", len(got), len(later))
+	}
+	d.Sending(inFlight, -1)
+	if got := d.Resendable(); len(got) != len(ups) {
+		t.Fatalf("%d updates to resend once the round is over, want %d", len(got), len(ups))
+	}
+	if got := d.Unacked(); len(got) != len(ups) {
+		t.Fatalf("%d unacked updates, want %d", len(got), len(ups))
+	}
+}

@@ -36,7 +36,18 @@ const (
 // that follows them. Streamed RESP3 strings and aggregates ($?, *?), which
 // Redis never sends, are refused.
 func Parse(buf []byte) (r Reply, n int, err error) {
-	p := parser{buf: buf}
+	return parse(buf, false)
+}
+
+// ParseOwned is Parse for a buffer the caller hands over: bulk strings
+// are buf's own bytes, not copies (BulkOwned), so buf must never be
+// modified again. A node relays a coordinator's 512 MiB reply this way.
+func ParseOwned(buf []byte) (r Reply, n int, err error) {
+	return parse(buf, true)
+}
+
+func parse(buf []byte, owned bool) (r Reply, n int, err error) {
+	p := parser{buf: buf, owned: owned}
 	r, err = p.reply(0)
 	if err != nil {
 		return Reply{}, 0, err
@@ -45,8 +56,9 @@ func Parse(buf []byte) (r Reply, n int, err error) {
 }
 
 type parser struct {
-	buf []byte
-	pos int
+	buf   []byte
+	pos   int
+	owned bool // bulk strings keep buf's bytes (ParseOwned)
 }
 
 func protoErr(format string, args ...any) error {
@@ -170,6 +182,9 @@ func (p *parser) blob(t byte, line []byte) (Reply, error) {
 			return Reply{}, protoErr("verbatim string without a format")
 		}
 		return Reply{kind: KindVerbatim, str: string(data)}, nil
+	}
+	if p.owned {
+		return BulkOwned(data), nil
 	}
 	return Bulk(data), nil
 }

@@ -2,8 +2,10 @@ package resp
 
 import (
 	"math"
+	"runtime"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // AppendTo appends r's wire form for protocol version proto (3 for RESP3,
@@ -103,8 +105,55 @@ func appendLine(dst []byte, prefix byte, s string) []byte {
 
 func appendBulk(dst []byte, prefix byte, s string) []byte {
 	dst = strconv.AppendInt(append(dst, prefix), int64(len(s)), 10)
-	dst = append(append(dst, crlf...), s...)
+	dst = appendLarge(append(dst, crlf...), stringBytes(s))
 	return append(dst, crlf...)
+}
+
+// AppendHead is AppendTo for a reply written with writev, whose large
+// bulk string is not copied: for a bulk string of more than inline bytes
+// it appends only the header and returns the string's bytes as body, to
+// be written after dst and followed by CRLF (BulkEnd); for any other
+// reply it is AppendTo, and body is nil. body must not be modified.
+func (r Reply) AppendHead(dst []byte, proto int, inline int) (out, body []byte) {
+	if r.kind != KindBulk || len(r.str) <= inline {
+		return r.AppendTo(dst, proto), nil
+	}
+	dst = strconv.AppendInt(append(dst, '$'), int64(len(r.str)), 10)
+	return append(dst, crlf...), stringBytes(r.str)
+}
+
+// BulkEnd is what follows a bulk string's bytes.
+const BulkEnd = "\r\n"
+
+// stringBytes is s's bytes, for writing only.
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// copyStep bounds one copy of a large value: a memmove cannot be
+// preempted, and one of 512 MiB held its processor, and any
+// stop-the-world that came meanwhile, for a tenth of a second (issue 23).
+// internal/bigcopy has the same; this package imports nothing from the
+// project.
+const copyStep = 256 << 10
+
+// appendLarge is append(dst, src...) done in copyStep-sized copies.
+func appendLarge(dst, src []byte) []byte {
+	if len(src) <= copyStep {
+		return append(dst, src...)
+	}
+	n := len(dst)
+	if cap(dst)-n < len(src) {
+		grown := make([]byte, n, n+len(src))
+		copy(grown, dst)
+		dst = grown
+	}
+	dst = dst[:n+len(src)]
+	for off := 0; off < len(src); off += copyStep {
+		if off > 0 {
+			runtime.Gosched() // a loop of memmoves has no preemption point of its own
+		}
+		copy(dst[n+off:], src[off:min(off+copyStep, len(src))])
+	}
+	return dst
 }
 
 // appendError writes a simple error. An error parsed from a RESP3 blob
