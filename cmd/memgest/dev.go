@@ -181,12 +181,12 @@ func runDev(o devOptions) error {
 
 // startDevNodes starts every node; exited delivers the index of a node
 // whose process ends.
-func startDevNodes(o devOptions, dir string, tlsFiles *certs.Files) ([]*exec.Cmd, chan int, error) {
+func startDevNodes(o devOptions, dir string, tlsFiles *certs.Files) ([]*devProc, chan int, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, nil, err
 	}
-	procs := make([]*exec.Cmd, 0, o.total())
+	procs := make([]*devProc, 0, o.total())
 	exited := make(chan int, o.total())
 	for i := 0; i < o.total(); i++ {
 		cmd := exec.Command(exe, append(devArgs(o, i, dir, tlsFiles), o.extra...)...)
@@ -195,10 +195,22 @@ func startDevNodes(o devOptions, dir string, tlsFiles *certs.Files) ([]*exec.Cmd
 		if err := cmd.Start(); err != nil {
 			return procs, exited, fmt.Errorf("start node %d: %w", i+1, err)
 		}
-		procs = append(procs, cmd)
-		go func(i int) { _ = procs[i].Wait(); exited <- i }(i)
+		p := &devProc{cmd: cmd, done: make(chan struct{})}
+		procs = append(procs, p)
+		go func() {
+			_ = cmd.Wait()
+			close(p.done)
+			exited <- i
+		}()
 	}
 	return procs, exited, nil
+}
+
+// devProc is one node process of a dev cluster; done is closed once it
+// has exited and cmd.ProcessState is set.
+type devProc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
 }
 
 // statusClient reads node 1's /status as dev and `memgest status` do.
@@ -213,7 +225,7 @@ func (o devOptions) statusClient(tlsFiles *certs.Files) (*statusClient, error) {
 // watchNodes runs until Ctrl-C/SIGTERM or until every node has exited. A
 // node that exits (say, killed to watch the cluster fail over) is reported
 // and the others keep running.
-func watchNodes(procs []*exec.Cmd, sig chan os.Signal, exited chan int) error {
+func watchNodes(procs []*devProc, sig chan os.Signal, exited chan int) error {
 	for alive := len(procs); alive > 0; alive-- {
 		select {
 		case s := <-sig:
@@ -221,7 +233,7 @@ func watchNodes(procs []*exec.Cmd, sig chan os.Signal, exited chan int) error {
 			return nil
 		case i := <-exited:
 			fmt.Fprintf(os.Stderr, "memgest dev: node %d (pid %d) exited: %v; the others keep running\n",
-				i+1, procs[i].Process.Pid, procs[i].ProcessState)
+				i+1, procs[i].cmd.Process.Pid, procs[i].cmd.ProcessState)
 		}
 	}
 	return errors.New("every node exited")
@@ -353,7 +365,7 @@ func nodeID(dataDir string) string {
 	return strings.TrimSpace(string(b))
 }
 
-func printCluster(st server.Status, procs []*exec.Cmd, o devOptions, tlsFiles *certs.Files) {
+func printCluster(st server.Status, procs []*devProc, o devOptions, tlsFiles *certs.Files) {
 	fmt.Printf("memgest dev cluster ready: %d nodes, epoch %d, default scheme %s\n", len(procs), st.Epoch, defaultScheme(st))
 	web := "http"
 	if tlsFiles != nil {
@@ -365,7 +377,7 @@ func printCluster(st server.Status, procs []*exec.Cmd, o devOptions, tlsFiles *c
 			role = "  (spare)"
 		}
 		fmt.Printf("  node %d  127.0.0.1:%d  pid %d  %s://127.0.0.1:%d/metrics%s\n",
-			i+1, o.basePort+i, p.Process.Pid, web, o.basePort+httpOffset+i, role)
+			i+1, o.basePort+i, p.cmd.Process.Pid, web, o.basePort+httpOffset+i, role)
 	}
 	fmt.Printf("Try:     redis-cli -p %d%s SET greeting hello SCHEME rep:3\n", o.basePort, redisCLIFlags(o, tlsFiles))
 	fmt.Printf("Status:  %s status   (finds this cluster; or --addr 127.0.0.1:%d)\n", os.Args[0], o.basePort+httpOffset)
@@ -395,17 +407,24 @@ func defaultScheme(st server.Status) string {
 
 // stopAll sends SIGTERM to every node, then SIGKILL to any still running
 // after five seconds.
-func stopAll(procs []*exec.Cmd) {
+func stopAll(procs []*devProc) {
 	for _, p := range procs {
-		_ = p.Process.Signal(syscall.SIGTERM)
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
 	for _, p := range procs {
-		for p.ProcessState == nil && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if p.ProcessState == nil {
-			_ = p.Process.Kill()
+		select {
+		case <-p.done:
+		case <-deadline.C:
+			for _, q := range procs {
+				select {
+				case <-q.done:
+				default:
+					_ = q.cmd.Process.Kill()
+				}
+			}
+			return
 		}
 	}
 }
