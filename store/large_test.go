@@ -3,6 +3,8 @@ package store
 import (
 	"bytes"
 	"testing"
+
+	"github.com/memgest/memgest/internal/bigcopy"
 )
 
 // sameArray says whether a and b start at the same byte.
@@ -13,7 +15,7 @@ func sameArray(a, b []byte) bool { return len(a) > 0 && len(b) > 0 && &a[0] == &
 // bytes and Get a copy; a small value is copied every way.
 func TestLargeValuesCopiedOnlyWhenNeeded(t *testing.T) {
 	s := New()
-	big := bytes.Repeat([]byte("0123456789abcdef"), (3*copyStep+5)/16+1)
+	big := bytes.Repeat([]byte("0123456789abcdef"), (3*bigcopy.Step+5)/16+1)
 	small := []byte("small")
 
 	if err := s.Put([]byte("copied"), big, Meta{Version: 1}); err != nil {
@@ -60,10 +62,10 @@ func TestLargeValuesCopiedOnlyWhenNeeded(t *testing.T) {
 }
 
 func TestAppendLarge(t *testing.T) {
-	src := bytes.Repeat([]byte{1, 2, 3}, copyStep)
-	for _, dst := range [][]byte{nil, []byte("head"), make([]byte, 2, 10*copyStep)} {
+	src := bytes.Repeat([]byte{1, 2, 3}, bigcopy.Step)
+	for _, dst := range [][]byte{nil, []byte("head"), make([]byte, 2, 10*bigcopy.Step)} {
 		want := append(bytes.Clone(dst), src...)
-		if got := appendLarge(dst, src); !bytes.Equal(got, want) {
+		if got := bigcopy.Append(dst, src); !bytes.Equal(got, want) {
 			t.Fatalf("appendLarge onto %d bytes differs", len(dst))
 		}
 	}

@@ -2,8 +2,9 @@ package store
 
 import (
 	"hash/maphash"
-	"runtime"
 	"sync/atomic"
+
+	"github.com/memgest/memgest/internal/bigcopy"
 )
 
 // A Store maps keys to values with Meta. It is safe for concurrent use. The
@@ -63,7 +64,7 @@ func (s *Store) check(key, val []byte) error {
 func (s *Store) Get(key, dst []byte) (val []byte, m Meta, ok bool) {
 	val, m, ok, large := s.get(key, dst)
 	if large {
-		val = appendLarge(dst[:0], val)
+		val = bigcopy.Append(dst[:0], val)
 	}
 	return val, m, ok
 }
@@ -277,31 +278,5 @@ func own(key, val []byte, m *Meta, owned bool) []byte {
 	case owned:
 		return val[:len(val):len(val)]
 	}
-	return appendLarge(nil, val)
-}
-
-// copyStep bounds one copy of a large value. A memmove cannot be
-// preempted: one of 512 MiB kept its processor for a tenth of a second or
-// more, and the whole process waited whenever the garbage collector had to
-// stop the world meanwhile (issue 23). Each step ends with a yield, since a
-// loop of memmoves has no preemption point of its own (internal/bigcopy,
-// which this package does not import, explains).
-const copyStep = 256 << 10
-
-// appendLarge is append(dst, src...) done in copyStep steps.
-func appendLarge(dst, src []byte) []byte {
-	n := len(dst)
-	if cap(dst)-n < len(src) {
-		grown := make([]byte, n, n+len(src))
-		copy(grown, dst)
-		dst = grown
-	}
-	dst = dst[:n+len(src)]
-	for off := 0; off < len(src); off += copyStep {
-		if off > 0 {
-			runtime.Gosched()
-		}
-		copy(dst[n+off:], src[off:min(off+copyStep, len(src))])
-	}
-	return dst
+	return bigcopy.Append(nil, val)
 }

@@ -15,8 +15,8 @@
 // other runnable one and a pending stop-the-world proceeds; that costs
 // well under 1% of the step.
 //
-// store and server/resp, which import nothing from the project, keep
-// their own copy of Append.
+// It imports nothing from the project, so the leaves (store, server/resp)
+// may use it (internal/lint).
 package bigcopy
 
 import "runtime"

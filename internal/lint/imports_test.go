@@ -15,10 +15,12 @@ import (
 
 const module = "github.com/memgest/memgest"
 
-// leaves are packages that must import nothing from the project, so that the
-// codec, the node-local store and the reliability model stay reusable and
-// free of cycles (STYLE.md item 1).
-var leaves = []string{"ec", "store", "reliability", "server/resp"}
+// leaves are packages that must import nothing from the project but other
+// leaves, so that the codec, the node-local store and the reliability model
+// stay reusable and free of cycles (STYLE.md item 1). internal/bigcopy
+// (stepwise copies of huge values) is a leaf the store and the RESP layer
+// use.
+var leaves = []string{"ec", "store", "reliability", "server/resp", "internal/bigcopy"}
 
 // Nothing may import the binary or the multi-process tests.
 var forbidden = []string{"cmd/", "tests"}
@@ -32,7 +34,7 @@ func TestImportDirection(t *testing.T) {
 				continue // an external test package importing its own package
 			}
 			for _, leaf := range leaves {
-				if dir == leaf || strings.HasPrefix(dir, leaf+"/") {
+				if (dir == leaf || strings.HasPrefix(dir, leaf+"/")) && !isLeaf(rel) {
 					t.Errorf("%s imports %s: %s must not depend on the rest of memgest", dir, imp, leaf)
 				}
 			}
@@ -43,6 +45,17 @@ func TestImportDirection(t *testing.T) {
 			}
 		}
 	}
+}
+
+// isLeaf says whether the package at rel (relative to the module root) is
+// one of the leaves.
+func isLeaf(rel string) bool {
+	for _, leaf := range leaves {
+		if rel == leaf {
+			return true
+		}
+	}
+	return false
 }
 
 // projectImports maps each package directory (relative to the module root)

@@ -3,6 +3,8 @@ package resp
 import (
 	"bytes"
 	"testing"
+
+	"github.com/memgest/memgest/internal/bigcopy"
 )
 
 // A huge value goes out without a copy: BulkOwned keeps the bytes it is
@@ -10,7 +12,7 @@ import (
 // write after the header, and ParseOwned keeps the buffer's bytes; the
 // wire form is the same as AppendTo's.
 func TestLargeBulkStringsAreNotCopied(t *testing.T) {
-	big := bytes.Repeat([]byte("0123456789"), copyStep/4) // over copyStep
+	big := bytes.Repeat([]byte("0123456789"), bigcopy.Step/4) // over bigcopy.Step
 	r := BulkOwned(big)
 	if got := stringBytes(r.str); &got[0] != &big[0] {
 		t.Fatal("BulkOwned copied its bytes")

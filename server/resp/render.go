@@ -2,10 +2,11 @@ package resp
 
 import (
 	"math"
-	"runtime"
 	"strconv"
 	"strings"
 	"unsafe"
+
+	"github.com/memgest/memgest/internal/bigcopy"
 )
 
 // AppendTo appends r's wire form for protocol version proto (3 for RESP3,
@@ -105,7 +106,7 @@ func appendLine(dst []byte, prefix byte, s string) []byte {
 
 func appendBulk(dst []byte, prefix byte, s string) []byte {
 	dst = strconv.AppendInt(append(dst, prefix), int64(len(s)), 10)
-	dst = appendLarge(append(dst, crlf...), stringBytes(s))
+	dst = bigcopy.Append(append(dst, crlf...), stringBytes(s))
 	return append(dst, crlf...)
 }
 
@@ -127,34 +128,6 @@ const BulkEnd = "\r\n"
 
 // stringBytes is s's bytes, for writing only.
 func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
-
-// copyStep bounds one copy of a large value: a memmove cannot be
-// preempted, and one of 512 MiB held its processor, and any
-// stop-the-world that came meanwhile, for a tenth of a second (issue 23).
-// internal/bigcopy has the same; this package imports nothing from the
-// project.
-const copyStep = 256 << 10
-
-// appendLarge is append(dst, src...) done in copyStep-sized copies.
-func appendLarge(dst, src []byte) []byte {
-	if len(src) <= copyStep {
-		return append(dst, src...)
-	}
-	n := len(dst)
-	if cap(dst)-n < len(src) {
-		grown := make([]byte, n, n+len(src))
-		copy(grown, dst)
-		dst = grown
-	}
-	dst = dst[:n+len(src)]
-	for off := 0; off < len(src); off += copyStep {
-		if off > 0 {
-			runtime.Gosched() // a loop of memmoves has no preemption point of its own
-		}
-		copy(dst[n+off:], src[off:min(off+copyStep, len(src))])
-	}
-	return dst
-}
 
 // appendError writes a simple error. An error parsed from a RESP3 blob
 // error may hold CR or LF: RESP3 gets it back as a blob error, RESP2 with

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unsafe"
+
+	"github.com/memgest/memgest/internal/bigcopy"
 )
 
 // Kind is the type of a [Reply].
@@ -77,8 +79,8 @@ func Int(n int64) Reply { return Reply{kind: KindInt, num: n} }
 // Bulk is a bulk string holding a copy of b. Bulk(nil) is the empty string,
 // not null; use [Nil] for null.
 func Bulk(b []byte) Reply {
-	if len(b) > copyStep {
-		return BulkOwned(appendLarge(nil, b))
+	if len(b) > bigcopy.Step {
+		return BulkOwned(bigcopy.Append(nil, b))
 	}
 	return Reply{kind: KindBulk, str: string(b)}
 }
