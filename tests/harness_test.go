@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -165,12 +166,30 @@ func (c *testCluster) start(nd *node, args []string) {
 func (c *testCluster) launch(nd *node) {
 	c.t.Helper()
 	nd.cmd = exec.Command(binary, nd.args...)
+	nd.cmd.Env = nodeEnv(os.Environ())
 	nd.cmd.Stdout, nd.cmd.Stderr = nd.log, nd.log
 	if err := nd.cmd.Start(); err != nil {
 		c.t.Fatalf("start memgest: %v", err)
 	}
 	nd.done = make(chan struct{})
 	go func() { _ = nd.cmd.Wait(); close(nd.done) }()
+}
+
+// nodeEnv is the environment of a node process: the test's, with the
+// race detector told not to sleep at exit. A race-built program sleeps a
+// second before it exits (GORACE's atexit_sleep_ms, 1000 by default) so
+// that goroutines racing with the exit get reported; every cluster's
+// stop paid it, about a minute over the package.
+func nodeEnv(env []string) []string {
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GORACE="); ok {
+			if !strings.Contains(v, "atexit_sleep_ms") {
+				env[i] = kv + " atexit_sleep_ms=0"
+			}
+			return env
+		}
+	}
+	return append(env, "GORACE=atexit_sleep_ms=0")
 }
 
 // restart starts node i again, with the same flags and data directory (so
