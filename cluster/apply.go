@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
 )
 
@@ -44,8 +45,8 @@ func (c Init) apply(m *Map) (*Map, error) {
 		}
 		return nil, errorf(ErrBadCommand, "the cluster is already initialised (expect %d, voters %d)", m.Expect, m.Voters)
 	}
-	if c.Expect < 1 || c.Expect > Slots {
-		return nil, errorf(ErrBadCommand, "expect must be 1..%d nodes, got %d", Slots, c.Expect)
+	if c.Expect < 1 || c.Expect > keyslot.Count {
+		return nil, errorf(ErrBadCommand, "expect must be 1..%d nodes, got %d", keyslot.Count, c.Expect)
 	}
 	if !validVoters(c.Voters) {
 		return nil, errorf(ErrBadCommand, "voters must be 1, 3 or 5, got %d", c.Voters)
@@ -148,7 +149,7 @@ func (m *Map) form() {
 			ids = append(ids, n.ID)
 		}
 	}
-	m.Shards = Place(ids, Slots)
+	m.Shards = Place(ids, keyslot.Count)
 	m.State = OK
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
 )
 
@@ -24,14 +25,14 @@ func TestFormingThenSpares(t *testing.T) {
 		}
 		checkValid(t, m)
 	}
-	if !equalShards(m.Shards, Place(testIDs(3), Slots)) {
+	if !equalShards(m.Shards, Place(testIDs(3), keyslot.Count)) {
 		t.Fatalf("placement %+v", m.Shards)
 	}
 	m = mustApply(t, m, AddNode{Node: testNode(3)})
 	if n, _ := m.Node(testNode(3).ID); n.State != Spare || m.Epoch != 5 {
 		t.Fatalf("late joiner: %v at epoch %d, want spare at 5", n.State, m.Epoch)
 	}
-	if !equalShards(m.Shards, Place(testIDs(3), Slots)) {
+	if !equalShards(m.Shards, Place(testIDs(3), keyslot.Count)) {
 		t.Fatal("a spare changed the placement")
 	}
 	checkValid(t, m)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"github.com/memgest/memgest/keyslot"
 )
 
 // Config configures a node's control plane. Start it from DefaultConfig.
@@ -137,8 +138,8 @@ func (c Config) validateSelf() error {
 }
 
 func (c Config) validateCluster() error {
-	if c.Expect < 1 || c.Expect > Slots {
-		return fmt.Errorf("Expect must be 1..%d, got %d", Slots, c.Expect)
+	if c.Expect < 1 || c.Expect > keyslot.Count {
+		return fmt.Errorf("Expect must be 1..%d, got %d", keyslot.Count, c.Expect)
 	}
 	if !validVoters(c.Voters) {
 		return fmt.Errorf("Voters must be 1, 3 or 5, got %d", c.Voters)

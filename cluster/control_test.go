@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"github.com/memgest/memgest/keyslot"
 )
 
 var verbose = flag.Bool("cluster.verbose", false, "show Raft's logs in control plane tests")
@@ -120,7 +121,7 @@ func TestControlCluster(t *testing.T) {
 	}
 	formed := waitSame(t, nodes[:3], func(m *Map) bool { return m.State == OK })
 	ids := []NodeID{nodes[0].node.ID, nodes[1].node.ID, nodes[2].node.ID}
-	if !equalShards(formed.Shards, Place(ids, Slots)) {
+	if !equalShards(formed.Shards, Place(ids, keyslot.Count)) {
 		t.Fatalf("placement %+v", formed.Shards)
 	}
 	checkFollowers(t, nodes[:3])

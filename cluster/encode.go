@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
 )
 
@@ -71,8 +72,8 @@ func (m *Map) validateHeader() error {
 	if m.Expect == 0 && m.Voters == 0 && m.Epoch == 0 && len(m.Nodes) == 0 {
 		return nil // the uninitialised map
 	}
-	if m.Expect < 1 || m.Expect > Slots {
-		return errorf(ErrBadMap, "expect %d out of range 1..%d", m.Expect, Slots)
+	if m.Expect < 1 || m.Expect > keyslot.Count {
+		return errorf(ErrBadMap, "expect %d out of range 1..%d", m.Expect, keyslot.Count)
 	}
 	if !validVoters(m.Voters) {
 		return errorf(ErrBadMap, "voters %d, want 1, 3 or 5", m.Voters)
@@ -117,7 +118,7 @@ func (m *Map) validateShards() error {
 	}
 	next := 0
 	for i, sh := range m.Shards {
-		if sh.ID != i || sh.First != next || sh.Last < sh.First || sh.Last >= Slots {
+		if sh.ID != i || sh.First != next || sh.Last < sh.First || sh.Last >= keyslot.Count {
 			return errorf(ErrBadMap, "shard %d (id %d, slots %d-%d) breaks the slot table at slot %d", i, sh.ID, sh.First, sh.Last, next)
 		}
 		if err := validatePlacement(sh, known); err != nil {
@@ -125,8 +126,8 @@ func (m *Map) validateShards() error {
 		}
 		next = sh.Last + 1
 	}
-	if next != Slots {
-		return errorf(ErrBadMap, "slots %d-%d have no shard", next, Slots-1)
+	if next != keyslot.Count {
+		return errorf(ErrBadMap, "slots %d-%d have no shard", next, keyslot.Count-1)
 	}
 	return nil
 }

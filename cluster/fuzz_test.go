@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
 )
 
@@ -114,7 +115,7 @@ func FuzzUnmarshalMap(f *testing.F) {
 			return
 		}
 		checkValid(t, m)
-		for _, s := range []int{0, Slots / 2, Slots - 1} {
+		for _, s := range []int{0, keyslot.Count / 2, keyslot.Count - 1} {
 			m.Coordinator(s)
 		}
 	})

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
 )
 
@@ -171,7 +172,7 @@ func emptyMap() *Map {
 
 // NewMap returns the first map of a cluster (epoch 1): forming, expecting
 // expect nodes with voters Raft voters, and `none` (id 1) as the default
-// scheme. It panics unless 1 ≤ expect ≤ Slots and voters is 1, 3 or 5.
+// scheme. It panics unless 1 ≤ expect ≤ keyslot.Count and voters is 1, 3 or 5.
 func NewMap(expect, voters int) *Map {
 	m, err := Apply(emptyMap(), Init{Expect: expect, Voters: voters})
 	if err != nil {
@@ -193,14 +194,14 @@ func buildIndex(m *Map) *index {
 		ix.node[n.ID] = i
 	}
 	if len(m.Shards) > 0 {
-		ix.slotShard = make([]uint16, Slots)
+		ix.slotShard = make([]uint16, keyslot.Count)
 		for i := range ix.slotShard {
 			ix.slotShard[i] = noShard
 		}
 		ix.coord = make([]int32, len(m.Shards))
 		for i, sh := range m.Shards {
 			ix.coord[i] = coordinatorIndex(m, ix, &sh)
-			for s := max(sh.First, 0); s <= min(sh.Last, Slots-1); s++ {
+			for s := max(sh.First, 0); s <= min(sh.Last, keyslot.Count-1); s++ {
 				ix.slotShard[s] = uint16(i)
 			}
 			if sh.Recovering {

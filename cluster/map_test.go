@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
 )
 
@@ -82,12 +83,12 @@ func TestShardOfAndCoordinator(t *testing.T) {
 			t.Errorf("Coordinator(%d) = %v %v, want node %d", tc.slot, c.ID, ok, tc.shard)
 		}
 	}
-	for _, bad := range []int{-1, Slots, 1 << 30} {
+	for _, bad := range []int{-1, keyslot.Count, 1 << 30} {
 		if m.ShardOf(bad) != nil {
 			t.Errorf("ShardOf(%d) not nil", bad)
 		}
 	}
-	if s := m.ShardOf(Slot([]byte("foo"))); s.ID != 2 {
+	if s := m.ShardOf(keyslot.Of([]byte("foo"))); s.ID != 2 {
 		t.Errorf("foo (slot 12182) in shard %d", s.ID)
 	}
 }
@@ -253,7 +254,7 @@ func TestUnmarshalUninitialisedMap(t *testing.T) {
 // not on standby, else the first up one.
 func checkCoordinators(t *testing.T, m *Map) {
 	t.Helper()
-	for slot := range Slots {
+	for slot := range keyslot.Count {
 		var first, active Node // the first up node, the first not on standby
 		if sh := m.ShardOf(slot); sh != nil {
 			for _, id := range sh.Placement {

@@ -3,6 +3,8 @@ package cluster
 import (
 	"slices"
 	"testing"
+
+	"github.com/memgest/memgest/keyslot"
 )
 
 // The ranges redis-cli --cluster create gives the same number of masters.
@@ -17,7 +19,7 @@ func TestPlaceRangesMatchRedisCli(t *testing.T) {
 		{5, [][2]int{{0, 3276}, {3277, 6553}, {6554, 9829}, {9830, 13106}, {13107, 16383}}},
 		{6, [][2]int{{0, 2730}, {2731, 5460}, {5461, 8191}, {8192, 10922}, {10923, 13652}, {13653, 16383}}},
 	} {
-		if got := slotRanges(tc.n, Slots); !slices.Equal(got, tc.want) {
+		if got := slotRanges(tc.n, keyslot.Count); !slices.Equal(got, tc.want) {
 			t.Errorf("%d nodes: %v, want %v", tc.n, got, tc.want)
 		}
 	}
@@ -28,10 +30,10 @@ func TestPlaceRangesMatchRedisCli(t *testing.T) {
 func TestPlaceProperties(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 9, 10, 16, 31, 100, 1000} {
 		ids := testIDs(n)
-		shards := Place(ids, Slots)
+		shards := Place(ids, keyslot.Count)
 		checkCoverage(t, n, shards)
 		checkRoles(t, ids, shards)
-		if again := Place(ids, Slots); !slices.EqualFunc(shards, again, shardEqual) {
+		if again := Place(ids, keyslot.Count); !slices.EqualFunc(shards, again, shardEqual) {
 			t.Errorf("%d nodes: Place is not deterministic", n)
 		}
 	}
@@ -43,8 +45,8 @@ func checkCoverage(t *testing.T, n int, shards []Shard) {
 	if len(shards) != n {
 		t.Fatalf("%d nodes: %d shards", n, len(shards))
 	}
-	owner := make([]int, Slots)
-	minSize, maxSize := Slots, 0
+	owner := make([]int, keyslot.Count)
+	minSize, maxSize := keyslot.Count, 0
 	for _, sh := range shards {
 		size := sh.Last - sh.First + 1
 		minSize, maxSize = min(minSize, size), max(maxSize, size)
@@ -101,7 +103,7 @@ func shardEqual(a, b Shard) bool {
 // holds ~w/N of all slots' pieces, and coordinates ~1/N of them.
 func TestPlaceSlotBalance(t *testing.T) {
 	for _, n := range []int{3, 5, 7} {
-		shards := Place(testIDs(n), Slots)
+		shards := Place(testIDs(n), keyslot.Count)
 		for w := 1; w <= n; w++ {
 			held := map[NodeID]int{}
 			for _, sh := range shards {
@@ -109,7 +111,7 @@ func TestPlaceSlotBalance(t *testing.T) {
 					held[id] += sh.Last - sh.First + 1
 				}
 			}
-			want := float64(Slots*w) / float64(n)
+			want := float64(keyslot.Count*w) / float64(n)
 			for id, h := range held {
 				if d := float64(h) - want; d > float64(w) || d < -float64(w) {
 					t.Errorf("n=%d w=%d: node %s holds %d slots, want %.1f±%d", n, w, id[:6], h, want, w)
@@ -122,12 +124,12 @@ func TestPlaceSlotBalance(t *testing.T) {
 func TestPlaceRotation(t *testing.T) {
 	ids := []NodeID{"a", "b", "c"}
 	want := [][]NodeID{{"a", "b", "c"}, {"b", "c", "a"}, {"c", "a", "b"}}
-	for i, sh := range Place(ids, Slots) {
+	for i, sh := range Place(ids, keyslot.Count) {
 		if !slices.Equal(sh.Placement, want[i]) {
 			t.Errorf("shard %d: %v, want %v", i, sh.Placement, want[i])
 		}
 	}
-	shards := Place(ids, Slots)
+	shards := Place(ids, keyslot.Count)
 	shards[0].Placement[0] = "z"
 	if ids[0] != "a" {
 		t.Error("Place aliases its input")
@@ -135,15 +137,15 @@ func TestPlaceRotation(t *testing.T) {
 }
 
 func TestPlaceDegenerate(t *testing.T) {
-	if Place(nil, Slots) != nil {
+	if Place(nil, keyslot.Count) != nil {
 		t.Error("no nodes: want nil")
 	}
 	if Place(testIDs(5), 4) != nil {
 		t.Error("more nodes than slots: want nil")
 	}
-	got := Place(testIDs(Slots), Slots)
-	if len(got) != Slots || got[Slots-1].First != Slots-1 || len(got[0].Placement) != MaxPlacement {
+	got := Place(testIDs(keyslot.Count), keyslot.Count)
+	if len(got) != keyslot.Count || got[keyslot.Count-1].First != keyslot.Count-1 || len(got[0].Placement) != MaxPlacement {
 		t.Errorf("one slot per node: %d shards", len(got))
 	}
-	checkRoles(t, testIDs(Slots), got)
+	checkRoles(t, testIDs(keyslot.Count), got)
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/server/resp"
@@ -205,7 +206,7 @@ func (n *Node) joins(cs *connState, p parsed, args [][]byte) bool {
 		return false
 	}
 	m := n.ctl.Map()
-	c, ok := m.Coordinator(cluster.Slot(args[1]))
+	c, ok := m.Coordinator(keyslot.Of(args[1]))
 	if m.State != cluster.OK || !ok || c.ID != n.id {
 		return false
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/server/resp"
 )
 
@@ -39,7 +40,7 @@ func cmdCluster(n *Node, ctx context.Context, cs *connState, args [][]byte) resp
 		if len(args) != 3 {
 			return resp.Err("ERR wrong number of arguments for 'cluster|keyslot' command")
 		}
-		return resp.Int(int64(cluster.Slot(args[2])))
+		return resp.Int(int64(keyslot.Of(args[2])))
 	case "COUNTKEYSINSLOT", "GETKEYSINSLOT":
 		return resp.Errorf("ERR memgest: CLUSTER %s is not supported; use SCAN", sub)
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/server/resp"
 )
@@ -249,7 +250,7 @@ func (l *lostKeys) forgetTagsWhere(in func(slot int) bool) {
 		}
 	}
 	for k := range l.cleared {
-		if in(cluster.Slot([]byte(k))) {
+		if in(keyslot.Of([]byte(k))) {
 			delete(l.cleared, k)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/server/resp"
 )
 
@@ -25,7 +26,7 @@ func (n *Node) groupKeys(args [][]byte, step int) []*group {
 	byNode := map[cluster.NodeID]*group{}
 	var order []*group
 	for i := 1; i+step-1 < len(args); i += step {
-		node, _ := m.Coordinator(cluster.Slot(args[i]))
+		node, _ := m.Coordinator(keyslot.Of(args[i]))
 		g := byNode[node.ID]
 		if g == nil {
 			g = &group{node: node, args: [][]byte{args[0]}}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
@@ -145,7 +146,7 @@ func (n *Node) walkKeys(cursor uint64, count int, visit func(key []byte, expireA
 
 // coordinates says whether m makes this node the coordinator of key.
 func (n *Node) coordinates(m *cluster.Map, key []byte) bool {
-	c, ok := m.Coordinator(cluster.Slot(key))
+	c, ok := m.Coordinator(keyslot.Of(key))
 	return ok && c.ID == n.id
 }
 

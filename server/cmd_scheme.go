@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/server/resp"
 )
@@ -216,7 +217,7 @@ func cmdSchemeOf(n *Node, ctx context.Context, cs *connState, args [][]byte) res
 		resp.BulkString("scheme"), resp.BulkString(cur.entry.Name()),
 		resp.BulkString("spec"), resp.BulkString(cur.entry.Spec.String()),
 		resp.BulkString("version"), resp.Int(int64(cur.meta.Version)),
-		resp.BulkString("slot"), resp.Int(int64(cluster.Slot(args[1]))),
+		resp.BulkString("slot"), resp.Int(int64(keyslot.Of(args[1]))),
 		resp.BulkString("bytes"), resp.Int(int64(len(cur.value))),
 		resp.BulkString("pttl"), resp.Int(ttl),
 		resp.BulkString("pieces"), resp.Array(pieces...),

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/server/resp"
 )
@@ -258,7 +259,7 @@ func (n *Node) runsLocally(spec *resp.CommandSpec, args, keys [][]byte) bool {
 	// elsewhere; for a write, any scheme but none.
 	schemeMatters := write && !m.OnlyKind(scheme.None) || !write && m.HasKind(scheme.Split)
 	for _, k := range keys {
-		if c, ok := m.Coordinator(cluster.Slot(k)); !ok || c.ID != n.id {
+		if c, ok := m.Coordinator(keyslot.Of(k)); !ok || c.ID != n.id {
 			return false
 		}
 		s := n.inflight.shard(k)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/store"
 )
@@ -226,7 +227,7 @@ func (n *Node) announcement(op *writeOp, v uint64) (dirEntry, bool) {
 // announce stores e on its key's directory nodes and waits for them.
 func (n *Node) announce(ctx context.Context, e dirEntry) error {
 	m := n.ctl.Map()
-	sh := m.ShardOf(cluster.Slot(e.Key))
+	sh := m.ShardOf(keyslot.Of(e.Key))
 	if sh == nil {
 		return nil
 	}
@@ -344,7 +345,7 @@ func (n *Node) sendDirectory(batch []dirEntry, fences uint64) {
 	nodes := map[cluster.NodeID]cluster.Node{}
 	byShard := map[int][]cluster.Node{} // every key of a shard has the same directory nodes
 	for _, x := range batch {
-		sh := m.ShardOf(cluster.Slot(x.Key))
+		sh := m.ShardOf(keyslot.Of(x.Key))
 		if sh == nil {
 			continue
 		}

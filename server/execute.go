@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
@@ -181,7 +182,7 @@ func (n *Node) coordinate(ctx context.Context, cs *connState, cmd *command, args
 // coordinatorOf returns the common coordinator of keys, or single=false.
 func coordinatorOf(m *cluster.Map, keys [][]byte) (owner cluster.Node, slot int, single bool) {
 	for i, k := range keys {
-		s := cluster.Slot(k)
+		s := keyslot.Of(k)
 		node, ok := m.Coordinator(s)
 		if !ok {
 			return cluster.Node{}, s, false

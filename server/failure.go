@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/transport"
 )
@@ -659,7 +660,7 @@ func (n *Node) refuseKeys(m *cluster.Map, keys [][]byte) (resp.Reply, bool) {
 		return resp.Reply{}, false // the common case: no slot hashing here
 	}
 	for _, k := range keys {
-		slot := cluster.Slot(k)
+		slot := keyslot.Of(k)
 		if sh := m.ShardOf(slot); sh != nil && sh.Recovering {
 			if c, ok := m.Coordinator(slot); ok && c.ID == n.id {
 				n.metrics.degradedRequest(degradedRecovering)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/store"
@@ -200,7 +201,7 @@ func TestLivePiecesSkipFailedPositions(t *testing.T) {
 	m := testMap(t, 3)
 	split, _ := m.Scheme("split:2+1")
 	key := []byte("k")
-	sh := m.ShardOf(cluster.Slot(key))
+	sh := m.ShardOf(keyslot.Of(key))
 	victim := sh.Placement[2]
 	m, _ = cluster.Apply(m, cluster.MarkFailed{ID: victim})
 	targets, err := pieceTargets(m, key, split.Spec)
@@ -288,7 +289,7 @@ func TestMarkComplete(t *testing.T) {
 	m := testMap(t, 4)
 	rep, split := schemeID(t, m, "rep:3"), schemeID(t, m, "split:2+1")
 	key := []byte("k")
-	sh := m.ShardOf(cluster.Slot(key))
+	sh := m.ShardOf(keyslot.Of(key))
 	holders := m.Holders(sh, 3)
 	all := &candidate{scheme: split, version: 1, shards: map[uint8]bool{0: true, 1: true, 2: true}}
 	two := &candidate{scheme: split, version: 2, shards: map[uint8]bool{0: true, 1: true}}
@@ -299,7 +300,7 @@ func TestMarkComplete(t *testing.T) {
 		t.Fatalf("complete: all shards %v, two of three %v, all replicas %v, two of three %v", all.complete, two.complete, reps.complete, fewer.complete)
 	}
 	failed := mustApply(t, m, cluster.MarkFailed{ID: sh.Placement[2]})
-	fsh := failed.ShardOf(cluster.Slot(key))
+	fsh := failed.ShardOf(keyslot.Of(key))
 	if fsh.Rebuild == nil && !failed.StoodIn(fsh, 2) {
 		t.Fatal("position 2 neither stood in for nor listed for rebuild")
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/faults"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
@@ -192,7 +193,7 @@ func (n *Node) scrubPiece(ctx context.Context, k, val []byte, meta store.Meta) {
 	n.health.corrupt.Add(1)
 	n.pieces.DeleteIf(k, func(m store.Meta) bool { return m.Version == meta.Version })
 	m := n.ctl.Map()
-	coord, ok := m.Coordinator(cluster.Slot(ref.Key))
+	coord, ok := m.Coordinator(keyslot.Of(ref.Key))
 	if !ok {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/stripe"
 )
 
@@ -128,7 +129,7 @@ func (l *lostKeys) byRange(key []byte) (LostKey, bool) {
 	if len(l.ranges) == 0 || l.cleared[string(key)] {
 		return LostKey{}, false
 	}
-	slot := cluster.Slot(key)
+	slot := keyslot.Of(key)
 	for _, r := range l.ranges {
 		if slot >= r.first && slot <= r.last {
 			k := r.k

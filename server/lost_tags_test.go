@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/stripe"
 )
 
@@ -103,7 +103,7 @@ func keyInSlots(t *testing.T, first, last int) []byte {
 	t.Helper()
 	for i := 0; i < 1_000_000; i++ {
 		k := []byte(fmt.Sprintf("k%d", i))
-		if s := cluster.Slot(k); s >= first && s <= last {
+		if s := keyslot.Of(k); s >= first && s <= last {
 			return k
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 )
 
 // This file finishes deletions whose releases failed. A deletion stores a
@@ -78,7 +78,7 @@ func (u *unfinishedDeletions) take(limit int) map[string]unfinishedDeletion {
 func (n *Node) finishDeletions(ctx context.Context) {
 	m := n.ctl.Map()
 	for key, d := range n.unfinished.take(finishPerTick) {
-		if coord, ok := m.Coordinator(cluster.Slot([]byte(key))); !ok || coord.ID != n.id {
+		if coord, ok := m.Coordinator(keyslot.Of([]byte(key))); !ok || coord.ID != n.id {
 			continue
 		}
 		if err := n.releaseAll(ctx, d.rels, true); err != nil {

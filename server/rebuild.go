@@ -11,6 +11,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/faults"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/store"
 )
@@ -550,7 +551,7 @@ func (n *Node) keysInSlots(first, last int) [][]byte {
 	var cursor uint64
 	for {
 		cursor = n.primary.Scan(cursor, 1024, func(k []byte, _ store.Meta) bool {
-			if s := cluster.Slot(k); s >= first && s <= last {
+			if s := keyslot.Of(k); s >= first && s <= last {
 				out = append(out, append([]byte(nil), k...))
 			}
 			return true

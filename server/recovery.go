@@ -10,6 +10,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/faults"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/store"
@@ -534,7 +535,7 @@ func (n *Node) onListPieces(b []byte) ([]byte, error) {
 		if !ok {
 			return true
 		}
-		if slot := cluster.Slot(ref.Key); slot < int(req.First) || slot > int(req.Last) {
+		if slot := keyslot.Of(ref.Key); slot < int(req.First) || slot > int(req.Last) {
 			return true
 		}
 		if kind == pieceKindDirectory {

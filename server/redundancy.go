@@ -13,6 +13,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/bigcopy"
 	"github.com/memgest/memgest/internal/faults"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/split"
 	"github.com/memgest/memgest/store"
@@ -57,7 +58,7 @@ type target struct {
 // keeps its failed node; writers skip it (livePieces), readers find it
 // missing.
 func pieceTargets(m *cluster.Map, key []byte, spec scheme.Spec) ([]target, error) {
-	slot := cluster.Slot(key)
+	slot := keyslot.Of(key)
 	width := spec.Nodes()
 	holders := m.HoldersOf(slot, width)
 	if width > len(holders) {
@@ -83,7 +84,7 @@ func pieceTargets(m *cluster.Map, key []byte, spec scheme.Spec) ([]target, error
 // placementTargets lists every node of key's shard placement that is not
 // failed (indexes are positions; releases do not use them).
 func placementTargets(m *cluster.Map, key []byte) []target {
-	sh := m.ShardOf(cluster.Slot(key))
+	sh := m.ShardOf(keyslot.Of(key))
 	if sh == nil {
 		return nil
 	}
@@ -780,7 +781,7 @@ func (n *Node) releaseOne(ctx context.Context, r release) error {
 // decodes from parity in one round trip rather than finding the hole
 // first; with none, the data shards come first and no decode is needed.
 func readOrder(m *cluster.Map, key []byte, targets []target, k int) (first, rest []int) {
-	sh := m.ShardOf(cluster.Slot(key))
+	sh := m.ShardOf(keyslot.Of(key))
 	var doubtful []int
 	for i, t := range targets {
 		switch {

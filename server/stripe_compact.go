@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/stripe"
 )
 
@@ -136,7 +137,7 @@ func (n *Node) relocate(ctx context.Context, s *stripeScheme, objs []stripe.Obje
 // its key, no write of it is in flight, and o is still its current,
 // unexpired object in s.
 func (n *Node) beginRelocation(m *cluster.Map, s *stripeScheme, w *blindWrite, o stripe.Object) bool {
-	if c, ok := m.Coordinator(cluster.Slot(o.Key)); !ok || c.ID != n.id {
+	if c, ok := m.Coordinator(keyslot.Of(o.Key)); !ok || c.ID != n.id {
 		return false
 	}
 	if o.ExpireAt != 0 && o.ExpireAt <= nowMs() {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/faults"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/stripe"
 )
 
@@ -242,7 +243,7 @@ func (n *Node) pendingTag(m *cluster.Map, key []byte) (int, uint32, bool) {
 	if n.pending.count.Load() == 0 {
 		return 0, 0, false
 	}
-	sh := m.ShardOf(cluster.Slot(key))
+	sh := m.ShardOf(keyslot.Of(key))
 	if sh == nil {
 		return 0, 0, false
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/ec"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/stripe"
 )
@@ -222,7 +223,7 @@ func (n *Node) loseSlots(m *cluster.Map, lp lostPosition, sh cluster.Shard) {
 // found, by scheme.
 func keepShardObjects(found map[uint16][]stripe.Object, lp lostPosition, sh cluster.Shard, b []byte) error {
 	err := stripe.Scan(b, func(_ int, o stripe.Object) bool {
-		if slot := cluster.Slot(o.Key); slot >= sh.First && slot <= sh.Last {
+		if slot := keyslot.Of(o.Key); slot >= sh.First && slot <= sh.Last {
 			found[lp.entry.ID] = append(found[lp.entry.ID], o)
 		}
 		return true

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/split"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
@@ -81,7 +82,7 @@ func newStubFixture(t *testing.T, key []byte) stubFixture {
 	}
 	m := testMapAt(t, addrs)
 	rep := schemeID(t, m, "rep:3")
-	coord, _ := m.Coordinator(m.ShardOf(cluster.Slot(key)).First)
+	coord, _ := m.Coordinator(m.ShardOf(keyslot.Of(key)).First)
 	n := leasedNode(t, m)
 	n.id = coord.ID
 	n.primary, n.pieces, n.inflight = store.New(), store.New(), newInflight()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/store"
 )
@@ -111,7 +112,7 @@ func (n *Node) sweepStep(ctx context.Context, cursor uint64) uint64 {
 		if !ok || kind == pieceKindDirectory {
 			return true
 		}
-		coord, ok := m.Coordinator(cluster.Slot(ref.Key))
+		coord, ok := m.Coordinator(keyslot.Of(ref.Key))
 		if !ok || coord.State != cluster.Up {
 			return true
 		}
@@ -210,8 +211,8 @@ func (n *Node) auditVerdicts(holder cluster.NodeID, items []auditItem) ([]bool, 
 // isGarbage is the verdict on one piece held by holder; see the file
 // comment. The caller holds a lease.
 func (n *Node) isGarbage(m *cluster.Map, holder cluster.NodeID, it auditItem) bool {
-	sh := m.ShardOf(cluster.Slot(it.Key))
-	coord, ok := m.Coordinator(cluster.Slot(it.Key))
+	sh := m.ShardOf(keyslot.Of(it.Key))
+	coord, ok := m.Coordinator(keyslot.Of(it.Key))
 	if sh == nil || !ok || coord.ID != n.id || sh.Recovering || len(sh.Rebuild) > 0 {
 		return false
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/store"
 )
 
@@ -14,7 +15,7 @@ func TestAuditVerdicts(t *testing.T) {
 	m := testMap(t, 4)
 	rep, split := schemeID(t, m, "rep:3"), schemeID(t, m, "split:2+1")
 	key := []byte("k")
-	sh := m.ShardOf(cluster.Slot(key))
+	sh := m.ShardOf(keyslot.Of(key))
 	coord, _ := m.Coordinator(sh.First)
 	n := leasedNode(t, m)
 	n.id = coord.ID

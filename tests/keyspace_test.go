@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -76,7 +76,7 @@ func writeKeyspace(t *testing.T, ctx context.Context, cc *redis.ClusterClient) k
 	slots, err := cc.ClusterSlots(ctx).Result()
 	must(t, err)
 	for k := range ks.values {
-		s := cluster.Slot([]byte(k))
+		s := keyslot.Of([]byte(k))
 		for _, r := range slots {
 			if s >= r.Start && s <= r.End {
 				ks.master[k] = r.Nodes[0].Addr

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -38,7 +38,7 @@ type seqKey struct {
 
 // seqValue is key's value: deterministic bytes of a size from 16 B to 2 KiB.
 func seqValue(key string) []byte {
-	r := rand.New(rand.NewPCG(uint64(len(key)), uint64(cluster.Slot([]byte(key)))*7919+1))
+	r := rand.New(rand.NewPCG(uint64(len(key)), uint64(keyslot.Of([]byte(key)))*7919+1))
 	v := make([]byte, 16+r.IntN(2033))
 	for i := range v {
 		v[i] = byte(r.UintN(256))
@@ -164,7 +164,7 @@ func coordinators(t *testing.T, cl *redis.Client) map[int]string {
 func noneKeysOf(keys []seqKey, coord map[int]string, addrs ...string) map[string]bool {
 	out := map[string]bool{}
 	for _, k := range keys {
-		if k.scheme == "none" && slices.Contains(addrs, coord[cluster.Slot([]byte(k.name))]) {
+		if k.scheme == "none" && slices.Contains(addrs, coord[keyslot.Of([]byte(k.name))]) {
 			out[k.name] = true
 		}
 	}

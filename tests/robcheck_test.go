@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
-	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -223,7 +223,7 @@ func (h *robHistory) indeterminate() int {
 func (h *robHistory) split(failures int, ranges [][2]int) (strict, lossy, markable []porcupine.Operation) {
 	for _, op := range h.ops {
 		key := op.Input.(kvInput).key
-		slot := cluster.Slot([]byte(key))
+		slot := keyslot.Of([]byte(key))
 		switch {
 		case groupOf(key).tolerance < failures:
 			lossy = append(lossy, op)

@@ -16,36 +16,46 @@ import (
 const module = "github.com/memgest/memgest"
 
 // leaves are packages that must import nothing from the project but other
-// leaves, so that the codec, the node-local store and the reliability model
-// stay reusable and free of cycles (STYLE.md item 1). internal/bigcopy
+// leaves, so that the codec, the node-local store, the transport, the RESP
+// codec, the slot function, the scheme spec and the reliability model stay
+// reusable and free of cycles (STYLE.md item 1). internal/bigcopy
 // (stepwise copies of huge values) is a leaf the store and the RESP layer
 // use.
-var leaves = []string{"ec", "store", "reliability", "server/resp", "internal/bigcopy"}
+var leaves = []string{"ec", "store", "transport", "reliability", "keyslot", "scheme",
+	"server/resp", "internal/bigcopy", "internal/faults", "internal/lograte", "internal/certs"}
 
-// Nothing may import the binary or the multi-process tests.
-var forbidden = []string{"cmd/", "tests"}
-
-func TestImportDirection(t *testing.T) {
-	root := moduleRoot(t)
-	for dir, imports := range projectImports(t, root) {
-		for _, imp := range imports {
-			rel := strings.TrimPrefix(strings.TrimPrefix(imp, module), "/")
-			if rel == dir {
-				continue // an external test package importing its own package
-			}
-			for _, leaf := range leaves {
-				if (dir == leaf || strings.HasPrefix(dir, leaf+"/")) && !isLeaf(rel) {
-					t.Errorf("%s imports %s: %s must not depend on the rest of memgest", dir, imp, leaf)
-				}
-			}
-			for _, f := range forbidden {
-				if strings.HasPrefix(rel, f) {
-					t.Errorf("%s imports %s: nothing may import %s", dir, imp, f)
-				}
-			}
-		}
-	}
+// A rule says which packages (from) must not import which (to).
+type rule struct {
+	name string
+	// from says whether the rule applies to the package in dir.
+	from func(dir string) bool
+	// refuses says whether the package at rel may not be imported.
+	refuses func(rel string) bool
 }
+
+// rules are the import directions of docs/architecture.md.
+var rules = []rule{
+	{
+		name:    "a leaf imports only leaves",
+		from:    isLeaf,
+		refuses: func(rel string) bool { return !isLeaf(rel) },
+	},
+	{
+		name:    "nothing imports the binary or the multi-process tests",
+		from:    func(string) bool { return true },
+		refuses: func(rel string) bool { return under(rel, "cmd") || under(rel, "tests") },
+	},
+	{
+		// A scheme kind works through its environment: it never reaches
+		// into the node, nor into the control plane's Raft.
+		name:    "a scheme package imports neither the node nor the control plane",
+		from:    func(dir string) bool { return strings.HasPrefix(dir, "scheme/") },
+		refuses: func(rel string) bool { return under(rel, "server") || under(rel, "cluster") },
+	},
+}
+
+// under says whether rel is the package root or one below it.
+func under(rel, root string) bool { return rel == root || strings.HasPrefix(rel, root+"/") }
 
 // isLeaf says whether the package at rel (relative to the module root) is
 // one of the leaves.
@@ -56,6 +66,61 @@ func isLeaf(rel string) bool {
 		}
 	}
 	return false
+}
+
+// violations lists every import in imports (package directory → imported
+// paths) that one of rules refuses.
+func violations(imports map[string][]string, rules []rule) []string {
+	var out []string
+	for dir, imps := range imports {
+		for _, imp := range imps {
+			rel := strings.TrimPrefix(strings.TrimPrefix(imp, module), "/")
+			if rel == dir {
+				continue // an external test package importing its own package
+			}
+			for _, r := range rules {
+				if r.from(dir) && r.refuses(rel) {
+					out = append(out, dir+" imports "+imp+": "+r.name)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestImportDirection(t *testing.T) {
+	for _, v := range violations(projectImports(t, moduleRoot(t)), rules) {
+		t.Error(v)
+	}
+}
+
+// Every rule catches a violation planted for it, and passes the imports
+// it allows: a rule that could not fail would guard nothing.
+func TestEveryRuleCatchesAPlantedViolation(t *testing.T) {
+	planted := map[string][2]string{ // rule → {importing dir, imported package}
+		rules[0].name: {"ec", "cluster"},
+		rules[1].name: {"server", "tests"},
+		rules[2].name: {"scheme/stripe", "cluster"},
+	}
+	allowed := map[string][2]string{
+		rules[0].name: {"store", "internal/bigcopy"},
+		rules[1].name: {"server", "store"},
+		rules[2].name: {"scheme/stripe", "ec"},
+	}
+	for _, r := range rules {
+		bad, ok := planted[r.name]
+		if !ok {
+			t.Errorf("rule %q has no planted violation", r.name)
+			continue
+		}
+		if got := violations(map[string][]string{bad[0]: {module + "/" + bad[1]}}, []rule{r}); len(got) != 1 {
+			t.Errorf("rule %q: %s importing %s gave %v, want one violation", r.name, bad[0], bad[1], got)
+		}
+		good := allowed[r.name]
+		if got := violations(map[string][]string{good[0]: {module + "/" + good[1]}}, []rule{r}); len(got) != 0 {
+			t.Errorf("rule %q refuses %s importing %s: %v", r.name, good[0], good[1], got)
+		}
+	}
 }
 
 // projectImports maps each package directory (relative to the module root)

@@ -3,7 +3,7 @@ package stripe
 import (
 	"hash/crc32"
 
-	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 )
 
 // A manifest is what a list's first parity holder knows of a sealed
@@ -24,7 +24,7 @@ const TagBytes = 3
 
 // KeyTag returns key's tag.
 func KeyTag(key []byte) uint32 {
-	return uint32(cluster.Slot(key))<<10 | crc32.Checksum(key, castagnoli)&0x3ff
+	return uint32(keyslot.Of(key))<<10 | crc32.Checksum(key, castagnoli)&0x3ff
 }
 
 // TagSlot returns the cluster slot a tag carries.

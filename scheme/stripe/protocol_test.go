@@ -9,8 +9,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/ec"
+	"github.com/memgest/memgest/keyslot"
 )
 
 // protoSim runs K+M nodes, each a Data (its own keys' objects, appended at
@@ -757,7 +757,7 @@ func TestManifestNamesASealedChunksKeys(t *testing.T) {
 		t.Fatalf("the first holder's manifest: %v %v, want the tags %v", first.HasManifest, got, want)
 	}
 	for i, tag := range got {
-		if TagSlot(tag) != cluster.Slot([]byte(keys[i])) {
+		if TagSlot(tag) != keyslot.Of([]byte(keys[i])) {
 			t.Fatalf("tag %#x of %q carries slot %d", tag, keys[i], TagSlot(tag))
 		}
 	}

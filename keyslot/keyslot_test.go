@@ -1,4 +1,4 @@
-package cluster
+package keyslot
 
 import (
 	"math/rand/v2"
@@ -18,8 +18,8 @@ func TestSlotKnownRedisValues(t *testing.T) {
 		{"foo{hash_tag}", 2515},
 		{"", 0},
 	} {
-		if got := Slot([]byte(tc.key)); got != tc.slot {
-			t.Errorf("Slot(%q) = %d, want %d", tc.key, got, tc.slot)
+		if got := Of([]byte(tc.key)); got != tc.slot {
+			t.Errorf("Of(%q) = %d, want %d", tc.key, got, tc.slot)
 		}
 	}
 	if got := crc16([]byte("123456789")); got != 0x31C3 {
@@ -50,8 +50,8 @@ func TestSlotHashTags(t *testing.T) {
 		if got := string(hashTag([]byte(tc.key))); got != tc.hashed {
 			t.Errorf("hashTag(%q) = %q, want %q", tc.key, got, tc.hashed)
 		}
-		if Slot([]byte(tc.key)) != Slot([]byte(tc.hashed)) {
-			t.Errorf("Slot(%q) != Slot(%q)", tc.key, tc.hashed)
+		if Of([]byte(tc.key)) != Of([]byte(tc.hashed)) {
+			t.Errorf("Of(%q) != Of(%q)", tc.key, tc.hashed)
 		}
 	}
 }
@@ -83,8 +83,8 @@ func TestCRC16MatchesBitwiseReference(t *testing.T) {
 		if crc16(b) != crc16Slow(b) {
 			t.Fatalf("crc16(%x) = %#x, reference %#x", b, crc16(b), crc16Slow(b))
 		}
-		if s := Slot(b); s < 0 || s >= Slots {
-			t.Fatalf("Slot(%x) = %d out of range", b, s)
+		if s := Of(b); s < 0 || s >= Count {
+			t.Fatalf("Of(%x) = %d out of range", b, s)
 		}
 	}
 }
@@ -92,6 +92,6 @@ func TestCRC16MatchesBitwiseReference(t *testing.T) {
 func BenchmarkSlot(b *testing.B) {
 	key := []byte("user:1000:profile")
 	for b.Loop() {
-		Slot(key)
+		Of(key)
 	}
 }

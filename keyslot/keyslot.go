@@ -1,16 +1,18 @@
-package cluster
+// Package keyslot maps keys to Redis Cluster hash slots. It is a leaf: the
+// control plane, the node and the scheme packages all route by it.
+package keyslot
 
 import "bytes"
 
-// Slots is the number of hash slots, as in Redis Cluster.
-const Slots = 16384
+// Count is the number of hash slots, as in Redis Cluster.
+const Count = 16384
 
-// Slot maps a key to its hash slot exactly as Redis Cluster does, so that
+// Of maps a key to its hash slot exactly as Redis Cluster does, so that
 // cluster-aware Redis clients route memgest keys by themselves: CRC16
 // (XMODEM) of the key modulo 16384, where a non-empty `{hash tag}` (the bytes
 // between the first '{' and the first '}' after it) replaces the key.
-func Slot(key []byte) int {
-	return int(crc16(hashTag(key)) & (Slots - 1))
+func Of(key []byte) int {
+	return int(crc16(hashTag(key)) & (Count - 1))
 }
 
 // hashTag returns the part of key that is hashed: the content of the first
