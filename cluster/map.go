@@ -370,16 +370,6 @@ func (m *Map) SchemeByID(id uint16) (SchemeEntry, bool) {
 	return m.Schemes[i], true
 }
 
-// HasKind says whether any scheme of the catalogue is of kind k.
-func (m *Map) HasKind(k scheme.Kind) bool {
-	return slices.ContainsFunc(m.Schemes, func(e SchemeEntry) bool { return e.Spec.Kind == k })
-}
-
-// OnlyKind says whether every scheme of the catalogue is of kind k.
-func (m *Map) OnlyKind(k scheme.Kind) bool {
-	return !slices.ContainsFunc(m.Schemes, func(e SchemeEntry) bool { return e.Spec.Kind != k })
-}
-
 // DefaultScheme returns the entry used when a write names no scheme.
 func (m *Map) DefaultScheme() SchemeEntry {
 	e, _ := m.SchemeByID(m.Default)

@@ -142,12 +142,6 @@ func TestSchemeLookup(t *testing.T) {
 	if e, _ := m.Scheme("hot"); e.Name() != "Hot" {
 		t.Errorf("alias spelling not kept: %q", e.Name())
 	}
-	if !m.HasKind(scheme.Split) || !m.HasKind(scheme.None) || m.HasKind(scheme.Stripe) {
-		t.Error("HasKind disagrees with the catalogue none, rep, split")
-	}
-	if m.OnlyKind(scheme.None) || !formed(t, 5, 0).OnlyKind(scheme.None) {
-		t.Error("OnlyKind(none) wrong for a mixed and a fresh catalogue")
-	}
 }
 
 func TestCloneIsDeep(t *testing.T) {

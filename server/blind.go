@@ -8,7 +8,6 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
-	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/server/resp"
 )
@@ -57,7 +56,7 @@ func (n *Node) settleBlind(ctx context.Context, ws []blindWrite) {
 			continue // not begun, committed already (none) or failed
 		}
 		var err error
-		if w.op.entry.Spec.Kind == scheme.Stripe {
+		if isStripe(w.op.entry) {
 			err = stripes.add(ctx, n, w.op, w.p.version, i)
 		} else {
 			err = batch.add(n, m, w.op, w.p.version, i)
@@ -87,7 +86,7 @@ func (n *Node) settleBlind(ctx context.Context, ws []blindWrite) {
 func replicaFrameSize(ws []blindWrite) int {
 	size := putPiecesHeader
 	for i := range ws {
-		if w := &ws[i]; w.p != nil && w.op.entry.Spec.Kind != scheme.Stripe {
+		if w := &ws[i]; w.p != nil && !isStripe(w.op.entry) {
 			size += piece{Key: w.key, Data: w.value}.inlineLen()
 		}
 	}
@@ -151,11 +150,11 @@ func (n *Node) beginBlind(ctx context.Context, w *blindWrite, began int64) bool 
 	cur, pk := n.peekLocked(w.key)
 	w.op = n.valueOp(cur, w.key, w.value, 0, false, nil)
 	w.op.began = began
-	if overwritesStub(cur, w.op) {
+	if n.overwritesStub(cur, w.op) {
 		s.mu.Unlock()
 		return false // Node.set fills the stub first
 	}
-	if w.op.entry.Spec.Kind == scheme.None {
+	if w.op.scheme(n).Traits().Immediate {
 		w.err = n.writeLocked(ctx, s, w.op, pk) // commits and unlocks
 		return true
 	}

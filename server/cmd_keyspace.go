@@ -293,5 +293,5 @@ func (n *Node) flushLocal() {
 	n.primary.Clear()
 	n.pieces.Clear()
 	n.stripes.clear()
-	n.stats.splitValues.Clear()
+	n.stats.detachedValues.Clear()
 }

@@ -117,7 +117,7 @@ func cmdSchemeInfo(n *Node, ctx context.Context, cs *connState, args [][]byte) r
 		resp.BulkString("overhead"), resp.BulkString(ratio),
 		resp.BulkString("expected_overhead"), resp.BulkString(strconv.FormatFloat(e.Spec.Overhead(), 'f', 3, 64)),
 	}
-	if e.Spec.Kind == scheme.Stripe {
+	if isStripe(e) {
 		fields = append(fields, stripeInfo(e.Spec, u)...)
 	}
 	return resp.Map(fields...)
@@ -230,17 +230,15 @@ func cmdSchemeOf(n *Node, ctx context.Context, cs *connState, args [][]byte) res
 func (n *Node) describePieces(m *cluster.Map, key []byte, cur current) ([]resp.Reply, int) {
 	self, _ := m.Node(n.id)
 	out := []resp.Reply{pieceInfo("primary", 0, self)}
-	targets, _ := pieceTargets(m, key, cur.entry.Spec)
+	sch := n.kindOf(cur.entry)
+	targets, _ := sch.Targets(m, key)
 	down := 0
-	role := "replica"
-	if cur.entry.Spec.Kind == scheme.Split {
-		role = "shard"
-	}
+	role := sch.Traits().Role
 	for _, t := range targets {
-		if t.node.State != cluster.Up {
+		if t.Node.State != cluster.Up {
 			down++
 		}
-		out = append(out, pieceInfo(role, t.index, t.node))
+		out = append(out, pieceInfo(role, t.Index, t.Node))
 	}
 	return out, down
 }

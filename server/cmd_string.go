@@ -8,6 +8,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/bigcopy"
 	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/server/resp"
 )
 
@@ -137,7 +138,7 @@ func (n *Node) set(ctx context.Context, key, value []byte, expireAt int64, keepT
 			}
 		}
 		cur, pk := n.peekLocked(key)
-		if op := n.valueOp(cur, key, value, expireAt, keepTTL, entry); !overwritesStub(cur, op) {
+		if op := n.valueOp(cur, key, value, expireAt, keepTTL, entry); !n.overwritesStub(cur, op) {
 			return n.writeLocked(ctx, s, op, pk)
 		}
 	}
@@ -147,26 +148,26 @@ func (n *Node) set(ctx context.Context, key, value []byte, expireAt int64, keepT
 	})
 }
 
-// overwritesStub says whether op would send rep replicas over those of a
-// stub (stub.go) whose value this node has not fetched yet. A replica slot
-// holds one version per key and scheme, so the write's replicas replace
-// the committed ones as they arrive; should the write then fail, nothing
-// would be left to put them back (undoReplicas restores from the primary
-// record). So such a write fills the stub first.
-func overwritesStub(cur current, op *writeOp) bool {
-	return cur.exists && isStub(cur.meta) && cur.meta.Scheme == op.entry.ID && op.entry.Spec.Kind == scheme.Rep
+// overwritesStub says whether op would send copies (rep replicas) over
+// those of a stub (stub.go) whose value this node has not fetched yet. A
+// copy slot holds one version per key and scheme, so the write's copies
+// replace the committed ones as they arrive; should the write then fail,
+// nothing would be left to put them back (undoReplicas restores from the
+// primary record). So such a write fills the stub first.
+func (n *Node) overwritesStub(cur current, op *writeOp) bool {
+	return cur.exists && isStub(cur.meta) && cur.meta.Scheme == op.entry.ID && op.scheme(n).Traits().Pieces == kind.Copies
 }
 
-// filledMeta is metaCommitted for a write that needs no value, with a rep
-// stub filled first (overwritesStub); a stub found lost is written over
+// filledMeta is metaCommitted for a write that needs no value, with a
+// stub of copies filled first (overwritesStub); a stub found lost is written over
 // like any lost key.
 func (n *Node) filledMeta(ctx context.Context, key []byte) (current, error) {
 	cur, err := n.metaCommitted(ctx, key)
-	if err != nil || !cur.exists || !isStub(cur.meta) || cur.entry.Spec.Kind != scheme.Rep {
+	if err != nil || !cur.exists || !isStub(cur.meta) || n.kindOf(cur.entry).Traits().Pieces != kind.Copies {
 		return cur, err
 	}
 	_, full, err := n.fillStub(ctx, key, cur.meta)
-	var lost *lostError
+	var lost *kind.LostError
 	if errors.As(err, &lost) {
 		return cur, nil
 	}
@@ -333,7 +334,7 @@ const maxInt64 = 1<<63 - 1
 // errReply turns an error into a Redis-style reply: errors that already
 // carry a Redis prefix pass through, others become "ERR memgest: ...".
 func errReply(err error) resp.Reply {
-	var lost *lostError
+	var lost *kind.LostError
 	switch {
 	case errors.As(err, &lost):
 		return resp.Err(lost.Error())

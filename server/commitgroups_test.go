@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme/kind"
 )
 
 // TestCommitGroupMergesPipelines: a pipeline's batch that joins an open
@@ -17,13 +18,13 @@ import (
 // writes' errors.
 func TestCommitGroupMergesPipelines(t *testing.T) {
 	nodeA, nodeB, nodeC := cluster.Node{ID: "a"}, cluster.Node{ID: "b"}, cluster.Node{ID: "c"}
-	rep := func(key string) piece {
-		return piece{Key: []byte(key), Scheme: 7, Version: 1, Data: []byte("v-" + key)}
+	rep := func(key string) kind.Piece {
+		return kind.Piece{Key: []byte(key), Scheme: 7, Version: 1, Data: []byte("v-" + key)}
 	}
 	var lead, follow pieceBatch
-	lead.put([]target{{0, nodeA}, {1, nodeB}}, []piece{rep("k0"), rep("k0")}, 0)
-	lead.put([]target{{0, nodeA}, {1, nodeB}}, []piece{rep("k1"), rep("k1")}, 1)
-	follow.put([]target{{1, nodeB}, {2, nodeC}}, []piece{rep("j0"), rep("j0")}, 0)
+	lead.put([]kind.Target{{Index: 0, Node: nodeA}, {Index: 1, Node: nodeB}}, []kind.Piece{rep("k0"), rep("k0")}, 0)
+	lead.put([]kind.Target{{Index: 0, Node: nodeA}, {Index: 1, Node: nodeB}}, []kind.Piece{rep("k1"), rep("k1")}, 1)
+	follow.put([]kind.Target{{Index: 1, Node: nodeB}, {Index: 2, Node: nodeC}}, []kind.Piece{rep("j0"), rep("j0")}, 0)
 
 	var gs commitGroups
 	gs.yield = func() { // the leader waits for the follower to join

@@ -10,7 +10,6 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
-	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/server/resp"
 )
 
@@ -255,9 +254,11 @@ func (n *Node) runsLocally(spec *resp.CommandSpec, args, keys [][]byte) bool {
 		return false // SET with options may name a scheme
 	}
 	write := spec.HasFlag("write")
-	// Whether the key's scheme decides: for a read, only a split key runs
-	// elsewhere; for a write, any scheme but none.
-	schemeMatters := write && !m.OnlyKind(scheme.None) || !write && m.HasKind(scheme.Split)
+	// Whether the key's scheme decides: a read runs elsewhere only if its
+	// scheme gathers pieces (split); a write, unless it commits at once
+	// (none).
+	t := n.schemes(m)
+	schemeMatters := write && !t.allImmediate || !write && !t.allLocalReads
 	for _, k := range keys {
 		if c, ok := m.Coordinator(keyslot.Of(k)); !ok || c.ID != n.id {
 			return false
@@ -272,14 +273,13 @@ func (n *Node) runsLocally(spec *resp.CommandSpec, args, keys [][]byte) bool {
 		if !schemeMatters {
 			continue
 		}
-		kind := m.DefaultScheme().Spec.Kind
+		id := m.Default
 		if meta, ok := n.primary.Meta(k); ok {
-			e, _ := m.SchemeByID(meta.Scheme)
-			kind = e.Spec.Kind
+			id = meta.Scheme
 		} else if !write {
 			continue
 		}
-		if kind == scheme.Split || (write && kind != scheme.None) {
+		if sch, ok := t.lookup(id); !ok || !sch.Traits().ReadsLocally || (write && !sch.Traits().Immediate) {
 			return false
 		}
 	}

@@ -7,8 +7,9 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/internal/bigcopy"
 	"github.com/memgest/memgest/internal/faults"
-	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/store"
 )
@@ -69,13 +70,30 @@ type writeOp struct {
 	// stripeRemovals remove the object a commit replaced or deleted from a
 	// stripe scheme's chunks; commit sends them (stripe.go).
 	stripeRemovals []stripeRemoval
+	// bound is entry's bound scheme once scheme has looked it up.
+	bound kind.Scheme
 }
+
+// scheme is op's bound scheme (Node.kindOf of its entry), looked up once:
+// a write asks it several things on its way.
+func (op *writeOp) scheme(n *Node) kind.Scheme {
+	if op.bound == nil || op.bound.Entry().ID != op.entry.ID {
+		op.bound = n.kindOf(op.entry)
+	}
+	return op.bound
+}
+
+// Bytes is op's value (kind.Value).
+func (op *writeOp) Bytes() []byte { return op.value }
+
+// CRC is valueCRC (kind.Value).
+func (op *writeOp) CRC() uint32 { return op.valueCRC() }
 
 // valueCRC returns the CRC32C of op's value, computing it on first use. A
 // writeOp belongs to one goroutine at a time.
 func (op *writeOp) valueCRC() uint32 {
 	if !op.crcKnown {
-		op.crc, op.crcKnown = checksum(op.value), true
+		op.crc, op.crcKnown = bigcopy.Checksum(op.value), true
 	}
 	return op.crc
 }
@@ -88,7 +106,7 @@ func (op *writeOp) valueCRC() uint32 {
 func (n *Node) get(ctx context.Context, key []byte) (current, error) {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		cur, err := n.readCommitted(ctx, key)
-		if !errors.Is(err, errPieceGone) {
+		if !errors.Is(err, kind.ErrPieceGone) {
 			if cur.exists {
 				n.metrics.read(cur.entry)
 			}
@@ -114,7 +132,7 @@ func (n *Node) readCommitted(ctx context.Context, key []byte) (current, error) {
 	}
 	if !ok {
 		if lost, isLost := n.lost.get(key); isLost {
-			return current{}, lost.err()
+			return current{}, lost.Err()
 		}
 		return current{}, nil
 	}
@@ -122,32 +140,21 @@ func (n *Node) readCommitted(ctx context.Context, key []byte) (current, error) {
 		n.expireLater(key)
 		return current{}, nil
 	}
-	m := n.ctl.Map()
-	entry, ok := m.SchemeByID(meta.Scheme)
+	sch, ok := n.schemes(n.ctl.Map()).lookup(meta.Scheme)
 	if !ok {
 		return current{}, fmt.Errorf("server: key %q uses unknown scheme id %d", key, meta.Scheme)
 	}
+	entry := sch.Entry()
 	if isStub(meta) { // recovered metadata first: fetch the value now
 		n.metrics.degradedRequest(degradedRefetched)
 		v, full, err := n.fillStub(ctx, key, meta)
 		return current{exists: true, meta: full, value: v, entry: entry}, err
 	}
-	cur := current{exists: true, meta: meta, value: val, entry: entry}
-	if entry.Spec.Kind != scheme.Split && checksum(val) != meta.Aux {
-		repaired, err := n.repairPrimary(ctx, key, meta, entry)
-		if err != nil {
-			return current{}, err
-		}
-		cur.value = repaired
+	v, err := sch.Read(ctx, key, meta, val)
+	if err != nil {
+		return current{}, err
 	}
-	if entry.Spec.Kind == scheme.Split {
-		v, err := n.gatherSplit(ctx, m, key, meta, entry, false)
-		if err != nil {
-			return current{}, err
-		}
-		cur.value = v
-	}
-	return cur, nil
+	return current{exists: true, meta: meta, value: v, entry: entry}, nil
 }
 
 // unlessExpired is cur, or nothing if it has expired (queued for deletion).
@@ -211,7 +218,7 @@ func (n *Node) rmwWith(ctx context.Context, key []byte, read readFunc, fn func(c
 	p := s.begin(key, n.clock.next())
 	s.mu.Unlock()
 	cur, err := read(ctx, key)
-	if errors.Is(err, errPieceGone) {
+	if errors.Is(err, kind.ErrPieceGone) {
 		// Nothing can release the committed version's pieces while this
 		// write is in flight: they are lost.
 		err = fmt.Errorf("server: pieces of %q are missing; the key cannot be read", key)
@@ -231,7 +238,7 @@ func (n *Node) rmwWith(ctx context.Context, key []byte, read readFunc, fn func(c
 // state, so it begins at once; for none it commits at once. The caller holds
 // s.mu, which writeLocked releases, and peeked the key under it (pk).
 func (n *Node) writeLocked(ctx context.Context, s *inflightShard, op *writeOp, pk peeked) error {
-	if op.entry.Spec.Kind == scheme.None && !op.del && !n.leavesRedundancy(op, pk) {
+	if op.scheme(n).Traits().Immediate && !op.del && !n.leavesRedundancy(op, pk) {
 		if err := n.checkMemory(op); err != nil {
 			s.mu.Unlock()
 			return err
@@ -260,7 +267,7 @@ func (n *Node) writeUnpeeked(s *inflightShard, key, value []byte, began int64) (
 		return nil, false, nil
 	}
 	def := n.ctl.Map().DefaultScheme()
-	if def.Spec.Kind != scheme.None || def.ID == 0 {
+	if def.ID == 0 || !n.kindOf(def).Traits().Immediate {
 		return nil, false, nil
 	}
 	op = &writeOp{key: key, value: value, entry: def, began: began, unpeeked: true}
@@ -315,12 +322,10 @@ func (n *Node) apply(ctx context.Context, p *pending, op *writeOp) error {
 func (n *Node) settle(ctx context.Context, p *pending, op *writeOp, sent []release, sendErr error) error {
 	if sendErr != nil {
 		n.abort(op.key, p)
-		switch op.entry.Spec.Kind {
-		case scheme.Rep:
-			go n.undoReplicas(op.key, sent)
-		case scheme.Stripe:
-			n.abortStripe(op)
-		default:
+		n.abortStripe(op) // a stripe write's staged object, if it has one
+		if op.scheme(n).Traits().Pieces == kind.Copies {
+			go n.undoReplicas(op.key, sent) // its copies replaced the committed ones
+		} else {
 			n.releaseAll(context.Background(), sent, false)
 		}
 		return sendErr
@@ -329,8 +334,8 @@ func (n *Node) settle(ctx context.Context, p *pending, op *writeOp, sent []relea
 	return n.commit(ctx, p, op, sent)
 }
 
-// undoReplicas cleans up after a rep write that did not commit. A replica
-// is stored in one slot per key and scheme, so where the write's replica
+// undoReplicas cleans up after a write of copies (rep) that did not
+// commit. A copy is stored in one slot per key and scheme, so where the write's replica
 // arrived it replaced the committed one, and releasing it leaves that
 // node with none: a key one failure from loss though no failure happened
 // (issue 3's known gap; the robustness suite lost rep:3 keys to it with
@@ -415,17 +420,18 @@ func (n *Node) commitRecordLocked(s *inflightShard, op *writeOp, v uint64, p *pe
 	if p != nil {
 		s.end(op.key, p)
 	}
-	if op.entry.Spec.Kind == scheme.Stripe && !op.del || n.inStripes(op.key) {
+	if isStripe(op.entry) && !op.del || n.inStripes(op.key) {
 		n.lost.forget(op.key, op.del) // written or deleted: no longer reported lost
 		return n.commitStripeLocked(op, v)
 	}
-	var prev store.Meta
+	var prev, next store.Meta
 	var applied, had bool
 	if op.del {
 		prev, had = n.primary.Meta(op.key)
 		applied = n.primary.DeleteIf(op.key, func(m store.Meta) bool { return m.Version < v })
 	} else {
-		stored, meta := primaryRecord(op, v)
+		stored, meta := n.primaryRecord(op, v)
+		next = meta
 		var err error
 		if applied, prev, had, err = n.primary.ExchangeIfOwned(op.key, stored, meta, op.commitsOver(v)); err != nil {
 			return nil, fmt.Errorf("server: storing %q: %w", op.key, err)
@@ -437,16 +443,16 @@ func (n *Node) commitRecordLocked(s *inflightShard, op *writeOp, v uint64, p *pe
 	n.lost.forget(op.key, op.del)
 	m := n.ctl.Map()
 	if applied {
-		n.accountSplit(m, op, prev, had)
-		if e, ok := dirChange(op, v, prev, had); ok {
+		n.accountDetached(m, prev, had, next)
+		if e, ok := dirChange(op, !op.del && op.scheme(n).Traits().Immediate, v, prev, had); ok {
 			n.enqueueDirectory(e)
 		}
-		if had && needsRelease(m, prev.Scheme, op) {
+		if had && n.needsRelease(m, prev.Scheme, op) {
 			return []release{{key: op.key, scheme: prev.Scheme, version: prev.Version, everywhere: op.del}}, nil
 		}
 		return nil, nil
 	}
-	if !op.del && ownPiecesOrphaned(op, prev, had) {
+	if !op.del && n.ownPiecesOrphaned(op, prev, had) {
 		return []release{{key: op.key, scheme: op.entry.ID, version: v, exact: true}}, nil
 	}
 	return nil, nil
@@ -467,60 +473,57 @@ func (op *writeOp) commitsOver(v uint64) func(prev store.Meta, had bool) bool {
 // peeked path handles.
 var errPeekNeeded = errors.New("server: the write needs its key's record read first")
 
-// primaryRecord is what the coordinator keeps for op at version v: the value
-// and its CRC32C for none and rep; for split no bytes (the value lives in
-// the shards, each with its own CRC32C) and the value's length in Aux.
-func primaryRecord(op *writeOp, v uint64) ([]byte, store.Meta) {
-	meta := store.Meta{Version: v, ExpireAt: op.expireAt, Scheme: op.entry.ID}
-	if op.entry.Spec.Kind == scheme.Split {
-		meta.Aux = uint32(len(op.value))
-		return nil, meta
-	}
-	meta.Aux = op.valueCRC()
-	return op.value, meta
+// primaryRecord is what the coordinator keeps for op at version v: what
+// op's scheme keeps of the value (kind.Scheme.Record), its expiry and
+// version.
+func (n *Node) primaryRecord(op *writeOp, v uint64) ([]byte, store.Meta) {
+	stored, aux := op.scheme(n).Record(op)
+	return stored, store.Meta{Version: v, ExpireAt: op.expireAt, Scheme: op.entry.ID, Aux: aux}
 }
 
 // needsRelease says whether the pieces of the replaced record (in scheme
-// prevID) must be released once op commits. Split pieces are per version, so
-// they always go; replicas go when the key leaves the scheme.
-func needsRelease(m *cluster.Map, prevID uint16, op *writeOp) bool {
-	prev, ok := m.SchemeByID(prevID)
-	if !ok {
-		return false
-	}
-	switch prev.Spec.Kind {
-	case scheme.Split:
-		return true
-	case scheme.Rep:
-		return op.del || prevID != op.entry.ID
-	}
-	return false
+// prevID) must be released once op commits.
+func (n *Node) needsRelease(m *cluster.Map, prevID uint16, op *writeOp) bool {
+	prev, ok := n.schemes(m).lookup(prevID)
+	return ok && releasedOnReplace(prev.Traits().Pieces, op.del || prevID != op.entry.ID)
 }
 
-// ownPiecesOrphaned says whether a write that lost to a newer one left
-// pieces nobody will release: always for split, for rep when the winner is
-// in another scheme.
-func ownPiecesOrphaned(op *writeOp, winner store.Meta, had bool) bool {
-	switch op.entry.Spec.Kind {
-	case scheme.Split:
+// ownPiecesOrphaned says whether a write that lost to a newer one (winner,
+// if the key had a record) left pieces nobody will release.
+func (n *Node) ownPiecesOrphaned(op *writeOp, winner store.Meta, had bool) bool {
+	return releasedOnReplace(op.scheme(n).Traits().Pieces, !had || winner.Scheme != op.entry.ID)
+}
+
+// releasedOnReplace says whether pieces go when a newer version of their
+// key commits (moved: in another scheme, or deleted). Shards are kept per
+// version, so they always go; a copy slot is replaced in place by the next
+// version in its scheme, so copies go only when the key leaves it.
+func releasedOnReplace(p kind.Pieces, moved bool) bool {
+	switch p {
+	case kind.Shards:
 		return true
-	case scheme.Rep:
-		return !had || winner.Scheme != op.entry.ID
+	case kind.Copies:
+		return moved
 	}
 	return false
 }
 
 func nowMs() int64 { return time.Now().UnixMilli() }
 
-// accountSplit keeps the per-scheme logical byte counts of split keys,
-// whose values the primary store does not hold (their lengths are in Aux).
-func (n *Node) accountSplit(m *cluster.Map, op *writeOp, prev store.Meta, had bool) {
-	if had {
-		if e, ok := m.SchemeByID(prev.Scheme); ok && e.Spec.Kind == scheme.Split {
-			n.stats.splitBytes(prev.Scheme).Add(-int64(prev.Aux))
+// accountDetached keeps the per-scheme logical byte counts of values
+// whose bytes the primary store does not hold (kind.Scheme.Detached) as
+// a commit replaces prev (had) with next (scheme 0 when the key leaves
+// the primary store).
+func (n *Node) accountDetached(m *cluster.Map, prev store.Meta, had bool, next store.Meta) {
+	t := n.schemes(m)
+	if s, ok := t.lookup(prev.Scheme); had && ok {
+		if d := s.Detached(prev); d != 0 {
+			n.stats.detachedBytes(prev.Scheme).Add(-d)
 		}
 	}
-	if !op.del && op.entry.Spec.Kind == scheme.Split {
-		n.stats.splitBytes(op.entry.ID).Add(int64(len(op.value)))
+	if s, ok := t.lookup(next.Scheme); ok {
+		if d := s.Detached(next); d != 0 {
+			n.stats.detachedBytes(next.Scheme).Add(d)
+		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
-	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/store"
 )
 
@@ -176,11 +175,12 @@ func directoryIntact(m *cluster.Map, sh *cluster.Shard) bool {
 
 // dirChange says what directory entry, if any, a commit of op at version v
 // that replaced prev (had) sends after it: one when the key appears,
-// changes scheme or changes expiry. Deletions and moves to none send
-// theirs before they commit (announcement).
-func dirChange(op *writeOp, v uint64, prev store.Meta, had bool) (dirEntry, bool) {
+// changes scheme or changes expiry. Deletions and moves to a scheme whose
+// writes commit at once (immediate: none, which leaves nothing recovery
+// could find) send theirs before they commit (announcement).
+func dirChange(op *writeOp, immediate bool, v uint64, prev store.Meta, had bool) (dirEntry, bool) {
 	switch {
-	case op.del, had && prev.Scheme != op.entry.ID && op.entry.Spec.Kind == scheme.None:
+	case op.del, had && prev.Scheme != op.entry.ID && immediate:
 		return dirEntry{}, false
 	case !had || prev.Scheme != op.entry.ID || prev.ExpireAt != op.expireAt:
 		return dirEntry{Key: op.key, Scheme: op.entry.ID, Version: v, ExpireAt: op.expireAt}, true
@@ -218,7 +218,7 @@ func (n *Node) announcement(op *writeOp, v uint64) (dirEntry, bool) {
 		return dirEntry{Key: op.key, Version: v, Kind: dirTombstone}, true
 	}
 	prev, had := n.primary.Meta(op.key)
-	if had && prev.Scheme != op.entry.ID && op.entry.Spec.Kind == scheme.None {
+	if had && prev.Scheme != op.entry.ID && op.scheme(n).Traits().Immediate {
 		return dirEntry{Key: op.key, Scheme: op.entry.ID, Version: v, ExpireAt: op.expireAt}, true
 	}
 	return dirEntry{}, false

@@ -8,6 +8,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/store"
 )
@@ -93,7 +94,7 @@ func TestJudgeWeighsTheDirectoryAgainstReadableVersions(t *testing.T) {
 		{"a complete version wins over a newer incomplete one", []*candidate{completeReplica, twoShards}, nil, 5, ""},
 	}
 	for _, c := range cases {
-		best, lost := judge(m, "k", c.cands, c.dir, 1000)
+		best, lost := judge(tableOf(t, m), "k", c.cands, c.dir, 1000)
 		gotBest := uint64(0)
 		if best != nil {
 			gotBest = best.version
@@ -129,13 +130,13 @@ func TestStaleVersionsAreEveryVersionButTheRestoredOne(t *testing.T) {
 		}
 		return out
 	}
-	if got := versions(staleVersions(m, "k", all, replica)); !slices.Equal(got, []uint64{4, 9}) {
+	if got := versions(staleVersions(tableOf(t, m), "k", all, replica)); !slices.Equal(got, []uint64{4, 9}) {
 		t.Errorf("restoring the rep version, stale %v; want the split ones [4 9]", got)
 	}
-	if got := versions(staleVersions(m, "k", all, oldShards)); !slices.Equal(got, []uint64{3, 5, 9}) {
+	if got := versions(staleVersions(tableOf(t, m), "k", all, oldShards)); !slices.Equal(got, []uint64{3, 5, 9}) {
 		t.Errorf("restoring split version 4, stale %v; want [3 5 9]", got)
 	}
-	if got := versions(staleVersions(m, "k", all, nil)); !slices.Equal(got, []uint64{3, 5, 4, 9}) {
+	if got := versions(staleVersions(tableOf(t, m), "k", all, nil)); !slices.Equal(got, []uint64{3, 5, 4, 9}) {
 		t.Errorf("a deleted key, stale %v; want every version", got)
 	}
 }
@@ -146,7 +147,8 @@ func TestAnnouncementPrecedesWhatReplacesPieces(t *testing.T) {
 	m := testMap(t, 4)
 	rep, _ := m.Scheme("rep:3")
 	none := m.DefaultScheme()
-	n := &Node{primary: store.New(), metrics: newNodeMetrics()}
+	n := leasedNode(t, m)
+	n.primary = store.New()
 	key := []byte("k")
 	if _, ok := n.announcement(&writeOp{key: key, entry: none}, 5); ok {
 		t.Error("creating a key announced an entry")
@@ -190,7 +192,7 @@ func TestDirChangeSendsOnlyWhatRecoveryNeeds(t *testing.T) {
 	}
 	for _, c := range cases {
 		c.op.key = []byte("k")
-		e, send := dirChange(&c.op, 10, had, c.had)
+		e, send := dirChange(&c.op, !c.op.del && kindFor(t, c.op.entry).Traits().Immediate, 10, had, c.had)
 		if send != c.send || (send && (e.Kind != dirExists || e.Version != 10)) {
 			t.Errorf("%s: %+v send=%v; want send=%v", c.name, e, send, c.send)
 		}
@@ -204,18 +206,19 @@ func TestLivePiecesSkipFailedPositions(t *testing.T) {
 	sh := m.ShardOf(keyslot.Of(key))
 	victim := sh.Placement[2]
 	m, _ = cluster.Apply(m, cluster.MarkFailed{ID: victim})
-	targets, err := pieceTargets(m, key, split.Spec)
-	if err != nil || len(targets) != 3 || targets[2].node.State != cluster.Failed {
+	sch := kindFor(t, split)
+	targets, err := sch.Targets(m, key)
+	if err != nil || len(targets) != 3 || targets[2].Node.State != cluster.Failed {
 		t.Fatalf("targets %+v, %v; want three, the last on the failed node (no stand-in on 3 nodes)", targets, err)
 	}
-	pieces := make([]piece, len(targets))
-	kept, _, err := livePieces(split.Spec, targets, pieces)
+	pieces := make([]kind.Piece, len(targets))
+	kept, _, err := livePieces(sch, targets, pieces)
 	if err != nil || len(kept) != 2 {
 		t.Fatalf("live pieces %d, %v; want 2 (reduced tolerance)", len(kept), err)
 	}
 	m, _ = cluster.Apply(m, cluster.MarkFailed{ID: sh.Placement[1]})
-	targets, _ = pieceTargets(m, key, split.Spec)
-	if _, _, err := livePieces(split.Spec, targets, make([]piece, len(targets))); err == nil {
+	targets, _ = sch.Targets(m, key)
+	if _, _, err := livePieces(sch, targets, make([]kind.Piece, len(targets))); err == nil {
 		t.Fatal("a split:2+1 write with one node up was placed")
 	}
 }
@@ -224,18 +227,18 @@ func TestHeldLacks(t *testing.T) {
 	h := held{pieces: map[string][]heldPiece{"k": {{node: "a", index: 1, version: 5}}},
 		listed: map[cluster.NodeID]bool{"a": true, "b": true}}
 	node := func(id string) cluster.Node { return cluster.Node{ID: cluster.NodeID(id)} }
-	if h.lacks([]byte("k"), target{index: 1, node: node("a")}, 5) {
+	if h.lacks([]byte("k"), kind.Target{Index: 1, Node: node("a")}, 5) {
 		t.Error("a held piece counted as lacking")
 	}
 	for _, c := range []struct {
-		t target
+		t kind.Target
 		v uint64
-	}{{target{index: 1, node: node("a")}, 6}, {target{index: 2, node: node("a")}, 5}, {target{index: 1, node: node("b")}, 5}} {
+	}{{kind.Target{Index: 1, Node: node("a")}, 6}, {kind.Target{Index: 2, Node: node("a")}, 5}, {kind.Target{Index: 1, Node: node("b")}, 5}} {
 		if !h.lacks([]byte("k"), c.t, c.v) {
 			t.Errorf("%+v at version %d: a piece of another version, index or node counted as held", c.t, c.v)
 		}
 	}
-	if h.lacks([]byte("k"), target{index: 1, node: node("c")}, 5) {
+	if h.lacks([]byte("k"), kind.Target{Index: 1, Node: node("c")}, 5) {
 		t.Error("a node that was not listed (it kept its position) counted as lacking")
 	}
 }
@@ -260,28 +263,6 @@ func TestRecoveryUnderwayWaitsOnlyForLiveRecoveries(t *testing.T) {
 	}
 }
 
-// TestReadOrderAvoidsDoubtfulPositions: a split read asks first for k
-// shards whose pieces should be in place, so a degraded read takes one
-// round trip; a position listed for rebuild or on a failed node goes last.
-func TestReadOrderAvoidsDoubtfulPositions(t *testing.T) {
-	m := testMap(t, 4)
-	spec, _ := scheme.Parse("split:2+1")
-	key := []byte("k")
-	targets, err := pieceTargets(m, key, spec)
-	if err != nil || len(targets) != 3 {
-		t.Fatalf("targets %v, %v", targets, err)
-	}
-	if first, rest := readOrder(m, key, targets, 2); !slices.Equal(first, []int{0, 1}) || !slices.Equal(rest, []int{2}) {
-		t.Fatalf("healthy: first %v rest %v, want the data shards first", first, rest)
-	}
-	next := mustApply(t, m, cluster.MarkFailed{ID: targets[0].node.ID})
-	targets, _ = pieceTargets(next, key, spec)
-	first, rest := readOrder(next, key, targets, 2)
-	if len(first) != 2 || slices.Contains(first, 0) || !slices.Equal(rest, []int{0}) {
-		t.Fatalf("position 0 failed: first %v rest %v, want it last", first, rest)
-	}
-}
-
 // TestMarkComplete: a version is complete when every up position of its
 // placement not awaiting rebuild holds a piece of it; failed positions do
 // not count.
@@ -295,7 +276,7 @@ func TestMarkComplete(t *testing.T) {
 	two := &candidate{scheme: split, version: 2, shards: map[uint8]bool{0: true, 1: true}}
 	reps := &candidate{scheme: rep, version: 3, holders: holders}
 	fewer := &candidate{scheme: rep, version: 4, holders: holders[:2]}
-	markComplete(m, sh, []*candidate{all, two, reps, fewer})
+	markComplete(tableOf(t, m), sh, []*candidate{all, two, reps, fewer})
 	if !all.complete || two.complete || !reps.complete || fewer.complete {
 		t.Fatalf("complete: all shards %v, two of three %v, all replicas %v, two of three %v", all.complete, two.complete, reps.complete, fewer.complete)
 	}
@@ -304,7 +285,7 @@ func TestMarkComplete(t *testing.T) {
 	if fsh.Rebuild == nil && !failed.StoodIn(fsh, 2) {
 		t.Fatal("position 2 neither stood in for nor listed for rebuild")
 	}
-	markComplete(failed, fsh, []*candidate{two})
+	markComplete(tableOf(t, failed), fsh, []*candidate{two})
 	if !two.complete {
 		t.Fatal("a version missing only the failed position's shard is not complete")
 	}

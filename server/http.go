@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -100,8 +101,8 @@ type Status struct {
 	Schemes []StatusScheme `json:"schemes"`
 	// Lost lists keys lost beyond their scheme's tolerance (up to 100 per
 	// node); LostCount counts them all.
-	Lost      []LostKey `json:"lost,omitempty"`
-	LostCount int       `json:"lost_count,omitempty"`
+	Lost      []kind.LostKey `json:"lost,omitempty"`
+	LostCount int            `json:"lost_count,omitempty"`
 	// Rebuild sums the nodes' rebuild progress; ShardsRebuilding counts
 	// the shards with lost pieces still to re-create.
 	Rebuild          RebuildReport `json:"rebuild"`

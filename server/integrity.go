@@ -3,16 +3,15 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/internal/bigcopy"
 	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/keyslot"
-	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
@@ -36,10 +35,6 @@ import (
 // DEBUG FLIP (allowed with --enable-debug-command) flips a byte of every
 // copy of a key this node stores, so tests and drills can corrupt data.
 
-// errPieceCorrupt marks a piece that failed its CRC32C; readers treat it as
-// lost.
-var errPieceCorrupt = errors.New("server: piece fails its checksum")
-
 // integrity counts what checksums found and what was repaired, for INFO and
 // /metrics.
 type integrity struct {
@@ -49,29 +44,23 @@ type integrity struct {
 	swept    atomic.Int64 // garbage pieces the sweep dropped (sweep.go)
 }
 
-// repairPrimary replaces key's corrupt primary record (rep, at meta's
-// version) with a replica that passes its check, and returns the value.
-func (n *Node) repairPrimary(ctx context.Context, key []byte, meta store.Meta, entry cluster.SchemeEntry) ([]byte, error) {
-	n.health.corrupt.Add(1)
-	if entry.Spec.Kind != scheme.Rep {
-		return nil, fmt.Errorf("server: key %q fails its checksum and scheme %s keeps no other copy", key, entry.Name())
-	}
-	data, err := n.fetchReplica(ctx, n.ctl.Map(), key, meta, entry)
-	if err != nil {
-		return nil, fmt.Errorf("server: key %q fails its checksum; %w", key, err)
-	}
+// repairRecord replaces key's corrupt primary record, if it is still at
+// meta's version, with stored: a copy that passes its check (a scheme's
+// Read found it; kind.Env).
+func (n *Node) repairRecord(key []byte, meta store.Meta, stored []byte) error {
 	s := n.inflight.shard(key)
 	s.mu.Lock()
+	var err error
 	if cur, ok := n.primary.Meta(key); ok && cur.Version == meta.Version {
-		err = n.primary.Put(key, data, meta)
+		err = n.primary.Put(key, stored, meta)
 	}
 	s.mu.Unlock()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	n.health.repaired.Add(1)
 	n.log.Warn("corrupt record repaired from a replica", "key", string(key))
-	return data, nil
+	return nil
 }
 
 // repairLater stores key's pieces again in the background, after a read
@@ -90,7 +79,7 @@ func (n *Node) repairLater(key []byte) {
 // repairKey stores every piece of key again from its committed value (a
 // read-modify-write that writes nothing, as rebuild does).
 func (n *Node) repairKey(ctx context.Context, key []byte) error {
-	all := func([]byte, target, uint64) bool { return true }
+	all := func([]byte, kind.Target, uint64) bool { return true }
 	if _, err := n.rebuildKey(ctx, key, all); err != nil {
 		return err
 	}
@@ -115,7 +104,7 @@ func (n *Node) onRepair(b []byte) ([]byte, error) {
 // checksum.
 func isCorruptReply(err error) bool {
 	var re *transport.RemoteError
-	return errors.As(err, &re) && strings.HasPrefix(re.Msg, errPieceCorrupt.Error())
+	return errors.As(err, &re) && strings.HasPrefix(re.Msg, kind.ErrPieceCorrupt.Error())
 }
 
 // scrubPage is how many records one scrub step checks.
@@ -171,14 +160,15 @@ func (n *Node) scrubStore(ctx context.Context, st *store.Store, check func(conte
 	}
 }
 
-// scrubPrimary checks one primary record: none and rep records carry their
-// value's CRC32C (split records hold no bytes).
+// scrubPrimary checks one primary record that keeps its value (none,
+// rep: kind.Scheme.ReadsLocally) against its CRC32C; a corrupt one is
+// read through its scheme, which repairs it where it keeps another copy.
 func (n *Node) scrubPrimary(ctx context.Context, key, val []byte, meta store.Meta) {
-	entry, ok := n.ctl.Map().SchemeByID(meta.Scheme)
-	if !ok || entry.Spec.Kind == scheme.Split || isStub(meta) || checksum(val) == meta.Aux {
+	sch, ok := n.schemes(n.ctl.Map()).lookup(meta.Scheme)
+	if !ok || !sch.Traits().ReadsLocally || isStub(meta) || bigcopy.Checksum(val) == meta.Aux {
 		return
 	}
-	if _, err := n.repairPrimary(ctx, key, meta, entry); err != nil {
+	if _, err := sch.Read(ctx, key, meta, val); err != nil {
 		n.log.Warn("scrub: corrupt record", "key", string(key), "err", err)
 	}
 }
@@ -187,7 +177,7 @@ func (n *Node) scrubPrimary(ctx context.Context, key, val []byte, meta store.Met
 // coordinator asked to store the key's pieces again.
 func (n *Node) scrubPiece(ctx context.Context, k, val []byte, meta store.Meta) {
 	ref, kind, ok := parsePieceKey(k)
-	if !ok || kind == pieceKindDirectory || checksum(val) == meta.Aux {
+	if !ok || kind == pieceKindDirectory || bigcopy.Checksum(val) == meta.Aux {
 		return
 	}
 	n.health.corrupt.Add(1)

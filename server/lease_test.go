@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/internal/bigcopy"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
@@ -88,7 +89,7 @@ func readyNode(t *testing.T) *Node {
 	n.lease.until.Store(n.monoNow() + int64(n.cfg.FailureTimeout))
 	n.primary = store.New()
 	val := []byte("value")
-	if err := n.primary.Put([]byte("k"), val, store.Meta{Version: 1, Scheme: cluster.NoneID, Aux: checksum(val)}); err != nil {
+	if err := n.primary.Put([]byte("k"), val, store.Meta{Version: 1, Scheme: cluster.NoneID, Aux: bigcopy.Checksum(val)}); err != nil {
 		t.Fatal(err)
 	}
 	return n

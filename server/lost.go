@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/stripe"
 )
 
@@ -43,43 +43,9 @@ import (
 // that kept its key directory (directoryIntact), so a key whose pieces all
 // died with them is named by nothing.
 func (n *Node) loseUnnamed(sh cluster.Shard) {
-	n.lost.addRange(sh.First, sh.Last, LostKey{Cause: "its shard's coordinator failed together with every node of the shard's key directory"})
+	n.lost.addRange(sh.First, sh.Last, kind.LostKey{Cause: "its shard's coordinator failed together with every node of the shard's key directory"})
 	n.log.Error("a shard's coordinator and key directory failed together: every key of its slots the node does not hold answers -LOST",
 		"shard", sh.ID, "first", sh.First, "last", sh.Last)
-}
-
-// lostError is the error of a read of a lost key.
-type lostError struct {
-	key         []byte
-	scheme      string
-	lost, total int
-	unsure      bool   // known by a lost stripe chunk's key tag only
-	cause       string // known by its slot only: what was lost (LostKey.Cause)
-}
-
-func (e *lostError) Error() string {
-	if e.cause != "" {
-		return fmt.Sprintf("LOST key %q may have been lost: %s; SET or DEL clears", e.key, e.cause)
-	}
-	if e.unsure {
-		return fmt.Sprintf("LOST key %q may have been lost: a chunk of scheme %s that held keys with its tag lost %d of %d pieces; SET or DEL clears", e.key, e.scheme, e.lost, e.total)
-	}
-	return fmt.Sprintf("LOST key %q unrecoverable: scheme %s lost %d of %d pieces", e.key, e.scheme, e.lost, e.total)
-}
-
-// LostKey is one key lost beyond its scheme's tolerance, as INFO and memgest
-// status report it: how many of its pieces are gone. Unsure marks a key
-// known only by a lost stripe chunk's key tag: it may have been in the
-// chunk (status lists the tag itself as the key). Cause, with Unsure, marks
-// a key known by its slot only (lostKeys.addRange): it says what was lost
-// and which slots (status lists the range as the key).
-type LostKey struct {
-	Key    string `json:"key"`
-	Scheme string `json:"scheme"`
-	Lost   int    `json:"lost"`
-	Total  int    `json:"total"`
-	Unsure bool   `json:"unsure,omitempty"`
-	Cause  string `json:"cause,omitempty"`
 }
 
 // lostKeys is the set of keys this node coordinates that are beyond their
@@ -90,8 +56,8 @@ type LostKey struct {
 // always is.
 type lostKeys struct {
 	mu   sync.Mutex
-	m    map[string]LostKey
-	tags map[uint32]LostKey // key tags of stripe chunks lost beyond tolerance
+	m    map[string]kind.LostKey
+	tags map[uint32]kind.LostKey // key tags of stripe chunks lost beyond tolerance
 	// ranges are slot ranges whose lost keys nothing names (addRange).
 	ranges []lostRange
 	// cleared holds the keys with a lost tag or in a lost range deleted
@@ -104,13 +70,13 @@ type lostKeys struct {
 // may have been lost, as k says.
 type lostRange struct {
 	first, last int
-	k           LostKey
+	k           kind.LostKey
 }
 
 // addRange reports every key of slots first..last as maybe lost, for the
 // cause k.Cause says: keys were lost there and no surviving record names
 // them. A range already reported for the same scheme is not added again.
-func (l *lostKeys) addRange(first, last int, k LostKey) {
+func (l *lostKeys) addRange(first, last int, k kind.LostKey) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if slices.ContainsFunc(l.ranges, func(r lostRange) bool { return r.first == first && r.last == last && r.k.Scheme == k.Scheme }) {
@@ -125,9 +91,9 @@ func (l *lostKeys) addRange(first, last int, k LostKey) {
 
 // byRange is key's report if its slot is in a lost range and it was not
 // deleted since. The caller holds l.mu.
-func (l *lostKeys) byRange(key []byte) (LostKey, bool) {
+func (l *lostKeys) byRange(key []byte) (kind.LostKey, bool) {
 	if len(l.ranges) == 0 || l.cleared[string(key)] {
-		return LostKey{}, false
+		return kind.LostKey{}, false
 	}
 	slot := keyslot.Of(key)
 	for _, r := range l.ranges {
@@ -137,15 +103,15 @@ func (l *lostKeys) byRange(key []byte) (LostKey, bool) {
 			return k, true
 		}
 	}
-	return LostKey{}, false
+	return kind.LostKey{}, false
 }
 
 // addTags reports every key with one of tags as maybe lost, as k says.
-func (l *lostKeys) addTags(tags []uint32, k LostKey) {
+func (l *lostKeys) addTags(tags []uint32, k kind.LostKey) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.tags == nil {
-		l.tags = map[uint32]LostKey{}
+		l.tags = map[uint32]kind.LostKey{}
 	}
 	k.Unsure = true
 	for _, t := range tags {
@@ -162,20 +128,20 @@ func tagName(t uint32) string {
 
 // byTag is key's report if its tag is lost and it was not written since.
 // The caller holds l.mu.
-func (l *lostKeys) byTag(key []byte) (LostKey, bool) {
+func (l *lostKeys) byTag(key []byte) (kind.LostKey, bool) {
 	k, ok := l.tags[stripe.KeyTag(key)]
 	if !ok || l.cleared[string(key)] {
-		return LostKey{}, false
+		return kind.LostKey{}, false
 	}
 	k.Key = string(key)
 	return k, true
 }
 
-func (l *lostKeys) add(k LostKey) {
+func (l *lostKeys) add(k kind.LostKey) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil {
-		l.m = map[string]LostKey{}
+		l.m = map[string]kind.LostKey{}
 	}
 	l.m[k.Key] = k
 	l.resize()
@@ -195,9 +161,9 @@ func (l *lostKeys) clear() {
 	l.size.Store(0)
 }
 
-func (l *lostKeys) get(key []byte) (LostKey, bool) {
+func (l *lostKeys) get(key []byte) (kind.LostKey, bool) {
 	if l.size.Load() == 0 {
-		return LostKey{}, false
+		return kind.LostKey{}, false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -221,7 +187,7 @@ func (l *lostKeys) named(key []byte) bool {
 
 // maybe is key's report if it is known by its tag or slot only. The
 // caller holds l.mu.
-func (l *lostKeys) maybe(key []byte) (LostKey, bool) {
+func (l *lostKeys) maybe(key []byte) (kind.LostKey, bool) {
 	if k, ok := l.byTag(key); ok {
 		return k, ok
 	}
@@ -259,9 +225,9 @@ func (l *lostKeys) count() int { return int(l.size.Load()) }
 // list returns up to limit lost keys and how many there are: the lost
 // slot ranges first (the widest reports, never cut off by the limit),
 // then the keys and tags, sorted.
-func (l *lostKeys) list(limit int) ([]LostKey, int) {
+func (l *lostKeys) list(limit int) ([]kind.LostKey, int) {
 	l.mu.Lock()
-	out := make([]LostKey, 0, len(l.m)+len(l.tags)+len(l.ranges))
+	out := make([]kind.LostKey, 0, len(l.m)+len(l.tags)+len(l.ranges))
 	for _, r := range l.ranges {
 		out = append(out, r.k)
 	}
@@ -276,22 +242,4 @@ func (l *lostKeys) list(limit int) ([]LostKey, int) {
 	rest := out[ranges:]
 	sort.Slice(rest, func(i, j int) bool { return rest[i].Key < rest[j].Key })
 	return out[:min(limit, len(out))], len(out)
-}
-
-// err is the read error of a key in the lost set.
-func (k LostKey) err() error {
-	return &lostError{key: []byte(k.Key), scheme: k.Scheme, lost: k.Lost, total: k.Total, unsure: k.Unsure, cause: k.Cause}
-}
-
-// errOtherVersion is a fetched rep replica of another version than the one
-// wanted (a replica slot holds one version per key and scheme).
-var errOtherVersion = errors.New("server: the replica held is of another version")
-
-// isLoss says whether a piece fetch failed because the piece is gone: its
-// node is marked failed, or a live node does not have it (or holds another
-// version of a replica). Other failures
-// (a timeout, say) may pass and do not make a key lost.
-func isLoss(err error) bool {
-	return errors.Is(err, errNodeFailed) || errors.Is(err, errPieceGone) || errors.Is(err, errPieceCorrupt) ||
-		errors.Is(err, errOtherVersion)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/stripe"
 )
 
@@ -19,13 +20,13 @@ func TestLostTagsNameMaybeLostKeys(t *testing.T) {
 	if stripe.KeyTag(key) == stripe.KeyTag(other) {
 		t.Fatal("pick keys with different tags")
 	}
-	l.addTags([]uint32{stripe.KeyTag(key)}, LostKey{Scheme: "stripe:4+2", Lost: 3, Total: 6})
+	l.addTags([]uint32{stripe.KeyTag(key)}, kind.LostKey{Scheme: "stripe:4+2", Lost: 3, Total: 6})
 	k, ok := l.get(key)
 	if !ok || k.Key != "user:1" || !k.Unsure || k.Lost != 3 {
 		t.Fatalf("get(%s) = %+v, %v; want it maybe lost", key, k, ok)
 	}
-	var le *lostError
-	if err := k.err(); !errors.As(err, &le) || !strings.Contains(err.Error(), "may have been lost") || !strings.HasPrefix(err.Error(), "LOST") {
+	var le *kind.LostError
+	if err := k.Err(); !errors.As(err, &le) || !strings.Contains(err.Error(), "may have been lost") || !strings.HasPrefix(err.Error(), "LOST") {
 		t.Fatalf("error %v", err)
 	}
 	if _, ok := l.get(other); ok {
@@ -56,8 +57,8 @@ func TestLostTagsNameMaybeLostKeys(t *testing.T) {
 func TestLostRangesNameEveryKeyOfTheirSlots(t *testing.T) {
 	var l lostKeys
 	in, out := keyInSlots(t, 100, 200), keyInSlots(t, 201, 16383)
-	l.addRange(100, 200, LostKey{Scheme: "stripe:4+2", Lost: 3, Total: 6, Cause: "chunks of scheme stripe:4+2 lost 3 of 6 pieces"})
-	l.addRange(100, 200, LostKey{Scheme: "stripe:4+2", Lost: 3, Total: 6, Cause: "chunks of scheme stripe:4+2 lost 3 of 6 pieces"})
+	l.addRange(100, 200, kind.LostKey{Scheme: "stripe:4+2", Lost: 3, Total: 6, Cause: "chunks of scheme stripe:4+2 lost 3 of 6 pieces"})
+	l.addRange(100, 200, kind.LostKey{Scheme: "stripe:4+2", Lost: 3, Total: 6, Cause: "chunks of scheme stripe:4+2 lost 3 of 6 pieces"})
 	if l.count() != 1 {
 		t.Fatalf("count %d after the same range twice, want 1", l.count())
 	}
@@ -65,7 +66,7 @@ func TestLostRangesNameEveryKeyOfTheirSlots(t *testing.T) {
 	if !ok || k.Key != string(in) || !k.Unsure {
 		t.Fatalf("get(%s) = %+v, %v; want it maybe lost", in, k, ok)
 	}
-	err := k.err()
+	err := k.Err()
 	for _, want := range []string{"LOST", "may have been lost", "stripe:4+2", "slots 100-200", "SET or DEL clears"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Fatalf("error %q lacks %q", err, want)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -216,10 +217,10 @@ func (nm *nodeMetrics) degradedRequest(kind string) { nm.degradedKinds[kind].Inc
 func (nm *nodeMetrics) lapsedCommand(outcome string) { nm.lapsedKinds[outcome].Inc() }
 
 // piecesBytes is what sending pieces puts in PutPieces payloads.
-func piecesBytes(pieces []piece) int {
+func piecesBytes(pieces []kind.Piece) int {
 	total := 0
 	for _, p := range pieces {
-		total += p.encodedLen()
+		total += piece(p).encodedLen()
 	}
 	return total
 }

@@ -62,6 +62,7 @@ type Node struct {
 	unfinished  unfinishedDeletions // deletions whose releases failed (purge.go)
 	directory   directorySender
 	stripes     stripeSchemes // stripe:K+M chunks and parity (stripe.go)
+	bound       boundSchemes  // the catalogue's schemes bound to their kinds (schemes.go)
 	health      integrity     // checksum failures found and repaired
 
 	trust       trust             // cluster secret and TLS (trust.go)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/bigcopy"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
@@ -342,7 +343,7 @@ func (n *Node) answerRead(typ uint8, refs []pieceRef, views []pieceView) ([]byte
 		switch {
 		case err == nil:
 			slots[i].Data = data
-		case errors.Is(err, errPieceCorrupt):
+		case errors.Is(err, kind.ErrPieceCorrupt):
 			slots[i].Status = pieceCorrupt
 		default:
 			slots[i].Status = pieceMissing

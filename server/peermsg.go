@@ -2,9 +2,8 @@ package server
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 
-	"github.com/memgest/memgest/internal/bigcopy"
+	"github.com/memgest/memgest/scheme/kind"
 )
 
 // Peer message types (transport.Frame.Type). Payload layouts are the
@@ -31,34 +30,13 @@ const (
 	msgStripeResync                  // send a list's chunks whole to one parity holder (stripe_rebuild.go)
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// checksum is the CRC32C every stored piece carries, computed in steps
-// that let other goroutines run: the assembly loop over a 512 MiB value
-// cannot be preempted (internal/bigcopy).
-func checksum(b []byte) uint32 {
-	if len(b) <= bigcopy.Step {
-		return crc32.Checksum(b, castagnoli)
-	}
-	var crc uint32
-	bigcopy.Steps(len(b), func(lo, hi int) { crc = crc32.Update(crc, castagnoli, b[lo:hi]) })
-	return crc
-}
-
 // piece is one unit of redundancy stored on a node: a replica of a value or
 // one shard of a split object. Versioned pieces (split) are stored under
 // their version so that the committed version stays readable while a newer
 // one is being written (Ring §5.2 keeps old versions until the new commits).
-type piece struct {
-	Key       []byte
-	Scheme    uint16
-	Version   uint64
-	ExpireAt  int64
-	Index     uint8 // replica number or shard index
-	Versioned bool
-	CRC       uint32
-	Data      []byte
-}
+//
+// It is a kind.Piece with its wire encoding.
+type piece kind.Piece
 
 // encodedLen is len(p.encode(nil)), without encoding: the fixed fields
 // (scheme, version, expiry, index, flag, CRC) and the two length-prefixed
@@ -140,15 +118,9 @@ func decodePutPiecesResp(b []byte, count int) ([]string, error) {
 // shard of that index only: a node that stands in for another position
 // (cluster.Map.Holders) may still hold the shard of its former one, which
 // must read as missing, not as this one.
-type pieceRef struct {
-	Key       []byte
-	Scheme    uint16
-	Version   uint64
-	Versioned bool
-	Exact     bool
-	HasIndex  bool
-	Index     uint8
-}
+//
+// It is a kind.PieceRef with its wire encoding and store key.
+type pieceRef kind.PieceRef
 
 func (r pieceRef) encode(e enc) enc {
 	return e.bytes(r.Key).u16(r.Scheme).u64(r.Version).u8(boolByte(r.Versioned)).u8(boolByte(r.Exact)).

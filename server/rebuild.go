@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/internal/bigcopy"
 	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/keyslot"
-	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/store"
 )
 
@@ -233,12 +234,12 @@ type held struct {
 
 // lacks says whether target t should receive key's piece at version v: it
 // is listed and holds no piece of that index and version.
-func (h held) lacks(key []byte, t target, v uint64) bool {
-	if !h.listed[t.node.ID] {
+func (h held) lacks(key []byte, t kind.Target, v uint64) bool {
+	if !h.listed[t.Node.ID] {
 		return false
 	}
 	for _, p := range h.pieces[string(key)] {
-		if p.node == t.node.ID && p.index == uint8(t.index) && p.version == v {
+		if p.node == t.Node.ID && p.index == uint8(t.Index) && p.version == v {
 			return false
 		}
 	}
@@ -250,17 +251,8 @@ func (h held) lacks(key []byte, t target, v uint64) bool {
 type rebuildItem struct {
 	key       []byte
 	remaining int
-	bulk      bulkKind
+	bulk      kind.Rebuild // how: copied or decoded in bulk, or key by key
 }
-
-// bulkKind is how a key is rebuilt.
-type bulkKind uint8
-
-const (
-	perKey     bulkKind = iota // rebuildKey: a read-modify-write of its own
-	bulkCopy                   // a rep key: copied in bulk (rebuildCopies)
-	bulkDecode                 // a split key: decoded in bulk (rebuildDecodes)
-)
 
 // hasEntry says whether node holds a directory entry of key.
 func (h held) hasEntry(key []byte, node cluster.NodeID) bool {
@@ -283,7 +275,7 @@ func (n *Node) rebuildPlan(m *cluster.Map, dirNodes []cluster.Node, keys [][]byt
 	var plan []rebuildItem
 	for _, key := range keys {
 		meta, ok := n.primary.Meta(key)
-		entry, known := m.SchemeByID(meta.Scheme)
+		sch, known := n.schemes(m).lookup(meta.Scheme)
 		if !ok || !known {
 			continue
 		}
@@ -293,38 +285,25 @@ func (n *Node) rebuildPlan(m *cluster.Map, dirNodes []cluster.Node, keys [][]byt
 				break
 			}
 		}
-		targets, err := pieceTargets(m, key, entry.Spec)
+		targets, err := sch.Targets(m, key)
 		if err != nil {
 			continue
 		}
 		missing := 0
-		if isStub(meta) && entry.Spec.Kind == scheme.Rep {
+		if isStub(meta) && sch.Traits().ReadsLocally {
 			missing++ // the coordinator's own copy, lost with the failed one
 		}
 		for _, t := range targets {
-			if t.node.State == cluster.Failed || have.lacks(key, t, meta.Version) {
+			if t.Node.State == cluster.Failed || have.lacks(key, t, meta.Version) {
 				missing++
 			}
 		}
 		if missing > 0 {
-			plan = append(plan, rebuildItem{key: key, remaining: entry.Spec.Tolerance() - missing, bulk: bulkFor(entry, meta)})
+			plan = append(plan, rebuildItem{key: key, remaining: sch.Entry().Spec.Tolerance() - missing, bulk: sch.Traits().Rebuild})
 		}
 	}
 	slices.SortStableFunc(plan, func(a, b rebuildItem) int { return a.remaining - b.remaining })
 	return plan
-}
-
-// bulkFor says how a key with this record is rebuilt. Stubs too go in
-// bulk: a rep stub is filled on the way (copyBatch), from this node's own
-// replica when it holds one; a split decode needs only the stub's version.
-func bulkFor(entry cluster.SchemeEntry, meta store.Meta) bulkKind {
-	switch {
-	case entry.Spec.Kind == scheme.Rep:
-		return bulkCopy
-	case entry.Spec.Kind == scheme.Split:
-		return bulkDecode
-	}
-	return perKey
 }
 
 // runRebuild rebuilds the planned keys in plan order, paced by
@@ -372,7 +351,7 @@ func (n *Node) runRebuild(ctx context.Context, plan []rebuildItem, have held) (i
 	err = forEach(ctx, len(others), rebuildWorkers, func(ctx context.Context, i int) error {
 		began := time.Now()
 		b, err := n.rebuildKey(ctx, others[i].key, need)
-		var lost *lostError
+		var lost *kind.LostError
 		if err != nil && !errors.As(err, &lost) { // a lost key is reported, not rebuilt
 			return err
 		}
@@ -410,19 +389,19 @@ const (
 // plan order, and returns the per-key ones.
 func splitPlan(plan []rebuildItem) (copies, decodes [][]rebuildItem, others []rebuildItem) {
 	var batch [3][]rebuildItem
-	flush := func(kind bulkKind) {
-		if len(batch[kind]) == 0 {
+	flush := func(how kind.Rebuild) {
+		if len(batch[how]) == 0 {
 			return
 		}
-		if kind == bulkCopy {
-			copies = append(copies, batch[kind])
+		if how == kind.RebuildCopy {
+			copies = append(copies, batch[how])
 		} else {
-			decodes = append(decodes, batch[kind])
+			decodes = append(decodes, batch[how])
 		}
-		batch[kind] = nil
+		batch[how] = nil
 	}
 	for _, it := range plan {
-		if it.bulk == perKey {
+		if it.bulk == kind.RebuildPerKey {
 			others = append(others, it)
 			continue
 		}
@@ -431,8 +410,8 @@ func splitPlan(plan []rebuildItem) (copies, decodes [][]rebuildItem, others []re
 			flush(it.bulk)
 		}
 	}
-	flush(bulkCopy)
-	flush(bulkDecode)
+	flush(kind.RebuildCopy)
+	flush(kind.RebuildDecode)
 	return copies, decodes, others
 }
 
@@ -483,9 +462,9 @@ func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need pieceFil
 		if !ok {
 			continue // gone, moved, or corrupt (reads and the scrub repair it)
 		}
-		entry, _ := m.SchemeByID(meta.Scheme)
-		op := &writeOp{key: key, value: val, expireAt: meta.ExpireAt, entry: entry, crc: meta.Aux, crcKnown: true}
-		targets, pieces, err := planPieces(m, op, meta.Version)
+		sch, _ := n.schemes(m).lookup(meta.Scheme)
+		op := &writeOp{key: key, value: val, expireAt: meta.ExpireAt, entry: sch.Entry(), crc: meta.Aux, crcKnown: true}
+		targets, pieces, err := planPieces(m, sch, op, meta.Version)
 		if err != nil {
 			return bytes, items, err
 		}
@@ -514,13 +493,13 @@ func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need pieceFil
 // shard's rebuild must not end.
 func (n *Node) copySource(ctx context.Context, m *cluster.Map, key, buf []byte) ([]byte, store.Meta, bool, error) {
 	val, meta, ok := n.primary.Get(key, buf)
-	entry, known := m.SchemeByID(meta.Scheme)
-	if !ok || !known || entry.Spec.Kind != scheme.Rep {
+	sch, known := n.schemes(m).lookup(meta.Scheme)
+	if !ok || !known || sch.Traits().Rebuild != kind.RebuildCopy {
 		return val, meta, false, nil
 	}
 	if isStub(meta) {
 		filled, full, err := n.fillStub(ctx, key, meta)
-		var lost *lostError
+		var lost *kind.LostError
 		if errors.As(err, &lost) || errors.Is(err, errStubReplaced) {
 			return val, meta, false, nil
 		}
@@ -529,7 +508,7 @@ func (n *Node) copySource(ctx context.Context, m *cluster.Map, key, buf []byte) 
 		}
 		return filled, full, true, nil // fillStub checked its CRC32C
 	}
-	return val, meta, checksum(val) == meta.Aux, nil
+	return val, meta, bigcopy.Checksum(val) == meta.Aux, nil
 }
 
 // releaseChanged releases, after a bulk batch was stored, the pieces it
@@ -564,12 +543,12 @@ func (n *Node) keysInSlots(first, last int) [][]byte {
 
 // pieceFilter says whether target t should be sent key's piece at version
 // v.
-type pieceFilter func(key []byte, t target, v uint64) bool
+type pieceFilter func(key []byte, t kind.Target, v uint64) bool
 
 // everyPiece sends a key's every piece again: a holder that has the
 // committed version keeps its copy (storePiece), one that lacks it stores
 // it.
-func everyPiece([]byte, target, uint64) bool { return true }
+func everyPiece([]byte, kind.Target, uint64) bool { return true }
 
 // rebuildKey stores again, at its committed version, the pieces of key
 // that need says are missing, and returns the bytes sent. It is a
@@ -582,12 +561,12 @@ func (n *Node) rebuildKey(ctx context.Context, key []byte, need pieceFilter) (in
 			return nil, nil
 		}
 		op := &writeOp{key: key, value: cur.value, expireAt: cur.meta.ExpireAt, entry: cur.entry}
-		targets, pieces, err := planPieces(n.ctl.Map(), op, cur.meta.Version)
+		targets, pieces, err := planPieces(n.ctl.Map(), n.kindOf(cur.entry), op, cur.meta.Version)
 		if err != nil {
 			return nil, err
 		}
-		var lostTargets []target
-		var lostPieces []piece
+		var lostTargets []kind.Target
+		var lostPieces []kind.Piece
 		for i, t := range targets {
 			if need(key, t, cur.meta.Version) {
 				lostTargets, lostPieces = append(lostTargets, t), append(lostPieces, pieces[i])

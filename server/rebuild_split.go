@@ -5,7 +5,8 @@ import (
 	"fmt"
 
 	"github.com/memgest/memgest/cluster"
-	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/internal/bigcopy"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/split"
 	"github.com/memgest/memgest/store"
 )
@@ -25,7 +26,7 @@ type decodeJob struct {
 	key     []byte
 	meta    store.Meta
 	entry   cluster.SchemeEntry
-	targets []target
+	targets []kind.Target
 	shards  [][]byte // fetched shards by index; nil when not (yet) fetched
 }
 
@@ -42,7 +43,7 @@ type shardFetch struct {
 // fetched), which the caller rebuilds one by one.
 func (n *Node) rebuildDecodes(ctx context.Context, items []rebuildItem, have held) (int, []rebuildItem, error) {
 	m := n.ctl.Map()
-	jobs, left := planDecodes(m, n.primary, items, have)
+	jobs, left := planDecodes(m, n.schemes(m), n.primary, items, have)
 	fetches := shardFetches(jobs, have)
 	if err := n.fetchShards(ctx, jobs, fetches); err != nil {
 		return 0, nil, err
@@ -74,17 +75,18 @@ func (n *Node) rebuildDecodes(ctx context.Context, items []rebuildItem, have hel
 // planDecodes reads the records of items and returns a job for each split
 // key whose k shards the listing shows on live holders, and the items left
 // for the per-key path.
-func planDecodes(m *cluster.Map, primary *store.Store, items []rebuildItem, have held) ([]*decodeJob, []rebuildItem) {
+func planDecodes(m *cluster.Map, t *schemeTable, primary *store.Store, items []rebuildItem, have held) ([]*decodeJob, []rebuildItem) {
 	var jobs []*decodeJob
 	var left []rebuildItem
 	for _, it := range items {
 		meta, ok := primary.Meta(it.key)
-		entry, known := m.SchemeByID(meta.Scheme)
-		if !ok || !known || entry.Spec.Kind != scheme.Split {
+		sch, known := t.lookup(meta.Scheme)
+		if !ok || !known || sch.Traits().Rebuild != kind.RebuildDecode {
 			left = append(left, it)
 			continue
 		}
-		targets, err := pieceTargets(m, it.key, entry.Spec)
+		entry := sch.Entry()
+		targets, err := sch.Targets(m, it.key)
 		if err != nil || listedShards(it.key, targets, meta.Version, have) < entry.Spec.K {
 			left = append(left, it)
 			continue
@@ -97,10 +99,10 @@ func planDecodes(m *cluster.Map, primary *store.Store, items []rebuildItem, have
 
 // listedShards counts the targets that the listing shows holding key's
 // shard at version v.
-func listedShards(key []byte, targets []target, v uint64, have held) int {
+func listedShards(key []byte, targets []kind.Target, v uint64, have held) int {
 	count := 0
 	for _, t := range targets {
-		if t.node.State != cluster.Failed && !have.lacks(key, t, v) {
+		if t.Node.State != cluster.Failed && !have.lacks(key, t, v) {
 			count++
 		}
 	}
@@ -118,18 +120,18 @@ func shardFetches(jobs []*decodeJob, have held) []*shardFetch {
 			if picked == j.entry.Spec.K {
 				break
 			}
-			if t.node.State == cluster.Failed || have.lacks(j.key, t, j.meta.Version) {
+			if t.Node.State == cluster.Failed || have.lacks(j.key, t, j.meta.Version) {
 				continue
 			}
-			f := byNode[t.node.ID]
+			f := byNode[t.Node.ID]
 			if f == nil {
-				f = &shardFetch{node: t.node}
-				byNode[t.node.ID] = f
+				f = &shardFetch{node: t.Node}
+				byNode[t.Node.ID] = f
 				out = append(out, f)
 			}
 			f.refs = append(f.refs, pieceRef{Key: j.key, Scheme: j.entry.ID, Version: j.meta.Version,
-				Versioned: true, HasIndex: true, Index: uint8(t.index)})
-			f.into = append(f.into, [2]int{ji, t.index})
+				Versioned: true, HasIndex: true, Index: uint8(t.Index)})
+			f.into = append(f.into, [2]int{ji, t.Index})
 			picked++
 		}
 	}
@@ -163,8 +165,8 @@ func (n *Node) fetchShards(ctx context.Context, jobs []*decodeJob, fetches []*sh
 
 // repairPieces is the shards of one key for the targets that lack them.
 type repairPieces struct {
-	targets []target
-	pieces  []piece
+	targets []kind.Target
+	pieces  []kind.Piece
 }
 
 // missingPieces reconstructs the shards the job did not fetch from those it
@@ -177,13 +179,13 @@ func (j *decodeJob) missingPieces(have held) ([]repairPieces, error) {
 	all := j.shards
 	var out []repairPieces
 	for _, t := range j.targets {
-		if t.node.State == cluster.Failed || !have.lacks(j.key, t, j.meta.Version) {
+		if t.Node.State == cluster.Failed || !have.lacks(j.key, t, j.meta.Version) {
 			continue
 		}
-		shard := all[t.index]
-		p := piece{Key: j.key, Scheme: j.entry.ID, Version: j.meta.Version, ExpireAt: j.meta.ExpireAt,
-			Index: uint8(t.index), Versioned: true, CRC: checksum(shard), Data: shard}
-		out = append(out, repairPieces{targets: []target{t}, pieces: []piece{p}})
+		shard := all[t.Index]
+		p := kind.Piece{Key: j.key, Scheme: j.entry.ID, Version: j.meta.Version, ExpireAt: j.meta.ExpireAt,
+			Index: uint8(t.Index), Versioned: true, CRC: bigcopy.Checksum(shard), Data: shard}
+		out = append(out, repairPieces{targets: []kind.Target{t}, pieces: []kind.Piece{p}})
 	}
 	return out, nil
 }

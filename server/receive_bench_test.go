@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/memgest/memgest/internal/bigcopy"
 	"github.com/memgest/memgest/store"
 )
 
@@ -20,7 +21,7 @@ func BenchmarkReceivePieces(b *testing.B) {
 	for f := range frames {
 		ps := make([]piece, perFrame)
 		for i := range ps {
-			ps[i] = piece{Key: []byte(fmt.Sprintf("key:%06d:%03d", f, i)), Scheme: 1, Version: 7, CRC: checksum(val), Data: val}
+			ps[i] = piece{Key: []byte(fmt.Sprintf("key:%06d:%03d", f, i)), Scheme: 1, Version: 7, CRC: bigcopy.Checksum(val), Data: val}
 		}
 		frames[f] = encodePutPieces(ps)
 	}

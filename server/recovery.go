@@ -11,7 +11,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/keyslot"
-	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/store"
 )
@@ -176,9 +176,10 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	var stale []staleVersion
 	var partial []string
 	var tombstones []dirEntry // purges of the deleted keys' tombstones
+	t := n.schemes(m)
 	for key, cands := range found {
-		markComplete(m, &sh, cands)
-		best, lost := judge(m, key, cands, dir, now)
+		markComplete(t, &sh, cands)
+		best, lost := judge(t, key, cands, dir, now)
 		if lost != nil {
 			n.lost.add(*lost)
 			continue
@@ -194,21 +195,21 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 				tombstones = append(tombstones, purgeOf(d.Key, d.Version))
 			}
 		}
-		stale = append(stale, staleVersions(m, key, cands, best)...)
+		stale = append(stale, staleVersions(t, key, cands, best)...)
 	}
 	faults.Hit(faults.MidRecovery)
-	var splitKeys, stripeKeys []string
+	var metaOnly, stripeKeys []string // stubs that hold no bytes; stripe keys
 	var stripePicks []*candidate
 	for i, key := range keys {
-		if e, ok := m.SchemeByID(picks[i].scheme); ok && e.Spec.Kind == scheme.Stripe {
+		if e, ok := m.SchemeByID(picks[i].scheme); ok && isStripe(e) {
 			stripeKeys, stripePicks = append(stripeKeys, key), append(stripePicks, picks[i])
 			continue
 		}
 		if err := n.writeStub([]byte(key), picks[i]); err != nil {
 			return err
 		}
-		if e, ok := m.SchemeByID(picks[i].scheme); ok && e.Spec.Kind == scheme.Split {
-			splitKeys = append(splitKeys, key)
+		if sch, ok := t.lookup(picks[i].scheme); ok && !sch.Traits().ReadsLocally {
+			metaOnly = append(metaOnly, key)
 		}
 	}
 	if err := n.rehomeStripes(ctx, m, stripeKeys, stripePicks); err != nil {
@@ -218,7 +219,7 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	// Values follow, metadata first (stub.go): rep values come back with
 	// the shard's rebuild, which lists the stubs as lost copies; split
 	// stubs hold no bytes, and a background pass checks their shards.
-	go n.fillStubs(ctx, splitKeys)
+	go n.fillStubs(ctx, metaOnly)
 	go func() {
 		if failed := n.sweepStale(ctx, stale); ctx.Err() == nil {
 			n.purgeTombstones(tombstones, failed)
@@ -241,21 +242,23 @@ type staleVersion struct {
 // by a write that never committed, by a release that a failure cut short,
 // or by a deletion recovery honoured. A rep replica in best's own scheme is
 // the same stored piece as best's, replaced in place, so it is never one.
-func staleVersions(m *cluster.Map, key string, cands []*candidate, best *candidate) []staleVersion {
+func staleVersions(t *schemeTable, key string, cands []*candidate, best *candidate) []staleVersion {
 	var out []staleVersion
 	for _, c := range cands {
-		if c == best || best != nil && c.scheme == best.scheme && !isSplit(m, c.scheme) {
+		versioned := shardsOf(t, c.scheme)
+		if c == best || best != nil && c.scheme == best.scheme && !versioned {
 			continue
 		}
-		ref := pieceRef{Key: []byte(key), Scheme: c.scheme, Version: c.version, Versioned: isSplit(m, c.scheme), Exact: true}
+		ref := pieceRef{Key: []byte(key), Scheme: c.scheme, Version: c.version, Versioned: versioned, Exact: true}
 		out = append(out, staleVersion{ref: ref, holders: c.holders})
 	}
 	return out
 }
 
-func isSplit(m *cluster.Map, id uint16) bool {
-	e, ok := m.SchemeByID(id)
-	return ok && e.Spec.Kind == scheme.Split
+// shardsOf says whether scheme id keeps its pieces per version (shards).
+func shardsOf(t *schemeTable, id uint16) bool {
+	sch, ok := t.lookup(id)
+	return ok && sch.Traits().Pieces == kind.Shards
 }
 
 // sweepStale releases stale versions from the nodes that listed them, in
@@ -287,7 +290,8 @@ func (n *Node) sweepStale(ctx context.Context, stale []staleVersion) map[string]
 // nothing. A tombstone says the key was deleted at its version: the
 // versions before it are dead, and only a newer one (the key written
 // again) can be restored, or found lost.
-func judge(m *cluster.Map, key string, cands []*candidate, dir map[string]pieceEntry, now int64) (*candidate, *LostKey) {
+func judge(t *schemeTable, key string, cands []*candidate, dir map[string]pieceEntry, now int64) (*candidate, *kind.LostKey) {
+	m := t.m
 	d, hasDir := dir[key]
 	if hasDir && d.ExpireAt != 0 && d.ExpireAt <= now {
 		hasDir = false
@@ -299,7 +303,7 @@ func judge(m *cluster.Map, key string, cands []*candidate, dir map[string]pieceE
 		}
 		hasDir = false // written again since; its entry is on its way
 	}
-	best := newestReadable(m, cands)
+	best := newestReadable(t, cands)
 	// Unreadable pieces are a loss only if their version may have been
 	// committed: complete but for positions a failure took. Fragments with
 	// a piece missing where an up node should hold one are a write that
@@ -320,7 +324,7 @@ func judge(m *cluster.Map, key string, cands []*candidate, dir map[string]pieceE
 // lostByDirectory describes a key whose directory entry outlived its
 // pieces: the entry's scheme, and how many of that version's pieces are
 // gone.
-func lostByDirectory(m *cluster.Map, key string, d pieceEntry, cands []*candidate) LostKey {
+func lostByDirectory(m *cluster.Map, key string, d pieceEntry, cands []*candidate) kind.LostKey {
 	e, _ := m.SchemeByID(d.Scheme)
 	total := e.Spec.Nodes()
 	left := 0
@@ -329,7 +333,7 @@ func lostByDirectory(m *cluster.Map, key string, d pieceEntry, cands []*candidat
 			left = len(c.shards)
 		}
 	}
-	return LostKey{Key: key, Scheme: e.Name(), Lost: total - left, Total: total}
+	return kind.LostKey{Key: key, Scheme: e.Name(), Lost: total - left, Total: total}
 }
 
 func addCandidate(found map[string][]*candidate, node cluster.Node, e pieceEntry) {
@@ -360,12 +364,12 @@ func addCandidate(found map[string][]*candidate, node cluster.Node, e pieceEntry
 // failure can lose (the robustness suite's "two kills 1 s apart" found a
 // rep:3/split:3+2 key lost that way), and is never needed: no client
 // was told it succeeded, and no reader saw it.
-func newestReadable(m *cluster.Map, cands []*candidate) *candidate {
+func newestReadable(t *schemeTable, cands []*candidate) *candidate {
 	var best, bestComplete *candidate
 	for _, c := range cands {
-		e, ok := m.SchemeByID(c.scheme)
-		if !ok || (e.Spec.Kind == scheme.Split && len(c.shards) < e.Spec.K) {
-			continue
+		sch, ok := t.lookup(c.scheme)
+		if !ok || (sch.Traits().Pieces == kind.Shards && len(c.shards) < sch.Traits().Quorum) {
+			continue // too few shards to decode
 		}
 		if best == nil || c.version > best.version {
 			best = c
@@ -384,19 +388,19 @@ func newestReadable(m *cluster.Map, cands []*candidate) *candidate {
 // position of sh's placement for its scheme whose holder is up and not
 // listed for rebuild (a split shard at its own index; a rep replica on the
 // holder, the new coordinator's own included).
-func markComplete(m *cluster.Map, sh *cluster.Shard, cands []*candidate) {
+func markComplete(t *schemeTable, sh *cluster.Shard, cands []*candidate) {
 	for _, c := range cands {
-		e, ok := m.SchemeByID(c.scheme)
+		sch, ok := t.lookup(c.scheme)
 		c.complete = ok
-		if !ok || e.Spec.Kind == scheme.Stripe {
+		if !ok || isStripe(sch.Entry()) {
 			continue // a stripe object comes whole, from its decoded chunk
 		}
-		for p, h := range m.Holders(sh, e.Spec.Nodes()) {
+		for p, h := range t.m.Holders(sh, sch.Entry().Spec.Nodes()) {
 			if h.State != cluster.Up || slices.Contains(sh.Rebuild, p) {
 				continue
 			}
 			has := c.shards[uint8(p)]
-			if e.Spec.Kind == scheme.Rep {
+			if sch.Traits().Pieces == kind.Copies { // any holder's copy, not a position's
 				has = slices.ContainsFunc(c.holders, func(n cluster.Node) bool { return n.ID == h.ID })
 			}
 			if !has {
@@ -569,7 +573,7 @@ func parsePieceKey(k []byte) (pieceRef, uint8, bool) {
 
 // lostReport describes a key none of whose versions can be read: its newest
 // version's scheme and how many of its pieces are gone.
-func lostReport(m *cluster.Map, key string, cands []*candidate) LostKey {
+func lostReport(m *cluster.Map, key string, cands []*candidate) kind.LostKey {
 	newest := cands[0]
 	for _, c := range cands {
 		if c.version > newest.version {
@@ -578,5 +582,5 @@ func lostReport(m *cluster.Map, key string, cands []*candidate) LostKey {
 	}
 	e, _ := m.SchemeByID(newest.scheme)
 	total := e.Spec.Nodes()
-	return LostKey{Key: key, Scheme: e.Name(), Lost: total - len(newest.shards), Total: total}
+	return kind.LostKey{Key: key, Scheme: e.Name(), Lost: total - len(newest.shards), Total: total}
 }

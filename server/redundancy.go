@@ -6,27 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/bigcopy"
 	"github.com/memgest/memgest/internal/faults"
-	"github.com/memgest/memgest/keyslot"
-	"github.com/memgest/memgest/scheme"
-	"github.com/memgest/memgest/scheme/split"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
 )
-
-// errNodeFailed fails a request to a node the map marks failed at once,
-// rather than after the peer timeout.
-var errNodeFailed = errors.New("marked failed by the control plane")
-
-// errPieceGone means a split read found a shard already released by a newer
-// commit; the read starts again from the primary record.
-var errPieceGone = errors.New("server: piece released under a read")
 
 // release names pieces that are no longer needed: replicas up to a version
 // (or of exactly one version, for a write that did not commit: its release
@@ -44,74 +33,21 @@ type release struct {
 	everywhere bool
 }
 
-// target is one placement node that holds a piece of a key.
-type target struct {
-	index int
-	node  cluster.Node
-}
-
-// pieceTargets lists the nodes holding pieces of key under spec, beyond the
-// coordinator's primary record, each with its placement position
-// (cluster.Map.Holders, which stands survivors in for failed nodes): the
-// holders other than the coordinator for rep (replicas), every holder for
-// split (shard i at position i). A position no survivor can stand in for
-// keeps its failed node; writers skip it (livePieces), readers find it
-// missing.
-func pieceTargets(m *cluster.Map, key []byte, spec scheme.Spec) ([]target, error) {
-	slot := keyslot.Of(key)
-	width := spec.Nodes()
-	holders := m.HoldersOf(slot, width)
-	if width > len(holders) {
-		return nil, fmt.Errorf("server: scheme %s needs %d nodes, the shard has %d", spec, width, len(holders))
-	}
-	if spec.Kind != scheme.Rep && spec.Kind != scheme.Split {
-		return nil, nil
-	}
-	coord, _ := m.Coordinator(slot)
-	out := make([]target, 0, width)
-	for i, node := range holders {
-		if spec.Kind == scheme.Rep && node.ID == coord.ID {
-			continue // the primary record is the coordinator's copy
-		}
-		out = append(out, target{index: i, node: node})
-	}
-	if spec.Kind == scheme.Rep && len(out) == width {
-		out = out[1:] // no coordinator up: keep R−1 replicas
-	}
-	return out, nil
-}
-
-// placementTargets lists every node of key's shard placement that is not
-// failed (indexes are positions; releases do not use them).
-func placementTargets(m *cluster.Map, key []byte) []target {
-	sh := m.ShardOf(keyslot.Of(key))
-	if sh == nil {
-		return nil
-	}
-	var out []target
-	for p, id := range sh.Placement {
-		if node, ok := m.Node(id); ok && node.State != cluster.Failed {
-			out = append(out, target{index: p, node: node})
-		}
-	}
-	return out
-}
-
 // livePieces drops the targets (and their pieces) on failed nodes, which no
-// survivor could stand in for: the write goes ahead with reduced tolerance.
-// A split write still needs k shards stored.
-func livePieces(spec scheme.Spec, targets []target, pieces []piece) ([]target, []piece, error) {
+// survivor could stand in for: the write goes ahead with reduced tolerance,
+// as long as sch's quorum of pieces is stored.
+func livePieces(sch kind.Scheme, targets []kind.Target, pieces []kind.Piece) ([]kind.Target, []kind.Piece, error) {
 	keep := 0
 	for i, t := range targets {
-		if t.node.State == cluster.Failed {
+		if t.Node.State == cluster.Failed {
 			continue
 		}
 		targets[keep], pieces[keep] = t, pieces[i]
 		keep++
 	}
-	if spec.Kind == scheme.Split && keep < spec.K {
+	if q := sch.Traits().Quorum; keep < q {
 		return nil, nil, fmt.Errorf("server: scheme %s cannot be placed: %d of its %d nodes are up, it needs %d",
-			spec, keep, len(targets), spec.K)
+			sch.Entry().Spec, keep, len(targets), q)
 	}
 	return targets[:keep], pieces[:keep], nil
 }
@@ -121,13 +57,14 @@ func livePieces(spec scheme.Spec, targets []target, pieces []piece) ([]target, [
 // Writes that arrive together from different connections share frames
 // (commitGroups).
 func (n *Node) sendRedundancy(ctx context.Context, op *writeOp, v uint64) ([]release, error) {
-	if op.del || op.entry.Spec.Kind == scheme.None {
+	sch := op.scheme(n)
+	if op.del || sch.Traits().Immediate {
 		return nil, nil
 	}
-	if op.entry.Spec.Kind == scheme.Stripe {
+	if isStripe(op.entry) {
 		return nil, n.appendStripe(ctx, op, v)
 	}
-	targets, pieces, err := planPieces(n.ctl.Map(), op, v)
+	targets, pieces, err := planPieces(n.ctl.Map(), sch, op, v)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +86,7 @@ const earlyAckDelay = 200 * time.Millisecond
 // sendLate is the injected bug faults.BugEarlyAck (test builds only): the
 // pieces go out after earlyAckDelay, while the write commits and is
 // acknowledged at once. Nothing else calls it.
-func (n *Node) sendLate(targets []target, pieces []piece) {
+func (n *Node) sendLate(targets []kind.Target, pieces []kind.Piece) {
 	go func() {
 		time.Sleep(earlyAckDelay)
 		_ = n.groups.send(context.Background(), n, targets, pieces)
@@ -189,7 +126,7 @@ type commitGroup struct {
 // send stores pieces (for targets) as part of a group and returns this
 // write's error. A large value's pieces go alone: writes that joined its
 // group would wait until all of it was sent.
-func (gs *commitGroups) send(ctx context.Context, n *Node, targets []target, pieces []piece) error {
+func (gs *commitGroups) send(ctx context.Context, n *Node, targets []kind.Target, pieces []kind.Piece) error {
 	fill := func(b *pieceBatch, base int) { b.put(targets, pieces, base) }
 	if piecesBytes(pieces) > transport.PartSize {
 		var b pieceBatch
@@ -257,7 +194,7 @@ type pieceDest struct {
 
 // add queues the pieces of op at version v, on behalf of write owner.
 func (b *pieceBatch) add(n *Node, m *cluster.Map, op *writeOp, v uint64, owner int) error {
-	targets, pieces, err := planPieces(m, op, v)
+	targets, pieces, err := planPieces(m, op.scheme(n), op, v)
 	if err != nil {
 		return err
 	}
@@ -267,28 +204,30 @@ func (b *pieceBatch) add(n *Node, m *cluster.Map, op *writeOp, v uint64, owner i
 }
 
 // put queues pieces (one per target) on behalf of write owner.
-func (b *pieceBatch) put(targets []target, pieces []piece, owner int) {
+func (b *pieceBatch) put(targets []kind.Target, pieces []kind.Piece, owner int) {
 	for i, t := range targets {
-		d := b.dest(t.node)
-		pieces[i].spoolTo(&d.payload)
+		d := b.dest(t.Node)
+		piece(pieces[i]).spoolTo(&d.payload)
 		d.owners = append(d.owners, owner)
 	}
 }
 
-// planPieces returns where op's pieces at version v go, and the pieces.
-func planPieces(m *cluster.Map, op *writeOp, v uint64) ([]target, []piece, error) {
-	targets, err := pieceTargets(m, op.key, op.entry.Spec)
+// planPieces returns where op's pieces at version v go under sch, and the
+// pieces.
+func planPieces(m *cluster.Map, sch kind.Scheme, op *writeOp, v uint64) ([]kind.Target, []kind.Piece, error) {
+	targets, err := sch.Targets(m, op.key)
 	if err != nil {
 		return nil, nil, err
 	}
 	if len(targets) == 0 {
 		return nil, nil, nil // none, or rep:1: the primary record is all
 	}
-	pieces, err := makePieces(op, v, op.entry.Spec, targets)
+	base := kind.Piece{Key: op.key, Scheme: op.entry.ID, Version: v, ExpireAt: op.expireAt}
+	pieces, err := sch.Encode(base, op, targets)
 	if err != nil {
 		return nil, nil, err
 	}
-	return livePieces(op.entry.Spec, targets, pieces)
+	return livePieces(sch, targets, pieces)
 }
 
 // into queues b's pieces in a group's batch g, numbering b's writes from
@@ -431,7 +370,7 @@ func (n *Node) callEachSince(ctx context.Context, reqs []peerReq, fences uint64)
 			continue
 		}
 		if r.node.State == cluster.Failed {
-			errs[i], answered[i] = errNodeFailed, true
+			errs[i], answered[i] = kind.ErrNodeFailed, true
 			continue
 		}
 		waiting++
@@ -483,29 +422,6 @@ func (n *Node) collect(ctx context.Context, done <-chan peerResult, want int, wi
 	}
 }
 
-func makePieces(op *writeOp, v uint64, spec scheme.Spec, targets []target) ([]piece, error) {
-	base := piece{Key: op.key, Scheme: op.entry.ID, Version: v, ExpireAt: op.expireAt}
-	out := make([]piece, len(targets))
-	if spec.Kind == scheme.Rep {
-		crc := op.valueCRC()
-		for i, t := range targets {
-			out[i] = base
-			out[i].Index, out[i].CRC, out[i].Data = uint8(t.index), crc, op.value
-		}
-		return out, nil
-	}
-	shards, err := split.Encode(op.key, op.value, spec.K, spec.M)
-	if err != nil {
-		return nil, err
-	}
-	for i, t := range targets {
-		out[i] = base
-		out[i].Versioned = true
-		out[i].Index, out[i].CRC, out[i].Data = uint8(t.index), checksum(shards[t.index]), shards[t.index]
-	}
-	return out, nil
-}
-
 // storePiece keeps a piece sent by a coordinator (or by this node to
 // itself). It stores the piece's CRC32C as sent without computing it again:
 // the frame's own CRC covered the piece in transit, the sender computed it
@@ -529,7 +445,7 @@ func (n *Node) storePiece(p piece, owned bool) error {
 	// version again, which replaces a copy that fails its checksum or
 	// holds another shard index.
 	old, cur, ok := n.pieces.View(k)
-	if ok && cur.Version == p.Version && (checksum(old) != cur.Aux || cur.Flags != p.Index) {
+	if ok && cur.Version == p.Version && (bigcopy.Checksum(old) != cur.Aux || cur.Flags != p.Index) {
 		return n.pieces.Put(k, p.Data, meta)
 	}
 	return nil
@@ -568,11 +484,11 @@ func (n *Node) loadPiece(r pieceRef) ([]byte, error) {
 // it is the version and index r wants and passes its checksum.
 func (n *Node) checkPiece(r pieceRef, data []byte, meta store.Meta, ok bool) ([]byte, error) {
 	if !ok || (r.Versioned && meta.Version != r.Version) || (r.HasIndex && meta.Flags != r.Index) {
-		return nil, errPieceGone
+		return nil, kind.ErrPieceGone
 	}
-	if checksum(data) != meta.Aux {
+	if bigcopy.Checksum(data) != meta.Aux {
 		n.health.corrupt.Add(1)
-		return nil, fmt.Errorf("%w: %q", errPieceCorrupt, r.Key)
+		return nil, fmt.Errorf("%w: %q", kind.ErrPieceCorrupt, r.Key)
 	}
 	return data, nil
 }
@@ -592,98 +508,6 @@ func (n *Node) dropPieces(r pieceRef) {
 	})
 }
 
-// gatherSplit fetches the k data shards of a committed split object in
-// parallel, falls back to parity shards for any that fail, and decodes.
-// With recovering (a shard's new coordinator rebuilding its records, which
-// have no primary record yet) a missing piece is always treated as lost.
-func (n *Node) gatherSplit(ctx context.Context, m *cluster.Map, key []byte, meta store.Meta, entry cluster.SchemeEntry, recovering bool) ([]byte, error) {
-	spec := entry.Spec
-	targets, err := pieceTargets(m, key, spec)
-	if err != nil {
-		return nil, err
-	}
-	shards := make([][]byte, len(targets))
-	errs := make([]error, len(targets))
-	fetch := func(idx []int) {
-		var wg sync.WaitGroup
-		for _, i := range idx {
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				ref := pieceRef{Key: key, Scheme: entry.ID, Version: meta.Version, Versioned: true,
-					HasIndex: true, Index: uint8(targets[i].index)}
-				shards[i], errs[i] = n.getPiece(ctx, targets[i].node, ref)
-			}(i)
-		}
-		wg.Wait()
-	}
-	first, rest := readOrder(m, key, targets, spec.K)
-	fetch(first)
-	if slices.ContainsFunc(first, func(i int) bool { return errs[i] != nil }) {
-		if !recovering && n.superseded(key, meta.Version) {
-			return nil, errPieceGone // a newer commit released them: read again
-		}
-		fetch(rest)
-		n.fetchFromOthers(ctx, m, key, entry.ID, meta.Version, targets, shards, errs)
-	}
-	v, err := split.Decode(shards, key, spec.K, spec.M)
-	if err == nil && !recovering && slices.ContainsFunc(errs, func(e error) bool { return errors.Is(e, errPieceCorrupt) }) {
-		n.repairLater(key) // read around the corrupt shard; now store it again
-	}
-	if err != nil {
-		lost := 0
-		for _, e := range errs {
-			if isLoss(e) {
-				lost++
-			}
-		}
-		if lost > spec.M {
-			if !recovering {
-				// Counted where status and INFO look, until a write or
-				// DEL of the key ends it.
-				n.lost.add(LostKey{Key: string(key), Scheme: entry.Name(), Lost: lost, Total: spec.K + spec.M})
-			}
-			return nil, &lostError{key: key, scheme: entry.Name(), lost: lost, total: spec.K + spec.M}
-		}
-		return nil, fmt.Errorf("server: key %q cannot be read: %w", key, errors.Join(append([]error{err}, errs...)...))
-	}
-	return v, nil
-}
-
-// fetchFromOthers looks for the split shards that the targets lost
-// (isLoss) on the shard's other live placement nodes: a node that stood in
-// for a failed one keeps the shards it got while the failed node, readmitted
-// empty, waits for its rebuild (robustness finding 14). Without them a read
-// in that window found too few shards and reported a live key lost.
-func (n *Node) fetchFromOthers(ctx context.Context, m *cluster.Map, key []byte, schemeID uint16, v uint64,
-	targets []target, shards [][]byte, errs []error) {
-	others := otherPlacementNodes(m, key, targets)
-	for i := range targets {
-		if !isLoss(errs[i]) {
-			continue
-		}
-		ref := pieceRef{Key: key, Scheme: schemeID, Version: v, Versioned: true, HasIndex: true, Index: uint8(targets[i].index)}
-		for _, node := range others {
-			if data, err := n.getPiece(ctx, node, ref); err == nil {
-				shards[i], errs[i] = data, nil
-				break
-			}
-		}
-	}
-}
-
-// otherPlacementNodes are the live nodes of key's shard placement that are
-// not among targets.
-func otherPlacementNodes(m *cluster.Map, key []byte, targets []target) []cluster.Node {
-	var out []cluster.Node
-	for _, p := range placementTargets(m, key) {
-		if !slices.ContainsFunc(targets, func(t target) bool { return t.node.ID == p.node.ID }) {
-			out = append(out, p.node)
-		}
-	}
-	return out
-}
-
 // superseded says whether key's committed version is no longer v (a newer
 // write or a deletion committed): then missing pieces of v were released,
 // not lost, and a read starts again. Otherwise they went with a failed node
@@ -698,15 +522,15 @@ func (n *Node) getPiece(ctx context.Context, node cluster.Node, r pieceRef) ([]b
 		return n.loadPiece(r)
 	}
 	if node.State == cluster.Failed {
-		return nil, fmt.Errorf("node %s: %w", node.PeerAddr, errNodeFailed)
+		return nil, fmt.Errorf("node %s: %w", node.PeerAddr, kind.ErrNodeFailed)
 	}
 	resp, err := n.call(ctx, node, msgGetPiece, r.encode(nil))
 	var re *transport.RemoteError
 	switch {
-	case errors.As(err, &re) && re.Msg == errPieceGone.Error():
-		return nil, errPieceGone
+	case errors.As(err, &re) && re.Msg == kind.ErrPieceGone.Error():
+		return nil, kind.ErrPieceGone
 	case isCorruptReply(err):
-		return nil, fmt.Errorf("node %s: %w", node.PeerAddr, errPieceCorrupt)
+		return nil, fmt.Errorf("node %s: %w", node.PeerAddr, kind.ErrPieceCorrupt)
 	}
 	return resp, err
 }
@@ -743,22 +567,23 @@ func (n *Node) releaseOne(ctx context.Context, r release) error {
 	if !ok {
 		return fmt.Errorf("server: releasing %q: unknown scheme id %d", r.key, r.scheme)
 	}
-	targets, err := pieceTargets(m, r.key, entry.Spec)
+	sch := n.kindOf(entry)
+	targets, err := sch.Targets(m, r.key)
 	if err != nil {
 		return err
 	}
 	if r.everywhere {
-		targets = placementTargets(m, r.key)
+		targets = kind.PlacementTargets(m, r.key)
 	}
-	ref := pieceRef{Key: r.key, Scheme: r.scheme, Version: r.version, Versioned: entry.Spec.Kind == scheme.Split, Exact: r.exact}
+	ref := pieceRef{Key: r.key, Scheme: r.scheme, Version: r.version, Versioned: sch.Traits().Pieces == kind.Shards, Exact: r.exact}
 	var wg sync.WaitGroup
 	errs := make([]error, len(targets))
 	for i, t := range targets {
-		if t.node.ID == n.id {
+		if t.Node.ID == n.id {
 			n.dropPieces(ref)
 			continue
 		}
-		if t.node.State == cluster.Failed {
+		if t.Node.State == cluster.Failed {
 			continue // its pieces went with it
 		}
 		wg.Add(1)
@@ -768,33 +593,8 @@ func (n *Node) releaseOne(ctx context.Context, r release) error {
 				n.log.Debug("release failed", "key", string(r.key), "node", node.ID, "err", err)
 				errs[i] = err
 			}
-		}(t.node)
+		}(t.Node)
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// readOrder splits a split key's targets into the k to fetch first and the
-// rest, fetched only if one of those fails. Positions whose piece may be
-// missing (their node failed, or they are listed for rebuild: a spare or
-// stand-in that has not received it yet) go last, so a degraded read
-// decodes from parity in one round trip rather than finding the hole
-// first; with none, the data shards come first and no decode is needed.
-func readOrder(m *cluster.Map, key []byte, targets []target, k int) (first, rest []int) {
-	sh := m.ShardOf(keyslot.Of(key))
-	var doubtful []int
-	for i, t := range targets {
-		switch {
-		case t.node.State == cluster.Failed || (sh != nil && slices.Contains(sh.Rebuild, t.index)):
-			doubtful = append(doubtful, i)
-		case len(first) < k:
-			first = append(first, i)
-		default:
-			rest = append(rest, i)
-		}
-	}
-	for len(first) < k && len(doubtful) > 0 {
-		first, doubtful = append(first, doubtful[0]), doubtful[1:]
-	}
-	return first, append(rest, doubtful...)
 }

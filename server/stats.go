@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/memgest/memgest/cluster"
-	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/kind"
 )
 
 // counters are a node's running totals for INFO stats and /metrics.
@@ -24,14 +24,18 @@ type counters struct {
 	// stripeChunksRestored counts lost chunks decoded after their
 	// shard was served (stripe_pending.go).
 	stripeChunksRestored atomic.Int64
-	splitValues          sync.Map // scheme id → *atomic.Int64: logical value bytes of split keys
+	// detachedValues maps a scheme id to an *atomic.Int64: the logical
+	// value bytes of its keys that primary records do not hold
+	// (kind.Scheme.Detached: split's values live in their shards).
+	detachedValues sync.Map
 
 	// rejectedConns counts client connections refused at maxclients.
 	rejectedConns atomic.Int64
 }
 
-func (c *counters) splitBytes(id uint16) *atomic.Int64 {
-	v, _ := c.splitValues.LoadOrStore(id, new(atomic.Int64))
+// detachedBytes is scheme id's count of detached value bytes.
+func (c *counters) detachedBytes(id uint16) *atomic.Int64 {
+	v, _ := c.detachedValues.LoadOrStore(id, new(atomic.Int64))
 	return v.(*atomic.Int64)
 }
 
@@ -50,8 +54,8 @@ type nodeStats struct {
 	Serving bool `json:"serving"`
 	// Lost lists (up to lostListMax of) the LostCount keys this node
 	// coordinates that are lost beyond their scheme's tolerance.
-	Lost      []LostKey `json:"lost,omitempty"`
-	LostCount int       `json:"lost_count,omitempty"`
+	Lost      []kind.LostKey `json:"lost,omitempty"`
+	LostCount int            `json:"lost_count,omitempty"`
 	// Rebuild is the node's rebuild progress.
 	Rebuild RebuildReport `json:"rebuild"`
 	// Commands counts the client commands the node has processed.
@@ -115,6 +119,7 @@ func (n *Node) localStats() nodeStats {
 	st.Lost, st.LostCount = n.lost.list(lostListMax)
 	st.Rebuild = n.rebuild.report()
 	m := n.ctl.Map()
+	t := n.schemes(m)
 	usage := func(id uint16) *schemeUsage {
 		if st.Schemes[id] == nil {
 			st.Schemes[id] = &schemeUsage{}
@@ -124,11 +129,9 @@ func (n *Node) localStats() nodeStats {
 	for id, s := range p.ByScheme {
 		u := usage(id)
 		u.Keys = int64(s.Keys)
-		u.Logical = int64(s.KeyBytes + s.ValueBytes)
-		if e, ok := m.SchemeByID(id); ok && e.Spec.Kind == scheme.Split {
-			u.Logical = int64(s.KeyBytes) + n.stats.splitBytes(id).Load()
-		} else {
-			u.Stored += int64(s.KeyBytes + s.ValueBytes)
+		u.Logical = int64(s.KeyBytes+s.ValueBytes) + n.stats.detachedBytes(id).Load()
+		if sch, ok := t.lookup(id); !ok || sch.Traits().ReadsLocally {
+			u.Stored += int64(s.KeyBytes + s.ValueBytes) // a copy, not metadata only
 		}
 	}
 	for id, s := range q.ByScheme {

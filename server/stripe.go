@@ -87,6 +87,14 @@ func (ss *stripeSchemes) scheme(entry cluster.SchemeEntry) (*stripeScheme, error
 	return s, nil
 }
 
+// isStripe says whether entry is a stripe scheme, whose keys' objects
+// live in their coordinators' chunks rather than in primary records. It is
+// the one place outside the scheme packages that names the stripe kind,
+// until the stripe data path moves behind kind.Scheme (decision 0007).
+func isStripe(entry cluster.SchemeEntry) bool {
+	return entry.Spec.Kind == scheme.Stripe
+}
+
 // byID returns the scheme with id, or nil.
 func (ss *stripeSchemes) byID(id uint16) *stripeScheme {
 	for _, s := range ss.all() {
@@ -236,7 +244,7 @@ func (n *Node) onStripe(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	entry, ok := n.ctl.Map().SchemeByID(id)
-	if !ok || entry.Spec.Kind != scheme.Stripe {
+	if !ok || !isStripe(entry) {
 		return nil, fmt.Errorf("server: scheme id %d is not a stripe scheme", id)
 	}
 	s, err := n.stripes.scheme(entry)
@@ -379,30 +387,32 @@ func (n *Node) commitStripeLocked(op *writeOp, v uint64) ([]release, error) {
 		n.abortStripe(op) // lost to a newer version
 		return nil, nil
 	}
-	toStripe := !op.del && op.entry.Spec.Kind == scheme.Stripe
+	toStripe := !op.del && isStripe(op.entry)
+	var next store.Meta // the primary record op makes, if any
 	if toStripe {
 		applied, err := n.commitToStripe(op)
 		if err != nil || !applied {
 			return nil, err
 		}
 	} else if !op.del {
-		stored, meta := primaryRecord(op, v)
-		if _, _, _, err := n.primary.Exchange(op.key, stored, meta); err != nil {
+		var stored []byte
+		stored, next = n.primaryRecord(op, v)
+		if _, _, _, err := n.primary.Exchange(op.key, stored, next); err != nil {
 			return nil, fmt.Errorf("server: storing %q: %w", op.key, err)
 		}
-		if e, ok := dirChange(op, v, store.Meta{}, false); ok {
+		if e, ok := dirChange(op, !op.del && op.scheme(n).Traits().Immediate, v, store.Meta{}, false); ok {
 			n.enqueueDirectory(e) // the key leaves a stripe scheme, which keeps no entry
 		}
 	}
 	n.removeFromStripes(op, v)
+	n.accountDetached(m, prev, hadPrimary, next)
 	if !hadPrimary {
 		return nil, nil
 	}
 	if toStripe || op.del {
 		n.primary.DeleteIf(op.key, func(old store.Meta) bool { return old.Version < v })
 	}
-	n.accountSplit(m, op, prev, true)
-	if needsRelease(m, prev.Scheme, op) {
+	if n.needsRelease(m, prev.Scheme, op) {
 		return []release{{key: op.key, scheme: prev.Scheme, version: prev.Version, everywhere: op.del}}, nil
 	}
 	return nil, nil
@@ -496,7 +506,7 @@ func (n *Node) onStripeRead(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	entry, ok := n.ctl.Map().SchemeByID(r.Scheme)
-	if !ok || entry.Spec.Kind != scheme.Stripe {
+	if !ok || !isStripe(entry) {
 		return nil, fmt.Errorf("server: scheme id %d is not a stripe scheme", r.Scheme)
 	}
 	s, err := n.stripes.scheme(entry)

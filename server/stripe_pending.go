@@ -320,7 +320,7 @@ func (n *Node) restoreTags(ctx context.Context, shard int, tags []uint32) error 
 		}
 	}
 	dropTagged(found, lost)
-	keys, picks := newestLive(m, stripeObjectCandidates(found))
+	keys, picks := newestLive(n.schemes(m), stripeObjectCandidates(found))
 	if err := n.rehomeStripes(ctx, m, keys, picks); err != nil {
 		return err
 	}
@@ -331,12 +331,12 @@ func (n *Node) restoreTags(ctx context.Context, shard int, tags []uint32) error 
 
 // newestLive picks each key's newest candidate (newestReadable), leaving
 // out expired ones.
-func newestLive(m *cluster.Map, cands map[string][]*candidate) ([]string, []*candidate) {
+func newestLive(t *schemeTable, cands map[string][]*candidate) ([]string, []*candidate) {
 	now := nowMs()
 	var keys []string
 	var picks []*candidate
 	for key, cs := range cands {
-		best := newestReadable(m, cs)
+		best := newestReadable(t, cs)
 		if best != nil && (best.expireAt == 0 || best.expireAt > now) {
 			keys, picks = append(keys, key), append(picks, best)
 		}

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/memgest/memgest/cluster"
-	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/stripe"
 )
 
@@ -83,7 +82,7 @@ func (n *Node) rebuildStripes(ctx context.Context, m *cluster.Map, sh cluster.Sh
 	}
 	var errs []error
 	for _, e := range m.Schemes {
-		if e.Spec.Kind != scheme.Stripe || e.Spec.K+e.Spec.M > len(sh.Placement) {
+		if !isStripe(e) || e.Spec.K+e.Spec.M > len(sh.Placement) {
 			continue
 		}
 		for p := 0; p < e.Spec.K+e.Spec.M; p++ {
@@ -232,7 +231,7 @@ func (n *Node) onStripeResync(b []byte) ([]byte, error) {
 	}
 	m := n.ctl.Map()
 	entry, ok := m.SchemeByID(r.Scheme)
-	if !ok || entry.Spec.Kind != scheme.Stripe || int(r.J) >= entry.Spec.M {
+	if !ok || !isStripe(entry) || int(r.J) >= entry.Spec.M {
 		return nil, fmt.Errorf("server: no parity position %d of a stripe scheme with id %d", r.J, r.Scheme)
 	}
 	s, err := n.stripes.scheme(entry)

@@ -11,7 +11,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/ec"
 	"github.com/memgest/memgest/keyslot"
-	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/stripe"
 )
 
@@ -213,7 +213,7 @@ func mayHoldKeysOf(m *cluster.Map, lp lostPosition, sh *cluster.Shard) bool {
 func (n *Node) loseSlots(m *cluster.Map, lp lostPosition, sh cluster.Shard) {
 	spec := lp.entry.Spec
 	lost, total := positionsLost(m, lp), spec.K+spec.M
-	n.lost.addRange(sh.First, sh.Last, LostKey{Scheme: lp.entry.Name(), Lost: lost, Total: total,
+	n.lost.addRange(sh.First, sh.Last, kind.LostKey{Scheme: lp.entry.Name(), Lost: lost, Total: total,
 		Cause: fmt.Sprintf("chunks of scheme %s lost %d of %d pieces and no surviving manifest names their keys", lp.entry.Name(), lost, total)})
 	n.log.Error("lost stripe chunks' keys cannot be named: every key of the shard's slots the node does not hold answers -LOST",
 		"scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos, "shard", sh.ID, "first", sh.First, "last", sh.Last)
@@ -302,7 +302,7 @@ func (n *Node) reportLostTags(m *cluster.Map, lp lostPosition, tags []uint32) {
 		return
 	}
 	spec := lp.entry.Spec
-	n.lost.addTags(tags, LostKey{Scheme: lp.entry.Name(), Lost: positionsLost(m, lp), Total: spec.K + spec.M})
+	n.lost.addTags(tags, kind.LostKey{Scheme: lp.entry.Name(), Lost: positionsLost(m, lp), Total: spec.K + spec.M})
 	n.log.Error("keys of lost stripe chunks answer -LOST by their tags", "scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos, "tags", len(tags))
 }
 
@@ -324,7 +324,7 @@ func (n *Node) abandonPosition(lp lostPosition, job string, err error) {
 func lostPositions(m *cluster.Map, sh cluster.Shard) []lostPosition {
 	var out []lostPosition
 	for _, e := range m.Schemes {
-		if e.Spec.Kind != scheme.Stripe {
+		if !isStripe(e) {
 			continue
 		}
 		for g := range m.Shards {

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/memgest/memgest/cluster"
-	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/internal/bigcopy"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/store"
 )
 
@@ -46,45 +46,35 @@ func (n *Node) writeStub(key []byte, c *candidate) error {
 	return nil
 }
 
-// fillStub fetches the value of key's stub record (meta) and, unless a
-// write replaced the stub meanwhile, stores it as a full record. It returns
-// the value and the full record's metadata.
+// fillStub fetches the value of key's stub record (meta) through its
+// scheme (kind.Scheme.Fill) and, unless a write replaced the stub
+// meanwhile, stores it as a full record. It returns the value and the full
+// record's metadata. A stub none of whose copies is left is reported lost.
 func (n *Node) fillStub(ctx context.Context, key []byte, meta store.Meta) ([]byte, store.Meta, error) {
-	m := n.ctl.Map()
-	entry, ok := m.SchemeByID(meta.Scheme)
+	sch, ok := n.schemes(n.ctl.Map()).lookup(meta.Scheme)
 	if !ok {
 		return nil, meta, fmt.Errorf("server: key %q uses unknown scheme id %d", key, meta.Scheme)
 	}
-	full := meta
-	full.Flags &^= recordStub
-	var value, stored []byte
-	var err error
-	switch entry.Spec.Kind {
-	case scheme.Rep:
-		value, err = n.fetchReplica(ctx, m, key, meta, entry)
-		if errors.Is(err, errNoReplica) {
-			return n.loseStub(key, meta, entry, err)
-		}
-		stored = value
-	case scheme.Split:
-		value, err = n.gatherSplit(ctx, m, key, meta, entry, false)
-		full.Aux = uint32(len(value))
-	default:
-		err = fmt.Errorf("server: key %q: scheme %s has no copy to recover from", key, entry.Name())
+	value, stored, aux, err := sch.Fill(ctx, key, meta)
+	if errors.Is(err, kind.ErrNoCopy) {
+		return n.loseStub(key, meta, sch.Entry(), err)
 	}
 	if err != nil {
 		return nil, meta, err
 	}
-	if _, err := n.completeStub(key, meta, entry, stored, full); err != nil {
+	full := meta
+	full.Flags &^= recordStub
+	full.Aux = aux
+	if _, err := n.completeStub(key, meta, sch, stored, full); err != nil {
 		return nil, meta, err
 	}
 	return value, full, nil
 }
 
 // completeStub replaces key's stub record meta with the full record (stored
-// bytes, full meta) unless a write replaced the stub meanwhile, and reports
-// whether it did.
-func (n *Node) completeStub(key []byte, meta store.Meta, entry cluster.SchemeEntry, stored []byte, full store.Meta) (bool, error) {
+// bytes, full meta) of scheme sch unless a write replaced the stub
+// meanwhile, and reports whether it did.
+func (n *Node) completeStub(key []byte, meta store.Meta, sch kind.Scheme, stored []byte, full store.Meta) (bool, error) {
 	s := n.inflight.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -95,8 +85,8 @@ func (n *Node) completeStub(key []byte, meta store.Meta, entry cluster.SchemeEnt
 	if err := n.primary.Put(key, stored, full); err != nil {
 		return false, err
 	}
-	if entry.Spec.Kind == scheme.Split {
-		n.stats.splitBytes(meta.Scheme).Add(int64(full.Aux))
+	if d := sch.Detached(full); d != 0 {
+		n.stats.detachedBytes(meta.Scheme).Add(d)
 	}
 	return true, nil
 }
@@ -104,7 +94,7 @@ func (n *Node) completeStub(key []byte, meta store.Meta, entry cluster.SchemeEnt
 // stubFetchKeys bounds the keys of one GetPieces request of fillRepStubs.
 const stubFetchKeys = 128
 
-// fillRepStubs fills the rep stubs among items in bulk, for the rebuild: a
+// fillRepStubs fills the stubs of copies (rep) among items in bulk, for the rebuild: a
 // stub's value is this node's own replica when it holds one (the node that
 // took a failed coordinator's shard over was usually its next replica
 // holder), else it is fetched with one GetPieces request per holder for up
@@ -121,11 +111,11 @@ func (n *Node) fillRepStubs(ctx context.Context, m *cluster.Map, items []rebuild
 	return bytes
 }
 
-// stubWant is a rep stub that fillStubChunk fills.
+// stubWant is a stub of copies that fillStubChunk fills.
 type stubWant struct {
-	key   []byte
-	meta  store.Meta
-	entry cluster.SchemeEntry
+	key  []byte
+	meta store.Meta
+	sch  kind.Scheme
 }
 
 // fill completes w's stub with value if value is the stub's (its CRC32C)
@@ -133,10 +123,10 @@ type stubWant struct {
 func (n *Node) fill(w stubWant, value []byte) bool {
 	full := w.meta
 	full.Flags &^= recordStub
-	if checksum(value) != w.meta.Aux {
+	if bigcopy.Checksum(value) != w.meta.Aux {
 		return false
 	}
-	stored, err := n.completeStub(w.key, w.meta, w.entry, value, full)
+	stored, err := n.completeStub(w.key, w.meta, w.sch, value, full)
 	return stored && err == nil
 }
 
@@ -148,17 +138,17 @@ func (n *Node) fillStubChunk(ctx context.Context, m *cluster.Map, chunk []rebuil
 	var wants [][]stubWant
 	for _, it := range chunk {
 		meta, ok := n.primary.Meta(it.key)
-		entry, known := m.SchemeByID(meta.Scheme)
-		if !ok || !known || !isStub(meta) || entry.Spec.Kind != scheme.Rep {
+		sch, known := n.schemes(m).lookup(meta.Scheme)
+		if !ok || !known || !isStub(meta) || sch.Traits().Rebuild != kind.RebuildCopy {
 			continue
 		}
-		w := stubWant{key: it.key, meta: meta, entry: entry}
-		data, err := n.loadPiece(pieceRef{Key: it.key, Scheme: entry.ID, Version: meta.Version})
+		w := stubWant{key: it.key, meta: meta, sch: sch}
+		data, err := n.loadPiece(pieceRef{Key: it.key, Scheme: meta.Scheme, Version: meta.Version})
 		if err == nil && n.fill(w, data) {
 			bytes += len(data)
 			continue // this node held the replica (of that very value)
 		}
-		holder, ok := stubHolder(n.id, m, it.key, entry, meta.Version, need)
+		holder, ok := stubHolder(n.id, m, it.key, sch, meta.Version, need)
 		if !ok {
 			continue
 		}
@@ -174,7 +164,7 @@ func (n *Node) fillStubChunk(ctx context.Context, m *cluster.Map, chunk []rebuil
 	for i := range reqs {
 		refs := make([]pieceRef, len(wants[i]))
 		for j, w := range wants[i] {
-			refs[j] = pieceRef{Key: w.key, Scheme: w.entry.ID, Version: w.meta.Version}
+			refs[j] = pieceRef{Key: w.key, Scheme: w.meta.Scheme, Version: w.meta.Version}
 		}
 		reqs[i].payload = encodeGetPieces(refs)
 	}
@@ -199,80 +189,25 @@ func (n *Node) fillStubChunk(ctx context.Context, m *cluster.Map, chunk []rebuil
 // stubHolder picks the node to fetch key's replica from: the first live
 // holder other than this node that the rebuild's listing does not show
 // lacking it.
-func stubHolder(self cluster.NodeID, m *cluster.Map, key []byte, entry cluster.SchemeEntry, v uint64, need pieceFilter) (cluster.Node, bool) {
-	targets, err := pieceTargets(m, key, entry.Spec)
+func stubHolder(self cluster.NodeID, m *cluster.Map, key []byte, sch kind.Scheme, v uint64, need pieceFilter) (cluster.Node, bool) {
+	targets, err := sch.Targets(m, key)
 	if err != nil {
 		return cluster.Node{}, false
 	}
 	for _, t := range targets {
-		if t.node.ID != self && t.node.State == cluster.Up && !need(key, t, v) {
-			return t.node, true
+		if t.Node.ID != self && t.Node.State == cluster.Up && !need(key, t, v) {
+			return t.Node, true
 		}
 	}
 	return cluster.Node{}, false
 }
 
-// fetchReplica returns a rep value at meta's version: a replica whose
-// CRC32C is meta.Aux, from this node's own pieces (a former replica holder
-// that became coordinator keeps one) or from a holder. When every copy's
-// node answered and none holds that value, the error wraps errNoReplica.
-func (n *Node) fetchReplica(ctx context.Context, m *cluster.Map, key []byte, meta store.Meta, entry cluster.SchemeEntry) ([]byte, error) {
-	ref := pieceRef{Key: key, Scheme: entry.ID, Version: meta.Version}
-	data, err := n.loadPiece(ref)
-	if data, err = replicaOf(data, err, meta.Aux); err == nil {
-		return data, nil
-	}
-	fails := []error{fmt.Errorf("this node: %w", err)}
-	targets, err := pieceTargets(m, key, entry.Spec)
-	if err != nil {
-		return nil, err
-	}
-	// The shard's other live nodes too: one that stood in for a replica
-	// holder may keep the only copy while that holder, readmitted empty,
-	// waits for its rebuild.
-	for _, node := range otherPlacementNodes(m, key, targets) {
-		if node.ID != n.id {
-			targets = append(targets, target{index: -1, node: node})
-		}
-	}
-	for _, t := range targets {
-		data, err := n.getPiece(ctx, t.node, ref)
-		data, err = replicaOf(data, err, meta.Aux)
-		switch {
-		case err == nil:
-			return data, nil
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		}
-		fails = append(fails, fmt.Errorf("node %s: %w", t.node.PeerAddr, err))
-	}
-	err = errors.Join(fails...)
-	if !slices.ContainsFunc(fails, func(e error) bool { return !isLoss(e) }) {
-		err = fmt.Errorf("%w: %w", errNoReplica, err)
-	}
-	return nil, fmt.Errorf("server: key %q: no replica of version %d could be read with its checksum: %w",
-		key, meta.Version, err)
-}
-
-// errNoReplica says that every node that should hold a copy of a rep value
-// answered, and none holds it: the value is gone from the live nodes.
-var errNoReplica = errors.New("no copy of the value is left")
-
-// replicaOf checks a fetched replica against the wanted value's CRC32C: a
-// copy of another version is as good as none (errOtherVersion).
-func replicaOf(data []byte, err error, crc uint32) ([]byte, error) {
-	if err == nil && checksum(data) != crc {
-		return nil, errOtherVersion
-	}
-	return data, err
-}
-
 // errStubReplaced is a stub fetch that found the stub written over or
 // deleted meanwhile: read the key again.
-var errStubReplaced = fmt.Errorf("%w: the stub was written over", errPieceGone)
+var errStubReplaced = fmt.Errorf("%w: the stub was written over", kind.ErrPieceGone)
 
 // loseStub handles a stub whose value no replica holds any more (cause
-// wraps errNoReplica): the key is reported lost, naming it, rather than
+// wraps kind.ErrNoCopy): the key is reported lost, naming it, rather than
 // retried for ever. A stub that changed meanwhile was not lost: one filled
 // by another fetch is returned, and one written over answers
 // errStubReplaced.
@@ -287,11 +222,11 @@ func (n *Node) loseStub(key []byte, stub store.Meta, entry cluster.SchemeEntry, 
 	case !ok || cur.Version != stub.Version:
 		return nil, stub, errStubReplaced
 	}
-	lost := LostKey{Key: string(key), Scheme: entry.Name(), Lost: entry.Spec.Nodes(), Total: entry.Spec.Nodes()}
+	lost := kind.LostKey{Key: string(key), Scheme: entry.Name(), Lost: entry.Spec.Nodes(), Total: entry.Spec.Nodes()}
 	n.lost.add(lost)
 	n.log.Warn("recovery: no replica of a key's value is left; reported lost",
 		"key", string(key), "version", stub.Version, "err", cause)
-	return nil, stub, lost.err()
+	return nil, stub, lost.Err()
 }
 
 // fillStubs fills, in the background of a recovered shard, the split stubs

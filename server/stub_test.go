@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/internal/bigcopy"
 	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/split"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
@@ -57,7 +59,7 @@ func (h *fakeHolder) replica(key []byte, schemeID uint16) []byte {
 
 func (h *fakeHolder) store(t *testing.T, key []byte, schemeID uint16, v uint64, value string) {
 	t.Helper()
-	err := h.n.storePiece(piece{Key: key, Scheme: schemeID, Version: v, CRC: checksum([]byte(value)), Data: []byte(value)}, false)
+	err := h.n.storePiece(piece{Key: key, Scheme: schemeID, Version: v, CRC: bigcopy.Checksum([]byte(value)), Data: []byte(value)}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +90,7 @@ func newStubFixture(t *testing.T, key []byte) stubFixture {
 	n.primary, n.pieces, n.inflight = store.New(), store.New(), newInflight()
 	n.directory.wake = make(chan struct{}, 1)
 	entry, _ := m.SchemeByID(rep)
-	targets, _ := pieceTargets(m, key, entry.Spec)
+	targets, _ := kindFor(t, entry).Targets(m, key)
 	f := stubFixture{n: n, rep: rep, byID: map[cluster.NodeID]*fakeHolder{}}
 	for _, node := range m.Nodes {
 		for i, a := range addrs {
@@ -98,7 +100,7 @@ func newStubFixture(t *testing.T, key []byte) stubFixture {
 		}
 	}
 	for _, tg := range targets {
-		f.holders = append(f.holders, f.byID[tg.node.ID])
+		f.holders = append(f.holders, f.byID[tg.Node.ID])
 	}
 	return f
 }
@@ -106,7 +108,7 @@ func newStubFixture(t *testing.T, key []byte) stubFixture {
 // stub records key as recovery does: metadata first, value elsewhere.
 func (f stubFixture) stub(t *testing.T, key []byte, v uint64, value string) store.Meta {
 	t.Helper()
-	meta := store.Meta{Version: v, Scheme: f.rep, Flags: recordStub, Aux: checksum([]byte(value))}
+	meta := store.Meta{Version: v, Scheme: f.rep, Flags: recordStub, Aux: bigcopy.Checksum([]byte(value))}
 	if err := f.n.primary.Put(key, nil, meta); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +128,7 @@ func TestStubWithNoReplicaLeftIsLost(t *testing.T) {
 	f.holders[1].failAll.Store(true)
 
 	_, _, err := f.n.fillStub(ctx, key, meta)
-	if err == nil || errors.Is(err, errNoReplica) {
+	if err == nil || errors.Is(err, kind.ErrNoCopy) {
 		t.Fatalf("a holder that did not answer: fillStub err %v, want a plain error", err)
 	}
 	if _, lost := f.n.lost.get(key); lost {
@@ -138,7 +140,7 @@ func TestStubWithNoReplicaLeftIsLost(t *testing.T) {
 
 	f.holders[1].failAll.Store(false) // it answers: it has no copy
 	_, _, err = f.n.fillStub(ctx, key, meta)
-	var lost *lostError
+	var lost *kind.LostError
 	if !errors.As(err, &lost) {
 		t.Fatalf("every holder answered without the value: fillStub err %v, want a lost error", err)
 	}
@@ -234,7 +236,7 @@ func TestUnfinishedDeletionIsPurgedOnceReleased(t *testing.T) {
 	f := newStubFixture(t, key)
 	ctx := context.Background()
 	value := []byte("committed")
-	if err := f.n.primary.Put(key, value, store.Meta{Version: 10, Scheme: f.rep, Aux: checksum(value)}); err != nil {
+	if err := f.n.primary.Put(key, value, store.Meta{Version: 10, Scheme: f.rep, Aux: bigcopy.Checksum(value)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, h := range f.holders {
@@ -282,11 +284,11 @@ func TestSplitReadFindsShardsOnFormerStandIns(t *testing.T) {
 	f := newStubFixture(t, key)
 	m := f.n.ctl.Map()
 	entry, _ := m.Scheme("split:2+1")
-	targets, err := pieceTargets(m, key, entry.Spec)
+	targets, err := kindFor(t, entry).Targets(m, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	others := slices.DeleteFunc(otherPlacementNodes(m, key, targets), func(o cluster.Node) bool { return f.byID[o.ID] == nil })
+	others := slices.DeleteFunc(kind.OtherPlacementNodes(m, key, targets), func(o cluster.Node) bool { return f.byID[o.ID] == nil })
 	if len(others) == 0 {
 		t.Fatal("the test map has no other placement node to stand in")
 	}
@@ -296,19 +298,19 @@ func TestSplitReadFindsShardsOnFormerStandIns(t *testing.T) {
 	}
 	storeShard := func(h *fakeHolder, index int) {
 		err := h.n.storePiece(piece{Key: key, Scheme: entry.ID, Version: 10, Index: uint8(index),
-			Versioned: true, CRC: checksum(shards[index]), Data: shards[index]}, false)
+			Versioned: true, CRC: bigcopy.Checksum(shards[index]), Data: shards[index]}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
 	// One target keeps its shard; a second shard is only on the stand-in.
-	survivor := slices.IndexFunc(targets, func(tg target) bool { return f.byID[tg.node.ID] != nil })
-	storeShard(f.byID[targets[survivor].node.ID], targets[survivor].index)
+	survivor := slices.IndexFunc(targets, func(tg kind.Target) bool { return f.byID[tg.Node.ID] != nil })
+	storeShard(f.byID[targets[survivor].Node.ID], targets[survivor].Index)
 	missing := (survivor + 1) % len(targets)
-	storeShard(f.byID[others[0].ID], targets[missing].index)
+	storeShard(f.byID[others[0].ID], targets[missing].Index)
 	meta := commitSplitRecord(t, f.n, key, entry.ID)
 
-	v, err := f.n.gatherSplit(context.Background(), m, key, meta, entry, false)
+	v, err := f.n.kindOf(entry).Read(context.Background(), key, meta, nil)
 	if err != nil || string(v) != "value" {
 		t.Fatalf("read %q, %v; want the value from the stand-in's shard", v, err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
-	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/store"
 )
 
@@ -234,41 +234,12 @@ func (n *Node) isGarbage(m *cluster.Map, holder cluster.NodeID, it auditItem) bo
 	case it.Scheme != meta.Scheme:
 		return true // the key moved to another scheme
 	}
-	e, ok := m.SchemeByID(meta.Scheme)
+	sch, ok := n.schemes(m).lookup(meta.Scheme)
 	if !ok {
 		return false
 	}
-	if e.Spec.Kind == scheme.Split && it.Version != meta.Version {
+	if sch.Traits().Pieces == kind.Shards && it.Version != meta.Version {
 		return true // shards are per version; the committed one is another
 	}
-	return misplaced(m, it, e.Spec, holder, n.id)
-}
-
-// misplaced says whether holder is not where key's placement puts the piece
-// it: a replica on the coordinator itself (its primary record is its copy)
-// or on a node that is no replica holder; a shard whose position now
-// belongs to another up node. A shard whose position's node failed with no
-// stand-in is kept: it may be the only copy.
-func misplaced(m *cluster.Map, it auditItem, spec scheme.Spec, holder, coord cluster.NodeID) bool {
-	targets, err := pieceTargets(m, it.Key, spec)
-	if err != nil {
-		return false
-	}
-	if spec.Kind == scheme.Rep {
-		if holder == coord {
-			return true
-		}
-		for _, t := range targets {
-			if t.node.ID == holder {
-				return false
-			}
-		}
-		return true
-	}
-	for _, t := range targets {
-		if t.index == int(it.Index) {
-			return t.node.ID != holder && t.node.State == cluster.Up
-		}
-	}
-	return true // an index past the scheme's width
+	return sch.Misplaced(m, it.Key, int(it.Index), holder, n.id)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/store"
 )
 
@@ -21,8 +22,8 @@ func TestAuditVerdicts(t *testing.T) {
 	n.id = coord.ID
 	n.primary, n.pieces, n.inflight = store.New(), store.New(), newInflight()
 	repSpec, _ := m.SchemeByID(rep)
-	targets, _ := pieceTargets(m, key, repSpec.Spec)
-	replicaHolder := targets[0].node.ID
+	targets, _ := kindFor(t, repSpec).Targets(m, key)
+	replicaHolder := targets[0].Node.ID
 	var outsider cluster.NodeID // up, and no replica holder of the key
 	for _, node := range m.Nodes {
 		if node.ID != coord.ID && !slicesContainsNode(targets, node.ID) {
@@ -30,7 +31,7 @@ func TestAuditVerdicts(t *testing.T) {
 		}
 	}
 	splitSpec, _ := m.SchemeByID(split)
-	shards, _ := pieceTargets(m, key, splitSpec.Spec)
+	shards, _ := kindFor(t, splitSpec).Targets(m, key)
 
 	commit := func(scheme uint16, v uint64, flags uint8) {
 		if err := n.primary.Put(key, []byte("v"), store.Meta{Version: v, Scheme: scheme, Flags: flags}); err != nil {
@@ -68,14 +69,14 @@ func TestAuditVerdicts(t *testing.T) {
 		{"the committed replica where it belongs", replicaHolder, replica(5), false},
 		{"a replica on the coordinator itself", coord.ID, replica(5), true},
 		{"a replica on a node that is no holder", outsider, replica(5), true},
-		{"a shard of a scheme the key left", shards[0].node.ID, shard(3, 0), true},
+		{"a shard of a scheme the key left", shards[0].Node.ID, shard(3, 0), true},
 	})
 	commit(split, 7, 0)
 	check([]verdictCase{
-		{"the committed shard at its position", shards[1].node.ID, shard(7, 1), false},
-		{"an older shard", shards[1].node.ID, shard(6, 1), true},
-		{"a shard of a newer write that never committed", shards[1].node.ID, shard(8, 1), true},
-		{"the committed shard at another position's node", shards[0].node.ID, shard(7, 1), true},
+		{"the committed shard at its position", shards[1].Node.ID, shard(7, 1), false},
+		{"an older shard", shards[1].Node.ID, shard(6, 1), true},
+		{"a shard of a newer write that never committed", shards[1].Node.ID, shard(8, 1), true},
+		{"the committed shard at another position's node", shards[0].Node.ID, shard(7, 1), true},
 		{"a replica of the scheme the key left", replicaHolder, replica(5), true},
 	})
 
@@ -84,31 +85,31 @@ func TestAuditVerdicts(t *testing.T) {
 	s.mu.Lock()
 	p := s.begin(key, 9)
 	s.mu.Unlock()
-	if verdict(shards[1].node.ID, shard(6, 1)) {
+	if verdict(shards[1].Node.ID, shard(6, 1)) {
 		t.Error("a piece was dropped while a write of its key was in flight")
 	}
 	s.mu.Lock()
 	s.end(key, p)
 	s.mu.Unlock()
 	commit(split, 7, recordStub)
-	if verdict(shards[1].node.ID, shard(6, 1)) {
+	if verdict(shards[1].Node.ID, shard(6, 1)) {
 		t.Error("a piece was dropped while the key's record is a stub")
 	}
 	commit(split, 7, 0)
 	n.cfg.FailureTimeout = time.Hour
-	if verdict(shards[1].node.ID, shard(6, 1)) {
+	if verdict(shards[1].Node.ID, shard(6, 1)) {
 		t.Error("a node that started less than two failure timeouts ago gave a verdict")
 	}
 	n.cfg.FailureTimeout = 0
 	n.lease.until.Store(0)
-	if verdict(shards[1].node.ID, shard(6, 1)) {
+	if verdict(shards[1].Node.ID, shard(6, 1)) {
 		t.Error("a coordinator without a lease gave a verdict")
 	}
 }
 
-func slicesContainsNode(ts []target, id cluster.NodeID) bool {
+func slicesContainsNode(ts []kind.Target, id cluster.NodeID) bool {
 	for _, t := range ts {
-		if t.node.ID == id {
+		if t.Node.ID == id {
 			return true
 		}
 	}

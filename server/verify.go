@@ -1,15 +1,11 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/memgest/memgest/cluster"
-	"github.com/memgest/memgest/scheme"
-	"github.com/memgest/memgest/scheme/split"
 	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/server/resp"
 )
@@ -84,83 +80,20 @@ type chunkReport struct {
 
 // verifyPieces checks key's pieces against cur, its committed state (whose
 // primary record readCommitted has already checked against its CRC32C, or
-// decoded for split).
+// decoded): through its scheme (kind.Scheme.Verify), or the stripe data
+// path's own check of the key's chunk.
 func (n *Node) verifyPieces(ctx context.Context, m *cluster.Map, key []byte, cur current) verifyReport {
 	r := verifyReport{scheme: cur.entry.Name(), version: cur.meta.Version}
-	targets, err := pieceTargets(m, key, cur.entry.Spec)
-	if err != nil {
+	sch := n.kindOf(cur.entry)
+	if _, err := sch.Targets(m, key); err != nil {
 		r.problems = append(r.problems, err.Error())
 		return r
 	}
-	switch cur.entry.Spec.Kind {
-	case scheme.Rep:
-		n.verifyReplicas(ctx, key, cur, targets, &r)
-	case scheme.Split:
-		n.verifyShards(ctx, key, cur, targets, &r)
-	case scheme.Stripe:
+	if isStripe(cur.entry) {
 		n.verifyStripe(ctx, m, key, cur, &r)
+		return r
 	}
+	c := sch.Verify(ctx, key, cur.meta, cur.value)
+	r.checked, r.unavailable, r.problems = c.Checked, c.Unavailable, c.Problems
 	return r
-}
-
-func (n *Node) verifyReplicas(ctx context.Context, key []byte, cur current, targets []target, r *verifyReport) {
-	ref := pieceRef{Key: key, Scheme: cur.entry.ID, Version: cur.meta.Version}
-	for _, t := range targets {
-		if t.node.State == cluster.Failed {
-			r.unavailable++
-			continue
-		}
-		data, err := n.getPiece(ctx, t.node, ref)
-		switch {
-		case err != nil:
-			r.problems = append(r.problems, fmt.Sprintf("replica on %s: %v", t.node.PeerAddr, err))
-		case !bytes.Equal(data, cur.value):
-			r.problems = append(r.problems, fmt.Sprintf("replica on %s holds %d other bytes", t.node.PeerAddr, len(data)))
-		default:
-			r.checked++
-		}
-	}
-}
-
-func (n *Node) verifyShards(ctx context.Context, key []byte, cur current, targets []target, r *verifyReport) {
-	k, m := cur.entry.Spec.K, cur.entry.Spec.M
-	shards := make([][]byte, len(targets))
-	for i, t := range targets {
-		if t.node.State == cluster.Failed {
-			r.unavailable++
-			continue
-		}
-		ref := pieceRef{Key: key, Scheme: cur.entry.ID, Version: cur.meta.Version, Versioned: true,
-			HasIndex: true, Index: uint8(t.index)}
-		data, err := n.getPiece(ctx, t.node, ref)
-		if err != nil {
-			r.problems = append(r.problems, fmt.Sprintf("shard %d on %s: %v", t.index, t.node.PeerAddr, err))
-			continue
-		}
-		shards[i] = data
-		r.checked++
-	}
-	if len(r.problems) > 0 || r.unavailable > 0 {
-		return // decoding is checked on a whole set of shards only
-	}
-	fromData := slices.Clone(shards)
-	for i := k; i < k+m; i++ {
-		fromData[i] = nil
-	}
-	fromParity := slices.Clone(shards)
-	for i := 0; i < m && i < k; i++ {
-		fromParity[i] = nil
-	}
-	for _, c := range []struct {
-		what   string
-		shards [][]byte
-	}{{"the data shards", fromData}, {"the parity shards", fromParity}} {
-		v, err := split.Decode(c.shards, key, k, m)
-		switch {
-		case err != nil:
-			r.problems = append(r.problems, fmt.Sprintf("decoding with %s: %v", c.what, err))
-		case !bytes.Equal(v, cur.value):
-			r.problems = append(r.problems, fmt.Sprintf("decoding with %s gives %d other bytes", c.what, len(v)))
-		}
-	}
 }

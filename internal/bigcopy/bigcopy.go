@@ -19,7 +19,10 @@
 // may use it (internal/lint).
 package bigcopy
 
-import "runtime"
+import (
+	"hash/crc32"
+	"runtime"
+)
 
 // Step is the most bytes one step moves or checksums: about 50 µs of
 // memory bandwidth.
@@ -63,4 +66,18 @@ func Join(segs ...[]byte) []byte {
 		out = Append(out, s)
 	}
 	return out
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Checksum is the CRC32C of b, the checksum every stored record and piece
+// carries, computed in steps: the assembly loop over a 512 MiB value
+// cannot be preempted.
+func Checksum(b []byte) uint32 {
+	if len(b) <= Step {
+		return crc32.Checksum(b, castagnoli)
+	}
+	var crc uint32
+	Steps(len(b), func(lo, hi int) { crc = crc32.Update(crc, castagnoli, b[lo:hi]) })
+	return crc
 }

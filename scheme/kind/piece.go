@@ -1,0 +1,85 @@
+package kind
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/scheme"
+)
+
+// Target is one placement node that holds a piece of a key, at its
+// position in the shard's placement.
+type Target struct {
+	Index int
+	Node  cluster.Node
+}
+
+// Piece is one piece of a key's redundancy as a coordinator sends it: a
+// replica or a shard of one version.
+type Piece struct {
+	Key       []byte
+	Scheme    uint16
+	Version   uint64
+	ExpireAt  int64
+	Index     uint8 // replica number or shard index
+	Versioned bool  // stored per version (Shards)
+	CRC       uint32
+	Data      []byte
+}
+
+// PieceRef names stored pieces: a key's replica in a scheme (up to a
+// version, or exactly one with Exact), or one version's shard (Versioned),
+// at Index when HasIndex.
+type PieceRef struct {
+	Key       []byte
+	Scheme    uint16
+	Version   uint64
+	Versioned bool
+	Exact     bool
+	HasIndex  bool
+	Index     uint8
+}
+
+// PlacementTargets lists every node of key's shard placement that is not
+// failed, at its position.
+func PlacementTargets(m *cluster.Map, key []byte) []Target {
+	sh := m.ShardOf(keyslot.Of(key))
+	if sh == nil {
+		return nil
+	}
+	var out []Target
+	for p, id := range sh.Placement {
+		if node, ok := m.Node(id); ok && node.State != cluster.Failed {
+			out = append(out, Target{Index: p, Node: node})
+		}
+	}
+	return out
+}
+
+// OtherPlacementNodes are the live nodes of key's shard placement that are
+// not among targets: a node that stood in for a failed one keeps the
+// pieces it got while the failed node, readmitted empty, waits for its
+// rebuild.
+func OtherPlacementNodes(m *cluster.Map, key []byte, targets []Target) []cluster.Node {
+	var out []cluster.Node
+	for _, p := range PlacementTargets(m, key) {
+		if !slices.ContainsFunc(targets, func(t Target) bool { return t.Node.ID == p.Node.ID }) {
+			out = append(out, p.Node)
+		}
+	}
+	return out
+}
+
+// Holders returns the nodes of key's shard a scheme of spec occupies, in
+// placement order (cluster.Map.HoldersOf, which stands survivors in for
+// failed nodes), or an error when the shard has fewer than it needs.
+func Holders(m *cluster.Map, key []byte, spec scheme.Spec) ([]cluster.Node, error) {
+	width := spec.Nodes()
+	holders := m.HoldersOf(keyslot.Of(key), width)
+	if width > len(holders) {
+		return nil, fmt.Errorf("server: scheme %s needs %d nodes, the shard has %d", spec, width, len(holders))
+	}
+	return holders, nil
+}

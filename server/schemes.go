@@ -1,0 +1,181 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/scheme/none"
+	"github.com/memgest/memgest/scheme/rep"
+	"github.com/memgest/memgest/scheme/split"
+	"github.com/memgest/memgest/store"
+)
+
+// kinds binds every scheme kind to the package implementing it: a new
+// kind is a package and one line here (decision 0007).
+var kinds = kind.Registry{
+	scheme.None:   none.New,
+	scheme.Rep:    rep.New,
+	scheme.Split:  split.New,
+	scheme.Stripe: newStripeKind,
+}
+
+// schemeTable is the node's bound schemes for one map: one kind.Scheme per
+// catalogue entry, indexed by scheme id, and what the whole catalogue
+// says about routing (runsLocally).
+type schemeTable struct {
+	m    *cluster.Map
+	byID []kind.Scheme
+	// allImmediate: every scheme's writes commit as they begin.
+	allImmediate bool
+	// allLocalReads: every scheme reads from the coordinator's record.
+	allLocalReads bool
+}
+
+// boundSchemes keeps the table of the newest map a lookup saw; a scheme
+// whose entry did not change keeps its binding across maps.
+type boundSchemes struct {
+	cur atomic.Pointer[schemeTable]
+	mu  sync.Mutex // serialises rebuilding the table
+}
+
+// schemes returns the table for m, building it if m is newer than the
+// one it has.
+func (n *Node) schemes(m *cluster.Map) *schemeTable {
+	if t := n.bound.cur.Load(); t != nil && t.m == m {
+		return t
+	}
+	n.bound.mu.Lock()
+	defer n.bound.mu.Unlock()
+	old := n.bound.cur.Load()
+	if old != nil && old.m == m {
+		return old
+	}
+	t := bindTable(m, old, schemeEnv{n}, func(e cluster.SchemeEntry, err error) {
+		n.log.Error("a scheme of the catalogue cannot be served", "scheme", e.Name(), "err", err)
+	})
+	if old == nil || old.m.Epoch <= m.Epoch {
+		n.bound.cur.Store(t)
+	}
+	return t
+}
+
+// bindTable binds every scheme of m's catalogue to env, keeping old's
+// binding of an entry that did not change, and reports (refused) an entry
+// no kind package serves.
+func bindTable(m *cluster.Map, old *schemeTable, env kind.Env, refused func(cluster.SchemeEntry, error)) *schemeTable {
+	t := &schemeTable{m: m, allImmediate: true, allLocalReads: true}
+	for _, e := range m.Schemes {
+		s := old.reuse(e)
+		if s == nil {
+			var err error
+			if s, err = kinds.Bind(e, env); err != nil {
+				refused(e, err)
+				continue
+			}
+		}
+		for int(e.ID) >= len(t.byID) {
+			t.byID = append(t.byID, nil)
+		}
+		t.byID[e.ID] = s
+		t.allImmediate = t.allImmediate && s.Traits().Immediate
+		t.allLocalReads = t.allLocalReads && s.Traits().ReadsLocally
+	}
+	return t
+}
+
+// reuse returns t's binding of entry e if it has one for that very entry.
+func (t *schemeTable) reuse(e cluster.SchemeEntry) kind.Scheme {
+	if t == nil || int(e.ID) >= len(t.byID) || t.byID[e.ID] == nil || t.byID[e.ID].Entry() != e {
+		return nil
+	}
+	return t.byID[e.ID]
+}
+
+// of returns the bound scheme with id, or nil.
+func (t *schemeTable) of(id uint16) kind.Scheme {
+	if int(id) < len(t.byID) {
+		return t.byID[id]
+	}
+	return nil
+}
+
+// kindOf returns entry's bound scheme: from the current map's table, or
+// bound afresh when entry is not in it (a scheme the map has dropped).
+func (n *Node) kindOf(entry cluster.SchemeEntry) kind.Scheme {
+	if s := n.schemes(n.ctl.Map()).of(entry.ID); s != nil && s.Entry() == entry {
+		return s
+	}
+	s, err := kinds.Bind(entry, schemeEnv{n})
+	if err != nil {
+		return unsupported{entry: entry, err: err}
+	}
+	return s
+}
+
+// schemeEnv is the node as its schemes see it (kind.Env).
+type schemeEnv struct{ n *Node }
+
+func (e schemeEnv) Self() cluster.NodeID { return e.n.id }
+func (e schemeEnv) Map() *cluster.Map    { return e.n.ctl.Map() }
+func (e schemeEnv) Corrupt()             { e.n.health.corrupt.Add(1) }
+func (e schemeEnv) RepairLater(key []byte) {
+	e.n.repairLater(key)
+}
+
+func (e schemeEnv) LoadPiece(r kind.PieceRef) ([]byte, error) { return e.n.loadPiece(pieceRef(r)) }
+
+func (e schemeEnv) GetPiece(ctx context.Context, node cluster.Node, r kind.PieceRef) ([]byte, error) {
+	return e.n.getPiece(ctx, node, pieceRef(r))
+}
+
+func (e schemeEnv) Superseded(key []byte, v uint64) bool { return e.n.superseded(key, v) }
+
+func (e schemeEnv) RepairRecord(key []byte, meta store.Meta, stored []byte) error {
+	return e.n.repairRecord(key, meta, stored)
+}
+
+func (e schemeEnv) ReportLost(k kind.LostKey) error {
+	e.n.lost.add(k)
+	return k.Err()
+}
+
+// unsupported stands for a catalogue entry of a kind this node has no
+// package for (a map from a newer version, say): every write and read of
+// it fails with err, naming the scheme, and it claims nothing.
+type unsupported struct {
+	entry cluster.SchemeEntry
+	err   error
+}
+
+func (u unsupported) Entry() cluster.SchemeEntry         { return u.entry }
+func (u unsupported) Traits() kind.Traits                { return kind.Traits{} }
+func (u unsupported) Record(kind.Value) ([]byte, uint32) { return nil, 0 }
+func (u unsupported) Detached(store.Meta) int64          { return 0 }
+func (u unsupported) Targets(*cluster.Map, []byte) ([]kind.Target, error) {
+	return nil, u.err
+}
+func (u unsupported) Encode(kind.Piece, kind.Value, []kind.Target) ([]kind.Piece, error) {
+	return nil, u.err
+}
+func (u unsupported) Misplaced(*cluster.Map, []byte, int, cluster.NodeID, cluster.NodeID) bool {
+	return false
+}
+func (u unsupported) Read(context.Context, []byte, store.Meta, []byte) ([]byte, error) {
+	return nil, u.err
+}
+func (u unsupported) Fill(context.Context, []byte, store.Meta) ([]byte, []byte, uint32, error) {
+	return nil, nil, 0, u.err
+}
+
+// lookup returns the bound scheme with id, if the table's map has it.
+func (t *schemeTable) lookup(id uint16) (kind.Scheme, bool) {
+	s := t.of(id)
+	return s, s != nil
+}
+func (u unsupported) Verify(context.Context, []byte, store.Meta, []byte) kind.Check {
+	return kind.Check{Problems: []string{u.err.Error()}}
+}
