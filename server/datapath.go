@@ -75,9 +75,10 @@ type writeOp struct {
 }
 
 // scheme is op's bound scheme (Node.kindOf of its entry), looked up once:
-// a write asks it several things on its way.
+// a write asks it several things on its way. op.entry never changes once
+// the write is under way (valueOp sets it first).
 func (op *writeOp) scheme(n *Node) kind.Scheme {
-	if op.bound == nil || op.bound.Entry().ID != op.entry.ID {
+	if op.bound == nil {
 		op.bound = n.kindOf(op.entry)
 	}
 	return op.bound
@@ -267,10 +268,14 @@ func (n *Node) writeUnpeeked(s *inflightShard, key, value []byte, began int64) (
 		return nil, false, nil
 	}
 	def := n.ctl.Map().DefaultScheme()
-	if def.ID == 0 || !n.kindOf(def).Traits().Immediate {
+	if def.ID == 0 {
 		return nil, false, nil
 	}
-	op = &writeOp{key: key, value: value, entry: def, began: began, unpeeked: true}
+	sch := n.kindOf(def)
+	if !sch.Traits().Immediate {
+		return nil, false, nil
+	}
+	op = &writeOp{key: key, value: value, entry: def, began: began, unpeeked: true, bound: sch}
 	if err := n.checkMemory(op); err != nil {
 		s.mu.Unlock()
 		return op, true, err

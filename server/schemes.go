@@ -104,9 +104,11 @@ func (t *schemeTable) of(id uint16) kind.Scheme {
 }
 
 // kindOf returns entry's bound scheme: from the current map's table, or
-// bound afresh when entry is not in it (a scheme the map has dropped).
+// bound afresh when entry is not in it (a scheme the map has dropped). A
+// scheme id is never reused and its spec never changes (cluster.Map), so
+// the id alone finds the binding.
 func (n *Node) kindOf(entry cluster.SchemeEntry) kind.Scheme {
-	if s := n.schemes(n.ctl.Map()).of(entry.ID); s != nil && s.Entry() == entry {
+	if s := n.schemes(n.ctl.Map()).of(entry.ID); s != nil {
 		return s
 	}
 	s, err := kinds.Bind(entry, schemeEnv{n})
