@@ -59,7 +59,7 @@ type Node struct {
 	pending     stripePending // lost stripe chunks recovery deferred (stripe_pending.go)
 	rebuild     rebuildProgress
 	lost        lostKeys            // keys recovery found beyond their scheme's tolerance
-	unfinished  unfinishedDeletions // deletions whose releases failed (purge.go)
+	unfinished  unfinishedDeletions // deletions whose releases failed (repair_purge.go)
 	directory   directorySender
 	stripes     stripeSchemes // stripe:K+M chunks and parity (stripe.go)
 	bound       boundSchemes  // the catalogue's schemes bound to their kinds (schemes.go)

@@ -10,7 +10,7 @@ import (
 )
 
 // TestPipelinedWritesAreBatched drives the batched write path (a pipeline's
-// plain SETs written as one group, server/blind.go): every write of a long
+// plain SETs written as one group, server/datapath_sets.go): every write of a long
 // pipeline is acknowledged and readable from another node, every scheme
 // stores the bytes its formula says (so the replicas and shards of the
 // whole group were stored) or, for a stripe scheme, every key's chunk

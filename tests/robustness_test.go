@@ -49,7 +49,7 @@ const (
 	// robSettle bounds the wait for recovery and rebuild after the load.
 	robSettle = 45 * time.Second
 	// robSweepWait bounds the wait for the sweep to drop the garbage pieces
-	// a run left (server/sweep.go), after which stray pieces are failures.
+	// a run left (server/repair_sweep.go), after which stray pieces are failures.
 	robSweepWait = 20 * time.Second
 	// robCheckTimeout bounds porcupine's search on one key's history.
 	robCheckTimeout = 10 * time.Second

@@ -27,7 +27,7 @@ import (
 // the cluster's, the HTTP port hides /status and profiles, and TLS works
 // end to end through a failover.
 
-// msgPropose is server/peermsg.go's "ask the leader to apply a map
+// msgPropose is server/peer_messages.go's "ask the leader to apply a map
 // command" frame type, which a stranger would forge to change the map.
 const msgPropose = 6
 

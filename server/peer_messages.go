@@ -20,11 +20,11 @@ const (
 	msgScan                          // one SCAN step over a node's coordinated keys
 	msgFlush                         // drop every key and piece of a node
 	msgHeartbeat                     // a node reports to the Raft leader (failure.go)
-	msgListPieces                    // one page of the pieces held for a slot range (recovery.go)
-	msgDirectory                     // key directory entries for a node to keep (directory.go)
-	msgRepair                        // a holder found a corrupt piece of a key: store its pieces again (integrity.go)
-	msgGetPieces                     // read many pieces at once (bulk split rebuild, rebuild.go)
-	msgAudit                         // which of these pieces are garbage? (the sweep, sweep.go)
+	msgListPieces                    // one page of the pieces held for a slot range (repair_recover.go)
+	msgDirectory                     // key directory entries for a node to keep (datapath_directory.go)
+	msgRepair                        // a holder found a corrupt piece of a key: store its pieces again (repair_scrub.go)
+	msgGetPieces                     // read many pieces at once (bulk split rebuild, repair_rebuild.go)
+	msgAudit                         // which of these pieces are garbage? (the sweep, repair_sweep.go)
 	msgStripe                        // chunk updates for a stripe scheme's parity holder (stripe.go)
 	msgStripeRead                    // read a data chunk, a parity chunk or an open chunk's copy (stripe.go)
 	msgStripeResync                  // send a list's chunks whole to one parity holder (stripe_rebuild.go)

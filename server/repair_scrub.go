@@ -41,7 +41,7 @@ type integrity struct {
 	corrupt  atomic.Int64 // corrupt copies found, by reads and the scrub
 	repaired atomic.Int64 // keys whose redundancy was stored again
 	scrubbed atomic.Int64 // bytes the scrub has checked
-	swept    atomic.Int64 // garbage pieces the sweep dropped (sweep.go)
+	swept    atomic.Int64 // garbage pieces the sweep dropped (repair_sweep.go)
 }
 
 // repairRecord replaces key's corrupt primary record, if it is still at

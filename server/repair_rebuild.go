@@ -24,7 +24,7 @@ import (
 // the live holders have, then re-creates what they lack, the keys with the
 // least redundancy left first, paced by --rebuild-rate: rep replicas copied
 // in bulk frames (rebuildCopies), split keys decoded in bulk batches
-// (rebuildDecodes, rebuild_split.go), the rest one read-modify-write per
+// (rebuildDecodes, repair_rebuild_decode.go), the rest one read-modify-write per
 // key (rebuildKey). Because the listing comes first, a rebuild that starts
 // again (after an error, or on the node that took the shard over when the
 // rebuilding coordinator failed) skips the keys already done. When the

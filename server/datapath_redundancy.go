@@ -441,7 +441,7 @@ func (n *Node) storePiece(p piece, owned bool) error {
 	if err != nil || applied {
 		return err
 	}
-	// Not newer: a repair (integrity.go) or a rebuild sends the same
+	// Not newer: a repair (repair_scrub.go) or a rebuild sends the same
 	// version again, which replaces a copy that fails its checksum or
 	// holds another shard index.
 	old, cur, ok := n.pieces.View(k)
@@ -455,7 +455,7 @@ func (n *Node) storePiece(p piece, owned bool) error {
 const (
 	pieceKindReplica   uint8 = 0 // a rep replica, one per key and scheme
 	pieceKindShard     uint8 = 1 // a split shard, stored per version
-	pieceKindDirectory uint8 = 2 // a key directory entry (directory.go)
+	pieceKindDirectory uint8 = 2 // a key directory entry (datapath_directory.go)
 )
 
 // storeKey is where a node keeps a piece: scheme id, the piece kind, the
