@@ -182,7 +182,7 @@ func (n *Node) peekLocked(key []byte) (current, peeked) {
 	meta, ok := n.primary.Meta(key)
 	pk := peeked{scheme: meta.Scheme, stored: ok, exact: !n.stripes.any.Load()}
 	if !ok {
-		if _, _, cur, inStripe, _ := n.lookupStripe(key, false); inStripe && (cur.meta.ExpireAt == 0 || cur.meta.ExpireAt > nowMs()) {
+		if _, _, cur, inStripe, _ := n.lookupPacked(key, false); inStripe && (cur.meta.ExpireAt == 0 || cur.meta.ExpireAt > nowMs()) {
 			return cur, pk
 		}
 	}

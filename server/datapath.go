@@ -10,7 +10,6 @@ import (
 	"github.com/memgest/memgest/internal/bigcopy"
 	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/scheme/kind"
-	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/store"
 )
 
@@ -53,10 +52,10 @@ type writeOp struct {
 	// and its replicas (valueCRC), or taken from a record already checked.
 	crc      uint32
 	crcKnown bool
-	// stripeLoc is where a stripe write's object was appended or is
-	// updated in place, until it commits or aborts.
-	stripeLoc *stripe.Loc
-	// relocate makes a stripe write append its object even if it could
+	// staged is a packed scheme's write of op's object, from when the
+	// scheme places it until it commits or aborts (datapath_packed.go).
+	staged *kind.Staged
+	// relocate makes a packed write append its object even if it could
 	// update it in place: compaction moves objects out of their chunks.
 	relocate bool
 	// began is when a write to none that commits at once began (a
@@ -67,9 +66,9 @@ type writeOp struct {
 	// scheme, where a lookup would have decided the same; over any other,
 	// commitLocked returns errPeekNeeded and changes nothing.
 	unpeeked bool
-	// stripeRemovals remove the object a commit replaced or deleted from a
-	// stripe scheme's chunks; commit sends them (stripe.go).
-	stripeRemovals []stripeRemoval
+	// removals remove the object a commit replaced or deleted from a
+	// packed scheme's chunks; commit sends them (datapath_packed.go).
+	removals []kind.Pending
 	// bound is entry's bound scheme once scheme has looked it up.
 	bound kind.Scheme
 }
@@ -127,7 +126,7 @@ func (n *Node) readCommitted(ctx context.Context, key []byte) (current, error) {
 	if !ok {
 		var cur current
 		var inStripe bool
-		if val, meta, cur, inStripe, ok = n.lookupStripe(key, true); inStripe {
+		if val, meta, cur, inStripe, ok = n.lookupPacked(key, true); inStripe {
 			return n.unlessExpired(key, cur), nil
 		}
 	}
@@ -186,7 +185,7 @@ func (n *Node) metaCommitted(_ context.Context, key []byte) (current, error) {
 	if !ok {
 		var cur current
 		var inStripe bool
-		if _, meta, cur, inStripe, ok = n.lookupStripe(key, false); inStripe {
+		if _, meta, cur, inStripe, ok = n.lookupPacked(key, false); inStripe {
 			return n.unlessExpired(key, cur), nil
 		}
 	}
@@ -264,7 +263,7 @@ func (n *Node) writeLocked(ctx context.Context, s *inflightShard, op *writeOp, p
 // usual path; done true with s.mu released otherwise. The caller holds
 // s.mu, and no write of key is in flight.
 func (n *Node) writeUnpeeked(s *inflightShard, key, value []byte, began int64) (op *writeOp, done bool, err error) {
-	if n.stripes.any.Load() {
+	if n.packedInUse() {
 		return nil, false, nil
 	}
 	def := n.ctl.Map().DefaultScheme()
@@ -297,7 +296,7 @@ func (n *Node) leavesRedundancy(op *writeOp, pk peeked) bool {
 		return pk.stored && pk.scheme != op.entry.ID
 	}
 	prev, had := n.primary.Meta(op.key)
-	return had && prev.Scheme != op.entry.ID || n.inStripes(op.key)
+	return had && prev.Scheme != op.entry.ID || n.inPacked(op.key)
 }
 
 // apply sends op's redundancy at p's version, then commits it.
@@ -327,7 +326,7 @@ func (n *Node) apply(ctx context.Context, p *pending, op *writeOp) error {
 func (n *Node) settle(ctx context.Context, p *pending, op *writeOp, sent []release, sendErr error) error {
 	if sendErr != nil {
 		n.abort(op.key, p)
-		n.abortStripe(op) // a stripe write's staged object, if it has one
+		n.abortStaged(op) // a packed write's object, if it has one
 		if op.scheme(n).Traits().Pieces == kind.Copies {
 			go n.undoReplicas(op.key, sent) // its copies replaced the committed ones
 		} else {
@@ -425,9 +424,9 @@ func (n *Node) commitRecordLocked(s *inflightShard, op *writeOp, v uint64, p *pe
 	if p != nil {
 		s.end(op.key, p)
 	}
-	if isStripe(op.entry) && !op.del || n.inStripes(op.key) {
+	if _, toPacked := op.packedOf(n); toPacked && !op.del || n.inPacked(op.key) {
 		n.lost.forget(op.key, op.del) // written or deleted: no longer reported lost
-		return n.commitStripeLocked(op, v)
+		return n.commitPackedLocked(op, v)
 	}
 	var prev, next store.Meta
 	var applied, had bool

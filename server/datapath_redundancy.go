@@ -61,8 +61,8 @@ func (n *Node) sendRedundancy(ctx context.Context, op *writeOp, v uint64) ([]rel
 	if op.del || sch.Traits().Immediate {
 		return nil, nil
 	}
-	if isStripe(op.entry) {
-		return nil, n.appendStripe(ctx, op, v)
+	if p, ok := sch.(kind.Packed); ok {
+		return nil, n.sendPacked(ctx, p, op, v)
 	}
 	targets, pieces, err := planPieces(n.ctl.Map(), sch, op, v)
 	if err != nil {

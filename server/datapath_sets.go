@@ -8,7 +8,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
-	"github.com/memgest/memgest/scheme/stripe"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/server/resp"
 )
 
@@ -47,17 +47,17 @@ func (n *Node) writeBlind(ctx context.Context, ws []blindWrite, began int64) {
 // a pending version) together, then commits each whose redundancy was
 // acknowledged and aborts the others.
 func (n *Node) settleBlind(ctx context.Context, ws []blindWrite) {
-	var stripes stripeBatch
+	var packed packedBatch
 	m := n.ctl.Map()
-	batch := pieceBatch{sizeHint: replicaFrameSize(ws)}
+	batch := pieceBatch{sizeHint: replicaFrameSize(n, ws)}
 	for i := range ws {
 		w := &ws[i]
 		if w.p == nil {
 			continue // not begun, committed already (none) or failed
 		}
 		var err error
-		if isStripe(w.op.entry) {
-			err = stripes.add(ctx, n, w.op, w.p.version, i)
+		if p, ok := w.op.packedOf(n); ok {
+			err = packed.add(ctx, p, w.op, w.p.version, i)
 		} else {
 			err = batch.add(n, m, w.op, w.p.version, i)
 		}
@@ -70,7 +70,7 @@ func (n *Node) settleBlind(ctx context.Context, ws []blindWrite) {
 	if len(batch.dests) > 0 {
 		errs = n.groups.join(ctx, n, len(ws), batch.into)
 	}
-	stripes.send(ctx, n, errs)
+	packed.send(ctx, errs)
 	for i := range ws {
 		if ws[i].p != nil {
 			n.finishBlind(ctx, &ws[i], errs[i])
@@ -82,51 +82,54 @@ func (n *Node) settleBlind(ctx context.Context, ws []blindWrite) {
 // replica of every begun rep or split write of ws gets, but for the large
 // values it refers to (spool): what settleBlind's frames start with, so
 // that they are not grown piece by piece. Writes to
-// none (committed already) and to stripe schemes add nothing.
-func replicaFrameSize(ws []blindWrite) int {
+// none (committed already) and to packed schemes add nothing.
+func replicaFrameSize(n *Node, ws []blindWrite) int {
 	size := putPiecesHeader
 	for i := range ws {
-		if w := &ws[i]; w.p != nil && !isStripe(w.op.entry) {
+		if w := &ws[i]; w.p != nil && !w.op.isPacked(n) {
 			size += piece{Key: w.key, Data: w.value}.inlineLen()
 		}
 	}
 	return size
 }
 
-// stripeBatch gathers the chunk updates of a batch's stripe writes by
-// scheme, so that each scheme's go out together.
-type stripeBatch struct {
-	schemes []*stripeScheme
-	ups     [][]stripe.Update
+// packedBatch gathers a batch's writes to packed schemes by scheme, so
+// that each scheme's updates go out together (kind.Packed.Flush).
+type packedBatch struct {
+	schemes []kind.Packed
+	writes  [][]*kind.Staged
 	owners  [][]int
 }
 
-// add appends op's object at version v (stageStripe) on behalf of write
-// owner and queues its updates.
-func (b *stripeBatch) add(ctx context.Context, n *Node, op *writeOp, v uint64, owner int) error {
-	s, ups, err := n.stageStripe(ctx, op, v)
-	if err != nil {
+// add places op's object at version v in its packed scheme p on behalf of
+// write owner.
+func (b *packedBatch) add(ctx context.Context, p kind.Packed, op *writeOp, v uint64, owner int) error {
+	w := op.stage(v)
+	if err := p.Stage(ctx, w); err != nil {
 		return err
 	}
-	i := slices.Index(b.schemes, s)
+	id := p.Entry().ID
+	i := slices.IndexFunc(b.schemes, func(q kind.Packed) bool { return q.Entry().ID == id })
 	if i < 0 {
 		i = len(b.schemes)
-		b.schemes = append(b.schemes, s)
-		b.ups = append(b.ups, nil)
+		b.schemes = append(b.schemes, p)
+		b.writes = append(b.writes, nil)
 		b.owners = append(b.owners, nil)
 	}
-	b.ups[i] = append(b.ups[i], ups...)
+	b.writes[i] = append(b.writes[i], w)
 	b.owners[i] = append(b.owners[i], owner)
 	return nil
 }
 
-// send sends each scheme's updates (sendStripeGrouped) and files a failure
-// in errs for every write of that scheme.
-func (b *stripeBatch) send(ctx context.Context, n *Node, errs []error) {
-	for i, s := range b.schemes {
-		if err := n.sendStripeGrouped(ctx, s, b.ups[i]); err != nil {
-			for _, owner := range b.owners[i] {
-				errs[owner] = errors.Join(errs[owner], err)
+// send flushes each scheme's writes and files a failure in errs for every
+// write whose updates did not arrive.
+func (b *packedBatch) send(ctx context.Context, errs []error) {
+	for i, p := range b.schemes {
+		p.Flush(ctx, b.writes[i])
+		for j, w := range b.writes[i] {
+			if w.Err != nil {
+				owner := b.owners[i][j]
+				errs[owner] = errors.Join(errs[owner], w.Err)
 			}
 		}
 	}

@@ -63,6 +63,7 @@ type Node struct {
 	directory   directorySender
 	stripes     stripeSchemes // stripe:K+M chunks and parity (stripe.go)
 	bound       boundSchemes  // the catalogue's schemes bound to their kinds (schemes.go)
+	moves       packedMoves   // keys moving between the primary store and packed schemes (datapath_packed.go)
 	health      integrity     // checksum failures found and repaired
 
 	trust       trust             // cluster secret and TLS (trust.go)

@@ -201,7 +201,7 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	var metaOnly, stripeKeys []string // stubs that hold no bytes; stripe keys
 	var stripePicks []*candidate
 	for i, key := range keys {
-		if e, ok := m.SchemeByID(picks[i].scheme); ok && isStripe(e) {
+		if sch, ok := t.lookup(picks[i].scheme); ok && isPacked(sch) {
 			stripeKeys, stripePicks = append(stripeKeys, key), append(stripePicks, picks[i])
 			continue
 		}
@@ -392,8 +392,8 @@ func markComplete(t *schemeTable, sh *cluster.Shard, cands []*candidate) {
 	for _, c := range cands {
 		sch, ok := t.lookup(c.scheme)
 		c.complete = ok
-		if !ok || isStripe(sch.Entry()) {
-			continue // a stripe object comes whole, from its decoded chunk
+		if !ok || isPacked(sch) {
+			continue // a packed object comes whole, from its decoded chunk
 		}
 		for p, h := range t.m.Holders(sh, sch.Entry().Spec.Nodes()) {
 			if h.State != cluster.Up || slices.Contains(sh.Rebuild, p) {

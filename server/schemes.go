@@ -33,6 +33,9 @@ type schemeTable struct {
 	allImmediate bool
 	// allLocalReads: every scheme reads from the coordinator's record.
 	allLocalReads bool
+	// packed are the schemes whose objects live in chunks of their own
+	// (kind.Packed), where a read that misses the primary store looks.
+	packed []kind.Packed
 }
 
 // boundSchemes keeps the table of the newest map a lookup saw; a scheme
@@ -81,6 +84,9 @@ func bindTable(m *cluster.Map, old *schemeTable, env kind.Env, refused func(clus
 			t.byID = append(t.byID, nil)
 		}
 		t.byID[e.ID] = s
+		if p, ok := s.(kind.Packed); ok {
+			t.packed = append(t.packed, p)
+		}
 		t.allImmediate = t.allImmediate && s.Traits().Immediate
 		t.allLocalReads = t.allLocalReads && s.Traits().ReadsLocally
 	}
@@ -171,6 +177,13 @@ func (u unsupported) Read(context.Context, []byte, store.Meta, []byte) ([]byte, 
 }
 func (u unsupported) Fill(context.Context, []byte, store.Meta) ([]byte, []byte, uint32, error) {
 	return nil, nil, 0, u.err
+}
+
+// isPacked says whether sch keeps its objects in chunks of its own
+// (kind.Packed).
+func isPacked(sch kind.Scheme) bool {
+	_, ok := sch.(kind.Packed)
+	return ok
 }
 
 // lookup returns the bound scheme with id, if the table's map has it.

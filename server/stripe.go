@@ -2,17 +2,15 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"hash/maphash"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/stripe"
-	"github.com/memgest/memgest/store"
 )
 
 // This file is the stripe:K+M data path (decision 0003). A coordinator
@@ -22,10 +20,6 @@ import (
 // parity (stripe.Parity). List g is the first K+M positions of shard g's
 // placement.
 
-// stripeMoveLocks is how many locks guard moves of keys between the
-// primary store and the stripe schemes.
-const stripeMoveLocks = 256
-
 // stripeSchemes is this node's part of every stripe scheme: as the
 // coordinator of keys (data chunks) and as a parity holder.
 type stripeSchemes struct {
@@ -34,17 +28,6 @@ type stripeSchemes struct {
 	// list holds every scheme, sorted by id, replaced whole on a change:
 	// reads and commits walk it without a lock or an allocation.
 	list atomic.Pointer[[]*stripeScheme]
-	// moves: a read that misses the primary store looks in the stripe
-	// schemes holding one for reading; a commit moving a key between the
-	// primary store and a stripe scheme holds it for writing, so that a
-	// read never finds the key in neither.
-	moves [stripeMoveLocks]sync.RWMutex
-}
-
-var moveSeed = maphash.MakeSeed()
-
-func (ss *stripeSchemes) moveLock(key []byte) *sync.RWMutex {
-	return &ss.moves[maphash.Bytes(moveSeed, key)%stripeMoveLocks]
 }
 
 // stripeScheme is one stripe scheme on this node.
@@ -166,73 +149,36 @@ func parityHolders(m *cluster.Map, spec scheme.Spec, g uint16) ([]cluster.Node, 
 	return holders[spec.K:], nil
 }
 
-// appendStripe appends op's object at version v to a chunk and sends the
-// change to the chunk's parity holders, waiting for every one (the write
-// path's "redundancy"). On success op.stripeLoc says where the object is,
-// for commit; on failure the object is removed again.
-func (n *Node) appendStripe(ctx context.Context, op *writeOp, v uint64) error {
-	s, ups, err := n.stageStripe(ctx, op, v)
-	if err != nil {
-		return err
-	}
-	if err := n.sendStripeGrouped(ctx, s, ups); err != nil {
-		return notAcknowledged(op.key, err)
-	}
-	return nil
-}
-
-// stageStripe stages op's object at version v in its scheme: in place of
-// the key's current object there if both encode to the same length (the
-// parity holders get the delta; the chunk changes at commit), else
-// appended to an open chunk (the old object is removed at commit). It sets
-// op.stripeLoc and returns the scheme and the updates its parity holders
-// must acknowledge before the write commits. A relocation (compaction)
-// always appends.
-func (n *Node) stageStripe(ctx context.Context, op *writeOp, v uint64) (*stripeScheme, []stripe.Update, error) {
-	s, err := n.stripes.scheme(op.entry)
+// stageStripe stages w's object in scheme entry: in place of the key's
+// current object there if both encode to the same length (the parity
+// holders get the delta; the chunk changes at commit), else appended to an
+// open chunk (the old object is removed at commit). It sets w.Place and
+// returns the scheme and the updates its parity holders must acknowledge
+// before the write commits. A relocation (compaction) always appends.
+func (n *Node) stageStripe(ctx context.Context, entry cluster.SchemeEntry, w *kind.Staged) (*stripeScheme, []stripe.Update, error) {
+	s, err := n.stripes.scheme(entry)
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := n.adoptSlots(ctx, s); err != nil {
 		return nil, nil, err
 	}
-	obj := stripe.Object{Key: op.key, Value: op.value, Version: v, ExpireAt: op.expireAt}
+	obj := stripe.Object{Key: w.Key, Value: w.Value, Version: w.Version, ExpireAt: w.ExpireAt}
 	s.mu.Lock()
 	s.refreshSlots(n.ctl.Map(), n.id)
 	loc, ups, inPlace := stripe.Loc{}, []stripe.Update(nil), false
-	if !op.relocate {
-		loc, ups, inPlace = s.data.Update(op.key, &obj)
+	if !w.Relocate {
+		loc, ups, inPlace = s.data.Update(w.Key, &obj)
 	}
 	if !inPlace {
 		loc, ups, err = s.data.Append(&obj)
 	}
 	s.mu.Unlock()
 	if err != nil {
-		return nil, nil, fmt.Errorf("server: scheme %s: %w", op.entry.Name(), err)
+		return nil, nil, fmt.Errorf("server: scheme %s: %w", entry.Name(), err)
 	}
-	op.stripeLoc = &loc
+	w.Place = &loc
 	return s, ups, nil
-}
-
-// abortStripe removes the object of a write that will not commit, and
-// tells the parity holders in the background.
-func (n *Node) abortStripe(op *writeOp) {
-	if op.stripeLoc == nil {
-		return
-	}
-	s, err := n.stripes.scheme(op.entry)
-	if err != nil {
-		return
-	}
-	s.mu.Lock()
-	ups, err := s.data.Abort(*op.stripeLoc)
-	s.mu.Unlock()
-	op.stripeLoc = nil
-	if err != nil {
-		n.log.Warn("stripe abort failed", "key", string(op.key), "err", err)
-		return
-	}
-	n.sendStripeLater(s, ups)
 }
 
 // onStripe applies a batch of chunk updates as a parity holder. A batch
@@ -285,70 +231,6 @@ func (n *Node) takeParityPosition(m *cluster.Map, s *stripeScheme, u stripeUpdat
 		"scheme", s.spec, "list", u.U.Chunk.List, "from", held, "to", u.J, "stripes", dropped)
 }
 
-// readStripe returns key's committed state if a stripe scheme holds it.
-// The caller holds the key's move lock for reading.
-func (n *Node) readStripe(key []byte, withValue bool) (current, bool) {
-	m := n.ctl.Map()
-	for _, s := range n.stripes.all() {
-		s.mu.Lock()
-		o, ok := s.data.Get(key)
-		var value []byte
-		if ok && withValue {
-			value = o.Value
-			if !s.data.Fragmented(key) { // else assembled: a copy already
-				value = slices.Clone(o.Value)
-			}
-		}
-		s.mu.Unlock()
-		if !ok {
-			continue
-		}
-		entry, known := m.SchemeByID(s.id)
-		if !known {
-			return current{}, false
-		}
-		meta := store.Meta{Version: o.Version, ExpireAt: o.ExpireAt, Scheme: s.id}
-		return current{exists: true, meta: meta, value: value, entry: entry}, true
-	}
-	return current{}, false
-}
-
-// lookupStripe is readStripe for a key the primary store missed: under the
-// key's move lock it looks in the primary store again, then in the stripe
-// schemes, so that a key moving between them is found in one.
-func (n *Node) lookupStripe(key []byte, withValue bool) (val []byte, meta store.Meta, cur current, inStripe, inPrimary bool) {
-	if !n.stripes.any.Load() {
-		return nil, store.Meta{}, current{}, false, false
-	}
-	l := n.stripes.moveLock(key)
-	l.RLock()
-	defer l.RUnlock()
-	var ok bool
-	if withValue {
-		val, meta, ok = n.primary.Get(key, nil)
-	} else {
-		meta, ok = n.primary.Meta(key)
-	}
-	if ok {
-		return val, meta, current{}, false, true
-	}
-	cur, inStripe = n.readStripe(key, withValue)
-	return nil, store.Meta{}, cur, inStripe, false
-}
-
-// keyMeta returns the metadata of key's committed record, in the primary
-// store or a stripe scheme, expired or not.
-func (n *Node) keyMeta(key []byte) (store.Meta, bool) {
-	if meta, ok := n.primary.Meta(key); ok {
-		return meta, true
-	}
-	_, meta, cur, inStripe, ok := n.lookupStripe(key, false)
-	if inStripe {
-		return cur.meta, true
-	}
-	return meta, ok
-}
-
 // usage reports the scheme's memory on this node, its key count and its
 // keys' logical bytes.
 func (s *stripeScheme) usage() (stripeUsage, int64, int64) {
@@ -369,133 +251,6 @@ func (n *Node) stripeKeys() int {
 		s.mu.Unlock()
 	}
 	return total
-}
-
-// commitStripeLocked is commitLocked for a write that involves a stripe
-// scheme: op's target is one, or the key's committed state is in one. It
-// makes op at version v the committed state unless a newer version is,
-// moving the key between the primary store and the stripe schemes under
-// its move lock, and returns the primary-store pieces to release. The
-// caller holds the key's inflight shard lock.
-func (n *Node) commitStripeLocked(op *writeOp, v uint64) ([]release, error) {
-	l := n.stripes.moveLock(op.key)
-	l.Lock()
-	defer l.Unlock()
-	m := n.ctl.Map()
-	prev, hadPrimary := n.primary.Meta(op.key)
-	if hadPrimary && prev.Version >= v {
-		n.abortStripe(op) // lost to a newer version
-		return nil, nil
-	}
-	toStripe := !op.del && isStripe(op.entry)
-	var next store.Meta // the primary record op makes, if any
-	if toStripe {
-		applied, err := n.commitToStripe(op)
-		if err != nil || !applied {
-			return nil, err
-		}
-	} else if !op.del {
-		var stored []byte
-		stored, next = n.primaryRecord(op, v)
-		if _, _, _, err := n.primary.Exchange(op.key, stored, next); err != nil {
-			return nil, fmt.Errorf("server: storing %q: %w", op.key, err)
-		}
-		if e, ok := dirChange(op, !op.del && op.scheme(n).Traits().Immediate, v, store.Meta{}, false); ok {
-			n.enqueueDirectory(e) // the key leaves a stripe scheme, which keeps no entry
-		}
-	}
-	n.removeFromStripes(op, v)
-	n.accountDetached(m, prev, hadPrimary, next)
-	if !hadPrimary {
-		return nil, nil
-	}
-	if toStripe || op.del {
-		n.primary.DeleteIf(op.key, func(old store.Meta) bool { return old.Version < v })
-	}
-	if n.needsRelease(m, prev.Scheme, op) {
-		return []release{{key: op.key, scheme: prev.Scheme, version: prev.Version, everywhere: op.del}}, nil
-	}
-	return nil, nil
-}
-
-// commitToStripe indexes op's appended object in its scheme, which removes
-// the object it replaces there.
-func (n *Node) commitToStripe(op *writeOp) (bool, error) {
-	if op.stripeLoc == nil {
-		return false, fmt.Errorf("server: %q has no object to commit", op.key)
-	}
-	s, err := n.stripes.scheme(op.entry)
-	if err != nil {
-		return false, err
-	}
-	s.mu.Lock()
-	applied, _, ups, err := s.data.Commit(op.key, *op.stripeLoc)
-	s.mu.Unlock()
-	if err != nil {
-		n.abortStripe(op)
-		return false, err
-	}
-	op.stripeLoc = nil
-	n.sendStripeLater(s, ups)
-	return applied, nil
-}
-
-// removeFromStripes deletes key's object, older than v, from every stripe
-// scheme but op's target.
-func (n *Node) removeFromStripes(op *writeOp, v uint64) {
-	for _, s := range n.stripes.all() {
-		if !op.del && s.id == op.entry.ID {
-			continue
-		}
-		s.mu.Lock()
-		_, ups, err := s.data.Delete(op.key, v-1)
-		s.mu.Unlock()
-		if err != nil {
-			n.log.Warn("stripe delete failed", "key", string(op.key), "scheme", s.spec, "err", err)
-		}
-		if len(ups) > 0 {
-			op.stripeRemovals = append(op.stripeRemovals, stripeRemoval{s, ups})
-		}
-	}
-}
-
-// stripeRemoval is the updates that remove a deleted key's object from
-// one stripe scheme's chunk, sent once the deletion has committed.
-type stripeRemoval struct {
-	s   *stripeScheme
-	ups []stripe.Update
-}
-
-// sendRemovalsLater sends op's stripe removals, if any are left, in the
-// background: no client waits for the removal of a replaced object.
-func (n *Node) sendRemovalsLater(op *writeOp) {
-	for _, r := range op.stripeRemovals {
-		n.sendStripeLater(r.s, r.ups)
-	}
-	op.stripeRemovals = nil
-}
-
-// sendRemovals sends a deletion's stripe removals and waits for them, so
-// that the deletion's tombstone is purged only once no parity holder has
-// the object any more (a recovery could otherwise bring it back).
-func (n *Node) sendRemovals(ctx context.Context, op *writeOp) error {
-	var errs []error
-	for _, r := range op.stripeRemovals {
-		errs = append(errs, n.sendStripe(ctx, r.s, r.ups))
-	}
-	op.stripeRemovals = nil
-	return errors.Join(errs...)
-}
-
-// inStripes says whether a stripe scheme holds key. Only commits change
-// that, and a key's commits never overlap, so a writer may ask before
-// committing.
-func (n *Node) inStripes(key []byte) bool {
-	if !n.stripes.any.Load() {
-		return false
-	}
-	_, ok := n.readStripe(key, false)
-	return ok
 }
 
 // onStripeRead serves a data chunk this node coordinates, or a parity chunk

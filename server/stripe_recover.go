@@ -956,7 +956,7 @@ func (n *Node) rehomeStripes(ctx context.Context, m *cluster.Map, keys []string,
 	for start := 0; start < len(keys); start += rehomeBatch {
 		end := min(start+rehomeBatch, len(keys))
 		ops := make([]*writeOp, 0, end-start)
-		var batch stripeBatch
+		var batch packedBatch
 		var err error
 		for i := start; i < end && err == nil; i++ {
 			c := picks[i]
@@ -967,30 +967,35 @@ func (n *Node) rehomeStripes(ctx context.Context, m *cluster.Map, keys []string,
 			}
 			n.clock.observe(c.version)
 			op := &writeOp{key: []byte(keys[i]), value: c.value, expireAt: c.expireAt, entry: entry}
-			if err = batch.add(ctx, n, op, c.version, len(ops)); err == nil {
+			p, packed := op.packedOf(n)
+			if !packed {
+				err = fmt.Errorf("server: recovering %q: scheme %s keeps no chunks", keys[i], entry.Name())
+				break
+			}
+			if err = batch.add(ctx, p, op, c.version, len(ops)); err == nil {
 				ops = append(ops, op)
 			}
 		}
 		errs := make([]error, len(ops))
 		if err == nil {
-			batch.send(ctx, n, errs)
+			batch.send(ctx, errs)
 			err = errors.Join(errs...)
 		}
 		if err != nil {
 			for _, op := range ops {
-				n.abortStripe(op)
+				n.abortStaged(op)
 			}
 			return fmt.Errorf("server: recovering stripe keys: %w", err)
 		}
 		for i, op := range ops {
 			s := n.inflight.shard(op.key)
 			s.mu.Lock()
-			_, err := n.commitStripeLocked(op, picks[start+i].version)
+			_, err := n.commitPackedLocked(op, picks[start+i].version)
 			s.mu.Unlock()
 			n.sendRemovalsLater(op)
 			if err != nil {
 				for _, rest := range ops[i+1:] {
-					n.abortStripe(rest)
+					n.abortStaged(rest)
 				}
 				return err
 			}

@@ -1,0 +1,68 @@
+package kind
+
+import (
+	"context"
+
+	"github.com/memgest/memgest/store"
+)
+
+// Packed is implemented by a Scheme whose keys' objects live in chunks of
+// its own on their coordinator, not in primary records (stripe; RE-Store's
+// hybrid next). Its redundancy is per chunk, and it sends its chunks'
+// updates itself: the core stages a write (Stage), has every staged write
+// of a batch delivered (Flush), then commits or aborts each one.
+//
+// A key is in the primary store or in one packed scheme, never both once
+// a commit has ended. The core moves it between them under a lock of its
+// own, so a reader that misses the primary store and then finds the key
+// here sees it in one or the other.
+type Packed interface {
+	Scheme
+	// Find returns the metadata of key's committed object here, and with
+	// withValue its value: bytes nothing else modifies.
+	Find(key []byte, withValue bool) (meta store.Meta, value []byte, ok bool)
+	// Stage places w's object at w.Version, in place of the key's current
+	// object where it fits, else appended. It sets w.Place and w.Updates,
+	// which the holders must acknowledge before w commits.
+	Stage(ctx context.Context, w *Staged) error
+	// Flush delivers the updates of the staged writes ws, grouped with
+	// other writers', and waits; a write whose updates did not arrive gets
+	// its error in Err.
+	Flush(ctx context.Context, ws []*Staged)
+	// Commit makes w's staged object the key's committed object here,
+	// unless a newer one is, and sends the resulting updates in the
+	// background. It reports whether w's object is the committed one now.
+	Commit(w *Staged) (bool, error)
+	// Abort drops w's staged object, if it has one, and tells its holders
+	// in the background.
+	Abort(w *Staged)
+	// Remove deletes key's object older than version below, returning
+	// the updates its holders must get (nil if the scheme held none).
+	Remove(key []byte, below uint64) Pending
+}
+
+// Staged is one write a packed scheme is placing: the object, where the
+// scheme put it until it commits or aborts (Place, the scheme's own), and
+// the updates its holders must acknowledge first.
+type Staged struct {
+	Key      []byte
+	Value    []byte
+	ExpireAt int64
+	Version  uint64
+	// Relocate appends the object even where it could be updated in
+	// place: compaction moves objects out of their chunks.
+	Relocate bool
+	Place    any
+	Updates  Pending
+	// Err is what Flush found for this write.
+	Err error
+}
+
+// Pending is the chunk updates a packed scheme owes its holders.
+type Pending interface {
+	// Send delivers them and waits for every holder.
+	Send(ctx context.Context) error
+	// SendLater delivers them in the background; a failure leaves them
+	// to be sent again.
+	SendLater()
+}

@@ -1,0 +1,233 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"sync"
+
+	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/store"
+)
+
+// This file is the coordinator core's side of packed schemes (kind.Packed:
+// stripe, hybrid next), whose keys' objects live in the scheme's chunks
+// rather than in primary records. A key is in the primary store or in one
+// packed scheme; a commit that moves it between them holds the key's move
+// lock for writing, and a read that misses the primary store looks in the
+// packed schemes holding it for reading, so no read finds the key in
+// neither.
+
+// moveLocks is how many locks guard moves of keys between the primary
+// store and the packed schemes.
+const moveLocks = 256
+
+// packedMoves are the move locks, by key hash.
+type packedMoves struct {
+	locks [moveLocks]sync.RWMutex
+}
+
+var moveSeed = maphash.MakeSeed()
+
+// lock is key's move lock.
+func (pm *packedMoves) lock(key []byte) *sync.RWMutex {
+	return &pm.locks[maphash.Bytes(moveSeed, key)%moveLocks]
+}
+
+// packedInUse says whether a packed scheme may hold objects on this node:
+// until one does, a miss in the primary store is final.
+func (n *Node) packedInUse() bool { return n.stripes.any.Load() }
+
+// findPacked looks key up in the map's packed schemes. The caller holds
+// the key's move lock for reading, or its write slot.
+func (n *Node) findPacked(key []byte, withValue bool) (current, bool) {
+	for _, p := range n.schemes(n.ctl.Map()).packed {
+		if meta, value, ok := p.Find(key, withValue); ok {
+			return current{exists: true, meta: meta, value: value, entry: p.Entry()}, true
+		}
+	}
+	return current{}, false
+}
+
+// lookupPacked is findPacked for a key the primary store missed: under the
+// key's move lock it looks in the primary store again, then in the packed
+// schemes, so that a key moving between them is found in one.
+func (n *Node) lookupPacked(key []byte, withValue bool) (val []byte, meta store.Meta, cur current, inPacked, inPrimary bool) {
+	if !n.packedInUse() {
+		return nil, store.Meta{}, current{}, false, false
+	}
+	l := n.moves.lock(key)
+	l.RLock()
+	defer l.RUnlock()
+	var ok bool
+	if withValue {
+		val, meta, ok = n.primary.Get(key, nil)
+	} else {
+		meta, ok = n.primary.Meta(key)
+	}
+	if ok {
+		return val, meta, current{}, false, true
+	}
+	cur, inPacked = n.findPacked(key, withValue)
+	return nil, store.Meta{}, cur, inPacked, false
+}
+
+// inPacked says whether a packed scheme holds key. Only commits change
+// that, and a key's commits never overlap, so a writer may ask before
+// committing.
+func (n *Node) inPacked(key []byte) bool {
+	if !n.packedInUse() {
+		return false
+	}
+	_, ok := n.findPacked(key, false)
+	return ok
+}
+
+// keyMeta returns the metadata of key's committed record, in the primary
+// store or a packed scheme, expired or not.
+func (n *Node) keyMeta(key []byte) (store.Meta, bool) {
+	if meta, ok := n.primary.Meta(key); ok {
+		return meta, true
+	}
+	_, meta, cur, inPacked, ok := n.lookupPacked(key, false)
+	if inPacked {
+		return cur.meta, true
+	}
+	return meta, ok
+}
+
+// packedOf is op's scheme as a packed one, if it is.
+func (op *writeOp) packedOf(n *Node) (kind.Packed, bool) {
+	p, ok := op.scheme(n).(kind.Packed)
+	return p, ok
+}
+
+// isPacked says whether op's scheme is a packed one.
+func (op *writeOp) isPacked(n *Node) bool { return isPacked(op.scheme(n)) }
+
+// stage makes op's packed write at version v, for its scheme to place.
+func (op *writeOp) stage(v uint64) *kind.Staged {
+	op.staged = &kind.Staged{Key: op.key, Value: op.value, ExpireAt: op.expireAt, Version: v, Relocate: op.relocate}
+	return op.staged
+}
+
+// sendPacked places op's object at version v in its packed scheme p and
+// waits until the chunk's holders have the updates (the write path's
+// redundancy). On failure the object is removed again.
+func (n *Node) sendPacked(ctx context.Context, p kind.Packed, op *writeOp, v uint64) error {
+	w := op.stage(v)
+	if err := p.Stage(ctx, w); err != nil {
+		return err
+	}
+	p.Flush(ctx, []*kind.Staged{w})
+	if w.Err != nil {
+		return notAcknowledged(op.key, w.Err)
+	}
+	return nil
+}
+
+// abortStaged drops the object op staged in a packed scheme, if any.
+func (n *Node) abortStaged(op *writeOp) {
+	if op.staged == nil {
+		return
+	}
+	if p, ok := op.packedOf(n); ok {
+		p.Abort(op.staged)
+	}
+	op.staged = nil
+}
+
+// commitPackedLocked is commitLocked for a write that involves a packed
+// scheme: op's target is one, or the key's committed object is in one. It
+// makes op at version v the committed state unless a newer version is,
+// moving the key between the primary store and the packed schemes under
+// its move lock, and returns the primary-store pieces to release. The
+// caller holds the key's inflight shard lock.
+func (n *Node) commitPackedLocked(op *writeOp, v uint64) ([]release, error) {
+	l := n.moves.lock(op.key)
+	l.Lock()
+	defer l.Unlock()
+	m := n.ctl.Map()
+	prev, hadPrimary := n.primary.Meta(op.key)
+	if hadPrimary && prev.Version >= v {
+		n.abortStaged(op) // lost to a newer version
+		return nil, nil
+	}
+	target, toPacked := op.packedOf(n)
+	toPacked = toPacked && !op.del
+	var next store.Meta // the primary record op makes, if any
+	if toPacked {
+		applied, err := n.commitStaged(target, op)
+		if err != nil || !applied {
+			return nil, err
+		}
+	} else if !op.del {
+		var stored []byte
+		stored, next = n.primaryRecord(op, v)
+		if _, _, _, err := n.primary.Exchange(op.key, stored, next); err != nil {
+			return nil, fmt.Errorf("server: storing %q: %w", op.key, err)
+		}
+		if e, ok := dirChange(op, !op.del && op.scheme(n).Traits().Immediate, v, store.Meta{}, false); ok {
+			n.enqueueDirectory(e) // the key leaves a packed scheme, which keeps no entry
+		}
+	}
+	n.removeFromPacked(op, v)
+	n.accountDetached(m, prev, hadPrimary, next)
+	if !hadPrimary {
+		return nil, nil
+	}
+	if toPacked || op.del {
+		n.primary.DeleteIf(op.key, func(old store.Meta) bool { return old.Version < v })
+	}
+	if n.needsRelease(m, prev.Scheme, op) {
+		return []release{{key: op.key, scheme: prev.Scheme, version: prev.Version, everywhere: op.del}}, nil
+	}
+	return nil, nil
+}
+
+// commitStaged commits op's staged object in its packed scheme p.
+func (n *Node) commitStaged(p kind.Packed, op *writeOp) (bool, error) {
+	if op.staged == nil {
+		return false, fmt.Errorf("server: %q has no object to commit", op.key)
+	}
+	applied, err := p.Commit(op.staged)
+	op.staged = nil
+	return applied, err
+}
+
+// removeFromPacked deletes key's object, older than v, from every packed
+// scheme but op's target, keeping what their holders must be told in
+// op.removals.
+func (n *Node) removeFromPacked(op *writeOp, v uint64) {
+	for _, p := range n.schemes(n.ctl.Map()).packed {
+		if !op.del && p.Entry().ID == op.entry.ID {
+			continue
+		}
+		if r := p.Remove(op.key, v-1); r != nil {
+			op.removals = append(op.removals, r)
+		}
+	}
+}
+
+// sendRemovalsLater sends op's removals from packed schemes, if any are
+// left, in the background: no client waits for the removal of a replaced
+// object.
+func (n *Node) sendRemovalsLater(op *writeOp) {
+	for _, r := range op.removals {
+		r.SendLater()
+	}
+	op.removals = nil
+}
+
+// sendRemovals sends a deletion's removals and waits for them, so that
+// the deletion's tombstone is purged only once no holder has the object
+// any more (a recovery could otherwise bring it back).
+func (n *Node) sendRemovals(ctx context.Context, op *writeOp) error {
+	var errs []error
+	for _, r := range op.removals {
+		errs = append(errs, r.Send(ctx))
+	}
+	op.removals = nil
+	return errors.Join(errs...)
+}
