@@ -119,3 +119,11 @@ func (n *Node) LeaseRenewedAt() time.Time {
 	}
 	return n.started.Add(time.Duration(until - n.leaseLength()))
 }
+
+// DirectoryEntries is how many key-directory entries (and tombstones)
+// this node keeps for coordinators (directory.go). Coordinators send them
+// in the background after a commit, so a test that must know a key's loss
+// will be named waits for them before it kills the coordinator.
+func (n *Node) DirectoryEntries() int {
+	return int(n.pieces.Stats().ByScheme[dirSchemeID].Keys)
+}
