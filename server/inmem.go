@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
@@ -41,6 +43,8 @@ type InMemory struct {
 	// election and leader-lease timeout (cluster.Config): a leader lost in
 	// memory is replaced sooner than the LAN defaults allow.
 	RaftTimeout time.Duration
+	// RaftLog receives the control plane's Raft log; nil is stderr.
+	RaftLog io.Writer
 }
 
 // Clock is the time that decides whether a node's lease holds and whether
@@ -64,6 +68,14 @@ func (c Config) clock() Clock {
 		return c.InMemory.Clock
 	}
 	return systemClock{}
+}
+
+// raftLogOutput is where Raft logs: stderr, or InMemory.RaftLog.
+func (c Config) raftLogOutput() io.Writer {
+	if c.InMemory != nil && c.InMemory.RaftLog != nil {
+		return c.InMemory.RaftLog
+	}
+	return os.Stderr
 }
 
 // validateInMemory checks what an in-memory node needs instead of a data

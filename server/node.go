@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -212,7 +213,7 @@ func (n *Node) startControl() error {
 	ccfg.Bootstrap = n.cfg.Join == ""
 	ccfg.Expect = n.cfg.BootstrapExpect
 	ccfg.Voters = n.cfg.Voters
-	ccfg.Logger = raftLogger(n.cfg.LogLevel)
+	ccfg.Logger = raftLogger(n.cfg.LogLevel, n.cfg.raftLogOutput())
 	ccfg.Password = n.ownPassword
 	ccfg.Stream = &raftStream{Listener: n.raftLn, advertise: n.cfg.peerAddr(), dial: dialOptions(n.cfg, n.trust.guard)}
 	if m := n.cfg.InMemory; m != nil {
@@ -398,7 +399,7 @@ func (a advertised) String() string  { return string(a) }
 // the node's log unless debug or info logging is asked for, and writes a
 // repeating line (a failed heartbeat to a dead member) once per
 // lograte.Every.
-func raftLogger(level string) hclog.Logger {
+func raftLogger(level string, out io.Writer) hclog.Logger {
 	l := hclog.Error
 	switch level {
 	case "debug":
@@ -406,7 +407,7 @@ func raftLogger(level string) hclog.Logger {
 	case "info":
 		l = hclog.Warn
 	}
-	return lograte.Hclog(hclog.New(&hclog.LoggerOptions{Name: "raft", Level: l, Output: os.Stderr}),
+	return lograte.Hclog(hclog.New(&hclog.LoggerOptions{Name: "raft", Level: l, Output: out}),
 		lograte.NewLimiter(lograte.Every))
 }
 

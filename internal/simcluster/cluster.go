@@ -111,6 +111,14 @@ func nodeLog() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
+// raftLog is where the nodes' Raft logs go: with the nodes' logs.
+func raftLog() io.Writer {
+	if os.Getenv("SIMCLUSTER_LOG") != "" {
+		return os.Stderr
+	}
+	return io.Discard
+}
+
 // secret is every cluster's cluster secret: the guard runs its handshake
 // on every in-memory connection as over TCP.
 var secret = []byte("simcluster-secret-0123456789")
@@ -119,7 +127,8 @@ var secret = []byte("simcluster-secret-0123456789")
 func (c *Cluster) config(i int, spare bool) server.Config {
 	cfg := server.DefaultConfig()
 	cfg.Port, cfg.PeerPort, cfg.HTTPPort, cfg.DataDir = 7000+i, 17000+i, 0, ""
-	cfg.InMemory = &server.InMemory{Network: c.net, ID: c.newID(), Secret: secret, Clock: c.clock, RaftTimeout: raftTimeout}
+	cfg.InMemory = &server.InMemory{Network: c.net, ID: c.newID(), Secret: secret, Clock: c.clock,
+		RaftTimeout: raftTimeout, RaftLog: raftLog()}
 	cfg.BootstrapExpect, cfg.Voters, cfg.Spare = c.opts.Nodes, c.opts.Voters, spare
 	cfg.FailureTimeout, cfg.HeartbeatInterval, cfg.PeerTimeout = c.opts.FailureTimeout, heartbeatInterval, peerTimeout
 	cfg.RebuildShare, cfg.ScrubRate = 1, 0

@@ -186,10 +186,7 @@ func awaitReadable(t *testing.T, c *simcluster.Cluster, keys []*written) {
 	// matter of timing, so it must not draw from the seed.
 	reader := c.AnyLive()
 	pending := slices.Clone(keys)
-	for round := 0; len(pending) > 0; round++ {
-		if round > 2000 {
-			t.Fatalf("%d keys still unreadable, %s first", len(pending), pending[0].key)
-		}
+	c.Until("every key readable after the failover", func() (bool, string) {
 		pending = slices.DeleteFunc(pending, func(w *written) bool {
 			r := c.DoQuiet(reader, "GET", w.key)
 			switch {
@@ -201,7 +198,8 @@ func awaitReadable(t *testing.T, c *simcluster.Cluster, keys []*written) {
 			}
 			return true
 		})
-	}
+		return len(pending) == 0, fmt.Sprintf("%d keys answer TRYAGAIN", len(pending))
+	})
 }
 
 // checkAll reads every key, traced, and checks SCHEME.OF and SCHEME.VERIFY
@@ -389,13 +387,11 @@ func readLossy(t *testing.T, c *simcluster.Cluster, keys []*written, sure map[*w
 	lost := 0
 	for _, w := range keys {
 		reader := c.AnyLive() // once: the retries below are timing's
-		r := c.DoQuiet(reader, "GET", w.key)
-		for tries := 0; strings.HasPrefix(r.Text(), "TRYAGAIN"); tries++ {
-			if tries > 2000 {
-				t.Fatalf("GET %s: still TRYAGAIN", w.key)
-			}
+		var r resp.Reply
+		c.Until("GET "+w.key+" answers other than TRYAGAIN", func() (bool, string) {
 			r = c.DoQuiet(reader, "GET", w.key)
-		}
+			return !strings.HasPrefix(r.Text(), "TRYAGAIN"), r.Text()
+		})
 		switch {
 		case r.IsError() && strings.HasPrefix(r.Text(), "LOST"):
 			lost++

@@ -12,9 +12,9 @@ import (
 // pollEvery is how often a wait looks at its condition again.
 const pollEvery = 5 * time.Millisecond
 
-// until polls cond until it holds, failing the test after waitTimeout with
-// what, and what cond's last look found.
-func (c *Cluster) until(what string, cond func() (bool, string)) {
+// Until polls cond until it holds, failing the test after 30 s (real
+// time) with what, and what cond's last look found.
+func (c *Cluster) Until(what string, cond func() (bool, string)) {
 	c.t.Helper()
 	deadline := time.Now().Add(waitTimeout)
 	for {
@@ -32,7 +32,7 @@ func (c *Cluster) until(what string, cond func() (bool, string)) {
 // WaitMap waits until every live node's map satisfies cond.
 func (c *Cluster) WaitMap(what string, cond func(*cluster.Map) bool) {
 	c.t.Helper()
-	c.until(what, func() (bool, string) {
+	c.Until(what, func() (bool, string) {
 		for i, m := range c.nodes {
 			if mp := m.srv.Map(); m.alive && !cond(mp) {
 				return false, fmt.Sprintf("node %d at epoch %d: %s", i, mp.Epoch, c.describe(mp))
@@ -81,7 +81,7 @@ func (c *Cluster) markedByAll(victims []int) bool {
 // later.
 func (c *Cluster) awaitRenewals(now time.Time, except []int) {
 	c.t.Helper()
-	c.until("leases renewed at "+now.Format(time.StampMilli), func() (bool, string) {
+	c.Until("leases renewed at "+now.Format(time.StampMilli), func() (bool, string) {
 		for i, m := range c.nodes {
 			if !m.alive || slices.Contains(except, i) || c.failedInMap(i) {
 				continue
@@ -107,7 +107,7 @@ func (c *Cluster) failedInMap(i int) bool {
 // in the trace.
 func (c *Cluster) Settle(step string) {
 	c.t.Helper()
-	c.until("settle after "+step, func() (bool, string) {
+	c.Until("settle after "+step, func() (bool, string) {
 		var first *cluster.Map
 		for i, m := range c.nodes {
 			if !m.alive {
@@ -186,7 +186,7 @@ func (c *Cluster) describe(m *cluster.Map) string {
 // unnamed (docs/failure-model.md, "The key directory").
 func (c *Cluster) AwaitDirectory(want int) {
 	c.t.Helper()
-	c.until(fmt.Sprintf("%d directory entries", want), func() (bool, string) {
+	c.Until(fmt.Sprintf("%d directory entries", want), func() (bool, string) {
 		got := 0
 		for _, m := range c.nodes {
 			if m.alive {
