@@ -157,6 +157,7 @@ func TestMoveUnderReads(t *testing.T) {
 type written struct {
 	key, spec, value string
 	lost             bool // beyond its tolerance: -LOST, never nil
+	deleted          bool // deleted: nil or -LOST, never a value
 }
 
 // writeAround writes perNode keys of every scheme coordinated by each
@@ -231,7 +232,7 @@ func checkAll(t *testing.T, c *simcluster.Cluster, keys []*written) {
 func rewriteAll(t *testing.T, c *simcluster.Cluster, keys []*written) {
 	t.Helper()
 	for _, w := range keys {
-		w.value, w.lost = "again:"+w.value, false
+		w.value, w.lost, w.deleted = "again:"+w.value, false, false
 		expect(t, "SET "+w.key+" after the failure", c.Do(c.AnyLive(), "SET", w.key, w.value), "+OK")
 		expectValue(t, "GET "+w.key+" after the failure", c.Do(c.AnyLive(), "GET", w.key), w.value)
 	}
@@ -297,19 +298,80 @@ func TestCoordinatorFailureWithoutSpare(t *testing.T) {
 }
 
 // TestBeyondToleranceLoss (tests/lostnames_test.go's
-// TestLostKeysNeverReadAsAbsent, in small): three of six nodes die at
-// once, at most one of them a Raft voter. Every key answers its value or
-// -LOST, never nil nor another value, once recovered and again once
-// rebuilt; a none key of a victim and a split key with three shards gone
-// must answer -LOST; SET makes a lost key readable again.
+// TestLostKeysNeverReadAsAbsent, with a tenth of its keys): three of six
+// data nodes die at once, beyond every scheme's tolerance, in the patterns
+// of the multi-process test — the three non-voters; a list's data node
+// with both its parity holders; alternate nodes; a voter with the two
+// nodes keeping its shard's directory, without a spare and again without
+// stripe keys — and in three nodes drawn from the seed. Every key answers
+// its value or -LOST, never nil nor another value (a deleted one nil or
+// -LOST), once recovered and again once rebuilt; a none key of a victim
+// and a split key with three shards gone must answer -LOST; SET makes a
+// lost key readable again.
 func TestBeyondToleranceLoss(t *testing.T) {
-	c := simcluster.Start(t, simcluster.Seed(t), simcluster.Options{Nodes: 6, Spares: 1})
-	victims := lossVictims(t, c)
-	keys := writeAround(t, c, []int{0, 1, 2, 3, 4, 5}, 2)
+	seed := simcluster.Seed(t)
+	for _, p := range []lossPattern{
+		{name: "non-voters", offsets: []int{3, 4, 5}, spares: 1},
+		{name: "data-and-parity-holders", offsets: []int{0, 1, 2}, voters: 1, spares: 1},
+		{name: "alternate", offsets: []int{0, 2, 4}, voters: 1, spares: 1},
+		{name: "voter-and-directory-no-spare", offsets: []int{0, 4, 5}, voters: 1},
+		{name: "directory-no-stripe", offsets: []int{0, 4, 5}, voters: 1, spares: 1, noStripe: true},
+		{name: "seeded", spares: 1},
+	} {
+		t.Run(p.name, func(t *testing.T) {
+			c := simcluster.Start(t, seed, simcluster.Options{Nodes: 6, Spares: p.spares})
+			lossScenario(t, c, p)
+		})
+	}
+}
+
+// lossPattern is a set of data nodes to kill at once: offsets into the
+// ring of placements (the join order, here the index order, rotated to the
+// first place where exactly voters of them are Raft voters), or, without
+// offsets, two non-voters and a voter drawn from the seed.
+type lossPattern struct {
+	name     string
+	offsets  []int
+	voters   int
+	spares   int
+	noStripe bool // no stripe keys: only the directory's loss names none keys
+}
+
+// victims maps the pattern onto the cluster.
+func (p lossPattern) victims(t *testing.T, c *simcluster.Cluster) []int {
+	t.Helper()
+	if p.offsets == nil {
+		return lossVictims(t, c)
+	}
+	for s := range 6 {
+		var out []int
+		voters := 0
+		for _, o := range p.offsets {
+			v := (s + o) % 6
+			out = append(out, v)
+			if c.MapNode(v).Voter {
+				voters++
+			}
+		}
+		if voters == p.voters {
+			return out
+		}
+	}
+	t.Fatalf("no rotation of %v has %d voters", p.offsets, p.voters)
+	return nil
+}
+
+// lossScenario loads keys of every scheme (stripe keys enough to seal
+// chunks, some overwritten with another size, some deleted), kills the
+// pattern's victims at once, and checks every key as recovered and as
+// rebuilt.
+func lossScenario(t *testing.T, c *simcluster.Cluster, p lossPattern) {
+	victims := p.victims(t, c)
+	keys := lossLoad(t, c, p.noStripe)
 	c.AwaitDirectory(2 * directoryNamed(keys))
 	sure := map[*written]bool{}
 	for _, w := range keys {
-		if beyondTolerance(t, c, w, victims) {
+		if !w.deleted && beyondTolerance(t, c, w, victims) {
 			sure[w] = true
 		}
 	}
@@ -322,9 +384,49 @@ func TestBeyondToleranceLoss(t *testing.T) {
 			c.Settle("rebuilt")
 		}
 		lost := readLossy(t, c, keys, sure)
-		t.Logf("%s: %d of %d keys -LOST (%d certain)", when, lost, len(keys), len(sure))
+		t.Logf("victims %v, %s: %d of %d keys -LOST (%d certain)", victims, when, lost, len(keys), len(sure))
+	}
+	if p.spares == 0 { // three nodes up: split:4+2 cannot be placed
+		split := slices.IndexFunc(keys, func(w *written) bool { return w.spec == "split:4+2" })
+		if r := c.Do(c.AnyLive(), "SET", keys[split].key, "v"); !strings.Contains(r.Text(), "cannot be placed") {
+			t.Fatalf("SET of a split:4+2 key with 3 nodes up = %s, want it refused", simcluster.Render(r))
+		}
+		keys = slices.DeleteFunc(keys, func(w *written) bool { return w.spec == "split:4+2" })
 	}
 	rewriteAll(t, c, keys)
+}
+
+// lossLoad writes 20 keys of none, rep:3 and split:4+2 and 240 of
+// stripe:4+2 (16 to 200 bytes, dozens to a 4 KiB chunk), then overwrites
+// every tenth stripe key with a value of another size and deletes another
+// tenth.
+func lossLoad(t *testing.T, c *simcluster.Cluster, noStripe bool) []*written {
+	t.Helper()
+	counts := map[string]int{"none": 20, "rep:3": 20, "split:4+2": 20, "stripe:4+2": 240}
+	if noStripe {
+		delete(counts, "stripe:4+2")
+	}
+	var keys []*written
+	for _, s := range schemes {
+		for i := range counts[s.spec] {
+			k := fmt.Sprintf("l:%s:%d", s.spec, i)
+			w := &written{key: k, spec: s.spec, value: value(c, s.spec, k)}
+			expect(t, "SET "+k, c.Do(c.AnyLive(), "SET", k, w.value, "SCHEME", s.spec), "+OK")
+			keys = append(keys, w)
+		}
+	}
+	for i, w := range keys {
+		switch {
+		case w.spec != "stripe:4+2":
+		case i%10 == 3:
+			expect(t, "DEL "+w.key, c.Do(c.AnyLive(), "DEL", w.key), ":1")
+			w.deleted = true
+		case i%10 == 6:
+			w.value += "-again"
+			expect(t, "SET "+w.key, c.Do(c.AnyLive(), "SET", w.key, w.value), "+OK")
+		}
+	}
+	return keys
 }
 
 // directoryNamed counts the keys the key directory names: all but stripe
@@ -396,6 +498,9 @@ func readLossy(t *testing.T, c *simcluster.Cluster, keys []*written, sure map[*w
 		case r.IsError() && strings.HasPrefix(r.Text(), "LOST"):
 			lost++
 			w.lost = true
+		case w.deleted && r.IsNil():
+		case w.deleted:
+			t.Fatalf("GET %s, deleted, after losing nodes = %s, want nil or -LOST", w.key, simcluster.Render(r))
 		case sure[w]:
 			t.Fatalf("GET %s (%s), certainly lost = %s, want -LOST", w.key, w.spec, simcluster.Render(r))
 		case r.Kind() != resp.KindBulk || r.Text() != w.value:
