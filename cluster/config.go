@@ -18,8 +18,14 @@ type Config struct {
 
 	// DataDir holds the Raft log and stable store (raft.db, bbolt) and the
 	// snapshots (snapshots/). Created if missing. Restarting on the same
-	// DataDir rejoins with the same map.
+	// DataDir rejoins with the same map. Unused with InMemory.
 	DataDir string
+
+	// InMemory keeps the Raft log, stable store and snapshots in memory
+	// (raft.NewInmemStore, raft.NewInmemSnapshotStore) instead of DataDir,
+	// for in-process test clusters (internal/simcluster): nothing touches
+	// disk, and a Control closed is gone for good.
+	InMemory bool
 
 	// Bootstrap makes this node found a new cluster if DataDir holds no Raft
 	// state: it becomes the sole voter and proposes Init{Expect, Voters} and
@@ -128,8 +134,8 @@ func (c Config) validateSelf() error {
 	if err := checkNode(c.Self); err != nil {
 		return errors.New("Self: " + err.Msg)
 	}
-	if c.DataDir == "" {
-		return errors.New("DataDir is required")
+	if c.DataDir == "" && !c.InMemory {
+		return errors.New("DataDir is required (or InMemory)")
 	}
 	if c.Stream == nil && c.Transport == nil {
 		return errors.New("Stream (or Transport) is required")

@@ -25,7 +25,7 @@ type Control struct {
 	log    hclog.Logger
 	raft   *raft.Raft
 	hub    *hub
-	store  *raftboltdb.BoltStore
+	store  raftStore
 	trans  raft.Transport
 	member sync.Mutex // serialises AddMember's voter count and change
 	once   sync.Once
@@ -63,16 +63,9 @@ func Start(cfg Config) (*Control, error) {
 // open creates the stores, the transport and the Raft node, reporting
 // whether DataDir held no Raft state.
 func (c *Control) open() (fresh bool, err error) {
-	dir := c.cfg.DataDir
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return false, fmt.Errorf("cluster: data dir: %w", err)
-	}
-	if c.store, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"), NoSync: c.cfg.NoSync}); err != nil {
-		return false, fmt.Errorf("cluster: open raft store: %w", err)
-	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, c.cfg.RetainSnapshots, c.log)
+	snaps, err := c.openStores()
 	if err != nil {
-		return false, fmt.Errorf("cluster: open snapshot store: %w", err)
+		return false, err
 	}
 	logs, err := raft.NewLogCache(256, c.store)
 	if err != nil {
@@ -88,6 +81,41 @@ func (c *Control) open() (fresh bool, err error) {
 		return false, fmt.Errorf("cluster: start raft: %w", err)
 	}
 	return !has, nil
+}
+
+// raftStore is the Raft log and stable store: bbolt in DataDir, or memory.
+type raftStore interface {
+	raft.LogStore
+	raft.StableStore
+	Close() error
+}
+
+// memoryStore is raft.InmemStore with the Close a bolt store has.
+type memoryStore struct{ *raft.InmemStore }
+
+func (memoryStore) Close() error { return nil }
+
+// openStores opens the log and stable store (c.store) and returns the
+// snapshot store: in DataDir, or in memory with InMemory.
+func (c *Control) openStores() (raft.SnapshotStore, error) {
+	if c.cfg.InMemory {
+		c.store = memoryStore{raft.NewInmemStore()}
+		return raft.NewInmemSnapshotStore(), nil
+	}
+	dir := c.cfg.DataDir
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("cluster: data dir: %w", err)
+	}
+	bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"), NoSync: c.cfg.NoSync})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: open raft store: %w", err)
+	}
+	c.store = bolt
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, c.cfg.RetainSnapshots, c.log)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: open snapshot store: %w", err)
+	}
+	return snaps, nil
 }
 
 func (c *Control) transport() raft.Transport {

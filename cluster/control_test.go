@@ -313,6 +313,34 @@ func TestControlInmemTransport(t *testing.T) {
 	}
 }
 
+// InMemory keeps every Raft store in memory: a member founds a cluster
+// without a DataDir, and nothing is written to disk.
+func TestControlInMemoryStores(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir) // a relative path written by mistake would land here
+	addr, inmem := raft.NewInmemTransport("")
+	node := testNode(0)
+	node.PeerAddr = string(addr)
+	cfg := testConfig(&testMember{node: node}, nil)
+	cfg.Transport, cfg.InMemory = inmem, true
+	bootstrapWith(1, 1)(&cfg)
+	c, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if m := mustPropose(t, c, SetDefault{Name: "none"}); m.State != OK {
+		t.Fatalf("map not formed: %v", m.State)
+	}
+	if files, _ := os.ReadDir(dir); len(files) != 0 {
+		t.Fatalf("an in-memory control plane wrote %d files", len(files))
+	}
+	cfg.InMemory = false
+	if err := cfg.Validate(); err == nil {
+		t.Fatal("Validate accepted neither DataDir nor InMemory")
+	}
+}
+
 // startInmem starts a founding member, the only voter, over an in-memory
 // transport, which wrap may wrap (nil: as it is).
 func startInmem(t *testing.T, wrap func(*raft.InmemTransport) raft.Transport) *Control {

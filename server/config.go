@@ -8,9 +8,10 @@ import (
 	"time"
 )
 
-// Config is everything one node needs to start. Every field can be set by a
-// flag, an environment variable (MEMGEST_<FLAG>, upper case, '-' → '_') or a
-// config file; cmd/memgest maps them (docs/operations.md lists them).
+// Config is everything one node needs to start. Every field but InMemory
+// can be set by a flag, an environment variable (MEMGEST_<FLAG>, upper
+// case, '-' → '_') or a config file; cmd/memgest maps them
+// (docs/operations.md lists them).
 type Config struct {
 	// Bind is the address the client, peer and HTTP listeners bind to.
 	Bind string
@@ -115,6 +116,12 @@ type Config struct {
 	// ConfigFile is the file the configuration was read from, if any
 	// (reported by INFO server).
 	ConfigFile string
+
+	// InMemory, set by in-process test clusters only (no flag maps it),
+	// runs the node without sockets or disk (inmem.go): DataDir, the
+	// cluster secret file, the client and HTTP ports are then unused, and
+	// Port and PeerPort only name the node's addresses.
+	InMemory *InMemory
 }
 
 // DefaultMaxClients is Redis's default maxclients.
@@ -174,7 +181,11 @@ func (c Config) Validate() error {
 	if c.Port == c.PeerPort || (c.HTTPPort != 0 && (c.HTTPPort == c.Port || c.HTTPPort == c.PeerPort)) {
 		return errors.New("server: port, peer-port and http-port must differ")
 	}
-	if c.DataDir == "" {
+	if c.InMemory != nil {
+		if err := c.validateInMemory(); err != nil {
+			return err
+		}
+	} else if c.DataDir == "" {
 		return errors.New("server: data-dir is required (it holds Raft state)")
 	}
 	if c.Join == "" && c.BootstrapExpect < 1 {

@@ -98,12 +98,22 @@ func (l *lease) notify() {
 	}
 }
 
-func (n *Node) monoNow() int64 { return int64(time.Since(n.started)) }
+// monoNow is the failure clock's time since the node started, in
+// nanoseconds: what leases are measured in.
+func (n *Node) monoNow() int64 {
+	if n.failureClock == nil { // a Node built by a unit test
+		return int64(time.Since(n.started))
+	}
+	return int64(n.failureClock.Now().Sub(n.started))
+}
+
+// leaseLength is how long a heartbeat's lease lasts, in nanoseconds.
+func (n *Node) leaseLength() int64 { return int64(float64(n.cfg.FailureTimeout) * leaseFraction) }
 
 // renew extends the lease from a heartbeat sent at sent and returns the
 // end of the lease it extended (0: none yet), or -1 if it extended nothing.
 func (n *Node) renew(sent int64) int64 {
-	until := sent + int64(float64(n.cfg.FailureTimeout)*leaseFraction)
+	until := sent + n.leaseLength()
 	for {
 		cur := n.lease.until.Load()
 		if until <= cur {
@@ -508,6 +518,7 @@ func (n *Node) onHeartbeat(b []byte) ([]byte, error) {
 
 // detector is the leader's record of heartbeats.
 type detector struct {
+	clock   Clock // the node's failure clock; nil: the system clock
 	mu      sync.Mutex
 	leading bool
 	since   time.Time // when this node became leader, or last came back from a stall
@@ -516,6 +527,14 @@ type detector struct {
 	incarn  map[cluster.NodeID]uint64
 	restart map[cluster.NodeID]bool // incarnation changed: fail at once
 	marking map[cluster.NodeID]bool // a MarkFailed is being proposed
+}
+
+// now reads the detector's clock.
+func (d *detector) now() time.Time {
+	if d.clock == nil {
+		return time.Now()
+	}
+	return d.clock.Now()
 }
 
 // makeMaps gives a zero detector its maps; the caller holds d.mu.
@@ -550,7 +569,7 @@ func (d *detector) seen(id cluster.NodeID, incarnation uint64, restarted bool) e
 		d.restart[id] = true
 	}
 	d.incarn[id] = incarnation
-	d.last[id] = time.Now()
+	d.last[id] = d.now()
 	switch {
 	case d.restart[id]:
 		return errRestartedNode
@@ -567,7 +586,7 @@ func (d *detector) restarted(id cluster.NodeID, incarnation uint64) {
 	defer d.mu.Unlock()
 	d.makeMaps()
 	d.incarn[id] = incarnation
-	d.last[id] = time.Now()
+	d.last[id] = d.now()
 	delete(d.restart, id)
 }
 
@@ -579,7 +598,7 @@ func (d *detector) suspects(m *cluster.Map, self cluster.NodeID, leader bool, ti
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.makeMaps()
-	now := time.Now()
+	now := d.now()
 	if !leader {
 		d.leading = false
 		return nil
@@ -756,5 +775,5 @@ func (d *detector) fresh(id cluster.NodeID, within time.Duration) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	t, ok := d.last[id]
-	return ok && time.Since(t) < within
+	return ok && d.now().Sub(t) < within
 }

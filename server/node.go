@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -32,7 +33,10 @@ type Node struct {
 	cfg     Config
 	log     *slog.Logger
 	id      cluster.NodeID
-	started time.Time
+	started time.Time // on failureClock: leases count from it
+	// failureClock decides leases and failure detection (Config.InMemory's
+	// Clock in tests; the system clock otherwise).
+	failureClock Clock
 
 	ctl      *cluster.Control
 	primary  *store.Store // records of the keys this node coordinates
@@ -98,13 +102,15 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 	if created {
 		log.Warn("generated a cluster secret: give it to joining nodes with --cluster-secret-file", "file", t.secretPath)
 	}
-	n := &Node{cfg: cfg, log: rateLimited(log), started: time.Now(), inflight: newInflight(), workers: newWorkerPool(),
+	clock := cfg.clock()
+	n := &Node{cfg: cfg, log: rateLimited(log), started: clock.Now(), failureClock: clock, inflight: newInflight(), workers: newWorkerPool(),
 		expireQ:   make(chan []byte, expireQueueSize),
 		primary:   store.New(store.WithMaxValueSize(int(cfg.MaxValueSize))),
 		pieces:    store.New(store.WithMaxValueSize(int(cfg.MaxValueSize) + 1024)),
 		trust:     t,
 		peers:     transport.NewPool(peerPoolOptions(cfg, t.guard)...),
 		leases:    transport.NewPool(peerPoolOptions(cfg, t.guard)...),
+		detector:  detector{clock: clock},
 		directory: directorySender{wake: make(chan struct{}, 1)},
 		metrics:   newNodeMetrics(),
 		failed:    make(chan error, 1),
@@ -124,7 +130,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 }
 
 func (n *Node) start() error {
-	id, existed, err := loadNodeID(n.cfg.DataDir)
+	id, existed, err := n.nodeID()
 	if err != nil {
 		return err
 	}
@@ -139,6 +145,10 @@ func (n *Node) start() error {
 	// Peer frames are served only once the control plane exists: their
 	// handlers read the map. Connections wait in the listener until then.
 	go n.peerSrv.Serve(n.framesLn)
+	if n.cfg.InMemory != nil {
+		n.startLoops() // no client or HTTP port: tests call Do
+		return nil
+	}
 	if err := n.listenClients(); err != nil {
 		return err
 	}
@@ -147,6 +157,12 @@ func (n *Node) start() error {
 			return err
 		}
 	}
+	n.startLoops()
+	return nil
+}
+
+// startLoops starts the node's background loops.
+func (n *Node) startLoops() {
 	ctx, cancel := context.WithCancel(context.Background())
 	n.stop = cancel
 	n.background(ctx, n.expireCycle)
@@ -162,7 +178,6 @@ func (n *Node) start() error {
 	if n.cfg.Join != "" {
 		n.background(ctx, n.joinLoop)
 	}
-	return nil
 }
 
 func (n *Node) background(ctx context.Context, f func(context.Context)) {
@@ -179,7 +194,7 @@ func (n *Node) self() cluster.Node {
 }
 
 func (n *Node) listenPeers() error {
-	l, err := net.Listen("tcp", net.JoinHostPort(n.cfg.Bind, fmt.Sprint(n.cfg.PeerPort)))
+	l, err := n.listenPeerPort()
 	if err != nil {
 		return fmt.Errorf("server: peer port: %w", err)
 	}
@@ -199,9 +214,15 @@ func (n *Node) startControl() error {
 	ccfg.Bootstrap = n.cfg.Join == ""
 	ccfg.Expect = n.cfg.BootstrapExpect
 	ccfg.Voters = n.cfg.Voters
-	ccfg.Logger = raftLogger(n.cfg.LogLevel)
+	ccfg.Logger = raftLogger(n.cfg.LogLevel, n.cfg.raftLogOutput())
 	ccfg.Password = n.ownPassword
-	ccfg.Stream = &raftStream{Listener: n.raftLn, advertise: n.cfg.peerAddr(), guard: n.trust.guard}
+	ccfg.Stream = &raftStream{Listener: n.raftLn, advertise: n.cfg.peerAddr(), dial: dialOptions(n.cfg, n.trust.guard)}
+	if m := n.cfg.InMemory; m != nil {
+		ccfg.InMemory = true
+		if m.RaftTimeout > 0 {
+			ccfg.HeartbeatTimeout, ccfg.ElectionTimeout, ccfg.LeaderLeaseTimeout = m.RaftTimeout, m.RaftTimeout, m.RaftTimeout
+		}
+	}
 	ctl, err := cluster.Start(ccfg)
 	if err != nil {
 		return err
@@ -289,6 +310,18 @@ func (n *Node) Close() error {
 	return n.closeErr
 }
 
+// nodeID is the node's id: InMemory's, or the one kept in the data
+// directory; existed says the node had it before (a restart).
+func (n *Node) nodeID() (cluster.NodeID, bool, error) {
+	if m := n.cfg.InMemory; m != nil {
+		if m.ID != "" {
+			return m.ID, false, nil
+		}
+		return cluster.NewNodeID(), false, nil
+	}
+	return loadNodeID(n.cfg.DataDir)
+}
+
 // loadNodeID reads the node id kept in dataDir, creating one on first start
 // so a restarted node keeps its identity; existed says it was there.
 func loadNodeID(dataDir string) (id cluster.NodeID, existed bool, err error) {
@@ -315,27 +348,31 @@ func loadNodeID(dataDir string) (id cluster.NodeID, existed bool, err error) {
 type raftStream struct {
 	net.Listener
 	advertise string
-	guard     *transport.Guard
+	dial      []transport.Option // dialOptions
 }
 
 // Dial opens a Raft connection to a member's peer port, proving the
 // cluster secret first.
 func (s *raftStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return transport.DialTag(context.Background(), string(addr), transport.TagRaft, timeout, dialOptions(s.guard)...)
+	return transport.DialTag(context.Background(), string(addr), transport.TagRaft, timeout, s.dial...)
 }
 
 // peerPoolOptions configures the pool of connections to other nodes.
 func peerPoolOptions(cfg Config, guard *transport.Guard) []transport.Option {
-	return append(dialOptions(guard), transport.WithMaxPayload(int(cfg.MaxValueSize)+64<<10))
+	return append(dialOptions(cfg, guard), transport.WithMaxPayload(int(cfg.MaxValueSize)+64<<10))
 }
 
 // dialOptions are how a node dials peers, for frames and Raft alike: with
-// the guard's handshake and, in a binary built with the failpoints tag,
-// through faults.Wrap, so that the robustness suite can cut or slow its
-// links (DEBUG LINK).
-func dialOptions(guard *transport.Guard) []transport.Option {
+// the guard's handshake; over the in-memory network of an InMemory node;
+// otherwise, in a binary built with the failpoints tag, through
+// faults.Wrap, so that the robustness suite can cut or slow its links
+// (DEBUG LINK).
+func dialOptions(cfg Config, guard *transport.Guard) []transport.Option {
 	opts := []transport.Option{transport.WithGuard(guard)}
-	if faults.Built {
+	switch {
+	case cfg.InMemory != nil:
+		opts = append(opts, transport.WithDialer(cfg.InMemory.Network.Dialer(cfg.peerAddr())))
+	case faults.Built:
 		opts = append(opts, transport.WithDialer(dialFaulty))
 	}
 	return opts
@@ -363,7 +400,7 @@ func (a advertised) String() string  { return string(a) }
 // the node's log unless debug or info logging is asked for, and writes a
 // repeating line (a failed heartbeat to a dead member) once per
 // lograte.Every.
-func raftLogger(level string) hclog.Logger {
+func raftLogger(level string, out io.Writer) hclog.Logger {
 	l := hclog.Error
 	switch level {
 	case "debug":
@@ -371,7 +408,7 @@ func raftLogger(level string) hclog.Logger {
 	case "info":
 		l = hclog.Warn
 	}
-	return lograte.Hclog(hclog.New(&hclog.LoggerOptions{Name: "raft", Level: l, Output: os.Stderr}),
+	return lograte.Hclog(hclog.New(&hclog.LoggerOptions{Name: "raft", Level: l, Output: out}),
 		lograte.NewLimiter(lograte.Every))
 }
 

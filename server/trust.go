@@ -57,10 +57,14 @@ func loadTrust(cfg Config) (trust, bool, error) {
 	return t, created, nil
 }
 
-// loadSecret finds the cluster secret: --cluster-secret-file, else the one
-// in the data directory, else (a founding node only) a new one written
-// there. created says it was just made.
+// loadSecret finds the cluster secret: an in-memory node's own, else
+// --cluster-secret-file, else the one in the data directory, else (a
+// founding node only) a new one written there. created says it was just
+// made.
 func loadSecret(cfg Config) (secret []byte, path string, created bool, err error) {
+	if cfg.InMemory != nil {
+		return cfg.InMemory.Secret, "(in memory)", false, nil
+	}
 	path = cfg.ClusterSecretFile
 	if path == "" {
 		path = filepath.Join(cfg.DataDir, secretFileName)

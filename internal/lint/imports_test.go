@@ -52,6 +52,13 @@ var rules = []rule{
 		from:    func(dir string) bool { return strings.HasPrefix(dir, "scheme/") },
 		refuses: func(rel string) bool { return under(rel, "server") },
 	},
+	{
+		// internal/simcluster imports the node, so it is no leaf; it is a
+		// harness for tests and stays out of the binary.
+		name:    "the binary does not import the in-process test cluster",
+		from:    func(dir string) bool { return under(dir, "cmd") },
+		refuses: func(rel string) bool { return under(rel, "internal/simcluster") },
+	},
 }
 
 // under says whether rel is the package root or one below it.
@@ -101,11 +108,13 @@ func TestEveryRuleCatchesAPlantedViolation(t *testing.T) {
 		rules[0].name: {"ec", "cluster"},
 		rules[1].name: {"server", "tests"},
 		rules[2].name: {"scheme/stripe", "server"},
+		rules[3].name: {"cmd/memgest", "internal/simcluster"},
 	}
 	allowed := map[string][2]string{
 		rules[0].name: {"store", "internal/bigcopy"},
 		rules[1].name: {"server", "store"},
 		rules[2].name: {"scheme/rep", "cluster"},
+		rules[3].name: {"cmd/memgest", "server"},
 	}
 	for _, r := range rules {
 		bad, ok := planted[r.name]
