@@ -48,7 +48,7 @@ func (c Init) apply(m *Map) (*Map, error) {
 	if c.Expect < 1 || c.Expect > keyslot.Count {
 		return nil, errorf(ErrBadCommand, "expect must be 1..%d nodes, got %d", keyslot.Count, c.Expect)
 	}
-	if !validVoters(c.Voters) {
+	if !ValidVoters(c.Voters) {
 		return nil, errorf(ErrBadCommand, "voters must be 1, 3 or 5, got %d", c.Voters)
 	}
 	if !c.Password.valid() {
@@ -61,7 +61,7 @@ func (c Init) apply(m *Map) (*Map, error) {
 
 func (c AddNode) apply(m *Map) (*Map, error) {
 	n := c.Node
-	if err := checkNode(n); err != nil {
+	if err := CheckNode(n); err != nil {
 		return nil, err
 	}
 	if err := m.checkAddrs(n); err != nil {
@@ -73,8 +73,8 @@ func (c AddNode) apply(m *Map) (*Map, error) {
 	return m.admit(n, c.Spare), nil
 }
 
-// checkNode refuses malformed node descriptions.
-func checkNode(n Node) *Error {
+// CheckNode refuses malformed node descriptions.
+func CheckNode(n Node) *Error {
 	if !n.ID.Valid() {
 		return errorf(ErrBadNode, "node id %q is not 40 lowercase hex characters", n.ID)
 	}

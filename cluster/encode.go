@@ -75,7 +75,7 @@ func (m *Map) validateHeader() error {
 	if m.Expect < 1 || m.Expect > keyslot.Count {
 		return errorf(ErrBadMap, "expect %d out of range 1..%d", m.Expect, keyslot.Count)
 	}
-	if !validVoters(m.Voters) {
+	if !ValidVoters(m.Voters) {
 		return errorf(ErrBadMap, "voters %d, want 1, 3 or 5", m.Voters)
 	}
 	if !m.Password.valid() {
@@ -84,12 +84,13 @@ func (m *Map) validateHeader() error {
 	return nil
 }
 
-func validVoters(v int) bool { return v == 1 || v == 3 || v == 5 }
+// ValidVoters says whether v is a Raft voter count memgest allows: 1, 3 or 5.
+func ValidVoters(v int) bool { return v == 1 || v == 3 || v == 5 }
 
 func (m *Map) validateNodes() error {
 	seen := map[string]NodeID{}
 	for _, n := range m.Nodes {
-		if err := checkNode(n); err != nil {
+		if err := CheckNode(n); err != nil {
 			return &Error{Kind: ErrBadMap, Msg: err.Msg}
 		}
 		if !n.State.valid() {

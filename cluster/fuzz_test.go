@@ -53,7 +53,7 @@ func (g *cmdGen) command() Command {
 // invariants Apply promises after every step.
 func runSequence(t testing.TB, data []byte) {
 	g := &cmdGen{b: data}
-	m := emptyMap()
+	m := EmptyMap()
 	for len(g.b) > 0 {
 		c := g.command()
 		next, err := Apply(m, c)
@@ -105,7 +105,7 @@ func FuzzApply(f *testing.F) {
 func FuzzUnmarshalMap(f *testing.F) {
 	m := mustApply(f, formed(f, 3, 1), CreateScheme{Alias: "hot", Spec: spec(f, "rep:2")})
 	good, _ := m.Marshal()
-	empty, _ := emptyMap().Marshal()
+	empty, _ := EmptyMap().Marshal()
 	f.Add(good)
 	f.Add(empty)
 	f.Add([]byte(`{"state":"ok","shards":[{"first":-5,"last":99999}]}`))

@@ -158,8 +158,9 @@ type widthHolders struct {
 // noShard marks a slot without a shard in index.slotShard.
 const noShard = math.MaxUint16
 
-// emptyMap is a node's map before the Init command: epoch 0, not initialised.
-func emptyMap() *Map {
+// EmptyMap is a node's map before the Init command: epoch 0, not
+// initialised, with only the built-in scheme none.
+func EmptyMap() *Map {
 	m := &Map{
 		State:        Forming,
 		Schemes:      []SchemeEntry{{ID: NoneID, Spec: scheme.Spec{Kind: scheme.None}}},
@@ -174,7 +175,7 @@ func emptyMap() *Map {
 // expect nodes with voters Raft voters, and `none` (id 1) as the default
 // scheme. It panics unless 1 ≤ expect ≤ keyslot.Count and voters is 1, 3 or 5.
 func NewMap(expect, voters int) *Map {
-	m, err := Apply(emptyMap(), Init{Expect: expect, Voters: voters})
+	m, err := Apply(EmptyMap(), Init{Expect: expect, Voters: voters})
 	if err != nil {
 		panic(err)
 	}

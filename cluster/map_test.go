@@ -240,7 +240,7 @@ func entry(m map[string]any, i int) map[string]any { return m["schemes"].([]any)
 func placement(m map[string]any, i int) []any      { return shard(m, i)["placement"].([]any) }
 
 func TestUnmarshalUninitialisedMap(t *testing.T) {
-	checkValid(t, emptyMap())
+	checkValid(t, EmptyMap())
 }
 
 // checkCoordinators compares Coordinator, which reads the map's index,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/cluster/control"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/transport"
 )
@@ -65,7 +66,7 @@ func (p *authorityPeer) frames() []uint64 {
 
 // leasedNode is a node with a fresh lease under m, enough to send frames.
 func leasedNode(t *testing.T, m *cluster.Map) *Node {
-	n := &Node{cfg: Config{PeerTimeout: 2 * time.Second}, ctl: cluster.NewStatic(m), peers: transport.NewPool(), metrics: newNodeMetrics(),
+	n := &Node{cfg: Config{PeerTimeout: 2 * time.Second}, ctl: control.NewStatic(m), peers: transport.NewPool(), metrics: newNodeMetrics(),
 		started: time.Now(), log: slog.New(slog.DiscardHandler), leases: transport.NewPool()}
 	t.Cleanup(func() { n.peers.Close(); n.leases.Close() })
 	n.lease.until.Store(n.monoNow() + int64(time.Hour))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/cluster/control"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -193,7 +194,7 @@ func (n *Node) status(ctx context.Context) Status {
 
 // raftPlace is id's place in the Raft configuration members: "voter",
 // "nonvoter", or "" when it is not a member.
-func raftPlace(members []cluster.Member, id cluster.NodeID) string {
+func raftPlace(members []control.Member, id cluster.NodeID) string {
 	for _, mem := range members {
 		switch {
 		case mem.ID != id:

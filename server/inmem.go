@@ -40,7 +40,7 @@ type InMemory struct {
 	// nil is the system clock.
 	Clock Clock
 	// RaftTimeout, when positive, is the control plane's heartbeat,
-	// election and leader-lease timeout (cluster.Config): a leader lost in
+	// election and leader-lease timeout (control.Config): a leader lost in
 	// memory is replaced sooner than the LAN defaults allow.
 	RaftTimeout time.Duration
 	// RaftLog receives the control plane's Raft log; nil is stderr.

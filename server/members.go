@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/cluster/control"
 )
 
 // This file keeps the Raft configuration to the nodes the map counts on
@@ -48,7 +49,7 @@ func (n *Node) pruneMembers(ctx context.Context, m *cluster.Map) {
 
 // prune takes the failed member mem out of the Raft configuration, or
 // hands its vote on.
-func (n *Node) prune(ctx context.Context, m *cluster.Map, mem cluster.Member) {
+func (n *Node) prune(ctx context.Context, m *cluster.Map, mem control.Member) {
 	defer n.detector.setMarking(mem.ID, false)
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.PeerTimeout)
 	defer cancel()

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/cluster/control"
 	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/internal/lograte"
 	"github.com/memgest/memgest/store"
@@ -38,7 +39,7 @@ type Node struct {
 	// Clock in tests; the system clock otherwise).
 	failureClock Clock
 
-	ctl      *cluster.Control
+	ctl      *control.Plane
 	primary  *store.Store // records of the keys this node coordinates
 	pieces   *store.Store // redundancy this node holds for coordinators
 	peers    *transport.Pool
@@ -208,7 +209,7 @@ func (n *Node) listenPeers() error {
 }
 
 func (n *Node) startControl() error {
-	ccfg := cluster.DefaultConfig()
+	ccfg := control.DefaultConfig()
 	ccfg.Self = n.self()
 	ccfg.DataDir = filepath.Join(n.cfg.DataDir, "raft")
 	ccfg.Bootstrap = n.cfg.Join == ""
@@ -223,7 +224,7 @@ func (n *Node) startControl() error {
 			ccfg.HeartbeatTimeout, ccfg.ElectionTimeout, ccfg.LeaderLeaseTimeout = m.RaftTimeout, m.RaftTimeout, m.RaftTimeout
 		}
 	}
-	ctl, err := cluster.Start(ccfg)
+	ctl, err := control.Start(ccfg)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package cluster
+package control
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
 )
 
@@ -21,9 +22,9 @@ var verbose = flag.Bool("cluster.verbose", false, "show Raft's logs in control p
 
 // testMember is one node of an in-process test cluster.
 type testMember struct {
-	node Node
+	node cluster.Node
 	dir  string
-	ctl  *Control
+	ctl  *Plane
 }
 
 func newMember(t *testing.T, i int) *testMember {
@@ -75,7 +76,7 @@ func TestControlSingleNode(t *testing.T) {
 	a.start(t, bootstrapWith(1, 1))
 	m := a.ctl.Map()
 	self, ok := m.Node(a.node.ID)
-	if m.Epoch != 2 || m.State != OK || !ok || self.State != Up || !self.Voter {
+	if m.Epoch != 2 || m.State != cluster.OK || !ok || self.State != cluster.Up || !self.Voter {
 		t.Fatalf("bootstrapped map: epoch %d state %v self %+v", m.Epoch, m.State, self)
 	}
 	if id, addr, ok := a.ctl.Leader(); !a.ctl.IsLeader() || !ok || id != a.node.ID || addr != a.node.PeerAddr {
@@ -85,7 +86,7 @@ func TestControlSingleNode(t *testing.T) {
 	if got := <-sub; got != m {
 		t.Fatal("Subscribe does not start with the current map")
 	}
-	m2, err := a.ctl.Propose(ctxT(t), CreateScheme{Alias: "hot", Spec: spec(t, "rep:1")})
+	m2, err := a.ctl.Propose(ctxT(t), cluster.CreateScheme{Alias: "hot", Spec: spec(t, "rep:1")})
 	if err != nil || m2.Epoch != 3 || a.ctl.Map() != m2 || <-sub != m2 {
 		t.Fatalf("Propose: %v, epoch %d", err, m2.Epoch)
 	}
@@ -93,14 +94,14 @@ func TestControlSingleNode(t *testing.T) {
 	if _, open := <-sub; open {
 		t.Fatal("cancel did not close the subscription")
 	}
-	_, err = a.ctl.Propose(ctxT(t), CreateScheme{Spec: spec(t, "rep:2")})
-	if !errors.Is(err, ErrTooFewNodes) || err.Error() != "cluster: scheme rep:2 needs 2 nodes, the cluster has 1" {
+	_, err = a.ctl.Propose(ctxT(t), cluster.CreateScheme{Spec: spec(t, "rep:2")})
+	if !errors.Is(err, cluster.ErrTooFewNodes) || err.Error() != "cluster: scheme rep:2 needs 2 nodes, the cluster has 1" {
 		t.Fatalf("refused command through Raft: %v", err)
 	}
 	if a.ctl.Map() != m2 {
 		t.Fatal("a refused command changed the map")
 	}
-	if m3, err := a.ctl.Propose(ctxT(t), CreateScheme{Alias: "hot", Spec: spec(t, "rep:1")}); err != nil || m3 != m2 {
+	if m3, err := a.ctl.Propose(ctxT(t), cluster.CreateScheme{Alias: "hot", Spec: spec(t, "rep:1")}); err != nil || m3 != m2 {
 		t.Fatalf("idempotent command through Raft: %v, epoch %d", err, m3.Epoch)
 	}
 }
@@ -119,21 +120,23 @@ func TestControlCluster(t *testing.T) {
 	for _, n := range nodes[1:3] {
 		addMember(t, nodes[:3], n.node)
 	}
-	formed := waitSame(t, nodes[:3], func(m *Map) bool { return m.State == OK })
-	ids := []NodeID{nodes[0].node.ID, nodes[1].node.ID, nodes[2].node.ID}
-	if !equalShards(formed.Shards, Place(ids, keyslot.Count)) {
+	formed := waitSame(t, nodes[:3], func(m *cluster.Map) bool { return m.State == cluster.OK })
+	ids := []cluster.NodeID{nodes[0].node.ID, nodes[1].node.ID, nodes[2].node.ID}
+	if !slices.EqualFunc(formed.Shards, cluster.Place(ids, keyslot.Count), func(a, b cluster.Shard) bool {
+		return a.ID == b.ID && a.First == b.First && a.Last == b.Last && slices.Equal(a.Placement, b.Placement)
+	}) {
 		t.Fatalf("placement %+v", formed.Shards)
 	}
 	checkFollowers(t, nodes[:3])
 	spare := nodes[3]
 	addMember(t, nodes[:3], spare.node)
-	m := waitSame(t, nodes, func(m *Map) bool { return len(m.Nodes) == 4 })
-	if s, _ := m.Node(spare.node.ID); s.State != Spare || s.Voter {
+	m := waitSame(t, nodes, func(m *cluster.Map) bool { return len(m.Nodes) == 4 })
+	if s, _ := m.Node(spare.node.ID); s.State != cluster.Spare || s.Voter {
 		t.Fatalf("fourth node: %+v, want a non-voting spare", s)
 	}
 	checkSuffrage(t, waitLeader(t, nodes[:3]).ctl, 3, 1)
-	hot := proposeToLeader(t, nodes[:3], CreateScheme{Alias: "hot", Spec: spec(t, "rep:3")})
-	waitSame(t, nodes, func(x *Map) bool { return x.Epoch >= hot.Epoch })
+	hot := proposeToLeader(t, nodes[:3], cluster.CreateScheme{Alias: "hot", Spec: spec(t, "rep:3")})
+	waitSame(t, nodes, func(x *cluster.Map) bool { return x.Epoch >= hot.Epoch })
 	failover(t, nodes)
 }
 
@@ -143,16 +146,16 @@ func failover(t *testing.T, nodes []*testMember) {
 	before := old.ctl.Map().Epoch
 	old.ctl.Close()
 	live := slices.DeleteFunc(slices.Clone(nodes), func(m *testMember) bool { return m == old })
-	m := proposeToLeader(t, live, SetDefault{Name: "hot"})
+	m := proposeToLeader(t, live, cluster.SetDefault{Name: "hot"})
 	if m.Epoch != before+1 {
 		t.Fatalf("epoch %d after failover, want %d", m.Epoch, before+1)
 	}
-	waitSame(t, live, func(x *Map) bool { return x.Epoch >= m.Epoch })
+	waitSame(t, live, func(x *cluster.Map) bool { return x.Epoch >= m.Epoch })
 	old.start(t, nil) // same DataDir, same address
 	if got, err := old.ctl.WaitEpoch(ctx, m.Epoch); err != nil || got.DefaultScheme().Alias != "hot" {
 		t.Fatalf("restarted node: %v", err)
 	}
-	waitSame(t, nodes, func(x *Map) bool { return x.Epoch >= m.Epoch })
+	waitSame(t, nodes, func(x *cluster.Map) bool { return x.Epoch >= m.Epoch })
 }
 
 // checkFollowers: followers know the leader and its peer address, and
@@ -167,16 +170,16 @@ func checkFollowers(t *testing.T, voters []*testMember) {
 		if id, addr, ok := f.ctl.Leader(); !ok || id != leader.node.ID || addr != leader.node.PeerAddr {
 			t.Fatalf("follower sees leader %s %s %v, want %s", id, addr, ok, leader.node.ID)
 		}
-		if _, err := f.ctl.Propose(ctxT(t), SetDefault{Name: "none"}); !errors.Is(err, ErrNotLeader) {
+		if _, err := f.ctl.Propose(ctxT(t), cluster.SetDefault{Name: "none"}); !errors.Is(err, cluster.ErrNotLeader) {
 			t.Fatalf("follower Propose: %v, want ErrNotLeader", err)
 		}
-		if _, err := f.ctl.AddMember(ctxT(t), AddNode{Node: testNode(9)}); !errors.Is(err, ErrNotLeader) {
+		if _, err := f.ctl.AddMember(ctxT(t), cluster.AddNode{Node: testNode(9)}); !errors.Is(err, cluster.ErrNotLeader) {
 			t.Fatalf("follower AddMember: %v, want ErrNotLeader", err)
 		}
 	}
 }
 
-func checkSuffrage(t *testing.T, c *Control, voters, nonvoters int) {
+func checkSuffrage(t *testing.T, c *Plane, voters, nonvoters int) {
 	t.Helper()
 	f := c.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
@@ -193,7 +196,7 @@ func checkSuffrage(t *testing.T, c *Control, voters, nonvoters int) {
 
 // waitSame waits until cond holds on every member and they all hold the
 // same map, which it returns.
-func waitSame(t *testing.T, members []*testMember, cond func(*Map) bool) *Map {
+func waitSame(t *testing.T, members []*testMember, cond func(*cluster.Map) bool) *cluster.Map {
 	t.Helper()
 	ctx := ctxT(t)
 	var first []byte
@@ -217,27 +220,27 @@ func waitSame(t *testing.T, members []*testMember, cond func(*Map) bool) *Map {
 
 // addMember asks whichever member leads to admit n, retrying on
 // ErrNotLeader as a joining server does.
-func addMember(t *testing.T, members []*testMember, n Node) {
+func addMember(t *testing.T, members []*testMember, n cluster.Node) {
 	t.Helper()
-	retryOnLeader(t, members, func(c *Control) error {
-		_, err := c.AddMember(ctxT(t), AddNode{Node: n})
+	retryOnLeader(t, members, func(c *Plane) error {
+		_, err := c.AddMember(ctxT(t), cluster.AddNode{Node: n})
 		return err
 	})
 }
 
 // proposeToLeader proposes cmd to whichever member leads, retrying on
 // ErrNotLeader as the server's forwarding does, until it commits.
-func proposeToLeader(t *testing.T, members []*testMember, cmd Command) *Map {
+func proposeToLeader(t *testing.T, members []*testMember, cmd cluster.Command) *cluster.Map {
 	t.Helper()
-	var m *Map
-	retryOnLeader(t, members, func(c *Control) (err error) {
+	var m *cluster.Map
+	retryOnLeader(t, members, func(c *Plane) (err error) {
 		m, err = c.Propose(ctxT(t), cmd)
 		return err
 	})
 	return m
 }
 
-func retryOnLeader(t *testing.T, members []*testMember, op func(*Control) error) {
+func retryOnLeader(t *testing.T, members []*testMember, op func(*Plane) error) {
 	t.Helper()
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
 		for _, mem := range members {
@@ -245,7 +248,7 @@ func retryOnLeader(t *testing.T, members []*testMember, op func(*Control) error)
 			if err == nil {
 				return
 			}
-			if !errors.Is(err, ErrNotLeader) {
+			if !errors.Is(err, cluster.ErrNotLeader) {
 				t.Fatal(err)
 			}
 		}
@@ -273,16 +276,16 @@ func TestControlRestartKeepsMap(t *testing.T) {
 	a := newMember(t, 0)
 	a.start(t, func(c *Config) { bootstrapWith(1, 1)(c); c.SnapshotThreshold = 1_000_000 })
 	ctx := ctxT(t)
-	mustPropose(t, a.ctl, CreateScheme{Alias: "hot", Spec: spec(t, "rep:1")})
+	mustPropose(t, a.ctl, cluster.CreateScheme{Alias: "hot", Spec: spec(t, "rep:1")})
 	if err := a.ctl.raft.Snapshot().Error(); err != nil {
 		t.Fatal(err)
 	}
-	want := mustPropose(t, a.ctl, SetDefault{Name: "hot"})
+	want := mustPropose(t, a.ctl, cluster.SetDefault{Name: "hot"})
 	wantBytes, _ := want.Marshal()
 	if err := a.ctl.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.ctl.Propose(ctx, SetDefault{Name: "none"}); !errors.Is(err, ErrClosed) {
+	if _, err := a.ctl.Propose(ctx, cluster.SetDefault{Name: "none"}); !errors.Is(err, cluster.ErrClosed) {
 		t.Fatalf("Propose after Close: %v", err)
 	}
 	a.start(t, bootstrapWith(1, 1)) // Bootstrap is ignored: state exists
@@ -295,7 +298,7 @@ func TestControlRestartKeepsMap(t *testing.T) {
 	}
 }
 
-func mustPropose(t *testing.T, c *Control, cmd Command) *Map {
+func mustPropose(t *testing.T, c *Plane, cmd cluster.Command) *cluster.Map {
 	t.Helper()
 	m, err := c.Propose(ctxT(t), cmd)
 	if err != nil {
@@ -308,7 +311,7 @@ func mustPropose(t *testing.T, c *Control, cmd Command) *Map {
 func TestControlInmemTransport(t *testing.T) {
 	c := startInmem(t, nil)
 	defer c.Close()
-	if c.Map().State != OK {
+	if c.Map().State != cluster.OK {
 		t.Fatal("not formed")
 	}
 }
@@ -329,7 +332,7 @@ func TestControlInMemoryStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if m := mustPropose(t, c, SetDefault{Name: "none"}); m.State != OK {
+	if m := mustPropose(t, c, cluster.SetDefault{Name: "none"}); m.State != cluster.OK {
 		t.Fatalf("map not formed: %v", m.State)
 	}
 	if files, _ := os.ReadDir(dir); len(files) != 0 {
@@ -343,7 +346,7 @@ func TestControlInMemoryStores(t *testing.T) {
 
 // startInmem starts a founding member, the only voter, over an in-memory
 // transport, which wrap may wrap (nil: as it is).
-func startInmem(t *testing.T, wrap func(*raft.InmemTransport) raft.Transport) *Control {
+func startInmem(t *testing.T, wrap func(*raft.InmemTransport) raft.Transport) *Plane {
 	t.Helper()
 	a := newMember(t, 0)
 	addr, inmem := raft.NewInmemTransport("")
@@ -368,7 +371,7 @@ func TestAddMemberRefusedNodeStaysOut(t *testing.T) {
 	a.start(t, bootstrapWith(3, 3))
 	clash := testNode(5)
 	clash.PeerAddr = a.node.PeerAddr
-	if _, err := a.ctl.AddMember(ctxT(t), AddNode{Node: clash}); !errors.Is(err, ErrBadNode) {
+	if _, err := a.ctl.AddMember(ctxT(t), cluster.AddNode{Node: clash}); !errors.Is(err, cluster.ErrBadNode) {
 		t.Fatalf("AddMember with a taken address: %v", err)
 	}
 	checkSuffrage(t, a.ctl, 1, 0)
@@ -379,7 +382,7 @@ func TestProposeHonoursContext(t *testing.T) {
 	a.start(t, bootstrapWith(1, 1))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := a.ctl.Propose(ctx, SetDefault{Name: "none"})
+	_, err := a.ctl.Propose(ctx, cluster.SetDefault{Name: "none"})
 	if err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Propose: %v", err)
 	}
@@ -389,7 +392,7 @@ func TestProposeHonoursContext(t *testing.T) {
 		t.Fatalf("WaitEpoch beyond the map: %v", err)
 	}
 	go a.ctl.Close()
-	if _, err := a.ctl.WaitEpoch(context.Background(), 100); !errors.Is(err, ErrClosed) {
+	if _, err := a.ctl.WaitEpoch(context.Background(), 100); !errors.Is(err, cluster.ErrClosed) {
 		t.Fatalf("WaitEpoch across Close: %v", err)
 	}
 }
@@ -433,10 +436,10 @@ func TestRemoveMemberOnlyNonVoters(t *testing.T) {
 	addMember(t, nodes, nodes[1].node)
 	checkSuffrage(t, a.ctl, 1, 1)
 	ctx := ctxT(t)
-	if err := a.ctl.RemoveMember(ctx, a.node.ID); !errors.Is(err, ErrVoter) {
+	if err := a.ctl.RemoveMember(ctx, a.node.ID); !errors.Is(err, cluster.ErrVoter) {
 		t.Fatalf("removing the voter: %v, want ErrVoter", err)
 	}
-	if err := nodes[1].ctl.RemoveMember(ctx, nodes[1].node.ID); !errors.Is(err, ErrNotLeader) {
+	if err := nodes[1].ctl.RemoveMember(ctx, nodes[1].node.ID); !errors.Is(err, cluster.ErrNotLeader) {
 		t.Fatalf("RemoveMember on a follower: %v, want ErrNotLeader", err)
 	}
 	for range 2 { // again: nothing to do
@@ -516,12 +519,12 @@ func TestNewLeaderVerifiesWithEveryCommittedEntry(t *testing.T) {
 			addMember(t, members[:i+1], m.node)
 		}
 	}
-	waitSame(t, members, func(m *Map) bool { return m.State == OK })
+	waitSame(t, members, func(m *cluster.Map) bool { return m.State == cluster.OK })
 
 	old := waitLeader(t, members)
 	i := slices.Index(members, old)
 	gates[i].hideCommitFrom.Store(old.ctl.raft.LastIndex() + 1)
-	mustPropose(t, old.ctl, CreateScheme{Alias: "committed", Spec: spec(t, "rep:2")})
+	mustPropose(t, old.ctl, cluster.CreateScheme{Alias: "committed", Spec: spec(t, "rep:2")})
 	old.ctl.Close()
 	live := slices.Delete(slices.Clone(members), i, i+1)
 	for j, g := range gates {
@@ -529,8 +532,8 @@ func TestNewLeaderVerifiesWithEveryCommittedEntry(t *testing.T) {
 			g.delayEntries.Store(int64(500 * time.Millisecond))
 		}
 	}
-	var verified *Control
-	retryOnLeader(t, live, func(c *Control) error {
+	var verified *Plane
+	retryOnLeader(t, live, func(c *Plane) error {
 		verified = c
 		return c.VerifyLeader()
 	})

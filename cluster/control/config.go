@@ -1,9 +1,11 @@
-package cluster
+package control
 
 import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/memgest/memgest/cluster"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -14,7 +16,7 @@ import (
 type Config struct {
 	// Self is this node. ID is also its Raft server id and PeerAddr its Raft
 	// address: the address other members dial through their Stream.
-	Self Node
+	Self cluster.Node
 
 	// DataDir holds the Raft log and stable store (raft.db, bbolt) and the
 	// snapshots (snapshots/). Created if missing. Restarting on the same
@@ -45,7 +47,7 @@ type Config struct {
 	Voters int
 	// Password is the clients' password the bootstrap node's Init puts in
 	// the map; nil for none. Read only when Bootstrap is set.
-	Password *Password
+	Password *cluster.Password
 
 	// Stream carries Raft's traffic. The caller supplies it so Raft can share
 	// the node's peer port: its Accept returns the inbound connections the
@@ -131,7 +133,7 @@ func (c Config) Validate() error {
 }
 
 func (c Config) validateSelf() error {
-	if err := checkNode(c.Self); err != nil {
+	if err := cluster.CheckNode(c.Self); err != nil {
 		return errors.New("Self: " + err.Msg)
 	}
 	if c.DataDir == "" && !c.InMemory {
@@ -147,7 +149,7 @@ func (c Config) validateCluster() error {
 	if c.Expect < 1 || c.Expect > keyslot.Count {
 		return fmt.Errorf("Expect must be 1..%d, got %d", keyslot.Count, c.Expect)
 	}
-	if !validVoters(c.Voters) {
+	if !cluster.ValidVoters(c.Voters) {
 		return fmt.Errorf("Voters must be 1, 3 or 5, got %d", c.Voters)
 	}
 	if c.SnapshotThreshold == 0 || c.RetainSnapshots < 1 {

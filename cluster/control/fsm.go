@@ -1,8 +1,10 @@
-package cluster
+package control
 
 import (
 	"fmt"
 	"io"
+
+	"github.com/memgest/memgest/cluster"
 
 	"github.com/hashicorp/raft"
 )
@@ -21,12 +23,12 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
-	cmd, err := DecodeCommand(l.Data)
+	cmd, err := cluster.DecodeCommand(l.Data)
 	if err != nil {
 		return err
 	}
 	cur := f.hub.load()
-	next, err := Apply(cur, cmd)
+	next, err := cluster.Apply(cur, cmd)
 	if err != nil {
 		return err
 	}
@@ -49,7 +51,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return fmt.Errorf("cluster: read snapshot: %w", err)
 	}
-	m, err := UnmarshalMap(data)
+	m, err := cluster.UnmarshalMap(data)
 	if err != nil {
 		return fmt.Errorf("cluster: restore snapshot: %w", err)
 	}
@@ -57,7 +59,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
-type snapshot struct{ m *Map }
+type snapshot struct{ m *cluster.Map }
 
 // Persist writes the map as Marshal encodes it.
 func (s snapshot) Persist(sink raft.SnapshotSink) error {

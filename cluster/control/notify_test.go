@@ -1,21 +1,23 @@
-package cluster
+package control
 
 import (
 	"context"
 	"testing"
+
+	"github.com/memgest/memgest/cluster"
 )
 
 // A slow subscriber skips intermediate maps but always gets the latest.
 func TestSubscribeCoalesces(t *testing.T) {
-	h := newHub(emptyMap())
+	h := newHub(cluster.EmptyMap())
 	ch, cancel := h.subscribe()
 	defer cancel()
 	if m := <-ch; m.Epoch != 0 {
 		t.Fatalf("first delivery epoch %d, want the current map", m.Epoch)
 	}
-	m := NewMap(3, 3)
+	m := cluster.NewMap(3, 3)
 	for range 3 {
-		m = mustApply(t, m, AddNode{Node: testNode(int(m.Epoch))})
+		m = mustApply(t, m, cluster.AddNode{Node: testNode(int(m.Epoch))})
 		h.publish(m)
 	}
 	if got := <-ch; got != m {
@@ -26,7 +28,7 @@ func TestSubscribeCoalesces(t *testing.T) {
 		t.Fatalf("stale map %d delivered after the latest", extra.Epoch)
 	default:
 	}
-	got, err := h.wait(context.Background(), func(x *Map) bool { return x.Epoch >= m.Epoch })
+	got, err := h.wait(context.Background(), func(x *cluster.Map) bool { return x.Epoch >= m.Epoch })
 	if err != nil || got != m {
 		t.Fatalf("wait: %v", err)
 	}

@@ -1,4 +1,4 @@
-package cluster
+package control
 
 import (
 	"context"
@@ -11,16 +11,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/memgest/memgest/cluster"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
 
-// Control is a node's handle on the control plane: a Raft member whose
+// Plane is a node's handle on the control plane: a Raft member whose
 // state machine is the cluster map. Every node runs one. Reads (Map,
 // Subscribe, Wait) are local and never block on Raft; changes (Propose,
 // AddMember) go through the leader.
-type Control struct {
+type Plane struct {
 	cfg    Config
 	log    hclog.Logger
 	raft   *raft.Raft
@@ -41,11 +43,11 @@ type Control struct {
 // before returning. Otherwise the map is replayed from DataDir (snapshot at
 // once, log entries once a leader commits them) or, for a new member, arrives
 // after the leader's AddMember; use Wait to block until it has.
-func Start(cfg Config) (*Control, error) {
+func Start(cfg Config) (*Plane, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Control{cfg: cfg, log: cfg.logger(), hub: newHub(emptyMap())}
+	c := &Plane{cfg: cfg, log: cfg.logger(), hub: newHub(cluster.EmptyMap())}
 	fresh, err := c.open()
 	if err != nil {
 		c.shutdown()
@@ -62,7 +64,7 @@ func Start(cfg Config) (*Control, error) {
 
 // open creates the stores, the transport and the Raft node, reporting
 // whether DataDir held no Raft state.
-func (c *Control) open() (fresh bool, err error) {
+func (c *Plane) open() (fresh bool, err error) {
 	snaps, err := c.openStores()
 	if err != nil {
 		return false, err
@@ -97,7 +99,7 @@ func (memoryStore) Close() error { return nil }
 
 // openStores opens the log and stable store (c.store) and returns the
 // snapshot store: in DataDir, or in memory with InMemory.
-func (c *Control) openStores() (raft.SnapshotStore, error) {
+func (c *Plane) openStores() (raft.SnapshotStore, error) {
 	if c.cfg.InMemory {
 		c.store = memoryStore{raft.NewInmemStore()}
 		return raft.NewInmemSnapshotStore(), nil
@@ -118,7 +120,7 @@ func (c *Control) openStores() (raft.SnapshotStore, error) {
 	return snaps, nil
 }
 
-func (c *Control) transport() raft.Transport {
+func (c *Plane) transport() raft.Transport {
 	if c.cfg.Transport != nil {
 		return c.cfg.Transport
 	}
@@ -132,7 +134,7 @@ func (c *Control) transport() raft.Transport {
 
 // bootstrap founds a cluster of one voter, waits to lead it, and commits
 // the cluster constants and this node.
-func (c *Control) bootstrap() error {
+func (c *Plane) bootstrap() error {
 	self := raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(c.cfg.Self.ID), Address: raft.ServerAddress(c.cfg.Self.PeerAddr)}
 	if err := c.raft.BootstrapCluster(raft.Configuration{Servers: []raft.Server{self}}).Error(); err != nil {
 		return fmt.Errorf("cluster: bootstrap: %w", err)
@@ -144,7 +146,7 @@ func (c *Control) bootstrap() error {
 	}
 	node := c.cfg.Self
 	node.Voter = true
-	for _, cmd := range []Command{Init{Expect: c.cfg.Expect, Voters: c.cfg.Voters, Password: c.cfg.Password}, AddNode{Node: node}} {
+	for _, cmd := range []cluster.Command{cluster.Init{Expect: c.cfg.Expect, Voters: c.cfg.Voters, Password: c.cfg.Password}, cluster.AddNode{Node: node}} {
 		if _, err := c.Propose(ctx, cmd); err != nil {
 			return fmt.Errorf("cluster: bootstrap: %w", err)
 		}
@@ -152,7 +154,7 @@ func (c *Control) bootstrap() error {
 	return nil
 }
 
-func (c *Control) awaitLeadership(ctx context.Context) error {
+func (c *Plane) awaitLeadership(ctx context.Context) error {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for !c.IsLeader() {
@@ -168,29 +170,29 @@ func (c *Control) awaitLeadership(ctx context.Context) error {
 // Map returns the latest map this node has applied. It is never nil; before
 // the node has applied its first entry it is an uninitialised map of epoch 0
 // with only the builtin scheme.
-func (c *Control) Map() *Map { return c.hub.load() }
+func (c *Plane) Map() *cluster.Map { return c.hub.load() }
 
 // Subscribe delivers maps as this node applies them, starting with the
 // current one. The channel holds one map; a slow reader skips intermediate
 // maps but always receives the latest, and epochs only grow. The channel is
 // closed by cancel or by Close.
-func (c *Control) Subscribe() (<-chan *Map, func()) { return c.hub.subscribe() }
+func (c *Plane) Subscribe() (<-chan *cluster.Map, func()) { return c.hub.subscribe() }
 
 // Wait blocks until cond holds for the local map and returns that map. A
 // restarted or joining node can wait for its own entry, e.g.
 // func(m *Map) bool { _, ok := m.Node(self); return ok }.
-func (c *Control) Wait(ctx context.Context, cond func(*Map) bool) (*Map, error) {
+func (c *Plane) Wait(ctx context.Context, cond func(*cluster.Map) bool) (*cluster.Map, error) {
 	return c.hub.wait(ctx, cond)
 }
 
 // WaitEpoch blocks until the local map reaches at least epoch. The data path
 // uses it for frames made under a newer map than this node has seen.
-func (c *Control) WaitEpoch(ctx context.Context, epoch uint64) (*Map, error) {
-	return c.Wait(ctx, func(m *Map) bool { return m.Epoch >= epoch })
+func (c *Plane) WaitEpoch(ctx context.Context, epoch uint64) (*cluster.Map, error) {
+	return c.Wait(ctx, func(m *cluster.Map) bool { return m.Epoch >= epoch })
 }
 
 // IsLeader reports whether this node is the Raft leader now.
-func (c *Control) IsLeader() bool { return c.raft != nil && c.raft.State() == raft.Leader }
+func (c *Plane) IsLeader() bool { return c.raft != nil && c.raft.State() == raft.Leader }
 
 // VerifyLeader confirms with a quorum of voters that this node is still
 // the leader, so that a deposed leader that has not noticed yet cannot
@@ -199,19 +201,19 @@ func (c *Control) IsLeader() bool { return c.raft != nil && c.raft.State() == ra
 // only once the new leader's first entry commits, and a lease granted from
 // a map without a MarkFailed would let a failed node serve beside its
 // successor. The first call of each term waits for a barrier.
-func (c *Control) VerifyLeader() error {
+func (c *Plane) VerifyLeader() error {
 	if err := c.leading(); err != nil {
 		return err
 	}
 	term := c.raft.CurrentTerm()
 	if err := c.raft.VerifyLeader().Error(); err != nil {
-		return ErrNotLeader
+		return cluster.ErrNotLeader
 	}
 	if c.caughtUp.Load() == term {
 		return nil
 	}
 	if err := c.raft.Barrier(c.cfg.TransportTimeout).Error(); err != nil {
-		return ErrNotLeader
+		return cluster.ErrNotLeader
 	}
 	c.caughtUp.Store(term)
 	return nil
@@ -219,27 +221,27 @@ func (c *Control) VerifyLeader() error {
 
 // Barrier waits, on the leader, until every entry of the Raft log before it
 // is applied to the map, so that the map read next is the current one.
-func (c *Control) Barrier(timeout time.Duration) error {
+func (c *Plane) Barrier(timeout time.Duration) error {
 	return c.raft.Barrier(timeout).Error()
 }
 
 // leading is nil on the leader, ErrClosed after Close, else ErrNotLeader.
-func (c *Control) leading() error {
+func (c *Plane) leading() error {
 	if c.raft == nil {
-		return ErrNotLeader // NewStatic
+		return cluster.ErrNotLeader // NewStatic
 	}
 	switch c.raft.State() {
 	case raft.Leader:
 		return nil
 	case raft.Shutdown:
-		return ErrClosed
+		return cluster.ErrClosed
 	}
-	return ErrNotLeader
+	return cluster.ErrNotLeader
 }
 
 // Leader returns the current leader as this node knows it: its id and its
 // PeerAddr (from the map, else Raft's address). false if there is none.
-func (c *Control) Leader() (NodeID, string, bool) {
+func (c *Plane) Leader() (cluster.NodeID, string, bool) {
 	if c.raft == nil {
 		return "", "", false // NewStatic
 	}
@@ -247,10 +249,10 @@ func (c *Control) Leader() (NodeID, string, bool) {
 	if id == "" {
 		return "", "", false
 	}
-	if n, ok := c.Map().Node(NodeID(id)); ok {
+	if n, ok := c.Map().Node(cluster.NodeID(id)); ok {
 		return n.ID, n.PeerAddr, true
 	}
-	return NodeID(id), string(addr), true
+	return cluster.NodeID(id), string(addr), true
 }
 
 // Propose commits cmd through Raft and returns the resulting map (the
@@ -259,11 +261,11 @@ func (c *Control) Leader() (NodeID, string, bool) {
 // caller forwards cmd (EncodeCommand) to Leader(). If ctx ends first the
 // command may still commit later; map commands are idempotent or fail
 // harmlessly when repeated, so callers may retry.
-func (c *Control) Propose(ctx context.Context, cmd Command) (*Map, error) {
+func (c *Plane) Propose(ctx context.Context, cmd cluster.Command) (*cluster.Map, error) {
 	if err := c.leading(); err != nil {
 		return nil, err
 	}
-	data, err := EncodeCommand(cmd)
+	data, err := cluster.EncodeCommand(cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +274,7 @@ func (c *Control) Propose(ctx context.Context, cmd Command) (*Map, error) {
 		return nil, raftError(err)
 	}
 	switch r := f.Response().(type) {
-	case *Map:
+	case *cluster.Map:
 		return r, nil
 	case error:
 		return nil, r
@@ -287,7 +289,7 @@ func (c *Control) Propose(ctx context.Context, cmd Command) (*Map, error) {
 // command is checked against the current map first, so a refused node never
 // becomes a Raft member. AddMember is idempotent: on ErrNotLeader (also
 // when leadership is lost midway) retry it on the new leader.
-func (c *Control) AddMember(ctx context.Context, add AddNode) (*Map, error) {
+func (c *Plane) AddMember(ctx context.Context, add cluster.AddNode) (*cluster.Map, error) {
 	n := add.Node
 	if err := c.leading(); err != nil {
 		return nil, err
@@ -300,7 +302,7 @@ func (c *Control) AddMember(ctx context.Context, add AddNode) (*Map, error) {
 	}
 	n.Voter = voter
 	add.Node = n
-	if _, err := Apply(c.Map(), add); err != nil {
+	if _, err := cluster.Apply(c.Map(), add); err != nil {
 		return nil, err
 	}
 	if change != nil {
@@ -316,7 +318,7 @@ func (c *Control) AddMember(ctx context.Context, add AddNode) (*Map, error) {
 // live node with takes its vote (a non-voter promoted in place), and the
 // map's voter flags follow. Without it a second voter failure would cost
 // the quorum of three.
-func (c *Control) ReplaceVoter(ctx context.Context, failed NodeID, with Node) (*Map, error) {
+func (c *Plane) ReplaceVoter(ctx context.Context, failed cluster.NodeID, with cluster.Node) (*cluster.Map, error) {
 	if err := c.leading(); err != nil {
 		return nil, err
 	}
@@ -328,19 +330,19 @@ func (c *Control) ReplaceVoter(ctx context.Context, failed NodeID, with Node) (*
 	if err := await(ctx, c.raft.AddVoter(raft.ServerID(with.ID), raft.ServerAddress(with.PeerAddr), 0, timeoutOf(ctx))); err != nil {
 		return nil, raftError(err)
 	}
-	return c.Propose(ctx, SetVoters{Nodes: []VoterFlag{{ID: failed, Voter: false}, {ID: with.ID, Voter: true}}})
+	return c.Propose(ctx, cluster.SetVoters{Nodes: []cluster.VoterFlag{{ID: failed, Voter: false}, {ID: with.ID, Voter: true}}})
 }
 
 // Member is a node of the Raft configuration as this node knows it.
 type Member struct {
-	ID       NodeID
+	ID       cluster.NodeID
 	PeerAddr string
 	Voter    bool
 }
 
 // Members lists the Raft configuration, the latest this node knows (on the
 // leader, the one it replicates to).
-func (c *Control) Members() ([]Member, error) {
+func (c *Plane) Members() ([]Member, error) {
 	if c.raft == nil {
 		return nil, nil // NewStatic
 	}
@@ -350,7 +352,7 @@ func (c *Control) Members() ([]Member, error) {
 	}
 	var out []Member
 	for _, s := range f.Configuration().Servers {
-		out = append(out, Member{ID: NodeID(s.ID), PeerAddr: string(s.Address), Voter: s.Suffrage == raft.Voter})
+		out = append(out, Member{ID: cluster.NodeID(s.ID), PeerAddr: string(s.Address), Voter: s.Suffrage == raft.Voter})
 	}
 	return out, nil
 }
@@ -361,7 +363,7 @@ func (c *Control) Members() ([]Member, error) {
 // configuration a quorum is counted in without a replacement (ReplaceVoter
 // hands a failed voter's vote on first): it refuses with ErrVoter. A node
 // that is not a member is left as it is. AddMember admits it again.
-func (c *Control) RemoveMember(ctx context.Context, id NodeID) error {
+func (c *Plane) RemoveMember(ctx context.Context, id cluster.NodeID) error {
 	if err := c.leading(); err != nil {
 		return err
 	}
@@ -376,7 +378,7 @@ func (c *Control) RemoveMember(ctx context.Context, id NodeID) error {
 	case i < 0:
 		return nil
 	case members[i].Voter:
-		return fmt.Errorf("cluster: removing %s: %w", id, ErrVoter)
+		return fmt.Errorf("cluster: removing %s: %w", id, cluster.ErrVoter)
 	}
 	if err := await(ctx, c.raft.RemoveServer(raft.ServerID(id), 0, timeoutOf(ctx))); err != nil {
 		return raftError(err)
@@ -388,7 +390,7 @@ type membershipChange func(raft.ServerID, raft.ServerAddress, uint64, time.Durat
 
 // suffrage decides whether n votes and which Raft change admits it (nil
 // when it is already a member at that address).
-func (c *Control) suffrage(n Node) (voter bool, change membershipChange, err error) {
+func (c *Plane) suffrage(n cluster.Node) (voter bool, change membershipChange, err error) {
 	f := c.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return false, nil, raftError(err)
@@ -408,7 +410,7 @@ func (c *Control) suffrage(n Node) (voter bool, change membershipChange, err err
 	return false, c.raft.AddNonvoter, nil
 }
 
-func (c *Control) rejoin(s raft.Server, n Node) (bool, membershipChange, error) {
+func (c *Plane) rejoin(s raft.Server, n cluster.Node) (bool, membershipChange, error) {
 	voter := s.Suffrage == raft.Voter
 	if s.Address == raft.ServerAddress(n.PeerAddr) {
 		return voter, nil, nil
@@ -422,12 +424,12 @@ func (c *Control) rejoin(s raft.Server, n Node) (bool, membershipChange, error) 
 // Close leaves the Raft group without telling it (the node counts as down
 // until it restarts on the same DataDir), closes the transport and the
 // stores, and ends every Subscribe channel and Wait. It is idempotent.
-func (c *Control) Close() error {
+func (c *Plane) Close() error {
 	c.once.Do(c.shutdown)
 	return c.err
 }
 
-func (c *Control) shutdown() {
+func (c *Plane) shutdown() {
 	var errs []error
 	if c.raft != nil {
 		errs = append(errs, c.raft.Shutdown().Error())
@@ -475,9 +477,9 @@ func raftError(err error) error {
 	switch {
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
 		errors.Is(err, raft.ErrLeadershipTransferInProgress):
-		return fmt.Errorf("%w (%w)", ErrNotLeader, err)
+		return fmt.Errorf("%w (%w)", cluster.ErrNotLeader, err)
 	case errors.Is(err, raft.ErrRaftShutdown):
-		return ErrClosed
+		return cluster.ErrClosed
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	}

@@ -1,31 +1,33 @@
-package cluster
+package control
 
 import (
 	"context"
 	"sync"
 	"sync/atomic"
+
+	"github.com/memgest/memgest/cluster"
 )
 
 // hub holds the latest map and tells waiters and subscribers about new ones.
 // publish is called only from the Raft FSM goroutine, so maps arrive in log
 // order.
 type hub struct {
-	cur     atomic.Pointer[Map]
+	cur     atomic.Pointer[cluster.Map]
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every publish
-	subs    map[chan *Map]struct{}
+	subs    map[chan *cluster.Map]struct{}
 	closed  bool
 }
 
-func newHub(m *Map) *hub {
-	h := &hub{changed: make(chan struct{}), subs: map[chan *Map]struct{}{}}
+func newHub(m *cluster.Map) *hub {
+	h := &hub{changed: make(chan struct{}), subs: map[chan *cluster.Map]struct{}{}}
 	h.cur.Store(m)
 	return h
 }
 
-func (h *hub) load() *Map { return h.cur.Load() }
+func (h *hub) load() *cluster.Map { return h.cur.Load() }
 
-func (h *hub) publish(m *Map) {
+func (h *hub) publish(m *cluster.Map) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.cur.Store(m)
@@ -42,7 +44,7 @@ func (h *hub) publish(m *Map) {
 // offer puts m in ch (capacity 1), replacing an undelivered older map, so a
 // slow subscriber skips intermediate maps but always gets the latest. Only
 // publish and subscribe send, under h.mu, so the send cannot block.
-func offer(ch chan *Map, m *Map) {
+func offer(ch chan *cluster.Map, m *cluster.Map) {
 	select {
 	case ch <- m:
 	default:
@@ -54,8 +56,8 @@ func offer(ch chan *Map, m *Map) {
 	}
 }
 
-func (h *hub) subscribe() (<-chan *Map, func()) {
-	ch := make(chan *Map, 1)
+func (h *hub) subscribe() (<-chan *cluster.Map, func()) {
+	ch := make(chan *cluster.Map, 1)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -67,7 +69,7 @@ func (h *hub) subscribe() (<-chan *Map, func()) {
 	return ch, func() { h.unsubscribe(ch) }
 }
 
-func (h *hub) unsubscribe(ch chan *Map) {
+func (h *hub) unsubscribe(ch chan *cluster.Map) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, ok := h.subs[ch]; ok {
@@ -77,7 +79,7 @@ func (h *hub) unsubscribe(ch chan *Map) {
 }
 
 // wait blocks until cond holds for the current map.
-func (h *hub) wait(ctx context.Context, cond func(*Map) bool) (*Map, error) {
+func (h *hub) wait(ctx context.Context, cond func(*cluster.Map) bool) (*cluster.Map, error) {
 	for {
 		h.mu.Lock()
 		m, changed, closed := h.load(), h.changed, h.closed
@@ -86,7 +88,7 @@ func (h *hub) wait(ctx context.Context, cond func(*Map) bool) (*Map, error) {
 			return m, nil
 		}
 		if closed {
-			return nil, ErrClosed
+			return nil, cluster.ErrClosed
 		}
 		select {
 		case <-changed:
