@@ -29,9 +29,6 @@ type lostPattern struct {
 	offsets []int
 	voters  int // how many victims must be Raft voters
 	spares  int
-	// noStripe writes no stripe keys: a slot range reported for lost
-	// stripe chunks would cover a shard whose directory died too.
-	noStripe bool
 }
 
 // lostKey is one acknowledged write of the test and what it must read.
@@ -186,9 +183,6 @@ func TestLostKeysNeverReadAsAbsent(t *testing.T) {
 	} {
 		t.Run(p.name, func(t *testing.T) {
 			counts := map[string]int{"none": 200, "rep:3": 200, "split:4+2": 200, "stripe:4+2": 2400}
-			if p.noStripe {
-				delete(counts, "stripe:4+2")
-			}
 			c := startCluster(t, 6, clusterOptions{spares: p.spares, extra: []string{"--failure-timeout", "1s", "--heartbeat-interval", "100ms"}})
 			keys := lostLoad(t, c.clusterClient(), counts)
 			ring := slices.DeleteFunc(c.joinOrder(), func(i int) bool { return i >= 6 }) // not the spare
