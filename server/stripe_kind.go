@@ -28,7 +28,7 @@ var stripeTraits = kind.Traits{ReadsLocally: true, Pieces: kind.NoPieces, Rebuil
 // path is still the node's (stripe*.go), so it needs the node itself; a
 // stripe scheme bound without one (tests of properties) has no data path.
 func newStripeKind(entry cluster.SchemeEntry, env kind.Env) (kind.Scheme, error) {
-	s := stripeKind{Base: kind.NewBase(entry, env, stripeTraits)}
+	s := &stripeKind{Base: kind.NewBase(entry, env, stripeTraits)}
 	if e, ok := env.(schemeEnv); ok {
 		s.n = e.n
 	}
@@ -36,49 +36,49 @@ func newStripeKind(entry cluster.SchemeEntry, env kind.Env) (kind.Scheme, error)
 }
 
 // Record: the object lives in a chunk, never in a primary record.
-func (s stripeKind) Record(kind.Value) ([]byte, uint32) { return nil, 0 }
+func (s *stripeKind) Record(kind.Value) ([]byte, uint32) { return nil, 0 }
 
 // Detached: a stripe key has no primary record.
-func (s stripeKind) Detached(store.Meta) int64 { return 0 }
+func (s *stripeKind) Detached(store.Meta) int64 { return 0 }
 
 // Targets is empty, once the shard has the K+M nodes the scheme needs.
-func (s stripeKind) Targets(m *cluster.Map, key []byte) ([]kind.Target, error) {
+func (s *stripeKind) Targets(m *cluster.Map, key []byte) ([]kind.Target, error) {
 	_, err := kind.Holders(m, key, s.Entry().Spec)
 	return nil, err
 }
 
 // Encode makes no piece.
-func (s stripeKind) Encode(kind.Piece, kind.Value, []kind.Target) ([]kind.Piece, error) {
+func (s *stripeKind) Encode(kind.Piece, kind.Value, []kind.Target) ([]kind.Piece, error) {
 	return nil, nil
 }
 
 // Misplaced: a stripe scheme keeps nothing in the pieces store.
-func (s stripeKind) Misplaced(*cluster.Map, []byte, int, cluster.NodeID, cluster.NodeID) bool {
+func (s *stripeKind) Misplaced(*cluster.Map, []byte, int, cluster.NodeID, cluster.NodeID) bool {
 	return true
 }
 
 // Read fails: a stripe key has no primary record to read.
-func (s stripeKind) Read(_ context.Context, key []byte, _ store.Meta, _ []byte) ([]byte, error) {
+func (s *stripeKind) Read(_ context.Context, key []byte, _ store.Meta, _ []byte) ([]byte, error) {
 	return nil, fmt.Errorf("server: key %q: scheme %s keeps no primary record", key, s.Entry().Name())
 }
 
 // Fill fails: recovery restores stripe keys from their chunks, never as
 // stubs.
-func (s stripeKind) Fill(_ context.Context, key []byte, _ store.Meta) ([]byte, []byte, uint32, error) {
+func (s *stripeKind) Fill(_ context.Context, key []byte, _ store.Meta) ([]byte, []byte, uint32, error) {
 	return nil, nil, 0, fmt.Errorf("server: key %q: scheme %s has no copy to recover from", key, s.Entry().Name())
 }
 
 // Verify: the stripe data path checks its chunks itself (verifyStripe).
-func (s stripeKind) Verify(context.Context, []byte, store.Meta, []byte) kind.Check {
+func (s *stripeKind) Verify(context.Context, []byte, store.Meta, []byte) kind.Check {
 	return kind.Check{}
 }
 
 // state is this node's state for the scheme, created on first use.
-func (s stripeKind) state() (*stripeScheme, error) { return s.n.stripes.scheme(s.Entry()) }
+func (s *stripeKind) state() (*stripeScheme, error) { return s.n.stripes.scheme(s.Entry()) }
 
 // Find looks key up in the scheme's chunks (readStripe for one scheme).
 // The caller holds the key's move lock for reading.
-func (s stripeKind) Find(key []byte, withValue bool) (store.Meta, []byte, bool) {
+func (s *stripeKind) Find(key []byte, withValue bool) (store.Meta, []byte, bool) {
 	st := s.n.stripes.byID(s.Entry().ID)
 	if st == nil {
 		return store.Meta{}, nil, false
@@ -100,7 +100,7 @@ func (s stripeKind) Find(key []byte, withValue bool) (store.Meta, []byte, bool) 
 }
 
 // Stage places w's object in a chunk (stageStripe).
-func (s stripeKind) Stage(ctx context.Context, w *kind.Staged) error {
+func (s *stripeKind) Stage(ctx context.Context, w *kind.Staged) error {
 	st, ups, err := s.n.stageStripe(ctx, s.Entry(), w)
 	if err != nil {
 		return err
@@ -110,7 +110,7 @@ func (s stripeKind) Stage(ctx context.Context, w *kind.Staged) error {
 }
 
 // Flush sends the staged writes' updates as one group (sendStripeGrouped).
-func (s stripeKind) Flush(ctx context.Context, ws []*kind.Staged) {
+func (s *stripeKind) Flush(ctx context.Context, ws []*kind.Staged) {
 	var st *stripeScheme
 	var ups []stripe.Update
 	for _, w := range ws {
@@ -130,7 +130,7 @@ func (s stripeKind) Flush(ctx context.Context, ws []*kind.Staged) {
 
 // Commit indexes w's staged object, which removes the object it replaces
 // here (commitToStripe).
-func (s stripeKind) Commit(w *kind.Staged) (bool, error) {
+func (s *stripeKind) Commit(w *kind.Staged) (bool, error) {
 	loc, ok := w.Place.(*stripe.Loc)
 	if !ok {
 		return false, fmt.Errorf("server: %q has no object to commit", w.Key)
@@ -153,7 +153,7 @@ func (s stripeKind) Commit(w *kind.Staged) (bool, error) {
 
 // Abort removes w's staged object and tells the parity holders in the
 // background (abortStripe).
-func (s stripeKind) Abort(w *kind.Staged) {
+func (s *stripeKind) Abort(w *kind.Staged) {
 	loc, ok := w.Place.(*stripe.Loc)
 	if !ok {
 		return
@@ -174,7 +174,7 @@ func (s stripeKind) Abort(w *kind.Staged) {
 }
 
 // Remove deletes key's object older than below from the scheme's chunks.
-func (s stripeKind) Remove(key []byte, below uint64) kind.Pending {
+func (s *stripeKind) Remove(key []byte, below uint64) kind.Pending {
 	st := s.n.stripes.byID(s.Entry().ID)
 	if st == nil {
 		return nil

@@ -79,7 +79,9 @@ type Traits struct {
 }
 
 // Base is what every kind's Scheme holds: its catalogue entry, its node's
-// environment and its traits. A kind embeds it for Entry and Traits.
+// environment and its traits. A kind embeds it in the struct it binds by
+// pointer, for Entry and Traits (pointer receivers: the core asks them on
+// every write, and a value receiver copied the whole Base each time).
 type Base struct {
 	entry  cluster.SchemeEntry
 	env    Env
@@ -92,13 +94,13 @@ func NewBase(entry cluster.SchemeEntry, env Env, traits Traits) Base {
 }
 
 // Entry is the catalogue entry this scheme serves.
-func (b Base) Entry() cluster.SchemeEntry { return b.entry }
+func (b *Base) Entry() cluster.SchemeEntry { return b.entry }
 
 // Traits are the scheme's traits.
-func (b Base) Traits() Traits { return b.traits }
+func (b *Base) Traits() Traits { return b.traits }
 
 // Env is the node the scheme is bound to.
-func (b Base) Env() Env { return b.env }
+func (b *Base) Env() Env { return b.env }
 
 // Value is a value being written: its bytes, and their CRC32C, computed
 // once on first use and only by a kind that needs it.
