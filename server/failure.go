@@ -101,7 +101,7 @@ func (l *lease) notify() {
 // monoNow is the failure clock's time since the node started, in
 // nanoseconds: what leases are measured in.
 func (n *Node) monoNow() int64 {
-	if n.failureClock == nil { // a Node built by a unit test
+	if n.failureClock == nil { // the system clock: monotonic time alone
 		return int64(time.Since(n.started))
 	}
 	return int64(n.failureClock.Now().Sub(n.started))

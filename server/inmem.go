@@ -57,17 +57,15 @@ type Clock interface {
 	Now() time.Time
 }
 
-// systemClock is the Clock of a production node.
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
-
-// clock is c's failure clock.
+// clock is c's failure clock: InMemory's, or nil for the system clock,
+// which monoNow reads as time.Since (the monotonic clock alone: a
+// production node checks its lease several times per command, and
+// time.Now reads the wall clock too).
 func (c Config) clock() Clock {
 	if c.InMemory != nil && c.InMemory.Clock != nil {
 		return c.InMemory.Clock
 	}
-	return systemClock{}
+	return nil
 }
 
 // raftLogOutput is where Raft logs: stderr, or InMemory.RaftLog.

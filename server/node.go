@@ -36,7 +36,7 @@ type Node struct {
 	id      cluster.NodeID
 	started time.Time // on failureClock: leases count from it
 	// failureClock decides leases and failure detection (Config.InMemory's
-	// Clock in tests; the system clock otherwise).
+	// Clock in tests; nil for the system clock).
 	failureClock Clock
 
 	ctl      *control.Plane
@@ -103,8 +103,11 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 	if created {
 		log.Warn("generated a cluster secret: give it to joining nodes with --cluster-secret-file", "file", t.secretPath)
 	}
-	clock := cfg.clock()
-	n := &Node{cfg: cfg, log: rateLimited(log), started: clock.Now(), failureClock: clock, inflight: newInflight(), workers: newWorkerPool(),
+	clock, started := cfg.clock(), time.Now()
+	if clock != nil {
+		started = clock.Now()
+	}
+	n := &Node{cfg: cfg, log: rateLimited(log), started: started, failureClock: clock, inflight: newInflight(), workers: newWorkerPool(),
 		expireQ:   make(chan []byte, expireQueueSize),
 		primary:   store.New(store.WithMaxValueSize(int(cfg.MaxValueSize))),
 		pieces:    store.New(store.WithMaxValueSize(int(cfg.MaxValueSize) + 1024)),
