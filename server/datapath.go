@@ -52,9 +52,11 @@ type writeOp struct {
 	// and its replicas (valueCRC), or taken from a record already checked.
 	crc      uint32
 	crcKnown bool
-	// staged is a packed scheme's write of op's object, from when the
-	// scheme places it until it commits or aborts (datapath_packed.go).
-	staged *kind.Staged
+	// staged is a packed scheme's write of op's object, placed from
+	// Stage until it commits or aborts (Place set; datapath_packed.go).
+	staged kind.Staged
+	// flushing is staged alone, for Flush without allocating a slice.
+	flushing [1]*kind.Staged
 	// relocate makes a packed write append its object even if it could
 	// update it in place: compaction moves objects out of their chunks.
 	relocate bool

@@ -108,8 +108,8 @@ func (op *writeOp) isPacked(n *Node) bool { return isPacked(op.scheme(n)) }
 
 // stage makes op's packed write at version v, for its scheme to place.
 func (op *writeOp) stage(v uint64) *kind.Staged {
-	op.staged = &kind.Staged{Key: op.key, Value: op.value, ExpireAt: op.expireAt, Version: v, Relocate: op.relocate}
-	return op.staged
+	op.staged = kind.Staged{Key: op.key, Value: op.value, ExpireAt: op.expireAt, Version: v, Relocate: op.relocate}
+	return &op.staged
 }
 
 // sendPacked places op's object at version v in its packed scheme p and
@@ -120,7 +120,8 @@ func (n *Node) sendPacked(ctx context.Context, p kind.Packed, op *writeOp, v uin
 	if err := p.Stage(ctx, w); err != nil {
 		return err
 	}
-	p.Flush(ctx, []*kind.Staged{w})
+	op.flushing[0] = w
+	p.Flush(ctx, op.flushing[:])
 	if w.Err != nil {
 		return notAcknowledged(op.key, w.Err)
 	}
@@ -129,13 +130,13 @@ func (n *Node) sendPacked(ctx context.Context, p kind.Packed, op *writeOp, v uin
 
 // abortStaged drops the object op staged in a packed scheme, if any.
 func (n *Node) abortStaged(op *writeOp) {
-	if op.staged == nil {
+	if op.staged.Place == nil {
 		return
 	}
 	if p, ok := op.packedOf(n); ok {
-		p.Abort(op.staged)
+		p.Abort(&op.staged)
 	}
-	op.staged = nil
+	op.staged.Place = nil
 }
 
 // commitPackedLocked is commitLocked for a write that involves a packed
@@ -188,11 +189,11 @@ func (n *Node) commitPackedLocked(op *writeOp, v uint64) ([]release, error) {
 
 // commitStaged commits op's staged object in its packed scheme p.
 func (n *Node) commitStaged(p kind.Packed, op *writeOp) (bool, error) {
-	if op.staged == nil {
+	if op.staged.Place == nil {
 		return false, fmt.Errorf("server: %q has no object to commit", op.key)
 	}
-	applied, err := p.Commit(op.staged)
-	op.staged = nil
+	applied, err := p.Commit(&op.staged)
+	op.staged.Place = nil
 	return applied, err
 }
 

@@ -152,16 +152,16 @@ func parityHolders(m *cluster.Map, spec scheme.Spec, g uint16) ([]cluster.Node, 
 // stageStripe stages w's object in scheme entry: in place of the key's
 // current object there if both encode to the same length (the parity
 // holders get the delta; the chunk changes at commit), else appended to an
-// open chunk (the old object is removed at commit). It sets w.Place and
-// returns the scheme and the updates its parity holders must acknowledge
+// open chunk (the old object is removed at commit). It sets w.Place to the
+// object's place and the updates its parity holders must acknowledge
 // before the write commits. A relocation (compaction) always appends.
-func (n *Node) stageStripe(ctx context.Context, entry cluster.SchemeEntry, w *kind.Staged) (*stripeScheme, []stripe.Update, error) {
+func (n *Node) stageStripe(ctx context.Context, entry cluster.SchemeEntry, w *kind.Staged) error {
 	s, err := n.stripes.scheme(entry)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	if err := n.adoptSlots(ctx, s); err != nil {
-		return nil, nil, err
+		return err
 	}
 	obj := stripe.Object{Key: w.Key, Value: w.Value, Version: w.Version, ExpireAt: w.ExpireAt}
 	s.mu.Lock()
@@ -175,10 +175,10 @@ func (n *Node) stageStripe(ctx context.Context, entry cluster.SchemeEntry, w *ki
 	}
 	s.mu.Unlock()
 	if err != nil {
-		return nil, nil, fmt.Errorf("server: scheme %s: %w", entry.Name(), err)
+		return fmt.Errorf("server: scheme %s: %w", entry.Name(), err)
 	}
-	w.Place = &loc
-	return s, ups, nil
+	w.Place = &stripePlace{s: s, loc: loc, ups: ups}
+	return nil
 }
 
 // onStripe applies a batch of chunk updates as a parity holder. A batch

@@ -101,12 +101,7 @@ func (s *stripeKind) Find(key []byte, withValue bool) (store.Meta, []byte, bool)
 
 // Stage places w's object in a chunk (stageStripe).
 func (s *stripeKind) Stage(ctx context.Context, w *kind.Staged) error {
-	st, ups, err := s.n.stageStripe(ctx, s.Entry(), w)
-	if err != nil {
-		return err
-	}
-	w.Updates = stripeUpdates{n: s.n, s: st, ups: ups}
-	return nil
+	return s.n.stageStripe(ctx, s.Entry(), w)
 }
 
 // Flush sends the staged writes' updates as one group (sendStripeGrouped).
@@ -114,8 +109,8 @@ func (s *stripeKind) Flush(ctx context.Context, ws []*kind.Staged) {
 	var st *stripeScheme
 	var ups []stripe.Update
 	for _, w := range ws {
-		if u, ok := w.Updates.(stripeUpdates); ok {
-			st, ups = u.s, append(ups, u.ups...)
+		if pl, ok := w.Place.(*stripePlace); ok {
+			st, ups = pl.s, append(ups, pl.ups...)
 		}
 	}
 	if st == nil {
@@ -131,16 +126,13 @@ func (s *stripeKind) Flush(ctx context.Context, ws []*kind.Staged) {
 // Commit indexes w's staged object, which removes the object it replaces
 // here (commitToStripe).
 func (s *stripeKind) Commit(w *kind.Staged) (bool, error) {
-	loc, ok := w.Place.(*stripe.Loc)
+	pl, ok := w.Place.(*stripePlace)
 	if !ok {
 		return false, fmt.Errorf("server: %q has no object to commit", w.Key)
 	}
-	st, err := s.state()
-	if err != nil {
-		return false, err
-	}
+	st := pl.s
 	st.mu.Lock()
-	applied, _, ups, err := st.data.Commit(w.Key, *loc)
+	applied, _, ups, err := st.data.Commit(w.Key, pl.loc)
 	st.mu.Unlock()
 	if err != nil {
 		s.Abort(w)
@@ -154,16 +146,13 @@ func (s *stripeKind) Commit(w *kind.Staged) (bool, error) {
 // Abort removes w's staged object and tells the parity holders in the
 // background (abortStripe).
 func (s *stripeKind) Abort(w *kind.Staged) {
-	loc, ok := w.Place.(*stripe.Loc)
+	pl, ok := w.Place.(*stripePlace)
 	if !ok {
 		return
 	}
-	st, err := s.state()
-	if err != nil {
-		return
-	}
+	st := pl.s
 	st.mu.Lock()
-	ups, err := st.data.Abort(*loc)
+	ups, err := st.data.Abort(pl.loc)
 	st.mu.Unlock()
 	w.Place = nil
 	if err != nil {
@@ -189,6 +178,15 @@ func (s *stripeKind) Remove(key []byte, below uint64) kind.Pending {
 		return nil
 	}
 	return stripeUpdates{n: s.n, s: st, ups: ups}
+}
+
+// stripePlace is where a staged write's object is in stripe scheme s
+// (kind.Staged.Place) and the updates its parity holders must acknowledge
+// before the write commits.
+type stripePlace struct {
+	s   *stripeScheme
+	loc stripe.Loc
+	ups []stripe.Update
 }
 
 // stripeUpdates are chunk updates one stripe scheme owes its parity

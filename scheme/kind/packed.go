@@ -22,8 +22,9 @@ type Packed interface {
 	// withValue its value: bytes nothing else modifies.
 	Find(key []byte, withValue bool) (meta store.Meta, value []byte, ok bool)
 	// Stage places w's object at w.Version, in place of the key's current
-	// object where it fits, else appended. It sets w.Place and w.Updates,
-	// which the holders must acknowledge before w commits.
+	// object where it fits, else appended. It sets w.Place: where the
+	// object is and the updates the holders must acknowledge before w
+	// commits.
 	Stage(ctx context.Context, w *Staged) error
 	// Flush delivers the updates of the staged writes ws, grouped with
 	// other writers', and waits; a write whose updates did not arrive gets
@@ -41,9 +42,9 @@ type Packed interface {
 	Remove(key []byte, below uint64) Pending
 }
 
-// Staged is one write a packed scheme is placing: the object, where the
-// scheme put it until it commits or aborts (Place, the scheme's own), and
-// the updates its holders must acknowledge first.
+// Staged is one write a packed scheme is placing: the object, and where
+// the scheme put it and what its holders must acknowledge first (Place,
+// the scheme's own; nil until Stage and after Commit or Abort).
 type Staged struct {
 	Key      []byte
 	Value    []byte
@@ -53,7 +54,6 @@ type Staged struct {
 	// place: compaction moves objects out of their chunks.
 	Relocate bool
 	Place    any
-	Updates  Pending
 	// Err is what Flush found for this write.
 	Err error
 }
