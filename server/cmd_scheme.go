@@ -117,10 +117,16 @@ func cmdSchemeInfo(n *Node, ctx context.Context, cs *connState, args [][]byte) r
 		resp.BulkString("overhead"), resp.BulkString(ratio),
 		resp.BulkString("expected_overhead"), resp.BulkString(strconv.FormatFloat(e.Spec.Overhead(), 'f', 3, 64)),
 	}
-	if isStripe(e) {
-		fields = append(fields, stripeInfo(e.Spec, u)...)
+	if i, ok := n.kindOf(e).(schemeInfoer); ok {
+		fields = append(fields, i.info(u)...)
 	}
 	return resp.Map(fields...)
+}
+
+// schemeInfoer is a bound scheme whose SCHEME.INFO adds fields of its
+// kind to the usage every scheme reports (stripe: its bytes broken down).
+type schemeInfoer interface {
+	info(u *schemeUsage) []resp.Reply
 }
 
 // stripeInfo is SCHEME.INFO's breakdown of a stripe scheme's stored bytes

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/server/resp"
 )
@@ -46,17 +47,29 @@ func cmdSchemeVerify(n *Node, ctx context.Context, cs *connState, args [][]byte)
 		resp.BulkString("pieces"), resp.Int(int64(rep.checked)),
 		resp.BulkString("unavailable"), resp.Int(int64(rep.unavailable)),
 	}
-	if rep.chunk != nil {
-		nodes := make([]resp.Reply, len(rep.chunk.nodes))
-		for i, a := range rep.chunk.nodes {
-			nodes[i] = resp.BulkString(a)
-		}
-		fields = append(fields,
-			resp.BulkString("chunk"), resp.BulkString(fmt.Sprintf("%d/%d/%d", rep.chunk.id.List, rep.chunk.id.Position, rep.chunk.id.Stripe)),
-			resp.BulkString("sealed"), intBool(rep.chunk.sealed),
-			resp.BulkString("stripe_nodes"), resp.Array(nodes...))
+	for _, d := range rep.details {
+		fields = append(fields, resp.BulkString(d.Name), detailReply(d.Value))
 	}
 	return resp.Map(fields...)
+}
+
+// detailReply is a kind.Detail's value as a reply.
+func detailReply(v any) resp.Reply {
+	switch v := v.(type) {
+	case string:
+		return resp.BulkString(v)
+	case int64:
+		return resp.Int(v)
+	case bool:
+		return intBool(v)
+	case []string:
+		items := make([]resp.Reply, len(v))
+		for i, s := range v {
+			items[i] = resp.BulkString(s)
+		}
+		return resp.Array(items...)
+	}
+	return resp.BulkString(fmt.Sprint(v))
 }
 
 // verifyReport is what SCHEME.VERIFY found for one key.
@@ -66,7 +79,8 @@ type verifyReport struct {
 	checked     int // redundancy pieces read and found to agree
 	unavailable int // pieces on failed nodes nobody stands in for
 	problems    []string
-	chunk       *chunkReport // a stripe key's chunk
+	chunk       *chunkReport  // a stripe key's chunk (stripe_verify.go)
+	details     []kind.Detail // the kind's own fields (kind.Check.Details)
 }
 
 // chunkReport is where a stripe key's object is: its chunk, whether the
@@ -89,11 +103,7 @@ func (n *Node) verifyPieces(ctx context.Context, m *cluster.Map, key []byte, cur
 		r.problems = append(r.problems, err.Error())
 		return r
 	}
-	if isStripe(cur.entry) {
-		n.verifyStripe(ctx, m, key, cur, &r)
-		return r
-	}
 	c := sch.Verify(ctx, key, cur.meta, cur.value)
-	r.checked, r.unavailable, r.problems = c.Checked, c.Unavailable, c.Problems
+	r.checked, r.unavailable, r.problems, r.details = c.Checked, c.Unavailable, c.Problems, c.Details
 	return r
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/stripe"
+	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
 )
 
@@ -68,10 +69,24 @@ func (s *stripeKind) Fill(_ context.Context, key []byte, _ store.Meta) ([]byte, 
 	return nil, nil, 0, fmt.Errorf("server: key %q: scheme %s has no copy to recover from", key, s.Entry().Name())
 }
 
-// Verify: the stripe data path checks its chunks itself (verifyStripe).
-func (s *stripeKind) Verify(context.Context, []byte, store.Meta, []byte) kind.Check {
-	return kind.Check{}
+// Verify checks the key's chunk against its stripe (verifyStripe) and
+// reports where the chunk is.
+func (s *stripeKind) Verify(ctx context.Context, key []byte, _ store.Meta, _ []byte) kind.Check {
+	var r verifyReport
+	s.n.verifyStripe(ctx, s.n.ctl.Map(), key, s.Entry(), &r)
+	c := kind.Check{Checked: r.checked, Unavailable: r.unavailable, Problems: r.problems}
+	if ch := r.chunk; ch != nil {
+		c.Details = []kind.Detail{
+			{Name: "chunk", Value: fmt.Sprintf("%d/%d/%d", ch.id.List, ch.id.Position, ch.id.Stripe)},
+			{Name: "sealed", Value: ch.sealed},
+			{Name: "stripe_nodes", Value: ch.nodes},
+		}
+	}
+	return c
 }
+
+// info is SCHEME.INFO's breakdown of the scheme's bytes (stripeInfo).
+func (s *stripeKind) info(u *schemeUsage) []resp.Reply { return stripeInfo(s.Entry().Spec, u) }
 
 // state is this node's state for the scheme, created on first use.
 func (s *stripeKind) state() (*stripeScheme, error) { return s.n.stripes.scheme(s.Entry()) }

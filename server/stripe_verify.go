@@ -19,8 +19,8 @@ import (
 // writes are held off, but other keys of the stripe may be written
 // meanwhile, so a disagreement is looked at again a few times before it is
 // reported.
-func (n *Node) verifyStripe(ctx context.Context, m *cluster.Map, key []byte, cur current, r *verifyReport) {
-	s, err := n.stripes.scheme(cur.entry)
+func (n *Node) verifyStripe(ctx context.Context, m *cluster.Map, key []byte, entry cluster.SchemeEntry, r *verifyReport) {
+	s, err := n.stripes.scheme(entry)
 	if err != nil {
 		r.problems = append(r.problems, err.Error())
 		return

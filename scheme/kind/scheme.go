@@ -56,6 +56,16 @@ type Check struct {
 	Checked     int // pieces read and found to agree
 	Unavailable int // pieces on failed nodes nobody stands in for
 	Problems    []string
+	// Details are fields SCHEME.VERIFY adds to its answer for the kind
+	// (a stripe key's chunk, say).
+	Details []Detail
+}
+
+// Detail is one named field of a kind's report: Value is a string, an
+// int64, a bool (answered as 0 or 1, as Redis does) or a []string.
+type Detail struct {
+	Name  string
+	Value any
 }
 
 // Traits are a scheme's fixed answers to what the core asks of every
