@@ -10,6 +10,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/store"
+	"github.com/memgest/memgest/wire"
 )
 
 // This file is the key directory (issue 4, "beyond tolerance"): so that a
@@ -61,19 +62,19 @@ type dirEntry struct {
 	Kind     dirKind
 }
 
-func (e dirEntry) encode(b enc) enc {
-	return b.bytes(e.Key).u16(e.Scheme).u64(e.Version).i64(e.ExpireAt).u8(uint8(e.Kind))
+func (e dirEntry) encode(b wire.Enc) wire.Enc {
+	return b.Bytes(e.Key).U16(e.Scheme).U64(e.Version).I64(e.ExpireAt).U8(uint8(e.Kind))
 }
 
 func encodeDirectory(entries []dirEntry) []byte { return encodeList(entries) }
 
-func decodeDirectory(b []byte) ([]dirEntry, error) { return decodeList(b, readDirEntry) }
+func decodeDirectory(b []byte) ([]dirEntry, error) { return wire.DecodeList(b, readDirEntry) }
 
 // readDirEntry reads what dirEntry.encode wrote.
-func readDirEntry(d *dec) dirEntry {
-	x := dirEntry{Key: d.bytes(), Scheme: d.u16(), Version: d.u64(), ExpireAt: d.i64(), Kind: dirKind(d.u8())}
+func readDirEntry(d *wire.Dec) dirEntry {
+	x := dirEntry{Key: d.Bytes(), Scheme: d.U16(), Version: d.U64(), ExpireAt: d.I64(), Kind: dirKind(d.U8())}
 	if x.Kind > dirPurge {
-		d.err = errMalformed
+		d.Fail()
 	}
 	return x
 }
@@ -89,7 +90,7 @@ const dirSchemeID = 0xFFFF
 // scheme (kept in the entry's metadata), apart from its replica and shards.
 // It is appended to buf[:0].
 func dirKey(buf, key []byte) []byte {
-	return append(enc(buf[:0]).u16(0).u8(pieceKindDirectory), key...)
+	return append(wire.Enc(buf[:0]).U16(0).U8(pieceKindDirectory), key...)
 }
 
 // onDirectory applies directory changes sent by coordinators. An entry or

@@ -15,6 +15,7 @@ import (
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
+	"github.com/memgest/memgest/wire"
 )
 
 // release names pieces that are no longer needed: replicas up to a version
@@ -188,7 +189,7 @@ type pieceBatch struct {
 // it) and the write each piece belongs to.
 type pieceDest struct {
 	node    cluster.Node
-	payload spool
+	payload wire.Spool
 	owners  []int
 }
 
@@ -244,7 +245,7 @@ func (b *pieceBatch) into(g *pieceBatch, base int) {
 func (b *pieceBatch) merge(o *pieceBatch, base int) {
 	for _, od := range o.dests {
 		d := b.dest(od.node)
-		d.payload.add(&od.payload, putPiecesHeader)
+		d.payload.Add(&od.payload, putPiecesHeader)
 		for _, owner := range od.owners {
 			d.owners = append(d.owners, base+owner)
 		}
@@ -257,14 +258,14 @@ func (b *pieceBatch) dest(node cluster.Node) *pieceDest {
 			return d
 		}
 	}
-	d := &pieceDest{node: node, payload: spool{cur: make(enc, putPiecesHeader, max(b.sizeHint, 512))}}
+	d := &pieceDest{node: node, payload: wire.Spool{Cur: make(wire.Enc, putPiecesHeader, max(b.sizeHint, 512))}}
 	b.dests = append(b.dests, d)
 	return d
 }
 
 // request is d's PutPieces request, its count filled in.
 func (d *pieceDest) request() peerReq {
-	payload, tail := d.payload.frame()
+	payload, tail := d.payload.Frame()
 	binary.BigEndian.PutUint32(payload, uint32(len(d.owners)))
 	return peerReq{node: d.node, typ: msgPutPieces, payload: payload, tail: tail}
 }
@@ -463,11 +464,11 @@ const (
 // the same key in two schemes (during a move) or two versions (split), and
 // a directory entry beside them.
 func (r pieceRef) storeKey() []byte {
-	e := enc(make([]byte, 0, 11+len(r.Key))).u16(r.Scheme)
+	e := wire.Enc(make([]byte, 0, 11+len(r.Key))).U16(r.Scheme)
 	if r.Versioned {
-		e = e.u8(pieceKindShard).u64(r.Version)
+		e = e.U8(pieceKindShard).U64(r.Version)
 	} else {
-		e = e.u8(pieceKindReplica)
+		e = e.U8(pieceKindReplica)
 	}
 	return append(e, r.Key...)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/transport"
+	"github.com/memgest/memgest/wire"
 )
 
 // This file is failure detection and fencing (DESIGN.md §4, issue 4):
@@ -353,9 +354,9 @@ const mapWait = 100 * time.Millisecond
 // coordinates the shards others took over, and answer from its empty
 // memory.
 func (n *Node) acceptedAt(ctx context.Context, sent int64, reply []byte) bool {
-	d := dec{b: reply}
-	epoch := d.u64()
-	if d.done() != nil {
+	d := wire.NewDec(reply)
+	epoch := d.U64()
+	if d.Done() != nil {
 		return false
 	}
 	if n.ctl.Map().Epoch < epoch {
@@ -429,14 +430,14 @@ type heartbeatReq struct {
 	Restarted   bool
 }
 
-func (h heartbeatReq) encode(e enc) enc {
-	return e.str(string(h.ID)).u64(h.Incarnation).u8(boolByte(h.Fresh)).u8(boolByte(h.Restarted))
+func (h heartbeatReq) encode(e wire.Enc) wire.Enc {
+	return e.Str(string(h.ID)).U64(h.Incarnation).U8(boolByte(h.Fresh)).U8(boolByte(h.Restarted))
 }
 
 func decodeHeartbeat(b []byte) (heartbeatReq, error) {
-	d := dec{b: b}
-	h := heartbeatReq{ID: cluster.NodeID(d.str()), Incarnation: d.u64(), Fresh: d.flag(), Restarted: d.flag()}
-	return h, d.done()
+	d := wire.NewDec(b)
+	h := heartbeatReq{ID: cluster.NodeID(d.Str()), Incarnation: d.U64(), Fresh: d.Flag(), Restarted: d.Flag()}
+	return h, d.Done()
 }
 
 // failSelf marks this node failed through Raft when it restarted and was
@@ -513,7 +514,7 @@ func (n *Node) onHeartbeat(b []byte) ([]byte, error) {
 	}
 	// The epoch the lease is granted under: the node waits to apply it
 	// before serving (acceptedAt).
-	return enc(nil).u64(n.ctl.Map().Epoch), nil
+	return wire.Enc(nil).U64(n.ctl.Map().Epoch), nil
 }
 
 // detector is the leader's record of heartbeats.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/transport"
+	"github.com/memgest/memgest/wire"
 )
 
 // TestHeartbeatFindsALeaderRaftDoesNotName: a node that Raft tells of no
@@ -27,7 +28,7 @@ func TestHeartbeatFindsALeaderRaftDoesNotName(t *testing.T) {
 	var epoch uint64
 	leader := transport.NewServer(func(req transport.Frame, reply func(transport.Frame)) {
 		leaderGot.Add(1)
-		reply(transport.Frame{Type: req.Type, Payload: enc(nil).u64(epoch)})
+		reply(transport.Frame{Type: req.Type, Payload: wire.Enc(nil).U64(epoch)})
 	})
 	followerAddr := serveFrames(t, follower)
 	leaderAddr = serveFrames(t, leader)

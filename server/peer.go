@@ -14,6 +14,7 @@ import (
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
+	"github.com/memgest/memgest/wire"
 )
 
 // staleEpochPrefix starts the error a node returns for a frame made under an
@@ -393,7 +394,7 @@ func (n *Node) runForwarded(b []byte) (head, body []byte, err error) {
 		return nil, nil, err
 	}
 	if f.Proto != 2 && f.Proto != 3 {
-		return nil, nil, errMalformed
+		return nil, nil, wire.ErrMalformed
 	}
 	// Finish (or give up) before the forwarding node stops waiting
 	// (callUnder).

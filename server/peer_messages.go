@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/wire"
 )
 
 // Peer message types (transport.Frame.Type). Payload layouts are the
@@ -43,44 +44,44 @@ type piece kind.Piece
 // byte strings.
 func (p piece) encodedLen() int {
 	const fixed = 2 + 8 + 8 + 1 + 1 + 4
-	return uvarintLen(uint64(len(p.Key))) + len(p.Key) + fixed + uvarintLen(uint64(len(p.Data))) + len(p.Data)
+	return wire.UvarintLen(uint64(len(p.Key))) + len(p.Key) + fixed + wire.UvarintLen(uint64(len(p.Data))) + len(p.Data)
 }
 
-func (p piece) encode(e enc) enc { return p.encodeHead(e).bytes(p.Data) }
+func (p piece) encode(e wire.Enc) wire.Enc { return p.encodeHead(e).Bytes(p.Data) }
 
 // spoolTo appends p to a spool, which refers to a large Data rather than
 // copying it.
-func (p piece) spoolTo(s *spool) {
-	s.cur = p.encodeHead(s.cur)
-	s.bytes(p.Data)
+func (p piece) spoolTo(s *wire.Spool) {
+	s.Cur = p.encodeHead(s.Cur)
+	s.Bytes(p.Data)
 }
 
 // encodeHead appends p's fields but its data.
-func (p piece) encodeHead(e enc) enc {
-	return e.bytes(p.Key).u16(p.Scheme).u64(p.Version).i64(p.ExpireAt).u8(p.Index).u8(boolByte(p.Versioned)).u32(p.CRC)
+func (p piece) encodeHead(e wire.Enc) wire.Enc {
+	return e.Bytes(p.Key).U16(p.Scheme).U64(p.Version).I64(p.ExpireAt).U8(p.Index).U8(boolByte(p.Versioned)).U32(p.CRC)
 }
 
 // inlineLen is what p adds to a spool's own bytes: its encoded length,
 // less its data when the spool refers to it.
 func (p piece) inlineLen() int {
-	if len(p.Data) >= spoolMin {
+	if len(p.Data) >= wire.SpoolMin {
 		return p.encodedLen() - len(p.Data)
 	}
 	return p.encodedLen()
 }
 
 func decodePiece(b []byte) (piece, error) {
-	d := dec{b: b}
+	d := wire.NewDec(b)
 	p := readPiece(&d)
-	return p, d.done()
+	return p, d.Done()
 }
 
 // readPiece reads one piece; pieces are self-delimiting, so a PutPieces
 // payload is a count and the pieces back to back.
-func readPiece(d *dec) piece {
-	p := piece{Key: d.bytes(), Scheme: d.u16(), Version: d.u64(), ExpireAt: d.i64(), Index: d.u8()}
-	p.Versioned = d.flag()
-	p.CRC, p.Data = d.u32(), d.bytes()
+func readPiece(d *wire.Dec) piece {
+	p := piece{Key: d.Bytes(), Scheme: d.U16(), Version: d.U64(), ExpireAt: d.I64(), Index: d.U8()}
+	p.Versioned = d.Flag()
+	p.CRC, p.Data = d.U32(), d.Bytes()
 	return p
 }
 
@@ -89,27 +90,27 @@ const putPiecesHeader = 4
 
 // encodePutPieces is a PutPieces payload (tests and fuzz seeds; the write
 // path appends pieces to a pieceDest directly).
-func encodePutPieces(pieces []piece) enc { return encodeList(pieces) }
+func encodePutPieces(pieces []piece) wire.Enc { return encodeList(pieces) }
 
-func decodePutPieces(b []byte) ([]piece, error) { return decodeList(b, readPiece) }
+func decodePutPieces(b []byte) ([]piece, error) { return wire.DecodeList(b, readPiece) }
 
 // A PutPieces reply has one refusal per piece, in order: empty when the
 // piece was stored, else why not.
-func encodePutPiecesResp(refusals []string) enc {
-	var e enc
+func encodePutPiecesResp(refusals []string) wire.Enc {
+	var e wire.Enc
 	for _, r := range refusals {
-		e = e.str(r)
+		e = e.Str(r)
 	}
 	return e
 }
 
 func decodePutPiecesResp(b []byte, count int) ([]string, error) {
-	d := dec{b: b}
+	d := wire.NewDec(b)
 	out := make([]string, count)
 	for i := range out {
-		out[i] = d.str()
+		out[i] = d.Str()
 	}
-	return out, d.done()
+	return out, d.Done()
 }
 
 // pieceRef names a piece. To a release (msgDelPiece) an unversioned ref
@@ -122,9 +123,9 @@ func decodePutPiecesResp(b []byte, count int) ([]string, error) {
 // It is a kind.PieceRef with its wire encoding and store key.
 type pieceRef kind.PieceRef
 
-func (r pieceRef) encode(e enc) enc {
-	return e.bytes(r.Key).u16(r.Scheme).u64(r.Version).u8(boolByte(r.Versioned)).u8(boolByte(r.Exact)).
-		u8(boolByte(r.HasIndex)).u8(r.Index)
+func (r pieceRef) encode(e wire.Enc) wire.Enc {
+	return e.Bytes(r.Key).U16(r.Scheme).U64(r.Version).U8(boolByte(r.Versioned)).U8(boolByte(r.Exact)).
+		U8(boolByte(r.HasIndex)).U8(r.Index)
 }
 
 func boolByte(b bool) uint8 {
@@ -135,24 +136,24 @@ func boolByte(b bool) uint8 {
 }
 
 func decodePieceRef(b []byte) (pieceRef, error) {
-	d := dec{b: b}
+	d := wire.NewDec(b)
 	r := readPieceRef(&d)
-	return r, d.done()
+	return r, d.Done()
 }
 
 // readPieceRef reads one ref; refs are self-delimiting, so a GetPieces
 // request is a count and the refs back to back.
-func readPieceRef(d *dec) pieceRef {
-	r := pieceRef{Key: d.bytes(), Scheme: d.u16(), Version: d.u64()}
-	r.Versioned, r.Exact = d.flag(), d.flag()
-	r.HasIndex, r.Index = d.flag(), d.u8()
+func readPieceRef(d *wire.Dec) pieceRef {
+	r := pieceRef{Key: d.Bytes(), Scheme: d.U16(), Version: d.U64()}
+	r.Versioned, r.Exact = d.Flag(), d.Flag()
+	r.HasIndex, r.Index = d.Flag(), d.U8()
 	return r
 }
 
 // encodeGetPieces is a GetPieces request: a count and the refs.
 func encodeGetPieces(refs []pieceRef) []byte { return encodeList(refs) }
 
-func decodeGetPieces(b []byte) ([]pieceRef, error) { return decodeList(b, readPieceRef) }
+func decodeGetPieces(b []byte) ([]pieceRef, error) { return wire.DecodeList(b, readPieceRef) }
 
 // A GetPieces reply has one slot per ref: a status, then the piece's bytes
 // (empty unless found).
@@ -174,32 +175,32 @@ func encodeGetPiecesResp(slots []pieceSlot) (payload []byte, tail [][]byte) {
 	size := 4
 	for _, s := range slots {
 		size += 1 + binary.MaxVarintLen64
-		if len(s.Data) < spoolMin {
+		if len(s.Data) < wire.SpoolMin {
 			size += len(s.Data)
 		}
 	}
-	sp := spool{cur: make(enc, 0, size).u32(uint32(len(slots)))}
+	sp := wire.Spool{Cur: make(wire.Enc, 0, size).U32(uint32(len(slots)))}
 	for _, s := range slots {
-		sp.cur = sp.cur.u8(s.Status)
-		sp.bytes(s.Data)
+		sp.Cur = sp.Cur.U8(s.Status)
+		sp.Bytes(s.Data)
 	}
-	return sp.frame()
+	return sp.Frame()
 }
 
 // decodeGetPiecesResp reads a reply that must have want slots.
 func decodeGetPiecesResp(b []byte, want int) ([]pieceSlot, error) {
-	d := dec{b: b}
-	if count := int(d.u32()); count != want || count > len(b) {
-		return nil, errMalformed
+	d := wire.NewDec(b)
+	if count := int(d.U32()); count != want || count > len(b) {
+		return nil, wire.ErrMalformed
 	}
 	out := make([]pieceSlot, want)
 	for i := range out {
-		out[i] = pieceSlot{Status: d.u8(), Data: d.bytes()}
+		out[i] = pieceSlot{Status: d.U8(), Data: d.Bytes()}
 		if out[i].Status > pieceCorrupt {
-			return nil, errMalformed
+			return nil, wire.ErrMalformed
 		}
 	}
-	return out, d.done()
+	return out, d.Done()
 }
 
 // forwardReq carries a client command to the key's coordinator; the reply
@@ -209,7 +210,7 @@ type forwardReq struct {
 	Args  [][]byte
 }
 
-func (f forwardReq) encode(e enc) enc {
+func (f forwardReq) encode(e wire.Enc) wire.Enc {
 	payload, tail := f.spool()
 	return append(e, peerReq{payload: payload, tail: tail}.whole()...)
 }
@@ -217,25 +218,25 @@ func (f forwardReq) encode(e enc) enc {
 // spool is f's encoding as a frame's payload and tail: a large argument
 // (a huge SET's value) is sent from the client's request, not copied.
 func (f forwardReq) spool() (payload []byte, tail [][]byte) {
-	s := spool{cur: enc(nil).u8(uint8(f.Proto)).u32(uint32(len(f.Args)))}
+	s := wire.Spool{Cur: wire.Enc(nil).U8(uint8(f.Proto)).U32(uint32(len(f.Args)))}
 	for _, a := range f.Args {
-		s.bytes(a)
+		s.Bytes(a)
 	}
-	return s.frame()
+	return s.Frame()
 }
 
 func decodeForward(b []byte) (forwardReq, error) {
-	d := dec{b: b}
-	f := forwardReq{Proto: int(d.u8())}
-	n := int(d.u32())
+	d := wire.NewDec(b)
+	f := forwardReq{Proto: int(d.U8())}
+	n := int(d.U32())
 	if n > len(b) { // every argument takes at least one byte
-		return f, errMalformed
+		return f, wire.ErrMalformed
 	}
 	f.Args = make([][]byte, 0, n)
-	for i := 0; i < n && d.err == nil; i++ {
-		f.Args = append(f.Args, d.bytes())
+	for i := 0; i < n && d.Err() == nil; i++ {
+		f.Args = append(f.Args, d.Bytes())
 	}
-	return f, d.done()
+	return f, d.Done()
 }
 
 // scanReq is one step of a cluster-wide SCAN on one node.
@@ -246,14 +247,14 @@ type scanReq struct {
 	Type   string
 }
 
-func (s scanReq) encode(e enc) enc {
-	return e.u64(s.Cursor).u32(uint32(s.Count)).bytes(s.Match).str(s.Type)
+func (s scanReq) encode(e wire.Enc) wire.Enc {
+	return e.U64(s.Cursor).U32(uint32(s.Count)).Bytes(s.Match).Str(s.Type)
 }
 
 func decodeScan(b []byte) (scanReq, error) {
-	d := dec{b: b}
-	s := scanReq{Cursor: d.u64(), Count: int(d.u32()), Match: d.bytes(), Type: d.str()}
-	return s, d.done()
+	d := wire.NewDec(b)
+	s := scanReq{Cursor: d.U64(), Count: int(d.U32()), Match: d.Bytes(), Type: d.Str()}
+	return s, d.Done()
 }
 
 type scanResp struct {
@@ -261,23 +262,28 @@ type scanResp struct {
 	Keys [][]byte
 }
 
-func (s scanResp) encode(e enc) enc {
-	e = e.u64(s.Next).u32(uint32(len(s.Keys)))
+func (s scanResp) encode(e wire.Enc) wire.Enc {
+	e = e.U64(s.Next).U32(uint32(len(s.Keys)))
 	for _, k := range s.Keys {
-		e = e.bytes(k)
+		e = e.Bytes(k)
 	}
 	return e
 }
 
 func decodeScanResp(b []byte) (scanResp, error) {
-	d := dec{b: b}
-	s := scanResp{Next: d.u64()}
-	n := int(d.u32())
+	d := wire.NewDec(b)
+	s := scanResp{Next: d.U64()}
+	n := int(d.U32())
 	if n > len(b) {
-		return s, errMalformed
+		return s, wire.ErrMalformed
 	}
-	for i := 0; i < n && d.err == nil; i++ {
-		s.Keys = append(s.Keys, d.bytes())
+	for i := 0; i < n && d.Err() == nil; i++ {
+		s.Keys = append(s.Keys, d.Bytes())
 	}
-	return s, d.done()
+	return s, d.Done()
+}
+
+// encodeList is wire.EncodeList for items that encode themselves.
+func encodeList[T interface{ encode(wire.Enc) wire.Enc }](items []T) wire.Enc {
+	return wire.EncodeList(items, func(e wire.Enc, x T) wire.Enc { return x.encode(e) })
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/store"
+	"github.com/memgest/memgest/wire"
 )
 
 // This file is rebuild (DESIGN.md §4, issue 4): after a failure the map
@@ -452,7 +453,7 @@ func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need pieceFil
 		var meta store.Meta
 		var ok bool
 		var err error
-		if len(val) >= spoolMin {
+		if len(val) >= wire.SpoolMin {
 			val = nil // the batch refers to a large one: never write over it
 		}
 		val, meta, ok, err = n.copySource(ctx, m, key, val)

@@ -14,6 +14,7 @@ import (
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/store"
+	"github.com/memgest/memgest/wire"
 )
 
 // This file is metadata-first recovery of a shard whose coordinator failed
@@ -484,12 +485,12 @@ type listReq struct {
 	Cursor      uint64
 }
 
-func (r listReq) encode(e enc) enc { return e.u16(r.First).u16(r.Last).u64(r.Cursor) }
+func (r listReq) encode(e wire.Enc) wire.Enc { return e.U16(r.First).U16(r.Last).U64(r.Cursor) }
 
 func decodeListReq(b []byte) (listReq, error) {
-	d := dec{b: b}
-	r := listReq{First: d.u16(), Last: d.u16(), Cursor: d.u64()}
-	return r, d.done()
+	d := wire.NewDec(b)
+	r := listReq{First: d.U16(), Last: d.U16(), Cursor: d.U64()}
+	return r, d.Done()
 }
 
 type listResp struct {
@@ -497,30 +498,30 @@ type listResp struct {
 	Entries []pieceEntry
 }
 
-func (r listResp) encode(e enc) enc {
-	e = e.u64(r.Next).u32(uint32(len(r.Entries)))
+func (r listResp) encode(e wire.Enc) wire.Enc {
+	e = e.U64(r.Next).U32(uint32(len(r.Entries)))
 	for _, p := range r.Entries {
-		e = e.bytes(p.Key).u16(p.Scheme).u64(p.Version).u8(p.Kind).u8(p.Index).i64(p.ExpireAt).u32(p.CRC)
+		e = e.Bytes(p.Key).U16(p.Scheme).U64(p.Version).U8(p.Kind).U8(p.Index).I64(p.ExpireAt).U32(p.CRC)
 	}
 	return e
 }
 
 func decodeListResp(b []byte) (listResp, error) {
-	d := dec{b: b}
-	r := listResp{Next: d.u64()}
-	count := int(d.u32())
+	d := wire.NewDec(b)
+	r := listResp{Next: d.U64()}
+	count := int(d.U32())
 	if count > len(b) {
-		return r, errMalformed
+		return r, wire.ErrMalformed
 	}
-	for i := 0; i < count && d.err == nil; i++ {
-		p := pieceEntry{Key: d.bytes(), Scheme: d.u16(), Version: d.u64(), Kind: d.u8()}
+	for i := 0; i < count && d.Err() == nil; i++ {
+		p := pieceEntry{Key: d.Bytes(), Scheme: d.U16(), Version: d.U64(), Kind: d.U8()}
 		if p.Kind > pieceKindDirectory {
-			return r, errMalformed
+			return r, wire.ErrMalformed
 		}
-		p.Index, p.ExpireAt, p.CRC = d.u8(), d.i64(), d.u32()
+		p.Index, p.ExpireAt, p.CRC = d.U8(), d.I64(), d.U32()
 		r.Entries = append(r.Entries, p)
 	}
-	return r, d.done()
+	return r, d.Done()
 }
 
 // listPageSize is how many pieces one ListPieces reply visits.

@@ -15,6 +15,7 @@ import (
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
+	"github.com/memgest/memgest/wire"
 )
 
 // This file is corruption handling (issue 4, "Corruption"). Every stored
@@ -90,9 +91,9 @@ func (n *Node) repairKey(ctx context.Context, key []byte) error {
 // onRepair is a coordinator's side of a holder's report that a piece of a
 // key failed its checksum.
 func (n *Node) onRepair(b []byte) ([]byte, error) {
-	d := dec{b: b}
-	key := d.bytes()
-	if err := d.done(); err != nil {
+	d := wire.NewDec(b)
+	key := d.Bytes()
+	if err := d.Done(); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.PeerTimeout)
@@ -191,7 +192,7 @@ func (n *Node) scrubPiece(ctx context.Context, k, val []byte, meta store.Meta) {
 	if coord.ID == n.id {
 		err = n.repairKey(ctx, ref.Key)
 	} else {
-		_, err = n.call(ctx, coord, msgRepair, enc(nil).bytes(ref.Key))
+		_, err = n.call(ctx, coord, msgRepair, wire.Enc(nil).Bytes(ref.Key))
 	}
 	n.log.Warn("scrub: corrupt piece dropped, repair asked", "key", string(ref.Key), "coordinator", coord.ID, "err", err)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/store"
+	"github.com/memgest/memgest/wire"
 )
 
 // This file is the piece sweep: garbage collection of redundancy pieces.
@@ -44,30 +45,30 @@ type auditItem struct {
 	Index   uint8 // a shard's index
 }
 
-func (a auditItem) encode(e enc) enc {
-	return e.bytes(a.Key).u16(a.Scheme).u64(a.Version).u8(a.Kind).u8(a.Index)
+func (a auditItem) encode(e wire.Enc) wire.Enc {
+	return e.Bytes(a.Key).U16(a.Scheme).U64(a.Version).U8(a.Kind).U8(a.Index)
 }
 
-func readAuditItem(d *dec) auditItem {
-	a := auditItem{Key: d.bytes(), Scheme: d.u16(), Version: d.u64(), Kind: d.u8(), Index: d.u8()}
+func readAuditItem(d *wire.Dec) auditItem {
+	a := auditItem{Key: d.Bytes(), Scheme: d.U16(), Version: d.U64(), Kind: d.U8(), Index: d.U8()}
 	if a.Kind > pieceKindShard {
-		d.err = errMalformed
+		d.Fail()
 	}
 	return a
 }
 
 // encodeAudit is a msgAudit payload: the holder's id, then its pieces.
 func encodeAudit(holder cluster.NodeID, items []auditItem) []byte {
-	return append(enc(nil).bytes([]byte(holder)), encodeList(items)...)
+	return append(wire.Enc(nil).Bytes([]byte(holder)), encodeList(items)...)
 }
 
 func decodeAudit(b []byte) (cluster.NodeID, []auditItem, error) {
-	d := dec{b: b}
-	holder := cluster.NodeID(d.bytes())
-	if d.err != nil {
-		return "", nil, d.err
+	d := wire.NewDec(b)
+	holder := cluster.NodeID(d.Bytes())
+	if d.Err() != nil {
+		return "", nil, d.Err()
 	}
-	items, err := decodeList(d.b, readAuditItem)
+	items, err := wire.DecodeList(d.Rest(), readAuditItem)
 	return holder, items, err
 }
 
@@ -162,7 +163,7 @@ func (n *Node) askAudit(ctx context.Context, node cluster.Node, items []auditIte
 		return nil, 0, err
 	}
 	if len(resp) != 12+len(items) || int(binary.BigEndian.Uint32(resp[8:])) != len(items) {
-		return nil, 0, errMalformed
+		return nil, 0, wire.ErrMalformed
 	}
 	drop := make([]bool, len(items))
 	for i := range drop {

@@ -8,6 +8,7 @@ import (
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/store"
+	"github.com/memgest/memgest/wire"
 )
 
 // TestAuditVerdicts: the coordinator drops exactly the pieces no committed
@@ -121,12 +122,12 @@ func slicesContainsNode(ts []kind.Target, id cluster.NodeID) bool {
 func TestAuditCodec(t *testing.T) {
 	in := []auditItem{{Key: []byte("a"), Scheme: 3, Version: 9, Kind: pieceKindShard, Index: 2}, {Key: []byte("b"), Version: 1}}
 	b := encodeList(in)
-	got, err := decodeList(b, readAuditItem)
+	got, err := wire.DecodeList(b, readAuditItem)
 	if err != nil || len(got) != 2 || string(got[0].Key) != "a" || got[0].Index != 2 || got[1].Version != 1 {
 		t.Fatalf("audit round trip: %+v, %v", got, err)
 	}
 	for i := range b {
-		if _, err := decodeList(b[:i], readAuditItem); err == nil {
+		if _, err := wire.DecodeList(b[:i], readAuditItem); err == nil {
 			t.Fatalf("an audit request cut at byte %d decoded", i)
 		}
 	}

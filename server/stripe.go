@@ -11,6 +11,7 @@ import (
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/stripe"
+	"github.com/memgest/memgest/wire"
 )
 
 // This file is the stripe:K+M data path (decision 0003). A coordinator
@@ -337,7 +338,7 @@ func (n *Node) readChunkRange(ctx context.Context, node cluster.Node, scheme uin
 		if err != nil {
 			return nil, err
 		}
-		page, err := decodeList(b, readRangedChunk)
+		page, err := wire.DecodeList(b, readRangedChunk)
 		if err != nil {
 			return nil, err
 		}

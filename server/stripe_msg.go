@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/memgest/memgest/scheme/stripe"
+	"github.com/memgest/memgest/wire"
 )
 
 // stripeUpdate is one chunk update for one parity holder: the update and
@@ -11,34 +12,34 @@ type stripeUpdate struct {
 	U stripe.Update
 }
 
-func (s stripeUpdate) encode(e enc) enc {
+func (s stripeUpdate) encode(e wire.Enc) wire.Enc {
 	u := s.U
-	return e.u8(uint8(s.J)).u16(u.Chunk.List).u8(u.Chunk.Position).u32(u.Chunk.Stripe).
-		u32(u.Seq).u32(u.Base).u8(uint8(u.Kind)).u32(uint32(u.Offset)).bytes(u.Bytes).u32(u.CRC).u8(boolByte(u.Sealed))
+	return e.U8(uint8(s.J)).U16(u.Chunk.List).U8(u.Chunk.Position).U32(u.Chunk.Stripe).
+		U32(u.Seq).U32(u.Base).U8(uint8(u.Kind)).U32(uint32(u.Offset)).Bytes(u.Bytes).U32(u.CRC).U8(boolByte(u.Sealed))
 }
 
-func readStripeUpdate(d *dec) stripeUpdate {
-	s := stripeUpdate{J: int(d.u8())}
-	s.U.Chunk = stripe.ChunkID{List: d.u16(), Position: d.u8(), Stripe: d.u32()}
-	s.U.Seq, s.U.Base, s.U.Kind = d.u32(), d.u32(), stripe.UpdateKind(d.u8())
-	s.U.Offset, s.U.Bytes, s.U.CRC, s.U.Sealed = int(d.u32()), d.bytes(), d.u32(), d.flag()
+func readStripeUpdate(d *wire.Dec) stripeUpdate {
+	s := stripeUpdate{J: int(d.U8())}
+	s.U.Chunk = stripe.ChunkID{List: d.U16(), Position: d.U8(), Stripe: d.U32()}
+	s.U.Seq, s.U.Base, s.U.Kind = d.U32(), d.U32(), stripe.UpdateKind(d.U8())
+	s.U.Offset, s.U.Bytes, s.U.CRC, s.U.Sealed = int(d.U32()), d.Bytes(), d.U32(), d.Flag()
 	return s
 }
 
 // encodedLen is len(s.encode(nil)).
 func (s stripeUpdate) encodedLen() int {
 	const fixed = 1 + 2 + 1 + 4 + 4 + 4 + 1 + 4 + 4 + 1
-	return fixed + uvarintLen(uint64(len(s.U.Bytes))) + len(s.U.Bytes)
+	return fixed + wire.UvarintLen(uint64(len(s.U.Bytes))) + len(s.U.Bytes)
 }
 
 // encodeStripeUpdates is a msgStripe payload: the scheme id, then the
 // updates as a list, encoded into a buffer of the right size at once.
-func encodeStripeUpdates(schemeID uint16, ups []stripeUpdate) enc {
+func encodeStripeUpdates(schemeID uint16, ups []stripeUpdate) wire.Enc {
 	size := 2 + 4
 	for _, u := range ups {
 		size += u.encodedLen()
 	}
-	e := make(enc, 0, size).u16(schemeID).u32(uint32(len(ups)))
+	e := make(wire.Enc, 0, size).U16(schemeID).U32(uint32(len(ups)))
 	for _, u := range ups {
 		e = u.encode(e)
 	}
@@ -68,12 +69,12 @@ func stripeFrames(ups []stripeUpdate, max int) [][]stripeUpdate {
 }
 
 func decodeStripeUpdates(b []byte) (uint16, []stripeUpdate, error) {
-	d := dec{b: b}
-	id := d.u16()
-	if d.err != nil {
-		return 0, nil, d.err
+	d := wire.NewDec(b)
+	id := d.U16()
+	if d.Err() != nil {
+		return 0, nil, d.Err()
 	}
-	ups, err := decodeList(d.b, readStripeUpdate)
+	ups, err := wire.DecodeList(d.Rest(), readStripeUpdate)
 	return id, ups, err
 }
 
@@ -86,18 +87,18 @@ type stripeAck struct {
 	Refusal string
 }
 
-func (a stripeAck) encode(e enc) enc {
-	return e.u8(uint8(a.Outcome)).u32(a.Through).str(a.Refusal)
+func (a stripeAck) encode(e wire.Enc) wire.Enc {
+	return e.U8(uint8(a.Outcome)).U32(a.Through).Str(a.Refusal)
 }
 
-func readStripeAck(d *dec) stripeAck {
-	return stripeAck{Outcome: stripe.Outcome(d.u8()), Through: d.u32(), Refusal: d.str()}
+func readStripeAck(d *wire.Dec) stripeAck {
+	return stripeAck{Outcome: stripe.Outcome(d.U8()), Through: d.U32(), Refusal: d.Str()}
 }
 
 func decodeStripeAcks(b []byte, count int) ([]stripeAck, error) {
-	acks, err := decodeList(b, readStripeAck)
+	acks, err := wire.DecodeList(b, readStripeAck)
 	if err == nil && len(acks) != count {
-		return nil, errMalformed
+		return nil, wire.ErrMalformed
 	}
 	return acks, err
 }
@@ -124,10 +125,10 @@ type rangedChunk struct {
 	Chunk  stripeChunk
 }
 
-func (r rangedChunk) encode(e enc) enc { return r.Chunk.encode(e.u32(r.Stripe)) }
+func (r rangedChunk) encode(e wire.Enc) wire.Enc { return r.Chunk.encode(e.U32(r.Stripe)) }
 
-func readRangedChunk(d *dec) rangedChunk {
-	r := rangedChunk{Stripe: d.u32()}
+func readRangedChunk(d *wire.Dec) rangedChunk {
+	r := rangedChunk{Stripe: d.U32()}
 	r.Chunk = readStripeChunkFrom(d)
 	return r
 }
@@ -139,18 +140,18 @@ type stripeRead struct {
 	Chunk  stripe.ChunkID // for parity, the position is ignored
 }
 
-func (r stripeRead) encode(e enc) enc {
-	return e.u16(r.Scheme).u8(r.What).u16(r.Chunk.List).u8(r.Chunk.Position).u32(r.Chunk.Stripe)
+func (r stripeRead) encode(e wire.Enc) wire.Enc {
+	return e.U16(r.Scheme).U8(r.What).U16(r.Chunk.List).U8(r.Chunk.Position).U32(r.Chunk.Stripe)
 }
 
 func decodeStripeRead(b []byte) (stripeRead, error) {
-	d := dec{b: b}
-	r := stripeRead{Scheme: d.u16(), What: d.u8()}
-	r.Chunk = stripe.ChunkID{List: d.u16(), Position: d.u8(), Stripe: d.u32()}
-	if d.err == nil && (r.What < readDataChunk || r.What > readParityRange) {
-		d.err = errMalformed
+	d := wire.NewDec(b)
+	r := stripeRead{Scheme: d.U16(), What: d.U8()}
+	r.Chunk = stripe.ChunkID{List: d.U16(), Position: d.U8(), Stripe: d.U32()}
+	if d.Err() == nil && (r.What < readDataChunk || r.What > readParityRange) {
+		d.Fail()
 	}
-	return r, d.done()
+	return r, d.Done()
 }
 
 // stripeChunk is a msgStripeRead reply: the bytes if the node holds them;
@@ -167,41 +168,41 @@ type stripeChunk struct {
 	SealedAt      []bool
 }
 
-func (c stripeChunk) encode(e enc) enc {
-	e = e.u8(boolByte(c.Found)).u8(boolByte(c.Sealed)).u8(c.J).u32(c.Seq).bytes(c.Bytes).u8(uint8(len(c.Through)))
+func (c stripeChunk) encode(e wire.Enc) wire.Enc {
+	e = e.U8(boolByte(c.Found)).U8(boolByte(c.Sealed)).U8(c.J).U32(c.Seq).Bytes(c.Bytes).U8(uint8(len(c.Through)))
 	for i, t := range c.Through {
-		e = e.u32(t).u8(boolByte(c.SealedAt[i]))
+		e = e.U32(t).U8(boolByte(c.SealedAt[i]))
 	}
 	return e
 }
 
 func decodeStripeChunk(b []byte) (stripeChunk, error) {
-	d := dec{b: b}
+	d := wire.NewDec(b)
 	c := readStripeChunkFrom(&d)
-	return c, d.done()
+	return c, d.Done()
 }
 
-func readStripeChunkFrom(d *dec) stripeChunk {
-	c := stripeChunk{Found: d.flag(), Sealed: d.flag(), J: d.u8(), Seq: d.u32(), Bytes: d.bytes()}
-	for range int(d.u8()) {
-		c.Through, c.SealedAt = append(c.Through, d.u32()), append(c.SealedAt, d.flag())
+func readStripeChunkFrom(d *wire.Dec) stripeChunk {
+	c := stripeChunk{Found: d.Flag(), Sealed: d.Flag(), J: d.U8(), Seq: d.U32(), Bytes: d.Bytes()}
+	for range int(d.U8()) {
+		c.Through, c.SealedAt = append(c.Through, d.U32()), append(c.SealedAt, d.Flag())
 	}
 	return c
 }
 
 // encodePositions is a readPositions reply: each stripe's state of the
 // position and, from the list's first parity holder, its manifest.
-func encodePositions(ps []stripe.PositionState) enc {
-	e := enc(nil).u32(uint32(len(ps)))
+func encodePositions(ps []stripe.PositionState) wire.Enc {
+	e := wire.Enc(nil).U32(uint32(len(ps)))
 	for _, p := range ps {
-		e = e.u32(p.Stripe).u32(p.Through).u8(boolByte(p.Sealed)).u8(boolByte(p.Open)).u8(boolByte(p.HasManifest)).bytes(p.Manifest)
+		e = e.U32(p.Stripe).U32(p.Through).U8(boolByte(p.Sealed)).U8(boolByte(p.Open)).U8(boolByte(p.HasManifest)).Bytes(p.Manifest)
 	}
 	return e
 }
 
 func decodePositions(b []byte) ([]stripe.PositionState, error) {
-	return decodeList(b, func(d *dec) stripe.PositionState {
-		p := stripe.PositionState{Stripe: d.u32(), Through: d.u32(), Sealed: d.flag(), Open: d.flag(), HasManifest: d.flag(), Manifest: d.bytes()}
+	return wire.DecodeList(b, func(d *wire.Dec) stripe.PositionState {
+		p := stripe.PositionState{Stripe: d.U32(), Through: d.U32(), Sealed: d.Flag(), Open: d.Flag(), HasManifest: d.Flag(), Manifest: d.Bytes()}
 		if len(p.Manifest) == 0 {
 			p.Manifest = nil
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme/stripe"
+	"github.com/memgest/memgest/wire"
 )
 
 // This file restores a stripe list after failures (decision 0003): the
@@ -168,7 +169,7 @@ func (n *Node) dropChunk(ctx context.Context, lp lostPosition, holders []cluster
 	for i, err := range errs {
 		if err == nil {
 			var acks []stripeAck
-			if acks, err = decodeList(replies[i], readStripeAck); err == nil {
+			if acks, err = wire.DecodeList(replies[i], readStripeAck); err == nil {
 				for _, a := range acks {
 					if a.Refusal != "" || a.Outcome == stripe.Missing {
 						err = fmt.Errorf("dropping %s: %s %s", id, a.Outcome, a.Refusal)
@@ -214,12 +215,12 @@ type stripeResyncReq struct {
 	J      uint8
 }
 
-func (r stripeResyncReq) encode(e enc) enc { return e.u16(r.Scheme).u16(r.List).u8(r.J) }
+func (r stripeResyncReq) encode(e wire.Enc) wire.Enc { return e.U16(r.Scheme).U16(r.List).U8(r.J) }
 
 func decodeStripeResync(b []byte) (stripeResyncReq, error) {
-	d := dec{b: b}
-	r := stripeResyncReq{Scheme: d.u16(), List: d.u16(), J: d.u8()}
-	return r, d.done()
+	d := wire.NewDec(b)
+	r := stripeResyncReq{Scheme: d.U16(), List: d.U16(), J: d.U8()}
+	return r, d.Done()
 }
 
 // onStripeResync sends this node's chunks of a list to one parity holder,

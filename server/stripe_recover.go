@@ -13,6 +13,7 @@ import (
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/stripe"
+	"github.com/memgest/memgest/wire"
 )
 
 // This file recovers the stripe keys of a shard whose coordinator failed
@@ -623,7 +624,7 @@ func (n *Node) equalizeHolders(ctx context.Context, lp lostPosition, holders []c
 		if err != nil {
 			continue
 		}
-		ups, err := decodeList(b, readStripeUpdate)
+		ups, err := wire.DecodeList(b, readStripeUpdate)
 		if err != nil {
 			return false, err
 		}

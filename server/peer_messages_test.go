@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memgest/memgest/scheme/stripe"
+	"github.com/memgest/memgest/wire"
 )
 
 func TestPeerPayloadRoundTrips(t *testing.T) {
@@ -62,7 +63,7 @@ func TestPutPiecesRoundTripsAndRefusesDamage(t *testing.T) {
 	if _, err := decodePutPieces(append(b, 0)); err == nil {
 		t.Fatal("trailing byte accepted")
 	}
-	huge := append(enc(nil).u32(1<<31), b[4:]...)
+	huge := append(wire.Enc(nil).U32(1<<31), b[4:]...)
 	if _, err := decodePutPieces(huge); err == nil {
 		t.Fatal("a count beyond the payload was accepted")
 	}
@@ -153,7 +154,7 @@ func TestGetPiecesCodec(t *testing.T) {
 			t.Fatalf("a GetPieces request cut at byte %d decoded", i)
 		}
 	}
-	large := bytes.Repeat([]byte("L"), spoolMin+3) // sent from where it is, not copied
+	large := bytes.Repeat([]byte("L"), wire.SpoolMin+3) // sent from where it is, not copied
 	slots := []pieceSlot{{Status: pieceFound, Data: []byte("shard")}, {Status: pieceFound, Data: large},
 		{Status: pieceMissing, Data: []byte{}}, {Status: pieceCorrupt, Data: []byte{}}}
 	payload, tail := encodeGetPiecesResp(slots)
@@ -299,17 +300,17 @@ func TestPieceEncodedLen(t *testing.T) {
 // one spool's payload is added to another's (a commit group merging a
 // pipeline's batch), and its segments are the payload enc would make.
 func TestSpoolRefersToLargeStrings(t *testing.T) {
-	large := bytes.Repeat([]byte("L"), spoolMin)
+	large := bytes.Repeat([]byte("L"), wire.SpoolMin)
 	pieces := []piece{{Key: []byte("a"), Data: []byte("small")}, {Key: []byte("b"), Data: large}, {Key: []byte("c"), Data: []byte("x")}}
-	var s, o spool
-	s.cur = enc(nil).u32(3)
-	o.cur = enc(nil).u32(0)
+	var s, o wire.Spool
+	s.Cur = wire.Enc(nil).U32(3)
+	o.Cur = wire.Enc(nil).U32(0)
 	pieces[0].spoolTo(&s)
 	for _, p := range pieces[1:] {
 		p.spoolTo(&o)
 	}
-	s.add(&o, putPiecesHeader)
-	payload, tail := s.frame()
+	s.Add(&o, putPiecesHeader)
+	payload, tail := s.Frame()
 	refs := 0
 	for _, seg := range tail {
 		if len(seg) > 0 && &seg[0] == &large[0] {
@@ -317,7 +318,7 @@ func TestSpoolRefersToLargeStrings(t *testing.T) {
 		}
 	}
 	got := peerReq{payload: payload, tail: tail}.whole()
-	if want := encodePutPieces(pieces); !bytes.Equal(got, want) || refs != 1 || s.size() != len(want) {
-		t.Fatalf("spool payload differs from enc's (%d vs %d bytes, size %d), %d references to the large string", len(got), len(want), s.size(), refs)
+	if want := encodePutPieces(pieces); !bytes.Equal(got, want) || refs != 1 || s.Size() != len(want) {
+		t.Fatalf("spool payload differs from wire.Enc's (%d vs %d bytes, size %d), %d references to the large string", len(got), len(want), s.Size(), refs)
 	}
 }
