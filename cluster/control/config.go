@@ -185,6 +185,11 @@ func (c Config) raftConfig(logger hclog.Logger) *raft.Config {
 	rc.SnapshotInterval = c.SnapshotInterval
 	rc.TrailingLogs = c.TrailingLogs
 	rc.Logger = logger
+	// A member taken out of the configuration while alive (a failed
+	// non-voter that comes back, a leader that gave up its own vote) keeps
+	// its Raft running, so that AddMember can readmit it; with Raft's
+	// default it shut down and stayed out until its process restarted.
+	rc.ShutdownOnRemove = false
 	return rc
 }
 

@@ -318,19 +318,45 @@ func (c *Plane) AddMember(ctx context.Context, add cluster.AddNode) (*cluster.Ma
 // live node with takes its vote (a non-voter promoted in place), and the
 // map's voter flags follow. Without it a second voter failure would cost
 // the quorum of three.
+//
+// A leader that gives up its own vote (a restarted node that won an
+// election marks itself failed) promotes with and records the flags first,
+// and leaves the configuration last: once out of it, it leads nothing, so
+// nothing after could commit. A failed voter that is down leaves first
+// instead, so that the configuration change never needs its vote.
 func (c *Plane) ReplaceVoter(ctx context.Context, failed cluster.NodeID, with cluster.Node) (*cluster.Map, error) {
 	if err := c.leading(); err != nil {
 		return nil, err
 	}
 	c.member.Lock()
 	defer c.member.Unlock()
-	if err := await(ctx, c.raft.RemoveServer(raft.ServerID(failed), 0, timeoutOf(ctx))); err != nil {
+	remove := func() error {
+		return await(ctx, c.raft.RemoveServer(raft.ServerID(failed), 0, timeoutOf(ctx)))
+	}
+	promote := func() error {
+		return await(ctx, c.raft.AddVoter(raft.ServerID(with.ID), raft.ServerAddress(with.PeerAddr), 0, timeoutOf(ctx)))
+	}
+	flags := cluster.SetVoters{Nodes: []cluster.VoterFlag{{ID: failed, Voter: false}, {ID: with.ID, Voter: true}}}
+	if failed != c.cfg.Self.ID {
+		if err := remove(); err != nil {
+			return nil, raftError(err)
+		}
+		if err := promote(); err != nil {
+			return nil, raftError(err)
+		}
+		return c.Propose(ctx, flags)
+	}
+	if err := promote(); err != nil {
 		return nil, raftError(err)
 	}
-	if err := await(ctx, c.raft.AddVoter(raft.ServerID(with.ID), raft.ServerAddress(with.PeerAddr), 0, timeoutOf(ctx))); err != nil {
+	m, err := c.Propose(ctx, flags)
+	if err != nil {
+		return nil, err
+	}
+	if err := remove(); err != nil {
 		return nil, raftError(err)
 	}
-	return c.Propose(ctx, cluster.SetVoters{Nodes: []cluster.VoterFlag{{ID: failed, Voter: false}, {ID: with.ID, Voter: true}}})
+	return m, nil
 }
 
 // Member is a node of the Raft configuration as this node knows it.

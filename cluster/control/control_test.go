@@ -427,7 +427,11 @@ func TestConfigValidate(t *testing.T) {
 }
 
 // RemoveMember takes a non-voter out of the Raft configuration and leaves
-// voters in it, however asked; AddMember admits the removed node again.
+// voters in it, however asked; AddMember admits the removed node again,
+// and it follows the map again: a member that learns it was removed keeps
+// its Raft running (Raft's ShutdownOnRemove is off), or a live node taken
+// out (a failed non-voter that comes back, a leader that replaced itself)
+// could never be readmitted without a restart.
 func TestRemoveMemberOnlyNonVoters(t *testing.T) {
 	nodes := []*testMember{newMember(t, 0), newMember(t, 1)}
 	a := nodes[0]
@@ -454,6 +458,11 @@ func TestRemoveMemberOnlyNonVoters(t *testing.T) {
 	}
 	addMember(t, nodes, nodes[1].node)
 	checkSuffrage(t, a.ctl, 1, 1)
+	next, err := a.ctl.Propose(ctx, cluster.CreateScheme{Spec: spec(t, "rep:2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitSame(t, nodes, func(m *cluster.Map) bool { return m.Epoch >= next.Epoch })
 }
 
 // commitGate is an in-memory Raft transport whose AppendEntries a
@@ -540,4 +549,40 @@ func TestNewLeaderVerifiesWithEveryCommittedEntry(t *testing.T) {
 	if _, ok := verified.Map().Scheme("committed"); !ok {
 		t.Fatalf("a verified leader's map (epoch %d) lacks the entry the previous leader committed", verified.Map().Epoch)
 	}
+}
+
+// A leader that gives up its own vote (ReplaceVoter of itself: a restarted
+// node that won an election marks itself failed) hands it to the other
+// node and leaves the configuration, and is readmitted and follows the map
+// afterwards: before, it left first and could commit nothing after, and
+// Raft shut down on the removed node, which no AddMember could bring back
+// (robustness seed 13, "kill the raft leader and a node, restart both").
+func TestLeaderReplacesItsOwnVote(t *testing.T) {
+	nodes := []*testMember{newMember(t, 0), newMember(t, 1)}
+	a, b := nodes[0], nodes[1]
+	a.start(t, bootstrapWith(2, 1))
+	b.start(t, nil)
+	addMember(t, nodes, b.node)
+	ctx := ctxT(t)
+	m, err := a.ctl.ReplaceVoter(ctx, a.node.ID, b.node)
+	if err != nil {
+		t.Fatalf("the leader replacing its own vote: %v", err)
+	}
+	if n, _ := m.Node(b.node.ID); !n.Voter {
+		t.Fatalf("the map does not make %s the voter: %+v", b.node.ID, n)
+	}
+	for !b.ctl.IsLeader() {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the new voter never led")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	checkSuffrage(t, b.ctl, 1, 0)
+	addMember(t, nodes, a.node)
+	next, err := b.ctl.Propose(ctx, cluster.CreateScheme{Spec: spec(t, "rep:2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitSame(t, nodes, func(m *cluster.Map) bool { return m.Epoch >= next.Epoch })
 }
