@@ -428,10 +428,7 @@ func TestConfigValidate(t *testing.T) {
 
 // RemoveMember takes a non-voter out of the Raft configuration and leaves
 // voters in it, however asked; AddMember admits the removed node again,
-// and it follows the map again: a member that learns it was removed keeps
-// its Raft running (Raft's ShutdownOnRemove is off), or a live node taken
-// out (a failed non-voter that comes back, a leader that replaced itself)
-// could never be readmitted without a restart.
+// and it follows the map again.
 func TestRemoveMemberOnlyNonVoters(t *testing.T) {
 	nodes := []*testMember{newMember(t, 0), newMember(t, 1)}
 	a := nodes[0]
