@@ -183,7 +183,7 @@ func checkSpec(sp scheme.Spec) (scheme.Spec, error) {
 	if err != nil {
 		return sp, wrapf(ErrBadCommand, err, "%s", trimScheme(err))
 	}
-	if canon.Kind == scheme.Hybrid {
+	if !canon.Kind.Supported() {
 		return sp, errorf(ErrUnsupported, "scheme %s: %s schemes are not supported yet", canon, canon.Kind)
 	}
 	return canon, nil

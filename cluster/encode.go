@@ -163,7 +163,7 @@ func validatePlacement(sh Shard, known map[NodeID]bool) error {
 }
 
 func (m *Map) validateSchemes() error {
-	if len(m.Schemes) == 0 || m.Schemes[0] != (SchemeEntry{ID: NoneID, Spec: scheme.Spec{Kind: scheme.None}}) {
+	if len(m.Schemes) == 0 || m.Schemes[0] != (SchemeEntry{ID: NoneID, Spec: scheme.Builtin()}) {
 		return errorf(ErrBadMap, "scheme %d must be the builtin none", NoneID)
 	}
 	seen := map[string]bool{}

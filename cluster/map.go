@@ -163,7 +163,7 @@ const noShard = math.MaxUint16
 func EmptyMap() *Map {
 	m := &Map{
 		State:        Forming,
-		Schemes:      []SchemeEntry{{ID: NoneID, Spec: scheme.Spec{Kind: scheme.None}}},
+		Schemes:      []SchemeEntry{{ID: NoneID, Spec: scheme.Builtin()}},
 		Default:      NoneID,
 		NextSchemeID: NoneID + 1,
 	}

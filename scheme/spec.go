@@ -22,6 +22,14 @@ const (
 
 var kindNames = map[Kind]string{None: "none", Rep: "rep", Split: "split", Stripe: "stripe", Hybrid: "hybrid"}
 
+// Supported says whether memgest serves schemes of kind k: Hybrid parses
+// but is refused until its data path exists.
+func (k Kind) Supported() bool { return k != Hybrid }
+
+// Builtin is the spec of the built-in scheme none, the first of every
+// catalogue.
+func Builtin() Spec { return Spec{Kind: None} }
+
 func (k Kind) String() string {
 	if s, ok := kindNames[k]; ok {
 		return s

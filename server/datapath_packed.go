@@ -103,9 +103,6 @@ func (op *writeOp) packedOf(n *Node) (kind.Packed, bool) {
 	return p, ok
 }
 
-// isPacked says whether op's scheme is a packed one.
-func (op *writeOp) isPacked(n *Node) bool { return isPacked(op.scheme(n)) }
-
 // stage makes op's packed write at version v, for its scheme to place.
 func (op *writeOp) stage(v uint64) *kind.Staged {
 	op.staged = kind.Staged{Key: op.key, Value: op.value, ExpireAt: op.expireAt, Version: v, Relocate: op.relocate}

@@ -86,7 +86,7 @@ func (n *Node) settleBlind(ctx context.Context, ws []blindWrite) {
 func replicaFrameSize(n *Node, ws []blindWrite) int {
 	size := putPiecesHeader
 	for i := range ws {
-		if w := &ws[i]; w.p != nil && !w.op.isPacked(n) {
+		if w := &ws[i]; w.p != nil && !isPacked(w.op.scheme(n)) {
 			size += piece{Key: w.key, Data: w.value}.inlineLen()
 		}
 	}

@@ -17,7 +17,7 @@ import (
 // issue 4): a read of such a key answers -LOST naming the scheme and how
 // many pieces are gone, never nil and never wrong bytes, and INFO and
 // memgest status list them. A key is lost when too few of its pieces
-// survive on live nodes: found so by a read (lostError from gatherSplit), or
+// survive on live nodes: found so by a read (kind.LostError from split's gather), or
 // by a shard recovery that saw the key's pieces but not enough of them
 // (lostKeys). Writing the key again (SET) or deleting it ends the report.
 //

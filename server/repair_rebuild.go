@@ -274,9 +274,10 @@ func (h held) hasEntry(key []byte, node cluster.NodeID) bool {
 // lacks it.
 func (n *Node) rebuildPlan(m *cluster.Map, dirNodes []cluster.Node, keys [][]byte, have held) []rebuildItem {
 	var plan []rebuildItem
+	t := n.schemes(m)
 	for _, key := range keys {
 		meta, ok := n.primary.Meta(key)
-		sch, known := n.schemes(m).lookup(meta.Scheme)
+		sch, known := t.lookup(meta.Scheme)
 		if !ok || !known {
 			continue
 		}
@@ -443,6 +444,7 @@ func (n *Node) rebuildCopies(ctx context.Context, items []rebuildItem, need piec
 // the items left.
 func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need pieceFilter) (int, []rebuildItem, error) {
 	m := n.ctl.Map()
+	t := n.schemes(m)
 	var b pieceBatch
 	var sent []release
 	bytes := 0
@@ -456,14 +458,14 @@ func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need pieceFil
 		if len(val) >= wire.SpoolMin {
 			val = nil // the batch refers to a large one: never write over it
 		}
-		val, meta, ok, err = n.copySource(ctx, m, key, val)
+		val, meta, ok, err = n.copySource(ctx, t, key, val)
 		if err != nil {
 			return bytes, items, err // the shard's rebuild is tried again
 		}
 		if !ok {
 			continue // gone, moved, or corrupt (reads and the scrub repair it)
 		}
-		sch, _ := n.schemes(m).lookup(meta.Scheme)
+		sch, _ := t.lookup(meta.Scheme)
 		op := &writeOp{key: key, value: val, expireAt: meta.ExpireAt, entry: sch.Entry(), crc: meta.Aux, crcKnown: true}
 		targets, pieces, err := planPieces(m, sch, op, meta.Version)
 		if err != nil {
@@ -492,9 +494,9 @@ func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need pieceFil
 // over meanwhile: that write stored its own copies), and an error for a stub
 // it could not fill for now: that copy is lost until it is filled, so the
 // shard's rebuild must not end.
-func (n *Node) copySource(ctx context.Context, m *cluster.Map, key, buf []byte) ([]byte, store.Meta, bool, error) {
+func (n *Node) copySource(ctx context.Context, t *schemeTable, key, buf []byte) ([]byte, store.Meta, bool, error) {
 	val, meta, ok := n.primary.Get(key, buf)
-	sch, known := n.schemes(m).lookup(meta.Scheme)
+	sch, known := t.lookup(meta.Scheme)
 	if !ok || !known || sch.Traits().Rebuild != kind.RebuildCopy {
 		return val, meta, false, nil
 	}

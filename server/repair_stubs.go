@@ -136,9 +136,10 @@ func (n *Node) fillStubChunk(ctx context.Context, m *cluster.Map, chunk []rebuil
 	byNode := map[cluster.NodeID]int{}
 	var reqs []peerReq
 	var wants [][]stubWant
+	t := n.schemes(m)
 	for _, it := range chunk {
 		meta, ok := n.primary.Meta(it.key)
-		sch, known := n.schemes(m).lookup(meta.Scheme)
+		sch, known := t.lookup(meta.Scheme)
 		if !ok || !known || !isStub(meta) || sch.Traits().Rebuild != kind.RebuildCopy {
 			continue
 		}

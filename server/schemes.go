@@ -6,21 +6,21 @@ import (
 	"sync/atomic"
 
 	"github.com/memgest/memgest/cluster"
-	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/none"
 	"github.com/memgest/memgest/scheme/rep"
 	"github.com/memgest/memgest/scheme/split"
+	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/store"
 )
 
 // kinds binds every scheme kind to the package implementing it: a new
 // kind is a package and one line here (decision 0007).
 var kinds = kind.Registry{
-	scheme.None:   none.New,
-	scheme.Rep:    rep.New,
-	scheme.Split:  split.New,
-	scheme.Stripe: newStripeKind,
+	none.Kind:   none.New,
+	rep.Kind:    rep.New,
+	split.Kind:  split.New,
+	stripe.Kind: newStripeKind,
 }
 
 // schemeTable is the node's bound schemes for one map: one kind.Scheme per
@@ -177,6 +177,12 @@ func (u unsupported) Read(context.Context, []byte, store.Meta, []byte) ([]byte, 
 }
 func (u unsupported) Fill(context.Context, []byte, store.Meta) ([]byte, []byte, uint32, error) {
 	return nil, nil, 0, u.err
+}
+
+// isStripe says whether scheme id is bound to the stripe kind here.
+func (t *schemeTable) isStripe(id uint16) bool {
+	_, ok := t.of(id).(*stripeKind)
+	return ok
 }
 
 // isPacked says whether sch keeps its objects in chunks of its own

@@ -71,14 +71,6 @@ func (ss *stripeSchemes) scheme(entry cluster.SchemeEntry) (*stripeScheme, error
 	return s, nil
 }
 
-// isStripe says whether entry is a stripe scheme, whose keys' objects
-// live in their coordinators' chunks rather than in primary records. It is
-// the one place outside the scheme packages that names the stripe kind,
-// until the stripe data path moves behind kind.Scheme (decision 0007).
-func isStripe(entry cluster.SchemeEntry) bool {
-	return entry.Spec.Kind == scheme.Stripe
-}
-
 // byID returns the scheme with id, or nil.
 func (ss *stripeSchemes) byID(id uint16) *stripeScheme {
 	for _, s := range ss.all() {
@@ -191,7 +183,7 @@ func (n *Node) onStripe(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	entry, ok := n.ctl.Map().SchemeByID(id)
-	if !ok || !isStripe(entry) {
+	if !ok || !n.schemes(n.ctl.Map()).isStripe(entry.ID) {
 		return nil, fmt.Errorf("server: scheme id %d is not a stripe scheme", id)
 	}
 	s, err := n.stripes.scheme(entry)
@@ -262,7 +254,7 @@ func (n *Node) onStripeRead(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	entry, ok := n.ctl.Map().SchemeByID(r.Scheme)
-	if !ok || !isStripe(entry) {
+	if !ok || !n.schemes(n.ctl.Map()).isStripe(entry.ID) {
 		return nil, fmt.Errorf("server: scheme id %d is not a stripe scheme", r.Scheme)
 	}
 	s, err := n.stripes.scheme(entry)

@@ -18,6 +18,7 @@ import (
 // path until that moves into scheme/stripe (decision 0007).
 type stripeKind struct {
 	kind.Base
+	kind.Pieceless
 	n *Node
 }
 
@@ -29,7 +30,7 @@ var stripeTraits = kind.Traits{ReadsLocally: true, Pieces: kind.NoPieces, Rebuil
 // path is still the node's (stripe*.go), so it needs the node itself; a
 // stripe scheme bound without one (tests of properties) has no data path.
 func newStripeKind(entry cluster.SchemeEntry, env kind.Env) (kind.Scheme, error) {
-	s := &stripeKind{Base: kind.NewBase(entry, env, stripeTraits)}
+	s := &stripeKind{Base: kind.NewBase(entry, env, stripeTraits), Pieceless: kind.Pieceless{Spec: entry.Spec}}
 	if e, ok := env.(schemeEnv); ok {
 		s.n = e.n
 	}
@@ -38,25 +39,6 @@ func newStripeKind(entry cluster.SchemeEntry, env kind.Env) (kind.Scheme, error)
 
 // Record: the object lives in a chunk, never in a primary record.
 func (s *stripeKind) Record(kind.Value) ([]byte, uint32) { return nil, 0 }
-
-// Detached: a stripe key has no primary record.
-func (s *stripeKind) Detached(store.Meta) int64 { return 0 }
-
-// Targets is empty, once the shard has the K+M nodes the scheme needs.
-func (s *stripeKind) Targets(m *cluster.Map, key []byte) ([]kind.Target, error) {
-	_, err := kind.Holders(m, key, s.Entry().Spec)
-	return nil, err
-}
-
-// Encode makes no piece.
-func (s *stripeKind) Encode(kind.Piece, kind.Value, []kind.Target) ([]kind.Piece, error) {
-	return nil, nil
-}
-
-// Misplaced: a stripe scheme keeps nothing in the pieces store.
-func (s *stripeKind) Misplaced(*cluster.Map, []byte, int, cluster.NodeID, cluster.NodeID) bool {
-	return true
-}
 
 // Read fails: a stripe key has no primary record to read.
 func (s *stripeKind) Read(_ context.Context, key []byte, _ store.Meta, _ []byte) ([]byte, error) {
@@ -91,7 +73,7 @@ func (s *stripeKind) info(u *schemeUsage) []resp.Reply { return stripeInfo(s.Ent
 // state is this node's state for the scheme, created on first use.
 func (s *stripeKind) state() (*stripeScheme, error) { return s.n.stripes.scheme(s.Entry()) }
 
-// Find looks key up in the scheme's chunks (readStripe for one scheme).
+// Find looks key up in the scheme's chunks.
 // The caller holds the key's move lock for reading.
 func (s *stripeKind) Find(key []byte, withValue bool) (store.Meta, []byte, bool) {
 	st := s.n.stripes.byID(s.Entry().ID)
@@ -139,7 +121,7 @@ func (s *stripeKind) Flush(ctx context.Context, ws []*kind.Staged) {
 }
 
 // Commit indexes w's staged object, which removes the object it replaces
-// here (commitToStripe).
+// here.
 func (s *stripeKind) Commit(w *kind.Staged) (bool, error) {
 	pl, ok := w.Place.(*stripePlace)
 	if !ok {
@@ -159,7 +141,7 @@ func (s *stripeKind) Commit(w *kind.Staged) (bool, error) {
 }
 
 // Abort removes w's staged object and tells the parity holders in the
-// background (abortStripe).
+// background.
 func (s *stripeKind) Abort(w *kind.Staged) {
 	pl, ok := w.Place.(*stripePlace)
 	if !ok {

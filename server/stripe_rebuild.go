@@ -82,8 +82,9 @@ func (n *Node) rebuildStripes(ctx context.Context, m *cluster.Map, sh cluster.Sh
 		return nil
 	}
 	var errs []error
+	t := n.schemes(m)
 	for _, e := range m.Schemes {
-		if !isStripe(e) || e.Spec.K+e.Spec.M > len(sh.Placement) {
+		if !t.isStripe(e.ID) || e.Spec.K+e.Spec.M > len(sh.Placement) {
 			continue
 		}
 		for p := 0; p < e.Spec.K+e.Spec.M; p++ {
@@ -232,7 +233,7 @@ func (n *Node) onStripeResync(b []byte) ([]byte, error) {
 	}
 	m := n.ctl.Map()
 	entry, ok := m.SchemeByID(r.Scheme)
-	if !ok || !isStripe(entry) || int(r.J) >= entry.Spec.M {
+	if !ok || !n.schemes(m).isStripe(entry.ID) || int(r.J) >= entry.Spec.M {
 		return nil, fmt.Errorf("server: no parity position %d of a stripe scheme with id %d", r.J, r.Scheme)
 	}
 	s, err := n.stripes.scheme(entry)

@@ -65,7 +65,7 @@ func (n *Node) stripeCandidates(ctx context.Context, m *cluster.Map, sh cluster.
 	found := map[uint16][]stripe.Object{} // by scheme: objects and fragments of sh's slots
 	var deferred []*pendingChunk
 	var gone []goneChunk
-	for _, lp := range lostPositions(m, sh) {
+	for _, lp := range lostPositions(n.schemes(m), sh) {
 		pr, err := n.recoverPosition(ctx, m, lp, sh, known)
 		if err != nil && beyondTolerance(m, lp) && ctx.Err() == nil {
 			// Not even the position's chunks could be listed.
@@ -322,10 +322,11 @@ func (n *Node) abandonPosition(lp lostPosition, job string, err error) {
 // node failed and whose chunks are still in parity: those awaiting a
 // rebuild, whoever holds them now (a spare takes a failed node's places
 // at once). Any of them may hold keys of sh; the caller keeps those.
-func lostPositions(m *cluster.Map, sh cluster.Shard) []lostPosition {
+func lostPositions(t *schemeTable, sh cluster.Shard) []lostPosition {
+	m := t.m
 	var out []lostPosition
 	for _, e := range m.Schemes {
-		if !isStripe(e) {
+		if !t.isStripe(e.ID) {
 			continue
 		}
 		for g := range m.Shards {

@@ -7,6 +7,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/store"
 )
 
 // Target is one placement node that holds a piece of a key, at its
@@ -82,4 +83,27 @@ func Holders(m *cluster.Map, key []byte, spec scheme.Spec) ([]cluster.Node, erro
 		return nil, fmt.Errorf("server: scheme %s needs %d nodes, the shard has %d", spec, width, len(holders))
 	}
 	return holders, nil
+}
+
+// Pieceless is the piece side of a kind that keeps nothing in the pieces
+// store (none; packed kinds, whose redundancy is per chunk): no pieces, so
+// none to place, encode or keep, and records that hold their whole value.
+// A kind embeds it beside Base.
+type Pieceless struct{ Spec scheme.Spec }
+
+// Detached: a record holds its whole value, if the kind has records.
+func (Pieceless) Detached(store.Meta) int64 { return 0 }
+
+// Targets is empty, once the shard has the nodes the scheme needs.
+func (p Pieceless) Targets(m *cluster.Map, key []byte) ([]Target, error) {
+	_, err := Holders(m, key, p.Spec)
+	return nil, err
+}
+
+// Encode makes no piece.
+func (Pieceless) Encode(Piece, Value, []Target) ([]Piece, error) { return nil, nil }
+
+// Misplaced: the kind keeps no piece, so any in the pieces store is.
+func (Pieceless) Misplaced(*cluster.Map, []byte, int, cluster.NodeID, cluster.NodeID) bool {
+	return true
 }

@@ -9,12 +9,19 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/bigcopy"
+	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/store"
 )
 
+// Kind is the scheme kind this package serves.
+const Kind = scheme.None
+
 // Scheme is a none scheme on one node.
-type Scheme struct{ kind.Base }
+type Scheme struct {
+	kind.Base
+	kind.Pieceless
+}
 
 // traits: a write sends nothing and commits as it begins; the record is
 // the value and the only copy.
@@ -22,30 +29,11 @@ var traits = kind.Traits{Immediate: true, ReadsLocally: true, Pieces: kind.NoPie
 
 // New binds a none entry to a node (a kind.Factory).
 func New(entry cluster.SchemeEntry, env kind.Env) (kind.Scheme, error) {
-	return &Scheme{kind.NewBase(entry, env, traits)}, nil
+	return &Scheme{kind.NewBase(entry, env, traits), kind.Pieceless{Spec: entry.Spec}}, nil
 }
 
 // Record keeps the value and its CRC32C.
 func (s *Scheme) Record(v kind.Value) ([]byte, uint32) { return v.Bytes(), v.CRC() }
-
-// Detached: the record holds the whole value.
-func (s *Scheme) Detached(store.Meta) int64 { return 0 }
-
-// Targets is empty, once the shard has a node.
-func (s *Scheme) Targets(m *cluster.Map, key []byte) ([]kind.Target, error) {
-	_, err := kind.Holders(m, key, s.Entry().Spec)
-	return nil, err
-}
-
-// Encode makes no piece.
-func (s *Scheme) Encode(kind.Piece, kind.Value, []kind.Target) ([]kind.Piece, error) {
-	return nil, nil
-}
-
-// Misplaced: a none key has no piece, so any is.
-func (s *Scheme) Misplaced(*cluster.Map, []byte, int, cluster.NodeID, cluster.NodeID) bool {
-	return true
-}
 
 // Read checks the record against its CRC32C; a corrupt one has no other
 // copy to be repaired from.

@@ -14,9 +14,13 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/bigcopy"
 	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/store"
 )
+
+// Kind is the scheme kind this package serves.
+const Kind = scheme.Rep
 
 // Scheme is a rep:R scheme on one node.
 type Scheme struct {

@@ -11,9 +11,13 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/bigcopy"
 	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/store"
 )
+
+// Kind is the scheme kind this package serves.
+const Kind = scheme.Split
 
 // Scheme is a split:K+M scheme on one node: the coordinator's primary
 // record keeps the value's length and version, and the K+M shards of each
