@@ -13,6 +13,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/cluster/control"
 	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/transport"
 )
 
@@ -69,6 +70,7 @@ func leasedNode(t *testing.T, m *cluster.Map) *Node {
 	n := &Node{cfg: Config{PeerTimeout: 2 * time.Second}, ctl: control.NewStatic(m), peers: transport.NewPool(), metrics: newNodeMetrics(),
 		started: time.Now(), log: slog.New(slog.DiscardHandler), leases: transport.NewPool()}
 	t.Cleanup(func() { n.peers.Close(); n.leases.Close() })
+	n.stripes = stripe.NewEngine(stripeHost{n}, stripe.Config{PeerTimeout: n.cfg.PeerTimeout}, n.log)
 	n.lease.until.Store(n.monoNow() + int64(time.Hour))
 	n.lease.fresh.Store(true) // fence() then wipes nothing
 	return n

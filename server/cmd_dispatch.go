@@ -101,7 +101,7 @@ func (n *Node) dispatch(ctx context.Context, cs *connState, cmd *command, args [
 		if r, refused := n.refuseKeys(n.ctl.Map(), keys); refused {
 			return r
 		}
-		if err := n.restoreKeys(ctx, keys); err != nil {
+		if err := n.stripes.RestoreKeys(ctx, keys); err != nil {
 			return resp.Errorf("TRYAGAIN memgest: restoring the key's stripe chunk: %v", err)
 		}
 		if p.local {

@@ -47,7 +47,7 @@ func keyspaceCommand(parse func(args [][]byte) (bool, resp.Reply), node, whole f
 
 // dbsizeNode is DBSIZE: the node's records and stripe objects.
 func (n *Node) dbsizeNode(context.Context) resp.Reply {
-	return resp.Int(int64(n.primary.Len() + n.stripeKeys()))
+	return resp.Int(int64(n.primary.Len() + n.stripes.Keys()))
 }
 
 // dbsizeCluster is DBSIZE CLUSTER: the keys of every live node.
@@ -105,7 +105,7 @@ func (n *Node) refuseKeyspace(ctx context.Context) (resp.Reply, bool) {
 			return resp.Errorf("TRYAGAIN memgest: shard %d is recovering after its coordinator failed", sh.ID), true
 		}
 	}
-	if err := n.restoreAll(ctx); err != nil {
+	if err := n.stripes.RestoreAll(ctx); err != nil {
 		return resp.Errorf("TRYAGAIN memgest: restoring the node's stripe chunks: %v", err), true
 	}
 	return resp.Reply{}, false
@@ -279,9 +279,11 @@ func coordinators(m *cluster.Map) []cluster.Node {
 // can still leave a piece or a record behind (docs/decisions/0002, "Known
 // gaps"). FLUSHALL CLUSTER and a fenced node's wipe use it.
 func (n *Node) flushLocal() {
-	n.pending.work.Lock() // after the restore in flight, if any
-	defer n.pending.work.Unlock()
-	n.pending.clearLocked()
+	n.stripes.ClearPending(n.flushStores)
+}
+
+// flushStores empties the stores, holding every inflight shard lock.
+func (n *Node) flushStores() {
 	for i := range n.inflight.shards {
 		n.inflight.shards[i].mu.Lock()
 	}
@@ -292,6 +294,6 @@ func (n *Node) flushLocal() {
 	}()
 	n.primary.Clear()
 	n.pieces.Clear()
-	n.stripes.clear()
+	n.stripes.DropSchemes()
 	n.stats.detachedValues.Clear()
 }

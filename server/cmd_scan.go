@@ -7,7 +7,6 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
-	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
 )
@@ -72,7 +71,7 @@ func (n *Node) scanCluster(ctx context.Context, cursor uint64, req scanReq) resp
 	}
 	var res scanResp
 	if nodes[idx].ID == n.id {
-		if err := n.restoreAll(ctx); err != nil {
+		if err := n.stripes.RestoreAll(ctx); err != nil {
 			return errReply(err)
 		}
 		res = n.scanLocal(req)
@@ -136,7 +135,7 @@ func (n *Node) walkKeys(cursor uint64, count int, visit func(key []byte, expireA
 			visit(key, m.ExpireAt)
 			return true
 		})
-		if next != 0 || !n.stripes.any.Load() {
+		if next != 0 || !n.stripes.InUse() {
 			return next
 		}
 		cursor = stripeScanFlag // on to the stripe schemes' keys
@@ -157,16 +156,9 @@ const stripeScanFlag = 1 << 52
 
 // scanStripes is one SCAN step over the stripe schemes' keys from cursor.
 func (n *Node) scanStripes(cursor uint64, count int, visit func(key []byte, expireAt int64)) uint64 {
-	schemes := n.stripes.all()
-	for i := int(cursor>>32) & 0xFFFFF; i < len(schemes); i++ {
-		s := schemes[i]
-		s.mu.Lock()
-		next, done := s.data.Scan(uint32(cursor), count, func(o stripe.Object) { visit(o.Key, o.ExpireAt) })
-		s.mu.Unlock()
-		if !done {
-			return stripeScanFlag | uint64(i)<<32 | uint64(next)
-		}
-		cursor = 0
+	next, done := n.stripes.Scan(cursor&^stripeScanFlag, count, visit)
+	if done {
+		return 0
 	}
-	return 0
+	return stripeScanFlag | next
 }

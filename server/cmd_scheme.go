@@ -8,6 +8,8 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/server/resp"
 )
 
@@ -118,7 +120,9 @@ func cmdSchemeInfo(n *Node, ctx context.Context, cs *connState, args [][]byte) r
 		resp.BulkString("expected_overhead"), resp.BulkString(strconv.FormatFloat(e.Spec.Overhead(), 'f', 3, 64)),
 	}
 	if i, ok := n.kindOf(e).(schemeInfoer); ok {
-		fields = append(fields, i.info(u)...)
+		for _, d := range i.Info(u.Keys, u.Logical, u.Stripe) {
+			fields = append(fields, resp.BulkString(d.Name), detailReply(d.Value))
+		}
 	}
 	return resp.Map(fields...)
 }
@@ -126,42 +130,7 @@ func cmdSchemeInfo(n *Node, ctx context.Context, cs *connState, args [][]byte) r
 // schemeInfoer is a bound scheme whose SCHEME.INFO adds fields of its
 // kind to the usage every scheme reports (stripe: its bytes broken down).
 type schemeInfoer interface {
-	info(u *schemeUsage) []resp.Reply
-}
-
-// stripeInfo is SCHEME.INFO's breakdown of a stripe scheme's stored bytes
-// (decision 0003), with the overhead MemEC §3.3's formula predicts for
-// objects of the measured sizes:
-//
-//	[n(K+V+M)/k + R/O + n(I+R/O)(K+V+M)/(kC)] / (K+V)
-//
-// where K+V is the mean key and value bytes, K+V+M the mean encoded object,
-// R/O the index bytes per key, I+R/O = 16 bytes per chunk and C the chunk
-// size (MemEC divides by K+V+M; we divide by the logical bytes, as the
-// measured overhead does, so that the two compare).
-func stripeInfo(spec scheme.Spec, u *schemeUsage) []resp.Reply {
-	s := u.Stripe
-	if s == nil {
-		s = &stripeUsage{}
-	}
-	formula := spec.Overhead()
-	if u.Keys > 0 && u.Logical > 0 {
-		n, k, c := float64(spec.K+spec.M), float64(spec.K), float64(spec.ChunkSize())
-		obj, logical, index := float64(s.Objects)/float64(u.Keys), float64(u.Logical)/float64(u.Keys), float64(s.Index)/float64(u.Keys)
-		formula = (n*obj/k + index + n*16*obj/(k*c)) / logical
-	}
-	return []resp.Reply{
-		resp.BulkString("chunk_size"), resp.Int(int64(spec.ChunkSize())),
-		resp.BulkString("data_chunk_bytes"), resp.Int(s.Chunks),
-		resp.BulkString("object_bytes"), resp.Int(s.Objects),
-		resp.BulkString("garbage_bytes"), resp.Int(s.Garbage),
-		resp.BulkString("parity_bytes"), resp.Int(s.Parity),
-		resp.BulkString("buffered_bytes"), resp.Int(s.Buffered),
-		resp.BulkString("backup_bytes"), resp.Int(s.Backups),
-		resp.BulkString("manifest_bytes"), resp.Int(s.Manifests),
-		resp.BulkString("index_bytes"), resp.Int(s.Index),
-		resp.BulkString("memec_overhead"), resp.BulkString(strconv.FormatFloat(formula, 'f', 3, 64)),
-	}
+	Info(keys, logical int64, u *stripe.Usage) []kind.Detail
 }
 
 // cmdSchemeDrop refuses a scheme that keys still use. The key count and the

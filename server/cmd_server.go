@@ -165,7 +165,7 @@ func (n *Node) infoStats() resp.InfoSection {
 // infoKeyspace reports the keys this node coordinates, as a Redis Cluster
 // node reports its own.
 func (n *Node) infoKeyspace() resp.InfoSection {
-	keys := n.primary.Len() + n.stripeKeys()
+	keys := n.primary.Len() + n.stripes.Keys()
 	if keys == 0 {
 		return resp.InfoSection{Name: "Keyspace"}
 	}
@@ -197,9 +197,9 @@ func (n *Node) infoMemgest(ctx context.Context) resp.InfoSection {
 		{"repairs", strconv.FormatInt(n.health.repaired.Load(), 10)},
 		{"scrubbed_bytes", strconv.FormatInt(n.health.scrubbed.Load(), 10)},
 		{"swept_pieces", strconv.FormatInt(n.health.swept.Load(), 10)},
-		{"stripe_positions_lost", strconv.FormatInt(n.stats.stripePositionsLost.Load(), 10)},
-		{"stripe_chunks_pending", strconv.FormatInt(n.pending.chunks(), 10)},
-		{"stripe_chunks_restored", strconv.FormatInt(n.stats.stripeChunksRestored.Load(), 10)},
+		{"stripe_positions_lost", strconv.FormatInt(n.stripes.Stats().PositionsLost.Load(), 10)},
+		{"stripe_chunks_pending", strconv.FormatInt(n.stripes.PendingChunks(), 10)},
+		{"stripe_chunks_restored", strconv.FormatInt(n.stripes.Stats().ChunksRestored.Load(), 10)},
 		{"shards_stripes_pending", strconv.Itoa(m.StripesPendingShards())},
 		{"default_scheme", m.DefaultScheme().Name()},
 		{"redirect", strconv.FormatBool(n.cfg.Redirect)},

@@ -180,7 +180,7 @@ func (n *Node) filledMeta(ctx context.Context, key []byte) (current, error) {
 // what it saw of the primary record, for writeLocked.
 func (n *Node) peekLocked(key []byte) (current, peeked) {
 	meta, ok := n.primary.Meta(key)
-	pk := peeked{scheme: meta.Scheme, stored: ok, exact: !n.stripes.any.Load()}
+	pk := peeked{scheme: meta.Scheme, stored: ok, exact: !n.stripes.InUse()}
 	if !ok {
 		if _, _, cur, inStripe, _ := n.lookupPacked(key, false); inStripe && (cur.meta.ExpireAt == 0 || cur.meta.ExpireAt > nowMs()) {
 			return cur, pk

@@ -7,7 +7,6 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme/kind"
-	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/server/resp"
 )
 
@@ -79,23 +78,12 @@ type verifyReport struct {
 	checked     int // redundancy pieces read and found to agree
 	unavailable int // pieces on failed nodes nobody stands in for
 	problems    []string
-	chunk       *chunkReport  // a stripe key's chunk (stripe_verify.go)
 	details     []kind.Detail // the kind's own fields (kind.Check.Details)
-}
-
-// chunkReport is where a stripe key's object is: its chunk, whether the
-// chunk is sealed, and the client addresses of the nodes at the positions
-// of the chunk's list, data positions first.
-type chunkReport struct {
-	id     stripe.ChunkID
-	sealed bool
-	nodes  []string
 }
 
 // verifyPieces checks key's pieces against cur, its committed state (whose
 // primary record readCommitted has already checked against its CRC32C, or
-// decoded): through its scheme (kind.Scheme.Verify), or the stripe data
-// path's own check of the key's chunk.
+// decoded), through its scheme (kind.Scheme.Verify).
 func (n *Node) verifyPieces(ctx context.Context, m *cluster.Map, key []byte, cur current) verifyReport {
 	r := verifyReport{scheme: cur.entry.Name(), version: cur.meta.Version}
 	sch := n.kindOf(cur.entry)

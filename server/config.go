@@ -102,7 +102,7 @@ type Config struct {
 	// (repair_sweep.go; 0: no sweep).
 	SweepInterval time.Duration
 	// CompactRate bounds the bytes of stripe chunks per second that
-	// compaction empties by relocating their objects (stripe_compact.go;
+	// compaction empties by relocating their objects (datapath_compact.go;
 	// 0: no compaction).
 	CompactRate int64
 	// CompactShare bounds the share of the time compaction works, in

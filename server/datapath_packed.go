@@ -37,7 +37,7 @@ func (pm *packedMoves) lock(key []byte) *sync.RWMutex {
 
 // packedInUse says whether a packed scheme may hold objects on this node:
 // until one does, a miss in the primary store is final.
-func (n *Node) packedInUse() bool { return n.stripes.any.Load() }
+func (n *Node) packedInUse() bool { return n.stripes.InUse() }
 
 // findPacked looks key up in the map's packed schemes. The caller holds
 // the key's move lock for reading, or its write slot.

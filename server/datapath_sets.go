@@ -215,7 +215,7 @@ func (n *Node) joins(cs *connState, p parsed, args [][]byte) bool {
 	_, refused := n.refuseKeys(m, args[1:2])
 	// A refused SET runs the usual way, to get its error; so does one
 	// whose key recovery has yet to restore.
-	return !refused && !n.keyPending(m, args[1])
+	return !refused && !n.stripes.KeyPending(m, args[1])
 }
 
 func (g *setGroup) has(key []byte) bool {

@@ -51,32 +51,7 @@ func (n *Node) expireSample(ctx context.Context) {
 			break
 		}
 	}
-	for _, s := range n.stripes.all() {
-		n.expireStripeSample(ctx, s, deadline)
-	}
-}
-
-// expireStripeChunks is how many chunks one sample of a stripe scheme
-// looks at.
-const expireStripeChunks = 8
-
-// expireStripeSample deletes the expired objects of stripe scheme s's
-// chunks, sampling a few chunks at a time (stripe.Data.SampleExpired)
-// while more than a quarter of the objects with a TTL it finds have
-// expired and the budget lasts, as Redis's active expiry does.
-func (n *Node) expireStripeSample(ctx context.Context, s *stripeScheme, deadline time.Time) {
-	for time.Now().Before(deadline) {
-		var keys [][]byte
-		s.mu.Lock()
-		withTTL := s.data.SampleExpired(nowMs(), expireStripeChunks, func(key []byte) { keys = append(keys, key) })
-		s.mu.Unlock()
-		for _, k := range keys {
-			n.expireKey(ctx, k)
-		}
-		if len(keys)*4 <= withTTL || len(keys) == 0 {
-			return
-		}
-	}
+	n.stripes.SampleExpired(deadline, nowMs, func(key []byte) { n.expireKey(ctx, key) })
 }
 
 // expireKey deletes key if it is still expired when its turn comes.

@@ -9,7 +9,6 @@ import (
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/kind"
-	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/store"
 )
 
@@ -288,52 +287,5 @@ func TestMarkComplete(t *testing.T) {
 	markComplete(tableOf(t, failed), fsh, []*candidate{two})
 	if !two.complete {
 		t.Fatal("a version missing only the failed position's shard is not complete")
-	}
-}
-
-// TestStripeRoundWithNoLiveHolder: an update of a list whose every parity
-// holder failed goes to nobody and is acknowledged at once, so the
-// chunk's log does not keep it (new holders are resynced whole); updates
-// of lists with a live holder go to it and stay logged until it answers.
-func TestStripeRoundWithNoLiveHolder(t *testing.T) {
-	m := testMap(t, 3)
-	sp, _ := scheme.Parse("stripe:2+1/256")
-	m = mustApply(t, m, cluster.CreateScheme{Spec: sp})
-	holder := m.Holders(&m.Shards[0], 3)[2] // list 0's parity holder
-	m = mustApply(t, m, cluster.MarkFailed{ID: holder.ID})
-	d, err := stripe.NewData(256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ups []stripe.Update
-	for _, list := range []uint16{0, 1} {
-		d.SetSlots([]stripe.Slot{{List: list, Position: 0}})
-		// The first object nearly fills its chunk: the second opens one in list 1.
-		o := stripe.Object{Key: fmt.Appendf(nil, "k%d", list), Value: make([]byte, 220-200*int(list)), Version: uint64(list + 1)}
-		_, more, err := d.Append(&o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ups = append(ups, more...)
-	}
-	r := stripeRound{pending: map[stripeKey]int{}}
-	if err := r.plan(m, sp, ups); err != nil {
-		t.Fatal(err)
-	}
-	for _, dst := range r.dests {
-		for _, u := range dst.ups {
-			if u.U.Chunk.List == 0 {
-				t.Fatalf("an update of list 0 went to %s, whose only parity holder failed", dst.node.ID)
-			}
-		}
-	}
-	s := &stripeScheme{spec: sp, data: d}
-	lacking, failures := r.settle(s, make([][]byte, len(r.dests)), make([]error, len(r.dests)))
-	if len(lacking) != 0 || len(failures) != len(r.dests) {
-		t.Fatalf("settle with no replies: lacking %v, failures %v", lacking, failures)
-	}
-	left := d.Unacked()
-	if len(left) != 1 || left[0].Chunk.List != 1 {
-		t.Fatalf("logged after the round: %v; want list 1's update only", left)
 	}
 }

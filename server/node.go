@@ -21,6 +21,7 @@ import (
 	"github.com/memgest/memgest/cluster/control"
 	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/internal/lograte"
+	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
 )
@@ -61,15 +62,14 @@ type Node struct {
 	recovering  shardClaims   // shards whose records are being recovered
 	rebuilding  shardClaims   // shards whose lost pieces are being rebuilt
 	restoring   shardClaims   // shards whose pending stripe keys are being restored
-	pending     stripePending // lost stripe chunks recovery deferred (stripe_pending.go)
 	rebuild     rebuildProgress
 	lost        lostKeys            // keys recovery found beyond their scheme's tolerance
 	unfinished  unfinishedDeletions // deletions whose releases failed (repair_purge.go)
 	directory   directorySender
-	stripes     stripeSchemes // stripe:K+M chunks and parity (stripe.go)
-	bound       boundSchemes  // the catalogue's schemes bound to their kinds (schemes.go)
-	moves       packedMoves   // keys moving between the primary store and packed schemes (datapath_packed.go)
-	health      integrity     // checksum failures found and repaired
+	stripes     *stripe.Engine // stripe:K+M chunks and parity, and the chunks recovery deferred
+	bound       boundSchemes   // the catalogue's schemes bound to their kinds (schemes.go)
+	moves       packedMoves    // keys moving between the primary store and packed schemes (datapath_packed.go)
+	health      integrity      // checksum failures found and repaired
 
 	trust       trust             // cluster secret and TLS (trust.go)
 	ownPassword *cluster.Password // --requirepass, before the map has the cluster's (auth.go)
@@ -124,6 +124,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 			return nil, err
 		}
 	}
+	n.stripes = stripe.NewEngine(stripeHost{n}, stripe.Config{PeerTimeout: cfg.PeerTimeout}, n.log)
 	n.incarnation.Store(newIncarnation())
 	n.lease.fresh.Store(true)
 	if err := n.start(); err != nil {

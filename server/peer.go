@@ -249,11 +249,11 @@ func (n *Node) peerHandler(typ uint8) func([]byte) ([]byte, error) {
 	case msgAudit:
 		return n.onAudit
 	case msgStripe:
-		return n.onStripe
+		return n.stripes.OnUpdates
 	case msgStripeRead:
-		return n.onStripeRead
+		return n.stripes.OnRead
 	case msgStripeResync:
-		return n.onStripeResync
+		return n.stripes.OnResync
 	}
 	return func([]byte) ([]byte, error) { return nil, fmt.Errorf("server: unknown peer message type %d", typ) }
 }
@@ -413,7 +413,7 @@ func (n *Node) onScan(b []byte) ([]byte, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.PeerTimeout*4/5)
 	defer cancel()
-	if err := n.restoreAll(ctx); err != nil {
+	if err := n.stripes.RestoreAll(ctx); err != nil {
 		return nil, err
 	}
 	return n.scanLocal(req).encode(nil), nil

@@ -26,9 +26,9 @@ const (
 	msgRepair                        // a holder found a corrupt piece of a key: store its pieces again (repair_scrub.go)
 	msgGetPieces                     // read many pieces at once (bulk split rebuild, repair_rebuild.go)
 	msgAudit                         // which of these pieces are garbage? (the sweep, repair_sweep.go)
-	msgStripe                        // chunk updates for a stripe scheme's parity holder (stripe.go)
-	msgStripeRead                    // read a data chunk, a parity chunk or an open chunk's copy (stripe.go)
-	msgStripeResync                  // send a list's chunks whole to one parity holder (stripe_rebuild.go)
+	msgStripe                        // chunk updates for a stripe scheme's parity holder (stripe.Engine.OnUpdates)
+	msgStripeRead                    // read a data chunk, a parity chunk or an open chunk's copy (stripe.Engine.OnRead)
+	msgStripeResync                  // send a list's chunks whole to one parity holder (stripe.Engine.OnResync)
 )
 
 // piece is one unit of redundancy stored on a node: a replica of a value or

@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/wire"
 )
 
@@ -184,24 +183,7 @@ func FuzzPeerPayloads(f *testing.F) {
 	f.Add(encodeDirectory([]dirEntry{{Key: []byte("d"), Scheme: 2, Version: 3}, {Key: []byte("t"), Version: 4, Kind: dirTombstone}}))
 	f.Add(encodeAudit("holder", []auditItem{{Key: []byte("a"), Scheme: 1, Version: 2, Kind: pieceKindShard, Index: 1}}))
 	f.Add([]byte(forwardReq{Proto: 2, Args: [][]byte{[]byte("GET"), []byte("k")}}.encode(nil)))
-	f.Add([]byte(encodeStripeUpdates(3, sampleStripeUpdates)))
-	f.Add([]byte(sampleStripeChunk.encode(nil)))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if id, ups, err := decodeStripeUpdates(b); err == nil && !bytes.Equal(encodeStripeUpdates(id, ups), b) {
-			t.Fatal("Stripe does not re-encode")
-		}
-		if c, err := decodeStripeChunk(b); err == nil && !bytes.Equal(c.encode(nil), b) {
-			t.Fatal("StripeRead reply does not re-encode")
-		}
-		if r, err := decodeStripeRead(b); err == nil && !bytes.Equal(r.encode(nil), b) {
-			t.Fatal("StripeRead does not re-encode")
-		}
-		if ps, err := decodePositions(b); err == nil && !bytes.Equal(encodePositions(ps), b) {
-			t.Fatal("positions do not re-encode")
-		}
-		if r, err := decodeStripeResync(b); err == nil && !bytes.Equal(r.encode(nil), b) {
-			t.Fatal("StripeResync does not re-encode")
-		}
 		if p, err := decodePiece(b); err == nil && !bytes.Equal(p.encode(nil), b) {
 			t.Fatal("piece does not re-encode")
 		}
@@ -233,55 +215,6 @@ func FuzzPeerPayloads(f *testing.F) {
 		_, _ = decodeScan(b)
 		_, _ = decodeScanResp(b)
 	})
-}
-
-var sampleStripeUpdates = []stripeUpdate{
-	{J: 1, U: stripe.Update{Chunk: stripe.ChunkID{List: 2, Position: 3, Stripe: 9}, Seq: 5, Base: 2, Kind: stripe.Delta, Offset: 40, Bytes: []byte("obj")}},
-	{J: 0, U: stripe.Update{Chunk: stripe.ChunkID{List: 2, Position: 3, Stripe: 9}, Seq: 6, Base: 2, Kind: stripe.Seal, CRC: 77}},
-	{J: 0, U: stripe.Update{Chunk: stripe.ChunkID{List: 1}, Seq: 7, Kind: stripe.Resync, Bytes: make([]byte, 64), Sealed: true}},
-}
-
-var sampleStripeChunk = stripeChunk{Found: true, J: 1, Seq: 4, Bytes: []byte("parity"), Through: []uint32{3, 0}, SealedAt: []bool{true, false}}
-
-// TestStripeCodecs: the stripe messages round-trip and refuse damage.
-func TestStripeCodecs(t *testing.T) {
-	b := encodeStripeUpdates(3, sampleStripeUpdates)
-	id, ups, err := decodeStripeUpdates(b)
-	if err != nil || id != 3 || len(ups) != 3 || !bytes.Equal(encodeStripeUpdates(id, ups), b) || ups[2].U.Kind != stripe.Resync || !ups[2].U.Sealed {
-		t.Fatalf("updates: %d %+v, %v", id, ups, err)
-	}
-	for i := range b {
-		if _, _, err := decodeStripeUpdates(b[:i]); err == nil {
-			t.Fatalf("a truncation to %d bytes decoded", i)
-		}
-	}
-	acks := []stripeAck{{Outcome: stripe.Applied, Through: 4}, {Outcome: stripe.Missing, Through: 1}, {Refusal: "bad"}}
-	if got, err := decodeStripeAcks(encodeList(acks), 3); err != nil || !reflect.DeepEqual(got, acks) {
-		t.Fatalf("acks: %+v, %v", got, err)
-	}
-	if _, err := decodeStripeAcks(encodeList(acks), 2); err == nil {
-		t.Fatal("a reply with another count of acks was accepted")
-	}
-	c, err := decodeStripeChunk(sampleStripeChunk.encode(nil))
-	if err != nil || !reflect.DeepEqual(c, sampleStripeChunk) {
-		t.Fatalf("chunk: %+v, %v", c, err)
-	}
-	r := stripeRead{Scheme: 4, What: readParityChunk, Chunk: stripe.ChunkID{List: 1, Position: 2, Stripe: 3}}
-	if got, err := decodeStripeRead(r.encode(nil)); err != nil || got != r {
-		t.Fatalf("read: %+v, %v", got, err)
-	}
-	if _, err := decodeStripeRead(stripeRead{What: 9}.encode(nil)); err == nil {
-		t.Fatal("an unknown read kind was accepted")
-	}
-	rs := stripeResyncReq{Scheme: 2, List: 7, J: 1}
-	if got, err := decodeStripeResync(rs.encode(nil)); err != nil || got != rs {
-		t.Fatalf("resync: %+v, %v", got, err)
-	}
-	ps := []stripe.PositionState{{Stripe: 1, Through: 2, Sealed: true, HasManifest: true, Manifest: []byte{1, 2, 3}},
-		{Stripe: 3, Sealed: true, HasManifest: true}, {Stripe: 5, Through: 9, Open: true}}
-	if got, err := decodePositions(encodePositions(ps)); err != nil || !reflect.DeepEqual(got, ps) {
-		t.Fatalf("positions: %+v, %v", got, err)
-	}
 }
 
 // TestPieceEncodedLen: the redundancy bytes /metrics counts are the bytes

@@ -2,12 +2,11 @@ package server
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/scheme/kind/kindtest"
 	"github.com/memgest/memgest/scheme/stripe"
 )
 
@@ -56,7 +55,7 @@ func TestLostTagsNameMaybeLostKeys(t *testing.T) {
 // not looked up); keys of other slots do not; status lists the range.
 func TestLostRangesNameEveryKeyOfTheirSlots(t *testing.T) {
 	var l lostKeys
-	in, out := keyInSlots(t, 100, 200), keyInSlots(t, 201, 16383)
+	in, out := kindtest.KeyInSlots(t, 100, 200), kindtest.KeyInSlots(t, 201, 16383)
 	l.addRange(100, 200, kind.LostKey{Scheme: "stripe:4+2", Lost: 3, Total: 6, Cause: "chunks of scheme stripe:4+2 lost 3 of 6 pieces"})
 	l.addRange(100, 200, kind.LostKey{Scheme: "stripe:4+2", Lost: 3, Total: 6, Cause: "chunks of scheme stripe:4+2 lost 3 of 6 pieces"})
 	if l.count() != 1 {
@@ -90,24 +89,11 @@ func TestLostRangesNameEveryKeyOfTheirSlots(t *testing.T) {
 	if _, ok := l.get(in); ok {
 		t.Fatal("a key deleted since still reads as lost")
 	}
-	if l.named(keyInSlots(t, 150, 150)) {
+	if l.named(kindtest.KeyInSlots(t, 150, 150)) {
 		t.Fatal("a key known by its slot only counts as named")
 	}
 	l.clear()
-	if _, ok := l.get(keyInSlots(t, 150, 150)); ok || l.count() != 0 {
+	if _, ok := l.get(kindtest.KeyInSlots(t, 150, 150)); ok || l.count() != 0 {
 		t.Fatalf("the range outlived clear (count %d)", l.count())
 	}
-}
-
-// keyInSlots returns a key whose slot is in first..last.
-func keyInSlots(t *testing.T, first, last int) []byte {
-	t.Helper()
-	for i := 0; i < 1_000_000; i++ {
-		k := []byte(fmt.Sprintf("k%d", i))
-		if s := keyslot.Of(k); s >= first && s <= last {
-			return k
-		}
-	}
-	t.Fatalf("no key in slots %d-%d", first, last)
-	return nil
 }

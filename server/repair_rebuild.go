@@ -118,7 +118,7 @@ const rebuildWorkers = 16
 // took the shard over after this one failed, resumes: keys whose pieces are
 // all in place are skipped. Keys with the least redundancy left go first.
 func (n *Node) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.Shard) error {
-	if err := n.rebuildStripes(ctx, m, sh); err != nil {
+	if err := n.stripes.Rebuild(ctx, m, sh); err != nil {
 		return err
 	}
 	if !piecesMayBeMissing(m, &sh) {

@@ -73,7 +73,7 @@ func (n *Node) startRecoveries(ctx context.Context) {
 		func(_ *cluster.Map, sh cluster.Shard) bool { return sh.Recovering },
 		n.recoverShard,
 		func(sh cluster.Shard) cluster.Command {
-			return cluster.ShardRecovered{Shard: sh.ID, By: n.id, StripesPending: n.pending.pending(sh.ID)}
+			return cluster.ShardRecovered{Shard: sh.ID, By: n.id, StripesPending: n.stripes.Pending(sh.ID)}
 		})
 }
 
@@ -127,7 +127,7 @@ type candidate struct {
 	// (markComplete).
 	complete bool
 	// value is a stripe object's, decoded from the failed coordinator's
-	// chunk (stripe_recover.go).
+	// chunk (stripe.Engine.Recover).
 	value []byte
 }
 
@@ -156,11 +156,11 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	if !directoryIntact(m, &sh) {
 		n.loseUnnamed(sh)
 	}
-	striped, deferred, lostTags, err := n.stripeCandidates(ctx, m, sh, known)
+	rec, err := n.stripes.Recover(ctx, m, sh, known)
 	if err != nil {
 		return err
 	}
-	for key, cands := range striped {
+	for key, cands := range packedCandidates(rec.Objects) {
 		found[key] = append(found[key], cands...)
 	}
 	for key := range dir {
@@ -213,10 +213,10 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 			metaOnly = append(metaOnly, key)
 		}
 	}
-	if err := n.rehomeStripes(ctx, m, stripeKeys, stripePicks); err != nil {
+	if err := n.rehomePacked(ctx, m, stripeKeys, stripePicks); err != nil {
 		return err
 	}
-	n.pending.install(sh, deferred, lostTags)
+	n.stripes.Defer(sh, rec)
 	// Values follow, metadata first (repair_stubs.go): rep values come back with
 	// the shard's rebuild, which lists the stubs as lost copies; split
 	// stubs hold no bytes, and a background pass checks their shards.
@@ -227,7 +227,7 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 		}
 	}()
 	go n.completeVersions(ctx, partial)
-	n.log.Info("shard recovered", "shard", sh.ID, "keys", len(keys), "lost", n.lost.count(), "stale", len(stale), "stripe_chunks_pending", len(deferred))
+	n.log.Info("shard recovered", "shard", sh.ID, "keys", len(keys), "lost", n.lost.count(), "stale", len(stale), "stripe_chunks_pending", rec.Deferred())
 	return nil
 }
 

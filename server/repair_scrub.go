@@ -231,9 +231,9 @@ func cmdDebug(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.R
 	case sub == "LINK" && len(args) == 4:
 		return faultReply(faults.SetLink(string(args[2]), string(args[3])))
 	case sub == "STRIPES" && len(args) == 2:
-		r := n.verifyAllStripes(ctx)
-		out := []resp.Reply{resp.Int(int64(r.checked)), resp.Int(int64(r.unavailable))}
-		for _, p := range r.problems {
+		r := n.stripes.VerifyAll(ctx)
+		out := []resp.Reply{resp.Int(int64(r.Checked)), resp.Int(int64(r.Unavailable))}
+		for _, p := range r.Problems {
 			out = append(out, resp.BulkString(p))
 		}
 		return resp.Array(out...)

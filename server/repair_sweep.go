@@ -91,7 +91,7 @@ func (n *Node) sweepLoop(ctx context.Context) {
 		if n.serving() {
 			cursor = n.sweepStep(ctx, cursor)
 			n.finishDeletions(ctx)
-			n.resendStripe(ctx)
+			n.stripes.Resend(ctx)
 		}
 	}
 }

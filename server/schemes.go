@@ -20,7 +20,7 @@ var kinds = kind.Registry{
 	none.Kind:   none.New,
 	rep.Kind:    rep.New,
 	split.Kind:  split.New,
-	stripe.Kind: newStripeKind,
+	stripe.Kind: stripe.New,
 }
 
 // schemeTable is the node's bound schemes for one map: one kind.Scheme per
@@ -127,9 +127,10 @@ func (n *Node) kindOf(entry cluster.SchemeEntry) kind.Scheme {
 // schemeEnv is the node as its schemes see it (kind.Env).
 type schemeEnv struct{ n *Node }
 
-func (e schemeEnv) Self() cluster.NodeID { return e.n.id }
-func (e schemeEnv) Map() *cluster.Map    { return e.n.ctl.Map() }
-func (e schemeEnv) Corrupt()             { e.n.health.corrupt.Add(1) }
+func (e schemeEnv) Self() cluster.NodeID    { return e.n.id }
+func (e schemeEnv) Map() *cluster.Map       { return e.n.ctl.Map() }
+func (e schemeEnv) Stripes() *stripe.Engine { return e.n.stripes }
+func (e schemeEnv) Corrupt()                { e.n.health.corrupt.Add(1) }
 func (e schemeEnv) RepairLater(key []byte) {
 	e.n.repairLater(key)
 }
@@ -177,12 +178,6 @@ func (u unsupported) Read(context.Context, []byte, store.Meta, []byte) ([]byte, 
 }
 func (u unsupported) Fill(context.Context, []byte, store.Meta) ([]byte, []byte, uint32, error) {
 	return nil, nil, 0, u.err
-}
-
-// isStripe says whether scheme id is bound to the stripe kind here.
-func (t *schemeTable) isStripe(id uint16) bool {
-	_, ok := t.of(id).(*stripeKind)
-	return ok
 }
 
 // isPacked says whether sch keeps its objects in chunks of its own

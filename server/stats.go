@@ -9,6 +9,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/scheme/stripe"
 )
 
 // counters are a node's running totals for INFO stats and /metrics.
@@ -18,12 +19,6 @@ type counters struct {
 	connections atomic.Int64
 	expired     atomic.Int64
 	relocated   atomic.Int64 // stripe objects moved by compaction
-	// stripePositionsLost counts lost data positions whose chunks recovery
-	// or the rebuild gave up, beyond their scheme's tolerance.
-	stripePositionsLost atomic.Int64
-	// stripeChunksRestored counts lost chunks decoded after their
-	// shard was served (stripe_pending.go).
-	stripeChunksRestored atomic.Int64
 	// detachedValues maps a scheme id to an *atomic.Int64: the logical
 	// value bytes of its keys that primary records do not hold
 	// (kind.Scheme.Detached: split's values live in their shards).
@@ -73,20 +68,7 @@ type schemeUsage struct {
 	Pieces  int64 `json:"pieces"`  // redundancy pieces held (replicas, shards)
 	// A stripe scheme's parts of Stored (decision 0003), and its objects'
 	// encoded bytes and garbage, for SCHEME.INFO.
-	Stripe *stripeUsage `json:"stripe,omitempty"`
-}
-
-// stripeUsage is a stripe scheme's memory on one node (or summed).
-type stripeUsage struct {
-	Chunks   int64 `json:"chunks"`   // data chunks, whole
-	Parity   int64 `json:"parity"`   // parity chunks
-	Buffered int64 `json:"buffered"` // parity holders' copies of open chunks
-	Backups  int64 `json:"backups"`  // parity holders' backups of updates not known stable
-	// Manifests is the first parity holders' key tags of sealed chunks.
-	Manifests int64 `json:"manifests"`
-	Index     int64 `json:"index"`
-	Objects   int64 `json:"objects"` // encoded objects, live or in flight
-	Garbage   int64 `json:"garbage"` // dead objects' bytes not yet reclaimed
+	Stripe *stripe.Usage `json:"stripe,omitempty"`
 }
 
 func (u *schemeUsage) add(o *schemeUsage) {
@@ -96,17 +78,9 @@ func (u *schemeUsage) add(o *schemeUsage) {
 	u.Pieces += o.Pieces
 	if o.Stripe != nil {
 		if u.Stripe == nil {
-			u.Stripe = &stripeUsage{}
+			u.Stripe = &stripe.Usage{}
 		}
-		s, t := u.Stripe, o.Stripe
-		s.Chunks += t.Chunks
-		s.Parity += t.Parity
-		s.Buffered += t.Buffered
-		s.Backups += t.Backups
-		s.Manifests += t.Manifests
-		s.Index += t.Index
-		s.Objects += t.Objects
-		s.Garbage += t.Garbage
+		u.Stripe.Add(o.Stripe)
 	}
 }
 
@@ -141,14 +115,13 @@ func (n *Node) localStats() nodeStats {
 		usage(id).Stored += int64(s.KeyBytes + s.ValueBytes)
 		usage(id).Pieces += int64(s.Keys)
 	}
-	for _, s := range n.stripes.all() {
-		su, keys, logical := s.usage()
-		u := usage(s.id)
-		u.Stripe = &su
-		u.Keys += keys
-		u.Logical += logical
-		u.Stored += su.Chunks + su.Parity + su.Buffered + su.Backups + su.Manifests + su.Index
-		st.Keys += keys
+	for _, su := range n.stripes.Usage() {
+		u := usage(su.ID)
+		u.Stripe = &su.Usage
+		u.Keys += su.Keys
+		u.Logical += su.Logical
+		u.Stored += su.Usage.Stored()
+		st.Keys += su.Keys
 	}
 	return st
 }
@@ -156,7 +129,7 @@ func (n *Node) localStats() nodeStats {
 func (n *Node) onStats([]byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.PeerTimeout*4/5)
 	defer cancel()
-	if err := n.restoreAll(ctx); err != nil { // the key counts must include them
+	if err := n.stripes.RestoreAll(ctx); err != nil { // the key counts must include them
 		return nil, err
 	}
 	return json.Marshal(n.localStats())
@@ -177,7 +150,7 @@ func (n *Node) clusterStats(ctx context.Context) ([]nodeStats, error) {
 		case node.State == cluster.Failed || node.State == cluster.Left:
 			errs[i] = errSkipped
 		case node.ID == n.id:
-			if errs[i] = n.restoreAll(ctx); errs[i] == nil {
+			if errs[i] = n.stripes.RestoreAll(ctx); errs[i] == nil {
 				out[i] = n.localStats()
 			}
 		default:

@@ -34,6 +34,14 @@ func (e Enc) U32(v uint32) Enc { return binary.BigEndian.AppendUint32(e, v) }
 // U64 appends v big-endian.
 func (e Enc) U64(v uint64) Enc { return binary.BigEndian.AppendUint64(e, v) }
 
+// Flag appends b as one byte, 1 or 0 (Dec.Flag reads it).
+func (e Enc) Flag(b bool) Enc {
+	if b {
+		return append(e, 1)
+	}
+	return append(e, 0)
+}
+
 // I64 appends v as its two's-complement U64.
 func (e Enc) I64(v int64) Enc { return e.U64(uint64(v)) }
 

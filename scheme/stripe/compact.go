@@ -137,3 +137,59 @@ func (d *Data) SampleExpired(now int64, chunks int, fn func(key []byte)) (withTT
 	}
 	return withTTL
 }
+
+// compactGoal is the share of a scheme's data chunk bytes that may be
+// garbage before compaction starts on a node: 5% keeps the scheme within
+// about 5% of MemEC's formula (parity covers the garbage too).
+const compactGoal = 0.05
+
+// Relocation is one stripe scheme's share of a compaction round: the
+// current objects of its victim chunks, which the node rewrites into open
+// chunks as writes at new versions, and the victims' bytes.
+type Relocation struct {
+	Scheme  uint16
+	Objects []Object
+	Bytes   int
+}
+
+// Compaction picks the victim chunks of a round of at most budget bytes,
+// scheme by scheme: those with the most garbage while a scheme's garbage
+// on this node is above compactGoal, else its misplaced ones
+// (Data.Misplaced).
+func (eng *Engine) Compaction(budget int) []Relocation {
+	var out []Relocation
+	for _, s := range eng.all() {
+		if budget <= 0 {
+			break
+		}
+		r := s.victims(budget)
+		budget -= r.Bytes
+		if r.Bytes > 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// victims picks s's victim chunks of at most budget bytes (Compaction).
+func (s *schemeState) victims(budget int) Relocation {
+	size := s.spec.ChunkSize()
+	want := max(1, budget/size)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.data.Stats()
+	var victims []ChunkGarbage
+	if float64(st.GarbageBytes) > compactGoal*float64(st.ChunkBytes) {
+		victims = s.data.Victims(want)
+	} else {
+		// Only then: while writes leave garbage, new chunks fill the free
+		// numbers below anyway, and moving whole chunks down would be
+		// wasted.
+		victims = s.data.Misplaced(want)
+	}
+	r := Relocation{Scheme: s.id, Bytes: len(victims) * size}
+	for _, v := range victims {
+		r.Objects = append(r.Objects, s.data.Residents(v.ID)...)
+	}
+	return r
+}

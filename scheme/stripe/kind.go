@@ -1,6 +1,198 @@
 package stripe
 
-import "github.com/memgest/memgest/scheme"
+import (
+	"context"
+	"fmt"
+	"slices"
 
-// Kind is the scheme kind this package's chunks and parity serve.
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/store"
+)
+
+// Kind is the scheme kind this package serves.
 const Kind = scheme.Stripe
+
+// boundKind is a stripe:K+M scheme bound to a node: a kind.Packed whose
+// objects live in the scheme's chunks on the node's Engine, with no
+// primary record and nothing in the pieces store.
+type boundKind struct {
+	kind.Base
+	kind.Pieceless
+	eng *Engine
+}
+
+// traits: a write waits for its parity holders; the coordinator
+// reads its own chunks; nothing is in the pieces store.
+var traits = kind.Traits{ReadsLocally: true, Pieces: kind.NoPieces, Rebuild: kind.RebuildPerKey}
+
+// EngineEnv is a kind.Env that has a stripe engine: the node's.
+type EngineEnv interface {
+	kind.Env
+	Stripes() *Engine
+}
+
+// New binds a stripe entry (a kind.Factory) to env's engine. A scheme
+// bound to an env without one (tests of properties) has no data path:
+// only its properties and piece methods may be used.
+func New(entry cluster.SchemeEntry, env kind.Env) (kind.Scheme, error) {
+	s := &boundKind{Base: kind.NewBase(entry, env, traits), Pieceless: kind.Pieceless{Spec: entry.Spec}}
+	if e, ok := env.(EngineEnv); ok {
+		s.eng = e.Stripes()
+	}
+	return s, nil
+}
+
+// Record: the object lives in a chunk, never in a primary record.
+func (s *boundKind) Record(kind.Value) ([]byte, uint32) { return nil, 0 }
+
+// Read fails: a stripe key has no primary record to read.
+func (s *boundKind) Read(_ context.Context, key []byte, _ store.Meta, _ []byte) ([]byte, error) {
+	return nil, fmt.Errorf("stripe: key %q: scheme %s keeps no primary record", key, s.Entry().Name())
+}
+
+// Fill fails: recovery restores stripe keys from their chunks, never as
+// stubs.
+func (s *boundKind) Fill(_ context.Context, key []byte, _ store.Meta) ([]byte, []byte, uint32, error) {
+	return nil, nil, 0, fmt.Errorf("stripe: key %q: scheme %s has no copy to recover from", key, s.Entry().Name())
+}
+
+// Verify checks the key's chunk against its stripe (verifyKey) and
+// reports where the chunk is.
+func (s *boundKind) Verify(ctx context.Context, key []byte, _ store.Meta, _ []byte) kind.Check {
+	return s.eng.verifyKey(ctx, s.eng.host.Map(), key, s.Entry())
+}
+
+// Info is SCHEME.INFO's breakdown of the scheme's bytes over the
+// cluster: keys and logical bytes of its keys, u its usage summed.
+func (s *boundKind) Info(keys, logical int64, u *Usage) []kind.Detail {
+	return Info(s.Entry().Spec, keys, logical, u)
+}
+
+// Find looks key up in the scheme's chunks.
+// The caller holds the key's move lock for reading.
+func (s *boundKind) Find(key []byte, withValue bool) (store.Meta, []byte, bool) {
+	st := s.eng.byID(s.Entry().ID)
+	if st == nil {
+		return store.Meta{}, nil, false
+	}
+	st.mu.Lock()
+	o, ok := st.data.Get(key)
+	var value []byte
+	if ok && withValue {
+		value = o.Value
+		if !st.data.Fragmented(key) { // else assembled: a copy already
+			value = slices.Clone(o.Value)
+		}
+	}
+	st.mu.Unlock()
+	if !ok {
+		return store.Meta{}, nil, false
+	}
+	return store.Meta{Version: o.Version, ExpireAt: o.ExpireAt, Scheme: st.id}, value, true
+}
+
+// Stage places w's object in a chunk (stage).
+func (s *boundKind) Stage(ctx context.Context, w *kind.Staged) error {
+	return s.eng.stage(ctx, s.Entry(), w)
+}
+
+// Flush sends the staged writes' updates as one group (sendGrouped).
+func (s *boundKind) Flush(ctx context.Context, ws []*kind.Staged) {
+	var st *schemeState
+	var ups []Update
+	for _, w := range ws {
+		if pl, ok := w.Place.(*place); ok {
+			st, ups = pl.s, append(ups, pl.ups...)
+		}
+	}
+	if st == nil {
+		return
+	}
+	if err := s.eng.sendGrouped(ctx, st, ups); err != nil {
+		for _, w := range ws {
+			w.Err = err
+		}
+	}
+}
+
+// Commit indexes w's staged object, which removes the object it replaces
+// here.
+func (s *boundKind) Commit(w *kind.Staged) (bool, error) {
+	pl, ok := w.Place.(*place)
+	if !ok {
+		return false, fmt.Errorf("stripe: %q has no object to commit", w.Key)
+	}
+	st := pl.s
+	st.mu.Lock()
+	applied, _, ups, err := st.data.Commit(w.Key, pl.loc)
+	st.mu.Unlock()
+	if err != nil {
+		s.Abort(w)
+		return false, err
+	}
+	w.Place = nil
+	s.eng.sendLater(st, ups)
+	return applied, nil
+}
+
+// Abort removes w's staged object and tells the parity holders in the
+// background.
+func (s *boundKind) Abort(w *kind.Staged) {
+	pl, ok := w.Place.(*place)
+	if !ok {
+		return
+	}
+	st := pl.s
+	st.mu.Lock()
+	ups, err := st.data.Abort(pl.loc)
+	st.mu.Unlock()
+	w.Place = nil
+	if err != nil {
+		s.eng.log.Warn("stripe abort failed", "key", string(w.Key), "err", err)
+		return
+	}
+	s.eng.sendLater(st, ups)
+}
+
+// Remove deletes key's object older than below from the scheme's chunks.
+func (s *boundKind) Remove(key []byte, below uint64) kind.Pending {
+	st := s.eng.byID(s.Entry().ID)
+	if st == nil {
+		return nil
+	}
+	st.mu.Lock()
+	_, ups, err := st.data.Delete(key, below)
+	st.mu.Unlock()
+	if err != nil {
+		s.eng.log.Warn("stripe delete failed", "key", string(key), "scheme", st.spec, "err", err)
+	}
+	if len(ups) == 0 {
+		return nil
+	}
+	return owedUpdates{eng: s.eng, s: st, ups: ups}
+}
+
+// place is where a staged write's object is in stripe scheme s
+// (kind.Staged.Place) and the updates its parity holders must acknowledge
+// before the write commits.
+type place struct {
+	s   *schemeState
+	loc Loc
+	ups []Update
+}
+
+// owedUpdates are chunk updates one stripe scheme owes its parity
+// holders (kind.Pending).
+type owedUpdates struct {
+	eng *Engine
+	s   *schemeState
+	ups []Update
+}
+
+// Send delivers them and waits (send).
+func (u owedUpdates) Send(ctx context.Context) error { return u.eng.send(ctx, u.s, u.ups) }
+
+// SendLater delivers them with the scheme's next group (sendLater).
+func (u owedUpdates) SendLater() { u.eng.sendLater(u.s, u.ups) }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/bigcopy"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/store"
@@ -41,6 +42,19 @@ func Apply(t testing.TB, m *cluster.Map, c cluster.Command) *cluster.Map {
 		t.Fatal(err)
 	}
 	return next
+}
+
+// KeyInSlots is a key whose hash slot is in first..last.
+func KeyInSlots(t testing.TB, first, last int) []byte {
+	t.Helper()
+	for i := range 1_000_000 {
+		k := fmt.Appendf(nil, "k%d", i)
+		if s := keyslot.Of(k); s >= first && s <= last {
+			return k
+		}
+	}
+	t.Fatalf("no key in slots %d-%d", first, last)
+	return nil
 }
 
 // Entry is m's catalogue entry named name.

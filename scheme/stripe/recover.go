@@ -1,4 +1,4 @@
-package server
+package stripe
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/memgest/memgest/ec"
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/kind"
-	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/wire"
 )
 
@@ -22,19 +21,19 @@ import (
 // asks those lists' parity holders which chunks each lost position had
 // (with the manifests of sealed ones), takes an open chunk from a holder's
 // copy and decodes the sealed ones it must before serving from the rest of
-// their stripes (deferring the others: stripe_pending.go), and keeps the
+// their stripes (deferring the others: pending.go), and keeps the
 // objects of the shard's slots as recovery candidates; those judge
 // restores are appended again to the new coordinator's own chunks
 // (rehomeStripes). The failed node's chunks stay in their stripes' parity
 // until a rebuild removes them.
 
-// errStripeBusy says a stripe's chunks and parity did not agree on which
+// errBusy says a stripe's chunks and parity did not agree on which
 // updates they hold (updates in flight); recovery tries again.
-var errStripeBusy = errors.New("server: stripe updates in flight; try again")
+var errBusy = errors.New("stripe: updates in flight; try again")
 
-// errStripeUndecodable says a stripe has fewer parity chunks left than
+// errUndecodable says a stripe has fewer parity chunks left than
 // positions lost: no wait brings the lost chunk back.
-var errStripeUndecodable = errors.New("server: stripe lost more chunks than it has parity")
+var errUndecodable = errors.New("stripe: a stripe lost more chunks than it has parity")
 
 // errNoParityState says that no parity holder of a list has its state:
 // every one failed, or took its place since and awaits its rebuild.
@@ -47,13 +46,13 @@ type lostPosition struct {
 	pos   int
 }
 
-// stripeCandidates returns the objects of sh's slots found in the lost
+// Recover returns the objects of sh's slots found in the lost
 // chunks that recovery must decode now, as candidates with their values,
 // and defers the rest (metadata-first, Ring §5.5): a sealed chunk whose
 // manifest names keys of sh's slots, none of them known (a key in another
 // scheme or the directory, whose versions must be judged together), is
 // decoded when one of its keys is first used or by a background pass
-// (stripe_pending.go). A chunk that holds objects of a key decoded now
+// (pending.go). A chunk that holds objects of a key decoded now
 // (a fragment, an older version) is decoded now too.
 //
 // Beyond a scheme's tolerance the chunks that cannot be decoded are lost,
@@ -61,25 +60,25 @@ type lostPosition struct {
 // also returns the tags of the lost chunks' keys: no object with one of
 // them is a candidate, as the key's newest version may have been in the
 // lost chunk, and the pending restores keep them out too.
-func (n *Node) stripeCandidates(ctx context.Context, m *cluster.Map, sh cluster.Shard, known map[uint32]bool) (map[string][]*candidate, []*pendingChunk, map[uint32]bool, error) {
-	found := map[uint16][]stripe.Object{} // by scheme: objects and fragments of sh's slots
+func (eng *Engine) Recover(ctx context.Context, m *cluster.Map, sh cluster.Shard, known map[uint32]bool) (*Recovery, error) {
+	found := map[uint16][]Object{} // by scheme: objects and fragments of sh's slots
 	var deferred []*pendingChunk
 	var gone []goneChunk
-	for _, lp := range lostPositions(n.schemes(m), sh) {
-		pr, err := n.recoverPosition(ctx, m, lp, sh, known)
+	for _, lp := range lostPositions(m, sh) {
+		pr, err := eng.recoverPosition(ctx, m, lp, sh, known)
 		if err != nil && beyondTolerance(m, lp) && ctx.Err() == nil {
 			// Not even the position's chunks could be listed.
 			gone = append(gone, goneChunk{lp: lp, unnamed: true, err: err})
 			continue
 		}
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
 		deferred = append(deferred, pr.later...)
 		gone = append(gone, pr.gone...)
 		for _, b := range pr.chunks {
 			if err := keepShardObjects(found, lp, sh, b); err != nil {
-				return nil, nil, nil, err
+				return nil, err
 			}
 		}
 	}
@@ -89,7 +88,7 @@ func (n *Node) stripeCandidates(ctx context.Context, m *cluster.Map, sh cluster.
 			break
 		}
 		for _, pc := range now {
-			b, err := n.decodePending(ctx, m, pc)
+			b, err := eng.decodePending(ctx, m, pc)
 			if err != nil && beyondTolerance(m, pc.lp) && ctx.Err() == nil {
 				gone = append(gone, goneChunk{lp: pc.lp, tags: pc.tags, err: err})
 				continue
@@ -98,15 +97,41 @@ func (n *Node) stripeCandidates(ctx context.Context, m *cluster.Map, sh cluster.
 				err = keepShardObjects(found, pc.lp, sh, b)
 			}
 			if err != nil {
-				return nil, nil, nil, err
+				return nil, err
 			}
 		}
 		deferred = later
 	}
-	lostTags := n.reportGone(m, sh, gone)
+	lostTags := eng.reportGone(m, sh, gone)
 	dropTagged(found, lostTags)
-	return stripeObjectCandidates(found), deferred, lostTags, nil
+	return &Recovery{Objects: assembled(found), LostTags: lostTags, deferred: deferred}, nil
 }
+
+// Recovery is what Recover found of a shard's stripe keys: the objects of
+// its slots in the lost chunks decoded now, whole (fragments assembled),
+// by scheme id; the tags of its keys lost beyond tolerance; and the
+// chunks deferred, which Defer makes pending once the node has re-homed
+// the objects it chose.
+type Recovery struct {
+	Objects  map[uint16][]Object
+	LostTags map[uint32]bool
+	deferred []*pendingChunk
+}
+
+// Deferred counts r's deferred chunks.
+func (r *Recovery) Deferred() int { return len(r.deferred) }
+
+// Defer makes r's deferred chunks shard sh's pending chunks, replacing
+// those of an earlier recovery of sh.
+func (eng *Engine) Defer(sh cluster.Shard, r *Recovery) {
+	eng.pending.install(sh, r.deferred, r.LostTags)
+}
+
+// Pending says whether shard has chunks pending.
+func (eng *Engine) Pending(shard int) bool { return eng.pending.pending(shard) }
+
+// PendingChunks counts the pending chunks (INFO stripe_chunks_pending).
+func (eng *Engine) PendingChunks() int64 { return eng.pending.chunks() }
 
 // goneChunk is a chunk of a lost data position that recovery could not
 // read, beyond its scheme's tolerance: the tags of its keys in the
@@ -123,7 +148,7 @@ type goneChunk struct {
 // goneOf describes lost chunk (lp, r), which recovery of sh could not
 // read, from the holders' states: the tags its manifest names in sh's
 // slots, or unnamed.
-func goneOf(lp lostPosition, sh cluster.Shard, r uint32, states []map[uint32]stripe.PositionState, err error) goneChunk {
+func goneOf(lp lostPosition, sh cluster.Shard, r uint32, states []map[uint32]PositionState, err error) goneChunk {
 	g := goneChunk{lp: lp, unnamed: true, err: err}
 	for _, st := range states {
 		p, ok := st[r]
@@ -131,8 +156,8 @@ func goneOf(lp lostPosition, sh cluster.Shard, r uint32, states []map[uint32]str
 			continue
 		}
 		g.unnamed = false
-		stripe.Tags(p.Manifest, func(t uint32) {
-			if slot := stripe.TagSlot(t); slot >= sh.First && slot <= sh.Last && !slices.Contains(g.tags, t) {
+		Tags(p.Manifest, func(t uint32) {
+			if slot := TagSlot(t); slot >= sh.First && slot <= sh.Last && !slices.Contains(g.tags, t) {
 				g.tags = append(g.tags, t)
 			}
 		})
@@ -146,13 +171,13 @@ func goneOf(lp lostPosition, sh cluster.Shard, r uint32, states []map[uint32]str
 // manifests, and, where a chunk that may hold keys of sh is unnamed, by
 // sh's whole slot range (loseSlots), so that no lost key reads as absent.
 // Each lost position is logged and counted once.
-func (n *Node) reportGone(m *cluster.Map, sh cluster.Shard, gone []goneChunk) map[uint32]bool {
+func (eng *Engine) reportGone(m *cluster.Map, sh cluster.Shard, gone []goneChunk) map[uint32]bool {
 	tags := map[uint32]bool{}
 	for _, g := range byPosition(gone) {
-		n.abandonPosition(g.lp, "recovery", g.err)
-		n.reportLostTags(m, g.lp, g.tags)
+		eng.abandonPosition(g.lp, "recovery", g.err)
+		eng.reportLostTags(m, g.lp, g.tags)
 		if g.unnamed && mayHoldKeysOf(m, g.lp, &sh) {
-			n.loseSlots(m, g.lp, sh)
+			eng.loseSlots(m, g.lp, sh)
 		}
 		for _, t := range g.tags {
 			tags[t] = true
@@ -179,12 +204,12 @@ func byPosition(gone []goneChunk) []goneChunk {
 }
 
 // dropTagged removes from found the objects whose key's tag is in tags.
-func dropTagged(found map[uint16][]stripe.Object, tags map[uint32]bool) {
+func dropTagged(found map[uint16][]Object, tags map[uint32]bool) {
 	if len(tags) == 0 {
 		return
 	}
 	for id, objs := range found {
-		found[id] = slices.DeleteFunc(objs, func(o stripe.Object) bool { return tags[stripe.KeyTag(o.Key)] })
+		found[id] = slices.DeleteFunc(objs, func(o Object) bool { return tags[KeyTag(o.Key)] })
 	}
 }
 
@@ -211,51 +236,47 @@ func mayHoldKeysOf(m *cluster.Map, lp lostPosition, sh *cluster.Shard) bool {
 // loseSlots reports every key of sh's slots as maybe lost
 // (lostKeys.addRange): a chunk of lp that may hold keys of sh was lost
 // beyond tolerance, and no surviving manifest names them.
-func (n *Node) loseSlots(m *cluster.Map, lp lostPosition, sh cluster.Shard) {
+func (eng *Engine) loseSlots(m *cluster.Map, lp lostPosition, sh cluster.Shard) {
 	spec := lp.entry.Spec
 	lost, total := positionsLost(m, lp), spec.K+spec.M
-	n.lost.addRange(sh.First, sh.Last, kind.LostKey{Scheme: lp.entry.Name(), Lost: lost, Total: total,
+	eng.host.LoseRange(sh.First, sh.Last, kind.LostKey{Scheme: lp.entry.Name(), Lost: lost, Total: total,
 		Cause: fmt.Sprintf("chunks of scheme %s lost %d of %d pieces and no surviving manifest names their keys", lp.entry.Name(), lost, total)})
-	n.log.Error("lost stripe chunks' keys cannot be named: every key of the shard's slots the node does not hold answers -LOST",
+	eng.log.Error("lost stripe chunks' keys cannot be named: every key of the shard's slots the node does not hold answers -LOST",
 		"scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos, "shard", sh.ID, "first", sh.First, "last", sh.Last)
 }
 
 // keepShardObjects adds the objects of sh's slots in lost chunk b of lp to
 // found, by scheme.
-func keepShardObjects(found map[uint16][]stripe.Object, lp lostPosition, sh cluster.Shard, b []byte) error {
-	err := stripe.Scan(b, func(_ int, o stripe.Object) bool {
+func keepShardObjects(found map[uint16][]Object, lp lostPosition, sh cluster.Shard, b []byte) error {
+	err := Scan(b, func(_ int, o Object) bool {
 		if slot := keyslot.Of(o.Key); slot >= sh.First && slot <= sh.Last {
 			found[lp.entry.ID] = append(found[lp.entry.ID], o)
 		}
 		return true
 	})
 	if err != nil {
-		return fmt.Errorf("server: a recovered chunk of list %d position %d: %w", lp.list, lp.pos, err)
+		return fmt.Errorf("stripe: a recovered chunk of list %d position %d: %w", lp.list, lp.pos, err)
 	}
 	return nil
 }
 
-// stripeObjectCandidates makes found's objects recovery candidates: whole
-// objects, and fragmented ones whose fragments of one version cover the
-// value (an object missing a fragment is no candidate).
-func stripeObjectCandidates(found map[uint16][]stripe.Object) map[string][]*candidate {
-	out := map[string][]*candidate{}
+// assembled is found's objects, whole: fragmented ones whose fragments of
+// one version cover the value are assembled, and an object missing a
+// fragment is left out.
+func assembled(found map[uint16][]Object) map[uint16][]Object {
+	out := make(map[uint16][]Object, len(found))
 	for id, objs := range found {
-		for _, o := range stripe.Assemble(objs) {
-			key := string(o.Key)
-			out[key] = append(out[key], &candidate{scheme: id, version: o.Version, expireAt: o.ExpireAt,
-				complete: true, value: slices.Clone(o.Value)})
-		}
+		out[id] = Assemble(objs)
 	}
 	return out
 }
 
 // foundTags is the set of the tags of found's keys.
-func foundTags(found map[uint16][]stripe.Object) map[uint32]bool {
+func foundTags(found map[uint16][]Object) map[uint32]bool {
 	out := map[uint32]bool{}
 	for _, objs := range found {
 		for _, o := range objs {
-			out[stripe.KeyTag(o.Key)] = true
+			out[KeyTag(o.Key)] = true
 		}
 	}
 	return out
@@ -298,13 +319,13 @@ func positionsLost(m *cluster.Map, lp lostPosition) int {
 
 // reportLostTags reports the keys with one of tags, in a chunk of lp lost
 // beyond tolerance, as maybe lost.
-func (n *Node) reportLostTags(m *cluster.Map, lp lostPosition, tags []uint32) {
+func (eng *Engine) reportLostTags(m *cluster.Map, lp lostPosition, tags []uint32) {
 	if len(tags) == 0 {
 		return
 	}
 	spec := lp.entry.Spec
-	n.lost.addTags(tags, kind.LostKey{Scheme: lp.entry.Name(), Lost: positionsLost(m, lp), Total: spec.K + spec.M})
-	n.log.Error("keys of lost stripe chunks answer -LOST by their tags", "scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos, "tags", len(tags))
+	eng.host.LoseTags(tags, kind.LostKey{Scheme: lp.entry.Name(), Lost: positionsLost(m, lp), Total: spec.K + spec.M})
+	eng.log.Error("keys of lost stripe chunks answer -LOST by their tags", "scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos, "tags", len(tags))
 }
 
 // abandonPosition gives up chunks of a lost data position beyond its
@@ -312,9 +333,9 @@ func (n *Node) reportLostTags(m *cluster.Map, lp lostPosition, tags []uint32) {
 // entry (decision 0003): the caller names them by manifest or slot range
 // (reportGone); the loss is logged and counted (INFO
 // stripe_positions_lost).
-func (n *Node) abandonPosition(lp lostPosition, job string, err error) {
-	n.stats.stripePositionsLost.Add(1)
-	n.log.Error("stripe chunks lost beyond the scheme's tolerance; their keys are gone", "job", job,
+func (eng *Engine) abandonPosition(lp lostPosition, job string, err error) {
+	eng.stats.PositionsLost.Add(1)
+	eng.log.Error("stripe chunks lost beyond the scheme's tolerance; their keys are gone", "job", job,
 		"scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos, "err", err)
 }
 
@@ -322,11 +343,10 @@ func (n *Node) abandonPosition(lp lostPosition, job string, err error) {
 // node failed and whose chunks are still in parity: those awaiting a
 // rebuild, whoever holds them now (a spare takes a failed node's places
 // at once). Any of them may hold keys of sh; the caller keeps those.
-func lostPositions(t *schemeTable, sh cluster.Shard) []lostPosition {
-	m := t.m
+func lostPositions(m *cluster.Map, sh cluster.Shard) []lostPosition {
 	var out []lostPosition
 	for _, e := range m.Schemes {
-		if !t.isStripe(e.ID) {
+		if e.Spec.Kind != Kind {
 			continue
 		}
 		for g := range m.Shards {
@@ -352,23 +372,23 @@ type positionRecovery struct {
 
 // recoverPosition returns the bytes of the chunks of a lost data position
 // that sh's recovery must decode now, and the chunks it defers (see
-// stripeCandidates), trying a few times while updates to its stripes are
+// Recover), trying a few times while updates to its stripes are
 // in flight. Beyond the scheme's tolerance a chunk that cannot be read is
 // lost (gone) and the others are still read.
-func (n *Node) recoverPosition(ctx context.Context, m *cluster.Map, lp lostPosition, sh cluster.Shard, known map[uint32]bool) (positionRecovery, error) {
+func (eng *Engine) recoverPosition(ctx context.Context, m *cluster.Map, lp lostPosition, sh cluster.Shard, known map[uint32]bool) (positionRecovery, error) {
 	var pr positionRecovery
 	err := retryBusy(ctx, decodeAttempts(m, lp), func() error {
 		pr = positionRecovery{}
-		sel := func(r uint32, states []map[uint32]stripe.PositionState) bool {
+		sel := func(r uint32, states []map[uint32]PositionState) bool {
 			now, pc := deferChunk(lp, sh, known, r, states)
 			if pc != nil {
 				pr.later = append(pr.later, pc)
 			}
 			return now
 		}
-		var lose func(stripe.ChunkID, []map[uint32]stripe.PositionState, error) bool
+		var lose func(ChunkID, []map[uint32]PositionState, error) bool
 		if beyondTolerance(m, lp) {
-			lose = func(id stripe.ChunkID, states []map[uint32]stripe.PositionState, err error) bool {
+			lose = func(id ChunkID, states []map[uint32]PositionState, err error) bool {
 				if ctx.Err() != nil {
 					return false
 				}
@@ -376,7 +396,7 @@ func (n *Node) recoverPosition(ctx context.Context, m *cluster.Map, lp lostPosit
 				return true
 			}
 		}
-		return n.lostChunks(ctx, m, lp, sel, lose, func(_ stripe.ChunkID, b []byte, _ []map[uint32]stripe.PositionState, _ []cluster.Node) error {
+		return eng.lostChunks(ctx, m, lp, sel, lose, func(_ ChunkID, b []byte, _ []map[uint32]PositionState, _ []cluster.Node) error {
 			pr.chunks = append(pr.chunks, b)
 			return nil
 		})
@@ -385,7 +405,7 @@ func (n *Node) recoverPosition(ctx context.Context, m *cluster.Map, lp lostPosit
 }
 
 // busyAttempts is how many times a decode is tried while updates to its
-// stripes are in flight (errStripeBusy), 100 ms apart.
+// stripes are in flight (errBusy), 100 ms apart.
 const busyAttempts = 20
 
 // decodeAttempts is how many times to try decoding lp's chunks: once
@@ -399,12 +419,12 @@ func decodeAttempts(m *cluster.Map, lp lostPosition) int {
 	return busyAttempts
 }
 
-// retryBusy calls fn until it returns anything but errStripeBusy, at most
+// retryBusy calls fn until it returns anything but errBusy, at most
 // attempts times, 100 ms apart, and returns its last error.
 func retryBusy(ctx context.Context, attempts int, fn func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := fn()
-		if !errors.Is(err, errStripeBusy) || attempt >= attempts {
+		if !errors.Is(err, errBusy) || attempt >= attempts {
 			return err
 		}
 		select {
@@ -419,7 +439,7 @@ func retryBusy(ctx context.Context, attempts int, fn func() error) error {
 // decodes it now (true) when it is open, has no manifest, or its manifest
 // names a known key of sh; it skips it when the manifest names no key of
 // sh's slots; otherwise it defers it (the pending chunk).
-func deferChunk(lp lostPosition, sh cluster.Shard, known map[uint32]bool, r uint32, states []map[uint32]stripe.PositionState) (bool, *pendingChunk) {
+func deferChunk(lp lostPosition, sh cluster.Shard, known map[uint32]bool, r uint32, states []map[uint32]PositionState) (bool, *pendingChunk) {
 	if _, open := openCopy(states, r); open {
 		return true, nil
 	}
@@ -433,10 +453,10 @@ func deferChunk(lp lostPosition, sh cluster.Shard, known map[uint32]bool, r uint
 	if !has {
 		return true, nil
 	}
-	pc := &pendingChunk{lp: lp, id: stripe.ChunkID{List: lp.list, Position: uint8(lp.pos), Stripe: r}, want: sealedAt(states, r)}
+	pc := &pendingChunk{lp: lp, id: ChunkID{List: lp.list, Position: uint8(lp.pos), Stripe: r}, want: sealedAt(states, r)}
 	now := false
-	stripe.Tags(manifest, func(t uint32) {
-		if slot := stripe.TagSlot(t); slot < sh.First || slot > sh.Last {
+	Tags(manifest, func(t uint32) {
+		if slot := TagSlot(t); slot < sh.First || slot > sh.Last {
 			return
 		}
 		now = now || known[t]
@@ -458,18 +478,18 @@ func deferChunk(lp lostPosition, sh cluster.Shard, known map[uint32]bool, r uint
 // chunks are dropped) are not lost and are skipped. A chunk that cannot
 // be read ends the walk with its error, unless lose (if not nil) takes it
 // (returns true): beyond a scheme's tolerance the others are still read.
-func (n *Node) lostChunks(ctx context.Context, m *cluster.Map, lp lostPosition, sel func(r uint32, states []map[uint32]stripe.PositionState) bool,
-	lose func(id stripe.ChunkID, states []map[uint32]stripe.PositionState, err error) bool,
-	fn func(id stripe.ChunkID, b []byte, states []map[uint32]stripe.PositionState, holders []cluster.Node) error) error {
+func (eng *Engine) lostChunks(ctx context.Context, m *cluster.Map, lp lostPosition, sel func(r uint32, states []map[uint32]PositionState) bool,
+	lose func(id ChunkID, states []map[uint32]PositionState, err error) bool,
+	fn func(id ChunkID, b []byte, states []map[uint32]PositionState, holders []cluster.Node) error) error {
 	holders, err := parityHolders(m, lp.entry.Spec, lp.list)
 	if err != nil {
 		return err
 	}
-	states, err := n.equalStates(ctx, m, lp, holders)
+	states, err := eng.equalStates(ctx, m, lp, holders)
 	if err != nil {
 		return err
 	}
-	owned, err := n.ownedChunks(ctx, m, lp)
+	owned, err := eng.ownedChunks(ctx, m, lp)
 	if err != nil {
 		return err
 	}
@@ -484,16 +504,16 @@ func (n *Node) lostChunks(ctx context.Context, m *cluster.Map, lp lostPosition, 
 			sealed++
 		}
 	}
-	var pre *stripePrefetch
+	var pre *prefetch
 	if sealed >= prefetchFrom {
-		if pre, err = n.prefetchStripes(ctx, m, lp, holders, 0, math.MaxUint32); err != nil {
-			n.log.Debug("stripe prefetch failed; reading chunk by chunk", "scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos, "err", err)
+		if pre, err = eng.prefetchStripes(ctx, m, lp, holders, 0, math.MaxUint32); err != nil {
+			eng.log.Debug("stripe prefetch failed; reading chunk by chunk", "scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos, "err", err)
 			pre = nil
 		}
 	}
 	for _, r := range picked {
-		id := stripe.ChunkID{List: lp.list, Position: uint8(lp.pos), Stripe: r}
-		b, err := n.lostChunk(ctx, m, lp, holders, states, pre, id)
+		id := ChunkID{List: lp.list, Position: uint8(lp.pos), Stripe: r}
+		b, err := eng.lostChunk(ctx, m, lp, holders, states, pre, id)
 		if err != nil && lose != nil && lose(id, states, err) {
 			continue
 		}
@@ -515,68 +535,68 @@ const prefetchFrom = 16
 // ownedChunks reads the chunks the current node of lp's position holds
 // itself, by stripe number: none unless a spare or a returned node has it
 // (not a stand-in).
-func (n *Node) ownedChunks(ctx context.Context, m *cluster.Map, lp lostPosition) (map[uint32]stripeChunk, error) {
+func (eng *Engine) ownedChunks(ctx context.Context, m *cluster.Map, lp lostPosition) (map[uint32]chunkReply, error) {
 	sh := &m.Shards[lp.list]
 	owner, ok := m.Node(sh.Placement[lp.pos])
 	if !ok || owner.State != cluster.Up || m.StoodIn(sh, lp.pos) {
 		return nil, nil
 	}
-	return n.readChunkRange(ctx, owner, lp.entry.ID, readDataRange, lp.list, uint8(lp.pos), 0, math.MaxUint32)
+	return eng.readChunkRange(ctx, owner, lp.entry.ID, readDataRange, lp.list, uint8(lp.pos), 0, math.MaxUint32)
 }
 
 // equalStates returns what each parity holder of lp's list knows of the
 // lost position's stripes (positionStates), once the holders have been
 // equalized from each other's backups (equalizeHolders).
-func (n *Node) equalStates(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node) ([]map[uint32]stripe.PositionState, error) {
-	states, err := n.positionStates(ctx, m, lp, holders)
+func (eng *Engine) equalStates(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node) ([]map[uint32]PositionState, error) {
+	states, err := eng.positionStates(ctx, m, lp, holders)
 	if err != nil {
 		return nil, err
 	}
-	equalized, err := n.equalizeHolders(ctx, lp, holders, states)
+	equalized, err := eng.equalizeHolders(ctx, lp, holders, states)
 	if err != nil || !equalized {
 		return states, err
 	}
-	return n.positionStates(ctx, m, lp, holders)
+	return eng.positionStates(ctx, m, lp, holders)
 }
 
 // lostChunk returns the bytes of lost chunk id: an open one from the
 // holder with the latest copy, a sealed one decoded from the prefetched
 // stripe, or, if that stripe was written to since, from the stripe as it
 // is now.
-func (n *Node) lostChunk(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node,
-	states []map[uint32]stripe.PositionState, pre *stripePrefetch, id stripe.ChunkID) ([]byte, error) {
+func (eng *Engine) lostChunk(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node,
+	states []map[uint32]PositionState, pre *prefetch, id ChunkID) ([]byte, error) {
 	if j, open := openCopy(states, id.Stripe); open {
-		return n.fetchCopy(ctx, lp, holders[j], id)
+		return eng.fetchCopy(ctx, lp, holders[j], id)
 	}
 	want := sealedAt(states, id.Stripe)
 	if pre != nil {
 		b, err := solveChunk(lp, pre.view(id.Stripe), id, want)
-		if !errors.Is(err, errStripeBusy) {
+		if !errors.Is(err, errBusy) {
 			return b, err
 		}
 	}
-	return n.decodeChunk(ctx, m, lp, holders, id, want)
+	return eng.decodeChunk(ctx, m, lp, holders, id, want)
 }
 
-// stripePrefetch is a lost position's stripes, read a page at a time
+// prefetch is a lost position's stripes, read a page at a time
 // before decoding its chunks (a read per chunk made recovering 33 000
 // keys take 8 s): every usable parity holder's parity chunks of the list,
 // and every other data position's chunks from its live node, in a range
 // of stripe numbers (pages from one to past the other). Stripes written to
 // since disagree in solveChunk and are read again one by one.
-type stripePrefetch struct {
-	parities []map[uint32]stripeChunk // by parity position; nil: not usable
-	data     []map[uint32]stripeChunk // by data position; nil: no live node
+type prefetch struct {
+	parities []map[uint32]chunkReply // by parity position; nil: not usable
+	data     []map[uint32]chunkReply // by data position; nil: no live node
 }
 
-func (n *Node) prefetchStripes(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node, from, to uint32) (*stripePrefetch, error) {
+func (eng *Engine) prefetchStripes(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node, from, to uint32) (*prefetch, error) {
 	k := lp.entry.Spec.K
 	sh := &m.Shards[lp.list]
-	pre := &stripePrefetch{parities: make([]map[uint32]stripeChunk, len(holders)), data: make([]map[uint32]stripeChunk, k)}
+	pre := &prefetch{parities: make([]map[uint32]chunkReply, len(holders)), data: make([]map[uint32]chunkReply, k)}
 	var err error
 	for j, h := range holders {
 		if parityUsable(m, lp, h, j) {
-			if pre.parities[j], err = n.readChunkRange(ctx, h, lp.entry.ID, readParityRange, lp.list, 0, from, to); err != nil {
+			if pre.parities[j], err = eng.readChunkRange(ctx, h, lp.entry.ID, readParityRange, lp.list, 0, from, to); err != nil {
 				return nil, err
 			}
 		}
@@ -586,7 +606,7 @@ func (n *Node) prefetchStripes(ctx context.Context, m *cluster.Map, lp lostPosit
 		if q == lp.pos || !ok || node.State != cluster.Up || m.StoodIn(sh, q) {
 			continue
 		}
-		if pre.data[q], err = n.readChunkRange(ctx, node, lp.entry.ID, readDataRange, lp.list, uint8(q), from, to); err != nil {
+		if pre.data[q], err = eng.readChunkRange(ctx, node, lp.entry.ID, readDataRange, lp.list, uint8(q), from, to); err != nil {
 			return nil, err
 		}
 	}
@@ -594,8 +614,8 @@ func (n *Node) prefetchStripes(ctx context.Context, m *cluster.Map, lp lostPosit
 }
 
 // view is stripe r as the prefetch read it.
-func (p *stripePrefetch) view(r uint32) stripeView {
-	v := stripeView{parities: make([]stripeChunk, len(p.parities)), data: make([]stripeChunk, len(p.data))}
+func (p *prefetch) view(r uint32) stripeView {
+	v := stripeView{parities: make([]chunkReply, len(p.parities)), data: make([]chunkReply, len(p.data))}
 	for j, got := range p.parities {
 		v.parities[j] = got[r]
 	}
@@ -613,19 +633,19 @@ func (p *stripePrefetch) view(r uint32) stripeView {
 // disagree. The holders answered positionStates (states); one that does
 // not answer now is left out, as decodes will leave it. It says whether
 // any holder applied something.
-func (n *Node) equalizeHolders(ctx context.Context, lp lostPosition, holders []cluster.Node, states []map[uint32]stripe.PositionState) (bool, error) {
-	req := stripeRead{Scheme: lp.entry.ID, What: readBackups, Chunk: stripe.ChunkID{List: lp.list, Position: uint8(lp.pos)}}
+func (eng *Engine) equalizeHolders(ctx context.Context, lp lostPosition, holders []cluster.Node, states []map[uint32]PositionState) (bool, error) {
+	req := readReq{Scheme: lp.entry.ID, What: readBackups, Chunk: ChunkID{List: lp.list, Position: uint8(lp.pos)}}
 	var asked []int
-	var union []stripe.Update
+	var union []Update
 	for j, h := range holders {
 		if states[j] == nil {
 			continue
 		}
-		b, err := n.stripeReadRaw(ctx, h, req)
+		b, err := eng.readRaw(ctx, h, req)
 		if err != nil {
 			continue
 		}
-		ups, err := wire.DecodeList(b, readStripeUpdate)
+		ups, err := wire.DecodeList(b, readHolderUpdate)
 		if err != nil {
 			return false, err
 		}
@@ -638,32 +658,32 @@ func (n *Node) equalizeHolders(ctx context.Context, lp lostPosition, holders []c
 	if len(union) == 0 {
 		return false, nil
 	}
-	slices.SortFunc(union, func(a, b stripe.Update) int {
+	slices.SortFunc(union, func(a, b Update) int {
 		if a.Chunk.Stripe != b.Chunk.Stripe {
 			return int(a.Chunk.Stripe) - int(b.Chunk.Stripe)
 		}
 		return int(a.Seq) - int(b.Seq)
 	})
-	reqs := make([]peerReq, len(asked))
+	reqs := make([]Request, len(asked))
 	for i, j := range asked {
-		ups := make([]stripeUpdate, len(union))
+		ups := make([]holderUpdate, len(union))
 		for k, u := range union {
-			ups[k] = stripeUpdate{J: j, U: u}
+			ups[k] = holderUpdate{J: j, U: u}
 		}
-		reqs[i] = peerReq{node: holders[j], typ: msgStripe, payload: encodeStripeUpdates(lp.entry.ID, ups)}
+		reqs[i] = Request{Node: holders[j], Msg: MsgUpdates, Payload: encodeUpdates(lp.entry.ID, ups)}
 	}
-	replies, errs := n.callEach(ctx, reqs)
+	replies, errs := eng.callEach(ctx, reqs)
 	applied := false
 	for i, err := range errs {
-		var acks []stripeAck
+		var acks []holderAck
 		if err == nil {
-			acks, err = decodeStripeAcks(replies[i], len(union))
+			acks, err = decodeAcks(replies[i], len(union))
 		}
 		for k, a := range acks {
 			switch {
-			case a.Refusal != "" || a.Outcome == stripe.Missing:
-				err = fmt.Errorf("%w: replaying %s at %s: %s %s", errStripeBusy, union[k], holders[asked[i]].PeerAddr, a.Outcome, a.Refusal)
-			case a.Outcome == stripe.Applied:
+			case a.Refusal != "" || a.Outcome == Missing:
+				err = fmt.Errorf("%w: replaying %s at %s: %s %s", errBusy, union[k], holders[asked[i]].PeerAddr, a.Outcome, a.Refusal)
+			case a.Outcome == Applied:
 				applied = true
 			}
 		}
@@ -672,7 +692,7 @@ func (n *Node) equalizeHolders(ctx context.Context, lp lostPosition, holders []c
 		}
 	}
 	if applied {
-		n.log.Info("stripe holders equalized from their backups", "scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos, "updates", len(union))
+		eng.log.Info("stripe holders equalized from their backups", "scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos, "updates", len(union))
 	}
 	return applied, nil
 }
@@ -680,17 +700,17 @@ func (n *Node) equalizeHolders(ctx context.Context, lp lostPosition, holders []c
 // positionStates asks each parity holder of the list that has the list's
 // state (not a stand-in awaiting its rebuild) which stripes the lost
 // position has state in: per holder, by stripe.
-func (n *Node) positionStates(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node) ([]map[uint32]stripe.PositionState, error) {
+func (eng *Engine) positionStates(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node) ([]map[uint32]PositionState, error) {
 	sh := &m.Shards[lp.list]
-	out := make([]map[uint32]stripe.PositionState, len(holders))
+	out := make([]map[uint32]PositionState, len(holders))
 	asked, eligible := 0, 0
 	for j, h := range holders {
 		if h.State != cluster.Up || slices.Contains(sh.Rebuild, lp.entry.Spec.K+j) {
 			continue
 		}
 		eligible++
-		req := stripeRead{Scheme: lp.entry.ID, What: readPositions, Chunk: stripe.ChunkID{List: lp.list, Position: uint8(lp.pos)}}
-		b, err := n.stripeReadRaw(ctx, h, req)
+		req := readReq{Scheme: lp.entry.ID, What: readPositions, Chunk: ChunkID{List: lp.list, Position: uint8(lp.pos)}}
+		b, err := eng.readRaw(ctx, h, req)
 		if err != nil {
 			continue // another holder may answer
 		}
@@ -698,7 +718,7 @@ func (n *Node) positionStates(ctx context.Context, m *cluster.Map, lp lostPositi
 		if err != nil {
 			return nil, err
 		}
-		out[j] = map[uint32]stripe.PositionState{}
+		out[j] = map[uint32]PositionState{}
 		for _, p := range ps {
 			out[j][p.Stripe] = p
 		}
@@ -706,15 +726,15 @@ func (n *Node) positionStates(ctx context.Context, m *cluster.Map, lp lostPositi
 	}
 	switch {
 	case eligible == 0:
-		return nil, fmt.Errorf("server: list %d of %s, position %d: %w", lp.list, lp.entry.Name(), lp.pos, errNoParityState)
+		return nil, fmt.Errorf("stripe: list %d of %s, position %d: %w", lp.list, lp.entry.Name(), lp.pos, errNoParityState)
 	case asked == 0:
-		return nil, fmt.Errorf("server: no parity holder of list %d (%s) answered; its chunks at position %d cannot be recovered", lp.list, lp.entry.Name(), lp.pos)
+		return nil, fmt.Errorf("stripe: no parity holder of list %d (%s) answered; its chunks at position %d cannot be recovered", lp.list, lp.entry.Name(), lp.pos)
 	}
 	return out, nil
 }
 
 // sortedStripes is every stripe number any holder listed.
-func sortedStripes(states []map[uint32]stripe.PositionState) []uint32 {
+func sortedStripes(states []map[uint32]PositionState) []uint32 {
 	var out []uint32
 	for _, st := range states {
 		for r := range st {
@@ -729,7 +749,7 @@ func sortedStripes(states []map[uint32]stripe.PositionState) []uint32 {
 
 // openCopy returns the holder with the most up-to-date copy of stripe r's
 // chunk if the chunk is open there.
-func openCopy(states []map[uint32]stripe.PositionState, r uint32) (int, bool) {
+func openCopy(states []map[uint32]PositionState, r uint32) (int, bool) {
 	best, found := -1, false
 	for j, st := range states {
 		p, ok := st[r]
@@ -748,7 +768,7 @@ func openCopy(states []map[uint32]stripe.PositionState, r uint32) (int, bool) {
 
 // sealedAt is the seq at which the holders that have stripe r's chunk
 // sealed into parity hold it: the most advanced one's.
-func sealedAt(states []map[uint32]stripe.PositionState, r uint32) uint32 {
+func sealedAt(states []map[uint32]PositionState, r uint32) uint32 {
 	var t uint32
 	for _, st := range states {
 		if p, ok := st[r]; ok && p.Sealed {
@@ -759,13 +779,13 @@ func sealedAt(states []map[uint32]stripe.PositionState, r uint32) uint32 {
 }
 
 // fetchCopy reads an open chunk's copy from its parity holder.
-func (n *Node) fetchCopy(ctx context.Context, lp lostPosition, holder cluster.Node, id stripe.ChunkID) ([]byte, error) {
-	c, err := n.readStripeChunk(ctx, holder, stripeRead{Scheme: lp.entry.ID, What: readImage, Chunk: id})
+func (eng *Engine) fetchCopy(ctx context.Context, lp lostPosition, holder cluster.Node, id ChunkID) ([]byte, error) {
+	c, err := eng.readChunk(ctx, holder, readReq{Scheme: lp.entry.ID, What: readImage, Chunk: id})
 	if err != nil {
 		return nil, err
 	}
 	if !c.Found {
-		return nil, errStripeBusy // sealed meanwhile
+		return nil, errBusy // sealed meanwhile
 	}
 	return c.Bytes, nil
 }
@@ -774,15 +794,15 @@ func (n *Node) fetchCopy(ctx context.Context, lp lostPosition, holder cluster.No
 // parity holder's parity chunk (with the seqs it holds every position at)
 // and each other data position's chunk, Found where a live node holds it.
 type stripeView struct {
-	parities []stripeChunk // by parity position
-	data     []stripeChunk // by data position
+	parities []chunkReply // by parity position
+	data     []chunkReply // by data position
 }
 
 // decodeChunk rebuilds a sealed chunk of a lost position, sealed into
 // parity through seq want, from its stripe as it is now (readStripeView,
 // one read per chunk; solveChunk).
-func (n *Node) decodeChunk(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node, id stripe.ChunkID, want uint32) ([]byte, error) {
-	v, err := n.readStripeView(ctx, m, lp, holders, id)
+func (eng *Engine) decodeChunk(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node, id ChunkID, want uint32) ([]byte, error) {
+	v, err := eng.readStripeView(ctx, m, lp, holders, id)
 	if err != nil {
 		return nil, err
 	}
@@ -792,14 +812,14 @@ func (n *Node) decodeChunk(ctx context.Context, m *cluster.Map, lp lostPosition,
 // readStripeView reads chunk id's stripe: the parity chunks of the
 // holders that have the list's state, and the other data positions'
 // chunks from their live nodes.
-func (n *Node) readStripeView(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node, id stripe.ChunkID) (stripeView, error) {
+func (eng *Engine) readStripeView(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node, id ChunkID) (stripeView, error) {
 	k := lp.entry.Spec.K
-	v := stripeView{parities: make([]stripeChunk, len(holders)), data: make([]stripeChunk, k)}
+	v := stripeView{parities: make([]chunkReply, len(holders)), data: make([]chunkReply, k)}
 	for j, h := range holders {
 		if !parityUsable(m, lp, h, j) {
 			continue
 		}
-		if c, err := n.readStripeChunk(ctx, h, stripeRead{Scheme: lp.entry.ID, What: readParityChunk, Chunk: id}); err == nil {
+		if c, err := eng.readChunk(ctx, h, readReq{Scheme: lp.entry.ID, What: readParityChunk, Chunk: id}); err == nil {
 			v.parities[j] = c
 		}
 	}
@@ -807,7 +827,7 @@ func (n *Node) readStripeView(ctx context.Context, m *cluster.Map, lp lostPositi
 		if q == lp.pos {
 			continue
 		}
-		c, found, err := n.readPosition(ctx, m, lp, id, q)
+		c, found, err := eng.readPosition(ctx, m, lp, id, q)
 		if err != nil {
 			return v, err
 		}
@@ -832,9 +852,9 @@ func parityUsable(m *cluster.Map, lp lostPosition, h cluster.Node, j int) bool {
 // (a holder that took over and was resynced by the live positions only)
 // would decode it as zeros, so it is never used: the chunk is then
 // undecodable, not empty. Fewer parity chunks than positions lost is
-// errStripeUndecodable; a disagreement (updates in flight) is
-// errStripeBusy.
-func solveChunk(lp lostPosition, v stripeView, id stripe.ChunkID, want uint32) ([]byte, error) {
+// errUndecodable; a disagreement (updates in flight) is
+// errBusy.
+func solveChunk(lp lostPosition, v stripeView, id ChunkID, want uint32) ([]byte, error) {
 	spec, size := lp.entry.Spec, lp.entry.Spec.ChunkSize()
 	k := spec.K
 	shards := make([][]byte, k+spec.M)
@@ -843,7 +863,7 @@ func solveChunk(lp lostPosition, v stripeView, id stripe.ChunkID, want uint32) (
 		sealed bool
 		known  bool
 	}
-	parities := make([]stripeChunk, len(v.parities))
+	parities := make([]chunkReply, len(v.parities))
 	for j, c := range v.parities {
 		if c.Found && int(c.J) == j && len(c.Through) == k {
 			parities[j] = c
@@ -881,7 +901,7 @@ func solveChunk(lp lostPosition, v stripeView, id stripe.ChunkID, want uint32) (
 		}
 	}
 	if found < missing {
-		return nil, fmt.Errorf("%w: stripe %d/%d of %s: %d positions lost, %d parity chunks left", errStripeUndecodable, id.List, id.Stripe, lp.entry.Name(), missing, found)
+		return nil, fmt.Errorf("%w: stripe %d/%d of %s: %d positions lost, %d parity chunks left", errUndecodable, id.List, id.Stripe, lp.entry.Name(), missing, found)
 	}
 	var lostThrough []uint64 // the lost positions' seqs and sealed flags, as the first parity used holds them
 	used := 0
@@ -897,7 +917,7 @@ func solveChunk(lp lostPosition, v stripeView, id stripe.ChunkID, want uint32) (
 			case data[q].known && data[q].sealed && data[q].seq != c.Through[q]:
 				agrees = false
 			case !data[q].known:
-				through = append(through, uint64(c.Through[q])<<1|uint64(boolByte(c.SealedAt[q])))
+				through = append(through, uint64(c.Through[q])<<1|sealedBit(c.SealedAt[q]))
 			}
 		}
 		if !agrees || lostThrough != nil && !slices.Equal(through, lostThrough) {
@@ -907,101 +927,47 @@ func solveChunk(lp lostPosition, v stripeView, id stripe.ChunkID, want uint32) (
 		used++
 	}
 	if used < missing {
-		return nil, fmt.Errorf("%w: stripe %d/%d of %s: %d positions lost, %d parity chunks agree with the data", errStripeBusy, id.List, id.Stripe, lp.entry.Name(), missing, used)
+		return nil, fmt.Errorf("%w: stripe %d/%d of %s: %d positions lost, %d parity chunks agree with the data", errBusy, id.List, id.Stripe, lp.entry.Name(), missing, used)
 	}
 	codec, err := ec.New(k, spec.M)
 	if err != nil {
 		return nil, err
 	}
 	if err := codec.ReconstructData(shards); err != nil {
-		return nil, fmt.Errorf("server: stripe %d/%d of %s: %w", id.List, id.Stripe, lp.entry.Name(), err)
+		return nil, fmt.Errorf("stripe: %d/%d of %s: %w", id.List, id.Stripe, lp.entry.Name(), err)
 	}
 	return shards[lp.pos], nil
 }
 
+// sealedBit is 1 for a sealed position, else 0.
+func sealedBit(sealed bool) uint64 {
+	if sealed {
+		return 1
+	}
+	return 0
+}
+
 // readPosition reads chunk id's stripe-mate at data position q from the
 // node there, if that node is up and holds it.
-func (n *Node) readPosition(ctx context.Context, m *cluster.Map, lp lostPosition, id stripe.ChunkID, q int) (stripeChunk, bool, error) {
+func (eng *Engine) readPosition(ctx context.Context, m *cluster.Map, lp lostPosition, id ChunkID, q int) (chunkReply, bool, error) {
 	sh := &m.Shards[lp.list]
 	node, ok := m.Node(sh.Placement[q])
 	if !ok || node.State != cluster.Up || m.StoodIn(sh, q) {
-		return stripeChunk{}, false, nil
+		return chunkReply{}, false, nil
 	}
-	c, err := n.readStripeChunk(ctx, node, stripeRead{Scheme: lp.entry.ID, What: readDataChunk, Chunk: stripe.ChunkID{List: id.List, Position: uint8(q), Stripe: id.Stripe}})
+	c, err := eng.readChunk(ctx, node, readReq{Scheme: lp.entry.ID, What: readDataChunk, Chunk: ChunkID{List: id.List, Position: uint8(q), Stripe: id.Stripe}})
 	return c, err == nil && c.Found, err
 }
 
 // sealedInAny says whether some parity has position q sealed in it.
-func sealedInAny(parities []stripeChunk, q int) bool {
-	return slices.ContainsFunc(parities, func(c stripeChunk) bool { return c.Found && c.SealedAt[q] })
+func sealedInAny(parities []chunkReply, q int) bool {
+	return slices.ContainsFunc(parities, func(c chunkReply) bool { return c.Found && c.SealedAt[q] })
 }
 
-// stripeReadRaw sends a msgStripeRead and returns the raw reply.
-func (n *Node) stripeReadRaw(ctx context.Context, node cluster.Node, r stripeRead) ([]byte, error) {
-	if node.ID == n.id {
-		return n.onStripeRead(r.encode(nil))
+// readRaw sends a msgStripeRead and returns the raw reply.
+func (eng *Engine) readRaw(ctx context.Context, node cluster.Node, r readReq) ([]byte, error) {
+	if node.ID == eng.host.Self() {
+		return eng.OnRead(r.encode(nil))
 	}
-	return n.call(ctx, node, msgStripeRead, r.encode(nil))
-}
-
-// rehomeBatch is how many recovered stripe keys go to the parity holders
-// together.
-const rehomeBatch = 256
-
-// rehomeStripes stores recovered stripe keys as this node's own, a batch
-// at a time: each object, at the version recovery chose, is appended to
-// one of this node's chunks, the batch's updates go to the parity holders
-// together (one frame per holder, not one per key: recovering 33 000 keys
-// one by one took 8 s), and each key then commits. A batch that is not
-// acknowledged is undone and fails the recovery, which starts again.
-func (n *Node) rehomeStripes(ctx context.Context, m *cluster.Map, keys []string, picks []*candidate) error {
-	for start := 0; start < len(keys); start += rehomeBatch {
-		end := min(start+rehomeBatch, len(keys))
-		ops := make([]*writeOp, 0, end-start)
-		var batch packedBatch
-		var err error
-		for i := start; i < end && err == nil; i++ {
-			c := picks[i]
-			entry, ok := m.SchemeByID(c.scheme)
-			if !ok {
-				err = fmt.Errorf("server: recovering %q: unknown scheme id %d", keys[i], c.scheme)
-				break
-			}
-			n.clock.observe(c.version)
-			op := &writeOp{key: []byte(keys[i]), value: c.value, expireAt: c.expireAt, entry: entry}
-			p, packed := op.packedOf(n)
-			if !packed {
-				err = fmt.Errorf("server: recovering %q: scheme %s keeps no chunks", keys[i], entry.Name())
-				break
-			}
-			if err = batch.add(ctx, p, op, c.version, len(ops)); err == nil {
-				ops = append(ops, op)
-			}
-		}
-		errs := make([]error, len(ops))
-		if err == nil {
-			batch.send(ctx, errs)
-			err = errors.Join(errs...)
-		}
-		if err != nil {
-			for _, op := range ops {
-				n.abortStaged(op)
-			}
-			return fmt.Errorf("server: recovering stripe keys: %w", err)
-		}
-		for i, op := range ops {
-			s := n.inflight.shard(op.key)
-			s.mu.Lock()
-			_, err := n.commitPackedLocked(op, picks[start+i].version)
-			s.mu.Unlock()
-			n.sendRemovalsLater(op)
-			if err != nil {
-				for _, rest := range ops[i+1:] {
-					n.abortStaged(rest)
-				}
-				return err
-			}
-		}
-	}
-	return nil
+	return eng.host.Call(ctx, node, MsgRead, r.encode(nil))
 }

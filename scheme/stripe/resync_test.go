@@ -1,4 +1,4 @@
-package server
+package stripe
 
 import (
 	"bytes"
@@ -7,9 +7,7 @@ import (
 	"testing"
 
 	"github.com/memgest/memgest/cluster"
-	"github.com/memgest/memgest/scheme"
-	"github.com/memgest/memgest/scheme/stripe"
-	"github.com/memgest/memgest/transport"
+	"github.com/memgest/memgest/scheme/kind/kindtest"
 )
 
 // TestResyncHolderFollowsARefusal: a write's delta that overtakes a
@@ -19,23 +17,20 @@ import (
 // the chunk; it once ignored the refusal and left the copy holding that
 // one delta.
 func TestResyncHolderFollowsARefusal(t *testing.T) {
-	m := testMap(t, 3)
-	sp, _ := scheme.Parse("stripe:2+1/256")
-	m = mustApply(t, m, cluster.CreateScheme{Spec: sp})
-	entry, _ := m.Scheme(sp.String())
-
-	holder := leasedNode(t, m)
-	srv := transport.NewServer(holder.servePeer)
-	holderAt := cluster.Node{ID: "holder", PeerAddr: serveFrames(t, srv), State: cluster.Up}
-	hs, err := holder.stripes.scheme(entry)
+	m := kindtest.Map(t, 3, "stripe:2+1/256")
+	entry := kindtest.Entry(t, m, "stripe:2+1/256")
+	net := newTestNet(m)
+	holder := net.engine("holder")
+	holderAt := cluster.Node{ID: "holder", State: cluster.Up}
+	hs, err := holder.scheme(entry)
 	must(t, err)
 
-	coord := leasedNode(t, m)
-	s, err := coord.stripes.scheme(entry)
+	coord := net.engine("coordinator")
+	s, err := coord.scheme(entry)
 	must(t, err)
-	s.data.SetSlots([]stripe.Slot{{List: 0, Position: 0}})
-	write := func(i int) []stripe.Update {
-		o := stripe.Object{Key: fmt.Appendf(nil, "k%d", i), Value: []byte("value"), Version: uint64(i + 1)}
+	s.data.SetSlots([]Slot{{List: 0, Position: 0}})
+	write := func(i int) []Update {
+		o := Object{Key: fmt.Appendf(nil, "k%d", i), Value: []byte("value"), Version: uint64(i + 1)}
 		loc, ups, err := s.data.Append(&o)
 		must(t, err)
 		_, _, more, err := s.data.Commit(o.Key, loc)
@@ -54,7 +49,7 @@ func TestResyncHolderFollowsARefusal(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := coord.resyncHolder(context.Background(), s, holderAt, 0, []stripe.Update{stale}); err != nil {
+	if err := coord.resyncHolder(context.Background(), s, holderAt, 0, []Update{stale}); err != nil {
 		t.Fatal(err)
 	}
 	local, _, seq, _ := s.data.Read(id)
@@ -66,13 +61,6 @@ func TestResyncHolderFollowsARefusal(t *testing.T) {
 	}
 }
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestMovedStandInTakesItsNewParityPosition: a node that kept a list's
 // stripes as parity position 0 (a stand-in) and that the map now makes
 // position 1 (another node came back) drops its old parity and applies the
@@ -80,21 +68,19 @@ func must(t *testing.T, err error) {
 // its resync with them, leaving its copies stale. A sender whose map does
 // not make the node holder 1 is still refused.
 func TestMovedStandInTakesItsNewParityPosition(t *testing.T) {
-	m := testMap(t, 5)
-	sp, _ := scheme.Parse("stripe:2+2/256")
-	m = mustApply(t, m, cluster.CreateScheme{Spec: sp})
-	entry, _ := m.Scheme(sp.String())
-	holders, err := parityHolders(m, sp, 0)
+	m := kindtest.Map(t, 5, "stripe:2+2/256")
+	entry := kindtest.Entry(t, m, "stripe:2+2/256")
+	holders, err := parityHolders(m, entry.Spec, 0)
 	must(t, err)
-	holder := leasedNode(t, m)
-	holder.id = holders[1].ID
-	hs, err := holder.stripes.scheme(entry)
+	holder := newTestNet(m).engine(holders[1].ID)
+	host := holder.host.(*testHost)
+	hs, err := holder.scheme(entry)
 	must(t, err)
 
-	d, err := stripe.NewData(256)
+	d, err := NewData(256)
 	must(t, err)
-	d.SetSlots([]stripe.Slot{{List: 0, Position: 0}})
-	o := stripe.Object{Key: []byte("k"), Value: []byte("value"), Version: 1}
+	d.SetSlots([]Slot{{List: 0, Position: 0}})
+	o := Object{Key: []byte("k"), Value: []byte("value"), Version: 1}
 	_, ups, err := d.Append(&o)
 	must(t, err)
 	id := ups[0].Chunk
@@ -104,20 +90,20 @@ func TestMovedStandInTakesItsNewParityPosition(t *testing.T) {
 		}
 	}
 	whole, _ := d.Resync(id)
-	send := func(j int) stripeAck {
+	send := func(j int) holderAck {
 		t.Helper()
-		reply, err := holder.onStripe(encodeStripeUpdates(entry.ID, []stripeUpdate{{J: j, U: whole}}))
+		reply, err := holder.OnUpdates(encodeUpdates(entry.ID, []holderUpdate{{J: j, U: whole}}))
 		must(t, err)
-		acks, err := decodeStripeAcks(reply, 1)
+		acks, err := decodeAcks(reply, 1)
 		must(t, err)
 		return acks[0]
 	}
-	holder.id = holders[0].ID // the map does not make it holder 1: refused
+	host.self = holders[0].ID // the map does not make it holder 1: refused
 	if a := send(1); a.Refusal == "" {
 		t.Fatalf("a resync as position 1 was %s at a node the map makes holder 0", a.Outcome)
 	}
-	holder.id = holders[1].ID
-	if a := send(1); a.Refusal != "" || a.Outcome != stripe.Applied {
+	host.self = holders[1].ID
+	if a := send(1); a.Refusal != "" || a.Outcome != Applied {
 		t.Fatalf("a resync as position 1 at the map's holder 1: %s %s", a.Outcome, a.Refusal)
 	}
 	if j, _ := hs.parity.HeldAs(0, id.Stripe); j != 1 {

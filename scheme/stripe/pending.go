@@ -1,4 +1,4 @@
-package server
+package stripe
 
 import (
 	"cmp"
@@ -11,18 +11,16 @@ import (
 	"sync/atomic"
 
 	"github.com/memgest/memgest/cluster"
-	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/keyslot"
-	"github.com/memgest/memgest/scheme/stripe"
 )
 
 // This file is the lazy half of metadata-first recovery of stripe keys
 // (Ring §5.5, decision 0003). A recovering coordinator decodes at once
-// only the lost chunks it must (stripe_recover.go); the sealed chunks
+// only the lost chunks it must (recover.go); the sealed chunks
 // whose manifests name only unknown keys of the shard stay pending, and
 // the shard is served. Before any command on a key runs, the pending
 // chunks whose manifests carry the key's tag are decoded and the key's
-// newest version re-homed (restoreKeys); a background pass restores the
+// newest version re-homed (RestoreKeys); a background pass restores the
 // rest, and the coordinator then proposes StripesRestored, which lets the
 // rebuild drop the lost chunks from parity.
 //
@@ -35,7 +33,7 @@ import (
 // pendingChunk is a lost sealed chunk whose decode recovery deferred.
 type pendingChunk struct {
 	lp   lostPosition
-	id   stripe.ChunkID
+	id   ChunkID
 	want uint32   // the seq it is sealed into parity at
 	tags []uint32 // its manifest's tags in the shard's slots
 }
@@ -43,7 +41,7 @@ type pendingChunk struct {
 // pendingKey names a pending chunk: its scheme and id.
 type pendingKey struct {
 	scheme uint16
-	id     stripe.ChunkID
+	id     ChunkID
 }
 
 func (pc *pendingChunk) key() pendingKey { return pendingKey{pc.lp.entry.ID, pc.id} }
@@ -59,22 +57,22 @@ type pendingShard struct {
 	lost map[uint32]bool
 }
 
-// stripePending is a node's pending chunks, by shard.
-type stripePending struct {
+// pendingChunks is a node's pending chunks, by shard.
+type pendingChunks struct {
 	// work is held by a restore (its decodes and re-homes) and by
 	// install, so restores of one node never overlap and a recovery
 	// that starts again waits for the restore in flight.
 	work sync.Mutex
 	mu   sync.RWMutex // guards shards
 	// count is the pending chunks of every shard: the fast path of
-	// restoreKeys when it is zero.
+	// RestoreKeys when it is zero.
 	count  atomic.Int64
 	shards map[int]*pendingShard
 }
 
 // install makes chunks sh's pending chunks, replacing those of an earlier
 // recovery of sh; lost holds the tags of the chunks it lost (pendingShard).
-func (p *stripePending) install(sh cluster.Shard, chunks []*pendingChunk, lost map[uint32]bool) {
+func (p *pendingChunks) install(sh cluster.Shard, chunks []*pendingChunk, lost map[uint32]bool) {
 	p.work.Lock()
 	defer p.work.Unlock()
 	if lost == nil {
@@ -103,7 +101,7 @@ func (p *stripePending) install(sh cluster.Shard, chunks []*pendingChunk, lost m
 }
 
 // pending says whether shard has chunks pending.
-func (p *stripePending) pending(shard int) bool {
+func (p *pendingChunks) pending(shard int) bool {
 	if p.count.Load() == 0 {
 		return false
 	}
@@ -113,7 +111,7 @@ func (p *stripePending) pending(shard int) bool {
 }
 
 // carries says whether a pending chunk of shard carries tag.
-func (p *stripePending) carries(shard int, tag uint32) bool {
+func (p *pendingChunks) carries(shard int, tag uint32) bool {
 	if p.count.Load() == 0 {
 		return false
 	}
@@ -127,7 +125,7 @@ func (p *stripePending) carries(shard int, tag uint32) bool {
 // those that carry one of theirs, until no other chunk carries any, with
 // the shard's lost tags (pendingShard.lost). The caller holds work, which
 // guards lost.
-func (p *stripePending) closure(shard int, tags []uint32) (cluster.Shard, []*pendingChunk, map[uint32]bool) {
+func (p *pendingChunks) closure(shard int, tags []uint32) (cluster.Shard, []*pendingChunk, map[uint32]bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	ps := p.shards[shard]
@@ -158,7 +156,7 @@ func (p *stripePending) closure(shard int, tags []uint32) (cluster.Shard, []*pen
 // firstTags returns the tags of shard's first n pending chunks in
 // (scheme, list, position, stripe) order, for a background pass: chunks
 // of one position at nearby stripe numbers are read together.
-func (p *stripePending) firstTags(shard, n int) []uint32 {
+func (p *pendingChunks) firstTags(shard, n int) []uint32 {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	ps := p.shards[shard]
@@ -185,7 +183,7 @@ func comparePending(a, b pendingKey) int {
 }
 
 // remove drops chunks from shard's pending chunks.
-func (p *stripePending) remove(shard int, chunks []*pendingChunk) {
+func (p *pendingChunks) remove(shard int, chunks []*pendingChunk) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	ps := p.shards[shard]
@@ -211,19 +209,19 @@ func (p *stripePending) remove(shard int, chunks []*pendingChunk) {
 }
 
 // chunks counts the pending chunks (INFO stripe_chunks_pending).
-func (p *stripePending) chunks() int64 { return p.count.Load() }
+func (p *pendingChunks) chunks() int64 { return p.count.Load() }
 
-// restoreKeys restores, before a command on keys runs, every pending
+// RestoreKeys restores, before a command on keys runs, every pending
 // chunk that may hold one of them.
-func (n *Node) restoreKeys(ctx context.Context, keys [][]byte) error {
-	if n.pending.count.Load() == 0 {
+func (eng *Engine) RestoreKeys(ctx context.Context, keys [][]byte) error {
+	if eng.pending.count.Load() == 0 {
 		return nil
 	}
-	m := n.ctl.Map()
+	m := eng.host.Map()
 	for _, k := range keys {
-		if shard, tag, ok := n.pendingTag(m, k); ok {
-			n.metrics.degradedRequest(degradedRestored)
-			if err := n.restoreTags(ctx, shard, []uint32{tag}); err != nil {
+		if shard, tag, ok := eng.pendingTag(m, k); ok {
+			eng.host.RestoredOnDemand()
+			if err := eng.restoreTags(ctx, shard, []uint32{tag}); err != nil {
 				return err
 			}
 		}
@@ -231,41 +229,41 @@ func (n *Node) restoreKeys(ctx context.Context, keys [][]byte) error {
 	return nil
 }
 
-// keyPending says whether key may be in a pending chunk.
-func (n *Node) keyPending(m *cluster.Map, key []byte) bool {
-	_, _, ok := n.pendingTag(m, key)
+// KeyPending says whether key may be in a pending chunk.
+func (eng *Engine) KeyPending(m *cluster.Map, key []byte) bool {
+	_, _, ok := eng.pendingTag(m, key)
 	return ok
 }
 
 // pendingTag returns key's shard and tag if a pending chunk of the shard
 // carries the tag.
-func (n *Node) pendingTag(m *cluster.Map, key []byte) (int, uint32, bool) {
-	if n.pending.count.Load() == 0 {
+func (eng *Engine) pendingTag(m *cluster.Map, key []byte) (int, uint32, bool) {
+	if eng.pending.count.Load() == 0 {
 		return 0, 0, false
 	}
 	sh := m.ShardOf(keyslot.Of(key))
 	if sh == nil {
 		return 0, 0, false
 	}
-	tag := stripe.KeyTag(key)
-	return sh.ID, tag, n.pending.carries(sh.ID, tag)
+	tag := KeyTag(key)
+	return sh.ID, tag, eng.pending.carries(sh.ID, tag)
 }
 
-// restoreAll restores every pending chunk of this node: what a command
+// RestoreAll restores every pending chunk of this node: what a command
 // that lists or drops every key (SCAN, KEYS, DBSIZE, FLUSHALL) needs
 // first.
-func (n *Node) restoreAll(ctx context.Context) error {
-	if n.pending.count.Load() == 0 {
+func (eng *Engine) RestoreAll(ctx context.Context) error {
+	if eng.pending.count.Load() == 0 {
 		return nil
 	}
-	n.pending.mu.RLock()
-	shards := make([]int, 0, len(n.pending.shards))
-	for id := range n.pending.shards {
+	eng.pending.mu.RLock()
+	shards := make([]int, 0, len(eng.pending.shards))
+	for id := range eng.pending.shards {
 		shards = append(shards, id)
 	}
-	n.pending.mu.RUnlock()
+	eng.pending.mu.RUnlock()
 	for _, id := range shards {
-		if err := n.restoreShard(ctx, id); err != nil {
+		if err := eng.RestoreShard(ctx, id); err != nil {
 			return err
 		}
 	}
@@ -276,10 +274,10 @@ func (n *Node) restoreAll(ctx context.Context) error {
 // once (with the chunks that share their keys' tags).
 const restoreBatch = 64
 
-// restoreShard restores every pending chunk of shard.
-func (n *Node) restoreShard(ctx context.Context, shard int) error {
-	for n.pending.pending(shard) {
-		if err := n.restoreTags(ctx, shard, n.pending.firstTags(shard, restoreBatch)); err != nil {
+// RestoreShard restores every pending chunk of shard.
+func (eng *Engine) RestoreShard(ctx context.Context, shard int) error {
+	for eng.pending.pending(shard) {
+		if err := eng.restoreTags(ctx, shard, eng.pending.firstTags(shard, restoreBatch)); err != nil {
 			return err
 		}
 	}
@@ -292,21 +290,21 @@ func (n *Node) restoreShard(ctx context.Context, shard int) error {
 // Beyond a scheme's tolerance a chunk that cannot be decoded is lost: its
 // keys answer -LOST by their tags, and none of them is restored from the
 // other chunks (its newest version may have been in the lost one).
-func (n *Node) restoreTags(ctx context.Context, shard int, tags []uint32) error {
-	n.pending.work.Lock()
-	defer n.pending.work.Unlock()
-	sh, chunks, lost := n.pending.closure(shard, tags)
+func (eng *Engine) restoreTags(ctx context.Context, shard int, tags []uint32) error {
+	eng.pending.work.Lock()
+	defer eng.pending.work.Unlock()
+	sh, chunks, lost := eng.pending.closure(shard, tags)
 	if len(chunks) == 0 {
 		return nil // restored meanwhile
 	}
-	m := n.ctl.Map()
-	found := map[uint16][]stripe.Object{}
-	pre := n.prefetchPending(ctx, m, chunks)
+	m := eng.host.Map()
+	found := map[uint16][]Object{}
+	pre := eng.prefetchPending(ctx, m, chunks)
 	for _, pc := range chunks {
-		b, err := n.decodeWith(ctx, m, pre[pc.key().position()], pc)
+		b, err := eng.decodeWith(ctx, m, pre[pc.key().position()], pc)
 		if err != nil && beyondTolerance(m, pc.lp) && ctx.Err() == nil {
-			n.abandonPosition(pc.lp, "restore", err)
-			n.reportLostTags(m, pc.lp, pc.tags)
+			eng.abandonPosition(pc.lp, "restore", err)
+			eng.reportLostTags(m, pc.lp, pc.tags)
 			for _, t := range pc.tags {
 				lost[t] = true
 			}
@@ -320,28 +318,12 @@ func (n *Node) restoreTags(ctx context.Context, shard int, tags []uint32) error 
 		}
 	}
 	dropTagged(found, lost)
-	keys, picks := newestLive(n.schemes(m), stripeObjectCandidates(found))
-	if err := n.rehomeStripes(ctx, m, keys, picks); err != nil {
+	if err := eng.host.Rehome(ctx, m, assembled(found)); err != nil {
 		return err
 	}
-	n.pending.remove(shard, chunks)
-	n.stats.stripeChunksRestored.Add(int64(len(chunks)))
+	eng.pending.remove(shard, chunks)
+	eng.stats.ChunksRestored.Add(int64(len(chunks)))
 	return nil
-}
-
-// newestLive picks each key's newest candidate (newestReadable), leaving
-// out expired ones.
-func newestLive(t *schemeTable, cands map[string][]*candidate) ([]string, []*candidate) {
-	now := nowMs()
-	var keys []string
-	var picks []*candidate
-	for key, cs := range cands {
-		best := newestReadable(t, cs)
-		if best != nil && (best.expireAt == 0 || best.expireAt > now) {
-			keys, picks = append(keys, key), append(picks, best)
-		}
-	}
-	return keys, picks
 }
 
 // position names a lost position of a scheme.
@@ -354,12 +336,12 @@ func (k pendingKey) position() pendingKey {
 // of chunks, their stripes a page at a time (prefetchStripes, over the
 // chunks' range of stripe numbers). A position whose read fails is
 // decoded chunk by chunk.
-func (n *Node) prefetchPending(ctx context.Context, m *cluster.Map, chunks []*pendingChunk) map[pendingKey]*stripePrefetch {
+func (eng *Engine) prefetchPending(ctx context.Context, m *cluster.Map, chunks []*pendingChunk) map[pendingKey]*prefetch {
 	groups := map[pendingKey][]*pendingChunk{}
 	for _, pc := range chunks {
 		groups[pc.key().position()] = append(groups[pc.key().position()], pc)
 	}
-	out := map[pendingKey]*stripePrefetch{}
+	out := map[pendingKey]*prefetch{}
 	for pos, group := range groups {
 		if len(group) < prefetchFrom {
 			continue
@@ -373,7 +355,7 @@ func (n *Node) prefetchPending(ctx context.Context, m *cluster.Map, chunks []*pe
 		for _, pc := range group {
 			lo, hi = min(lo, pc.id.Stripe), max(hi, pc.id.Stripe)
 		}
-		if pre, err := n.prefetchStripes(ctx, m, lp, holders, lo, hi); err == nil {
+		if pre, err := eng.prefetchStripes(ctx, m, lp, holders, lo, hi); err == nil {
 			out[pos] = pre
 		}
 	}
@@ -383,14 +365,14 @@ func (n *Node) prefetchPending(ctx context.Context, m *cluster.Map, chunks []*pe
 // decodeWith decodes pending chunk pc from prefetched stripes, or, if
 // there are none or the stripe was written to since, from the stripe as
 // it is now (decodePending).
-func (n *Node) decodeWith(ctx context.Context, m *cluster.Map, pre *stripePrefetch, pc *pendingChunk) ([]byte, error) {
+func (eng *Engine) decodeWith(ctx context.Context, m *cluster.Map, pre *prefetch, pc *pendingChunk) ([]byte, error) {
 	if pre != nil {
 		b, err := solveChunk(pc.lp, pre.view(pc.id.Stripe), pc.id, pc.want)
-		if !errors.Is(err, errStripeBusy) {
+		if !errors.Is(err, errBusy) {
 			return b, err
 		}
 	}
-	return n.decodePending(ctx, m, pc)
+	return eng.decodePending(ctx, m, pc)
 }
 
 // decodePending decodes a pending chunk from its stripe as it is now,
@@ -398,37 +380,24 @@ func (n *Node) decodeWith(ctx context.Context, m *cluster.Map, pre *stripePrefet
 // chunk the position's current node holds is never pending: recovery
 // skips those, and a node that takes a position over avoids the stripe
 // numbers still in parity.)
-func (n *Node) decodePending(ctx context.Context, m *cluster.Map, pc *pendingChunk) ([]byte, error) {
+func (eng *Engine) decodePending(ctx context.Context, m *cluster.Map, pc *pendingChunk) ([]byte, error) {
 	holders, err := parityHolders(m, pc.lp.entry.Spec, pc.lp.list)
 	if err != nil {
 		return nil, err
 	}
 	var b []byte
 	err = retryBusy(ctx, decodeAttempts(m, pc.lp), func() (err error) {
-		b, err = n.decodeChunk(ctx, m, pc.lp, holders, pc.id, pc.want)
+		b, err = eng.decodeChunk(ctx, m, pc.lp, holders, pc.id, pc.want)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("server: decoding pending chunk %d/%d/%d of %s: %w", pc.id.List, pc.id.Position, pc.id.Stripe, pc.lp.entry.Name(), err)
+		return nil, fmt.Errorf("stripe: decoding pending chunk %d/%d/%d of %s: %w", pc.id.List, pc.id.Position, pc.id.Stripe, pc.lp.entry.Name(), err)
 	}
 	return b, nil
 }
 
-// startStripeRestores runs the background pass of every shard this node
-// coordinates that is served with stripe keys pending, and proposes
-// StripesRestored when none is left.
-func (n *Node) startStripeRestores(ctx context.Context) {
-	n.startShardJobs(ctx, "stripe restore", &n.restoring,
-		func(_ *cluster.Map, sh cluster.Shard) bool { return sh.StripesPending && !sh.Recovering },
-		func(ctx context.Context, _ *cluster.Map, sh cluster.Shard) error {
-			faults.Hit(faults.BeforeStripeRestore)
-			return n.restoreShard(ctx, sh.ID)
-		},
-		func(sh cluster.Shard) cluster.Command { return cluster.StripesRestored{Shard: sh.ID, By: n.id} })
-}
-
 // clearLocked forgets every pending chunk; the caller holds work.
-func (p *stripePending) clearLocked() {
+func (p *pendingChunks) clearLocked() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.shards = nil

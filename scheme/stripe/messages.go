@@ -1,40 +1,39 @@
-package server
+package stripe
 
 import (
-	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/wire"
 )
 
-// stripeUpdate is one chunk update for one parity holder: the update and
+// holderUpdate is one chunk update for one parity holder: the update and
 // the holder's parity position in the chunk's list.
-type stripeUpdate struct {
+type holderUpdate struct {
 	J int
-	U stripe.Update
+	U Update
 }
 
-func (s stripeUpdate) encode(e wire.Enc) wire.Enc {
+func (s holderUpdate) encode(e wire.Enc) wire.Enc {
 	u := s.U
 	return e.U8(uint8(s.J)).U16(u.Chunk.List).U8(u.Chunk.Position).U32(u.Chunk.Stripe).
-		U32(u.Seq).U32(u.Base).U8(uint8(u.Kind)).U32(uint32(u.Offset)).Bytes(u.Bytes).U32(u.CRC).U8(boolByte(u.Sealed))
+		U32(u.Seq).U32(u.Base).U8(uint8(u.Kind)).U32(uint32(u.Offset)).Bytes(u.Bytes).U32(u.CRC).Flag(u.Sealed)
 }
 
-func readStripeUpdate(d *wire.Dec) stripeUpdate {
-	s := stripeUpdate{J: int(d.U8())}
-	s.U.Chunk = stripe.ChunkID{List: d.U16(), Position: d.U8(), Stripe: d.U32()}
-	s.U.Seq, s.U.Base, s.U.Kind = d.U32(), d.U32(), stripe.UpdateKind(d.U8())
+func readHolderUpdate(d *wire.Dec) holderUpdate {
+	s := holderUpdate{J: int(d.U8())}
+	s.U.Chunk = ChunkID{List: d.U16(), Position: d.U8(), Stripe: d.U32()}
+	s.U.Seq, s.U.Base, s.U.Kind = d.U32(), d.U32(), UpdateKind(d.U8())
 	s.U.Offset, s.U.Bytes, s.U.CRC, s.U.Sealed = int(d.U32()), d.Bytes(), d.U32(), d.Flag()
 	return s
 }
 
 // encodedLen is len(s.encode(nil)).
-func (s stripeUpdate) encodedLen() int {
+func (s holderUpdate) encodedLen() int {
 	const fixed = 1 + 2 + 1 + 4 + 4 + 4 + 1 + 4 + 4 + 1
 	return fixed + wire.UvarintLen(uint64(len(s.U.Bytes))) + len(s.U.Bytes)
 }
 
-// encodeStripeUpdates is a msgStripe payload: the scheme id, then the
+// encodeUpdates is a msgStripe payload: the scheme id, then the
 // updates as a list, encoded into a buffer of the right size at once.
-func encodeStripeUpdates(schemeID uint16, ups []stripeUpdate) wire.Enc {
+func encodeUpdates(schemeID uint16, ups []holderUpdate) wire.Enc {
 	size := 2 + 4
 	for _, u := range ups {
 		size += u.encodedLen()
@@ -46,17 +45,17 @@ func encodeStripeUpdates(schemeID uint16, ups []stripeUpdate) wire.Enc {
 	return e
 }
 
-// stripeFrameMax bounds the updates one msgStripe frame carries: a huge
+// frameMax bounds the updates one msgStripe frame carries: a huge
 // object makes a chunk update per chunk it fills (131,072 of them for
 // 512 MiB in 4 KiB chunks), and a holder applies a frame's updates on its
 // connection's read loop, so a frame of them all held that connection, and
 // whatever frames were behind it, for seconds (issue 23).
-const stripeFrameMax = 1 << 20
+const frameMax = 1 << 20
 
-// stripeFrames cuts ups into runs whose frames stay within max bytes (a
+// cutFrames cuts ups into runs whose frames stay within max bytes (a
 // run has one update at least).
-func stripeFrames(ups []stripeUpdate, max int) [][]stripeUpdate {
-	var out [][]stripeUpdate
+func cutFrames(ups []holderUpdate, max int) [][]holderUpdate {
+	var out [][]holderUpdate
 	for len(ups) > 0 {
 		n, size := 1, ups[0].encodedLen()
 		for n < len(ups) && size+ups[n].encodedLen() <= max {
@@ -68,35 +67,35 @@ func stripeFrames(ups []stripeUpdate, max int) [][]stripeUpdate {
 	return out
 }
 
-func decodeStripeUpdates(b []byte) (uint16, []stripeUpdate, error) {
+func decodeUpdates(b []byte) (uint16, []holderUpdate, error) {
 	d := wire.NewDec(b)
 	id := d.U16()
 	if d.Err() != nil {
 		return 0, nil, d.Err()
 	}
-	ups, err := wire.DecodeList(d.Rest(), readStripeUpdate)
+	ups, err := wire.DecodeList(d.Rest(), readHolderUpdate)
 	return id, ups, err
 }
 
-// stripeAck is a holder's answer to one update: its outcome and the seq
+// holderAck is a holder's answer to one update: its outcome and the seq
 // through which the chunk's updates are all applied there, or why it was
 // refused.
-type stripeAck struct {
-	Outcome stripe.Outcome
+type holderAck struct {
+	Outcome Outcome
 	Through uint32
 	Refusal string
 }
 
-func (a stripeAck) encode(e wire.Enc) wire.Enc {
+func (a holderAck) encode(e wire.Enc) wire.Enc {
 	return e.U8(uint8(a.Outcome)).U32(a.Through).Str(a.Refusal)
 }
 
-func readStripeAck(d *wire.Dec) stripeAck {
-	return stripeAck{Outcome: stripe.Outcome(d.U8()), Through: d.U32(), Refusal: d.Str()}
+func readAck(d *wire.Dec) holderAck {
+	return holderAck{Outcome: Outcome(d.U8()), Through: d.U32(), Refusal: d.Str()}
 }
 
-func decodeStripeAcks(b []byte, count int) ([]stripeAck, error) {
-	acks, err := wire.DecodeList(b, readStripeAck)
+func decodeAcks(b []byte, count int) ([]holderAck, error) {
+	acks, err := wire.DecodeList(b, readAck)
 	if err == nil && len(acks) != count {
 		return nil, wire.ErrMalformed
 	}
@@ -109,57 +108,57 @@ const (
 	readParityChunk                  // a stripe's parity chunk, from a parity holder
 	readImage                        // a parity holder's copy of an open chunk
 	readPositions                    // which stripes a data position has state in, at a parity holder
-	readBackups                      // a parity holder's backups of a data position's updates, every stripe (a stripeUpdate list)
+	readBackups                      // a parity holder's backups of a data position's updates, every stripe (a holderUpdate list)
 	readDataRange                    // a page of a coordinator's data chunks at a position, from a stripe number on (a rangedChunk list)
 	readParityRange                  // a page of a parity holder's parity chunks of a list, from a stripe number on (a rangedChunk list)
 )
 
-// stripeRangePage is how many chunks one range read returns at most;
+// rangePage is how many chunks one range read returns at most;
 // fewer says the range is done.
-const stripeRangePage = 256
+const rangePage = 256
 
 // rangedChunk is one chunk of a range read: its stripe number and the
 // chunk as readDataChunk or readParityChunk would give it.
 type rangedChunk struct {
 	Stripe uint32
-	Chunk  stripeChunk
+	Chunk  chunkReply
 }
 
 func (r rangedChunk) encode(e wire.Enc) wire.Enc { return r.Chunk.encode(e.U32(r.Stripe)) }
 
 func readRangedChunk(d *wire.Dec) rangedChunk {
 	r := rangedChunk{Stripe: d.U32()}
-	r.Chunk = readStripeChunkFrom(d)
+	r.Chunk = readChunkReply(d)
 	return r
 }
 
-// stripeRead is a msgStripeRead request.
-type stripeRead struct {
+// readReq is a msgStripeRead request.
+type readReq struct {
 	Scheme uint16
 	What   uint8
-	Chunk  stripe.ChunkID // for parity, the position is ignored
+	Chunk  ChunkID // for parity, the position is ignored
 }
 
-func (r stripeRead) encode(e wire.Enc) wire.Enc {
+func (r readReq) encode(e wire.Enc) wire.Enc {
 	return e.U16(r.Scheme).U8(r.What).U16(r.Chunk.List).U8(r.Chunk.Position).U32(r.Chunk.Stripe)
 }
 
-func decodeStripeRead(b []byte) (stripeRead, error) {
+func decodeReadReq(b []byte) (readReq, error) {
 	d := wire.NewDec(b)
-	r := stripeRead{Scheme: d.U16(), What: d.U8()}
-	r.Chunk = stripe.ChunkID{List: d.U16(), Position: d.U8(), Stripe: d.U32()}
+	r := readReq{Scheme: d.U16(), What: d.U8()}
+	r.Chunk = ChunkID{List: d.U16(), Position: d.U8(), Stripe: d.U32()}
 	if d.Err() == nil && (r.What < readDataChunk || r.What > readParityRange) {
 		d.Fail()
 	}
 	return r, d.Done()
 }
 
-// stripeChunk is a msgStripeRead reply: the bytes if the node holds them;
+// chunkReply is a msgStripeRead reply: the bytes if the node holds them;
 // for a data chunk whether it is sealed and its last seq, for a copy its
 // seq; for a parity chunk the holder's parity position and, per data
 // position, the seq its updates are applied through and whether it is
 // sealed into the parity.
-type stripeChunk struct {
+type chunkReply struct {
 	Found, Sealed bool
 	J             uint8
 	Seq           uint32
@@ -168,22 +167,22 @@ type stripeChunk struct {
 	SealedAt      []bool
 }
 
-func (c stripeChunk) encode(e wire.Enc) wire.Enc {
-	e = e.U8(boolByte(c.Found)).U8(boolByte(c.Sealed)).U8(c.J).U32(c.Seq).Bytes(c.Bytes).U8(uint8(len(c.Through)))
+func (c chunkReply) encode(e wire.Enc) wire.Enc {
+	e = e.Flag(c.Found).Flag(c.Sealed).U8(c.J).U32(c.Seq).Bytes(c.Bytes).U8(uint8(len(c.Through)))
 	for i, t := range c.Through {
-		e = e.U32(t).U8(boolByte(c.SealedAt[i]))
+		e = e.U32(t).Flag(c.SealedAt[i])
 	}
 	return e
 }
 
-func decodeStripeChunk(b []byte) (stripeChunk, error) {
+func decodeChunkReply(b []byte) (chunkReply, error) {
 	d := wire.NewDec(b)
-	c := readStripeChunkFrom(&d)
+	c := readChunkReply(&d)
 	return c, d.Done()
 }
 
-func readStripeChunkFrom(d *wire.Dec) stripeChunk {
-	c := stripeChunk{Found: d.Flag(), Sealed: d.Flag(), J: d.U8(), Seq: d.U32(), Bytes: d.Bytes()}
+func readChunkReply(d *wire.Dec) chunkReply {
+	c := chunkReply{Found: d.Flag(), Sealed: d.Flag(), J: d.U8(), Seq: d.U32(), Bytes: d.Bytes()}
 	for range int(d.U8()) {
 		c.Through, c.SealedAt = append(c.Through, d.U32()), append(c.SealedAt, d.Flag())
 	}
@@ -192,17 +191,17 @@ func readStripeChunkFrom(d *wire.Dec) stripeChunk {
 
 // encodePositions is a readPositions reply: each stripe's state of the
 // position and, from the list's first parity holder, its manifest.
-func encodePositions(ps []stripe.PositionState) wire.Enc {
+func encodePositions(ps []PositionState) wire.Enc {
 	e := wire.Enc(nil).U32(uint32(len(ps)))
 	for _, p := range ps {
-		e = e.U32(p.Stripe).U32(p.Through).U8(boolByte(p.Sealed)).U8(boolByte(p.Open)).U8(boolByte(p.HasManifest)).Bytes(p.Manifest)
+		e = e.U32(p.Stripe).U32(p.Through).Flag(p.Sealed).Flag(p.Open).Flag(p.HasManifest).Bytes(p.Manifest)
 	}
 	return e
 }
 
-func decodePositions(b []byte) ([]stripe.PositionState, error) {
-	return wire.DecodeList(b, func(d *wire.Dec) stripe.PositionState {
-		p := stripe.PositionState{Stripe: d.U32(), Through: d.U32(), Sealed: d.Flag(), Open: d.Flag(), HasManifest: d.Flag(), Manifest: d.Bytes()}
+func decodePositions(b []byte) ([]PositionState, error) {
+	return wire.DecodeList(b, func(d *wire.Dec) PositionState {
+		p := PositionState{Stripe: d.U32(), Through: d.U32(), Sealed: d.Flag(), Open: d.Flag(), HasManifest: d.Flag(), Manifest: d.Bytes()}
 		if len(p.Manifest) == 0 {
 			p.Manifest = nil
 		}

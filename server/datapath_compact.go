@@ -9,11 +9,11 @@ import (
 	"github.com/memgest/memgest/scheme/stripe"
 )
 
-// This file is stripe compaction (decision 0003; BCStore §III-B). An update
-// that changes its object's size relocates it, and a deletion zeroes one,
-// so sealed chunks collect garbage, and parity keeps covering it. While a
-// stripe scheme's garbage is above compactGoal of its data chunks' bytes,
-// the coordinator rewrites the current objects of its chunks with the most
+// This file is the node's half of stripe compaction (decision 0003;
+// BCStore §III-B). An update that changes its object's size relocates it,
+// and a deletion zeroes one, so sealed chunks collect garbage, and parity
+// keeps covering it. The stripe engine picks the victim chunks
+// (stripe.Engine.Compaction) and the coordinator rewrites the current objects of its chunks with the most
 // garbage into open chunks, as writes at new versions through the usual
 // write path (settleBlind): one that a client write of the same key
 // overtakes, or that finds the key changed, is skipped, and the client's
@@ -26,10 +26,6 @@ import (
 // --compact-share of the time.
 
 const (
-	// compactGoal is the share of a scheme's data chunk bytes that may be
-	// garbage before compaction starts on this node: 5% keeps the scheme
-	// within about 5% of MemEC's formula (parity covers the garbage too).
-	compactGoal = 0.05
 	// compactEvery is how often compaction looks at the schemes.
 	compactEvery = 100 * time.Millisecond
 	// compactBatch bounds the objects relocated in one batch.
@@ -54,18 +50,20 @@ func (n *Node) compactLoop(ctx context.Context) {
 		case <-time.After(wait):
 		}
 		wait = compactEvery
-		if !n.stripes.any.Load() || !n.serving() || !compactable(n.ctl.Map()) {
+		if !n.stripes.InUse() || !n.serving() || !compactable(n.ctl.Map()) {
 			continue
 		}
 		start := time.Now()
-		budget, worked := int(n.cfg.CompactRate*int64(compactEvery)/int64(time.Second)), false
-		for _, s := range n.stripes.all() {
-			moved := n.compactScheme(ctx, s, budget)
-			worked = worked || moved > 0
-			if budget -= moved; budget <= 0 {
-				break
+		budget := int(n.cfg.CompactRate * int64(compactEvery) / int64(time.Second))
+		work := n.stripes.Compaction(budget)
+		for _, r := range work {
+			for objs := r.Objects; len(objs) > 0; {
+				k := min(len(objs), compactBatch)
+				n.relocate(ctx, r.Scheme, objs[:k])
+				objs = objs[k:]
 			}
 		}
+		worked := len(work) > 0
 		if share := n.cfg.CompactShare; worked && share > 0 && share < 1 {
 			wait = max(wait, time.Duration(float64(time.Since(start))*(1/share-1)))
 		}
@@ -79,47 +77,16 @@ func compactable(m *cluster.Map) bool {
 	return m.State == cluster.OK && m.RecoveringShards() == 0 && m.RebuildingShards() == 0
 }
 
-// compactScheme relocates the current objects of victim chunks of s, of
-// at most budget bytes in all: those with the most garbage while the
-// scheme's garbage on this node is above compactGoal, else its misplaced
-// ones (stripe.Data.Misplaced). It returns the victims' bytes.
-func (n *Node) compactScheme(ctx context.Context, s *stripeScheme, budget int) int {
-	size := s.spec.ChunkSize()
-	want := max(1, budget/size)
-	s.mu.Lock()
-	st := s.data.Stats()
-	var victims []stripe.ChunkGarbage
-	if float64(st.GarbageBytes) > compactGoal*float64(st.ChunkBytes) {
-		victims = s.data.Victims(want)
-	} else {
-		// Only then: while writes leave garbage, new chunks fill the free
-		// numbers below anyway, and moving whole chunks down would be
-		// wasted.
-		victims = s.data.Misplaced(want)
-	}
-	var objs []stripe.Object
-	for _, v := range victims {
-		objs = append(objs, s.data.Residents(v.ID)...)
-	}
-	s.mu.Unlock()
-	for len(objs) > 0 {
-		k := min(len(objs), compactBatch)
-		n.relocate(ctx, s, objs[:k])
-		objs = objs[k:]
-	}
-	return len(victims) * size
-}
-
-// relocate rewrites objs, current objects of s's victim chunks, into open
-// chunks together. An object whose key was written since, is being
+// relocate rewrites objs, current objects of victim chunks of the stripe
+// scheme with id schemeID, into open chunks together. An object whose key was written since, is being
 // written, or has expired stays: a client write moves it anyway, and an
 // expired one is queued for deletion.
-func (n *Node) relocate(ctx context.Context, s *stripeScheme, objs []stripe.Object) {
+func (n *Node) relocate(ctx context.Context, schemeID uint16, objs []stripe.Object) {
 	ws := make([]blindWrite, 0, len(objs))
 	m := n.ctl.Map()
 	for _, o := range objs {
 		w := blindWrite{key: o.Key, value: o.Value}
-		if n.beginRelocation(m, s, &w, o) {
+		if n.beginRelocation(m, schemeID, &w, o) {
 			ws = append(ws, w)
 		}
 	}
@@ -135,8 +102,8 @@ func (n *Node) relocate(ctx context.Context, s *stripeScheme, objs []stripe.Obje
 
 // beginRelocation begins w, the rewrite of o, if this node coordinates
 // its key, no write of it is in flight, and o is still its current,
-// unexpired object in s.
-func (n *Node) beginRelocation(m *cluster.Map, s *stripeScheme, w *blindWrite, o stripe.Object) bool {
+// unexpired object in scheme schemeID.
+func (n *Node) beginRelocation(m *cluster.Map, schemeID uint16, w *blindWrite, o stripe.Object) bool {
 	if c, ok := m.Coordinator(keyslot.Of(o.Key)); !ok || c.ID != n.id {
 		return false
 	}
@@ -151,7 +118,7 @@ func (n *Node) beginRelocation(m *cluster.Map, s *stripeScheme, w *blindWrite, o
 		return false
 	}
 	cur, _ := n.peekLocked(o.Key)
-	if !cur.exists || cur.entry.ID != s.id || cur.meta.Version != o.Version {
+	if !cur.exists || cur.entry.ID != schemeID || cur.meta.Version != o.Version {
 		return false
 	}
 	w.op = &writeOp{key: o.Key, value: o.Value, expireAt: cur.meta.ExpireAt, entry: cur.entry, shrinks: true, relocate: true}

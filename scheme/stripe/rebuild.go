@@ -1,4 +1,4 @@
-package server
+package stripe
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/memgest/memgest/cluster"
-	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/wire"
 )
 
@@ -25,15 +24,15 @@ import (
 // chunks continue their seqs (a holder would take a repeated seq for a
 // duplicate) and avoid the stripe numbers whose old chunks are still in
 // parity until a rebuild drops them.
-func (n *Node) adoptSlots(ctx context.Context, s *stripeScheme) error {
-	m := n.ctl.Map()
+func (eng *Engine) adoptSlots(ctx context.Context, s *schemeState) error {
+	m := eng.host.Map()
 	s.mu.Lock()
 	if s.adoptedAt == m.Epoch {
 		s.mu.Unlock()
 		return nil // every position of this map is adopted
 	}
-	var todo []stripe.Slot
-	for _, slot := range ownSlots(m, s.spec, n.id) {
+	var todo []Slot
+	for _, slot := range ownSlots(m, s.spec, eng.host.Self()) {
 		if !s.data.Adopted(slot) {
 			todo = append(todo, slot)
 		}
@@ -48,7 +47,7 @@ func (n *Node) adoptSlots(ctx context.Context, s *stripeScheme) error {
 		if err != nil {
 			return err
 		}
-		states, err := n.positionStates(ctx, m, lp, holders)
+		states, err := eng.positionStates(ctx, m, lp, holders)
 		if err != nil && !errors.Is(err, errNoParityState) {
 			return err
 		}
@@ -56,7 +55,7 @@ func (n *Node) adoptSlots(ctx context.Context, s *stripeScheme) error {
 		// tolerance), no old chunk is in any parity a new one could clash
 		// with: the position starts afresh, and new holders get its chunks
 		// by resync.
-		var known []stripe.PositionState
+		var known []PositionState
 		for _, st := range states {
 			for _, p := range st {
 				known = append(known, p)
@@ -72,19 +71,18 @@ func (n *Node) adoptSlots(ctx context.Context, s *stripeScheme) error {
 	return nil
 }
 
-// rebuildStripes restores the stripe lists of shard sh's placement: list
+// Rebuild restores the stripe lists of shard sh's placement: list
 // sh.ID of every stripe scheme. Data positions whose own node is gone have
 // their chunks dropped from parity; parity positions held by a node that
 // may lack the list's state are resynced by every live data node.
-func (n *Node) rebuildStripes(ctx context.Context, m *cluster.Map, sh cluster.Shard) error {
+func (eng *Engine) Rebuild(ctx context.Context, m *cluster.Map, sh cluster.Shard) error {
 	g := slices.IndexFunc(m.Shards, func(s cluster.Shard) bool { return s.ID == sh.ID })
 	if g < 0 {
 		return nil
 	}
 	var errs []error
-	t := n.schemes(m)
 	for _, e := range m.Schemes {
-		if !t.isStripe(e.ID) || e.Spec.K+e.Spec.M > len(sh.Placement) {
+		if e.Spec.Kind != Kind || e.Spec.K+e.Spec.M > len(sh.Placement) {
 			continue
 		}
 		for p := 0; p < e.Spec.K+e.Spec.M; p++ {
@@ -93,12 +91,12 @@ func (n *Node) rebuildStripes(ctx context.Context, m *cluster.Map, sh cluster.Sh
 			}
 			var err error
 			if lp := (lostPosition{entry: e, list: uint16(g), pos: p}); p < e.Spec.K {
-				if err = n.dropLostChunks(ctx, m, lp); err != nil && beyondTolerance(m, lp) {
-					n.abandonPosition(lp, "rebuild", err) // its chunks stay in parity
+				if err = eng.dropLostChunks(ctx, m, lp); err != nil && beyondTolerance(m, lp) {
+					eng.abandonPosition(lp, "rebuild", err) // its chunks stay in parity
 					err = nil
 				}
 			} else {
-				err = n.resyncParity(ctx, m, e, uint16(g), p-e.Spec.K)
+				err = eng.resyncParity(ctx, m, e, uint16(g), p-e.Spec.K)
 			}
 			errs = append(errs, err)
 		}
@@ -113,31 +111,31 @@ func (n *Node) rebuildStripes(ctx context.Context, m *cluster.Map, sh cluster.Sh
 // tolerance the chunks that cannot be decoded stay in parity (an error
 // counts them) and the others are still dropped: their keys were
 // recovered.
-func (n *Node) dropLostChunks(ctx context.Context, m *cluster.Map, lp lostPosition) error {
+func (eng *Engine) dropLostChunks(ctx context.Context, m *cluster.Map, lp lostPosition) error {
 	dropped, kept := 0, 0
-	var lose func(stripe.ChunkID, []map[uint32]stripe.PositionState, error) bool
+	var lose func(ChunkID, []map[uint32]PositionState, error) bool
 	if beyondTolerance(m, lp) {
-		lose = func(stripe.ChunkID, []map[uint32]stripe.PositionState, error) bool {
+		lose = func(ChunkID, []map[uint32]PositionState, error) bool {
 			kept++
 			return ctx.Err() == nil
 		}
 	}
-	err := n.lostChunks(ctx, m, lp, nil, lose, func(id stripe.ChunkID, b []byte, states []map[uint32]stripe.PositionState, holders []cluster.Node) error {
+	err := eng.lostChunks(ctx, m, lp, nil, lose, func(id ChunkID, b []byte, states []map[uint32]PositionState, holders []cluster.Node) error {
 		dropped++
-		return n.dropChunk(ctx, lp, holders, states, id, b)
+		return eng.dropChunk(ctx, lp, holders, states, id, b)
 	})
 	if dropped > 0 {
-		n.log.Info("lost stripe chunks dropped from parity", "scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos, "chunks", dropped, "err", err)
+		eng.log.Info("lost stripe chunks dropped from parity", "scheme", lp.entry.Name(), "list", lp.list, "position", lp.pos, "chunks", dropped, "err", err)
 	}
 	if err == nil && kept > 0 {
-		err = fmt.Errorf("server: %d chunks of list %d position %d of %s cannot be decoded", kept, lp.list, lp.pos, lp.entry.Name())
+		err = fmt.Errorf("stripe: %d chunks of list %d position %d of %s cannot be decoded", kept, lp.list, lp.pos, lp.entry.Name())
 	}
 	return err
 }
 
 // stillInParity says whether some holder still has stripe r's chunk,
 // sealed or as a copy.
-func stillInParity(states []map[uint32]stripe.PositionState, r uint32) bool {
+func stillInParity(states []map[uint32]PositionState, r uint32) bool {
 	for _, st := range states {
 		if p, ok := st[r]; ok && (p.Sealed || p.Open) {
 			return true
@@ -148,38 +146,38 @@ func stillInParity(states []map[uint32]stripe.PositionState, r uint32) bool {
 
 // dropChunk sends each holder that has chunk id at the same seq the delta
 // that removes it (b, the chunk's bytes) and a Free.
-func (n *Node) dropChunk(ctx context.Context, lp lostPosition, holders []cluster.Node, states []map[uint32]stripe.PositionState, id stripe.ChunkID, b []byte) error {
-	var reqs []peerReq
+func (eng *Engine) dropChunk(ctx context.Context, lp lostPosition, holders []cluster.Node, states []map[uint32]PositionState, id ChunkID, b []byte) error {
+	var reqs []Request
 	for j, st := range states {
 		p, ok := st[id.Stripe]
 		if !ok || !p.Sealed && !p.Open {
 			continue
 		}
 		t := p.Through
-		ups := []stripeUpdate{
-			{J: j, U: stripe.Update{Chunk: id, Seq: t + 1, Base: t, Kind: stripe.Delta, Bytes: b}},
-			{J: j, U: stripe.Update{Chunk: id, Seq: t + 2, Base: t, Kind: stripe.Free}},
+		ups := []holderUpdate{
+			{J: j, U: Update{Chunk: id, Seq: t + 1, Base: t, Kind: Delta, Bytes: b}},
+			{J: j, U: Update{Chunk: id, Seq: t + 2, Base: t, Kind: Free}},
 		}
 		if isZeroChunk(b) {
 			ups = ups[1:] // nothing to take out of parity
 			ups[0].U.Seq = t + 1
 		}
-		reqs = append(reqs, peerReq{node: holders[j], typ: msgStripe, payload: encodeStripeUpdates(lp.entry.ID, ups)})
+		reqs = append(reqs, Request{Node: holders[j], Msg: MsgUpdates, Payload: encodeUpdates(lp.entry.ID, ups)})
 	}
-	replies, errs := n.callEach(ctx, reqs)
+	replies, errs := eng.callEach(ctx, reqs)
 	for i, err := range errs {
 		if err == nil {
-			var acks []stripeAck
-			if acks, err = wire.DecodeList(replies[i], readStripeAck); err == nil {
+			var acks []holderAck
+			if acks, err = wire.DecodeList(replies[i], readAck); err == nil {
 				for _, a := range acks {
-					if a.Refusal != "" || a.Outcome == stripe.Missing {
+					if a.Refusal != "" || a.Outcome == Missing {
 						err = fmt.Errorf("dropping %s: %s %s", id, a.Outcome, a.Refusal)
 					}
 				}
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("server: dropping lost %s of %s: %w", id, lp.entry.Name(), err)
+			return fmt.Errorf("stripe: dropping lost %s of %s: %w", id, lp.entry.Name(), err)
 		}
 	}
 	return nil
@@ -188,7 +186,7 @@ func (n *Node) dropChunk(ctx context.Context, lp lostPosition, holders []cluster
 // resyncParity has every live data node of list g send the holder of
 // parity position j each of its chunks there (Resync), which a new holder
 // folds into parity and a holder in sync ignores.
-func (n *Node) resyncParity(ctx context.Context, m *cluster.Map, e cluster.SchemeEntry, g uint16, j int) error {
+func (eng *Engine) resyncParity(ctx context.Context, m *cluster.Map, e cluster.SchemeEntry, g uint16, j int) error {
 	sh := &m.Shards[g]
 	if holders, err := parityHolders(m, e.Spec, g); err != nil || holders[j].State != cluster.Up {
 		// No node can take the position yet (a failed node with no spare
@@ -196,47 +194,47 @@ func (n *Node) resyncParity(ctx context.Context, m *cluster.Map, e cluster.Schem
 		// and split do, until a node takes the place and is rebuilt.
 		return err
 	}
-	req := stripeResyncReq{Scheme: e.ID, List: g, J: uint8(j)}
-	var reqs []peerReq
+	req := resyncReq{Scheme: e.ID, List: g, J: uint8(j)}
+	var reqs []Request
 	for q := 0; q < e.Spec.K; q++ {
 		node, ok := m.Node(sh.Placement[q])
 		if ok && node.State == cluster.Up && !m.StoodIn(sh, q) {
-			reqs = append(reqs, peerReq{node: node, typ: msgStripeResync, payload: req.encode(nil)})
+			reqs = append(reqs, Request{Node: node, Msg: MsgResync, Payload: req.encode(nil)})
 		}
 	}
-	_, errs := n.callEach(ctx, reqs)
+	_, errs := eng.callEach(ctx, reqs)
 	return errors.Join(errs...)
 }
 
-// stripeResyncReq asks a data node to resync its chunks of a list with
+// resyncReq asks a data node to resync its chunks of a list with
 // one parity holder.
-type stripeResyncReq struct {
+type resyncReq struct {
 	Scheme uint16
 	List   uint16
 	J      uint8
 }
 
-func (r stripeResyncReq) encode(e wire.Enc) wire.Enc { return e.U16(r.Scheme).U16(r.List).U8(r.J) }
+func (r resyncReq) encode(e wire.Enc) wire.Enc { return e.U16(r.Scheme).U16(r.List).U8(r.J) }
 
-func decodeStripeResync(b []byte) (stripeResyncReq, error) {
+func decodeResyncReq(b []byte) (resyncReq, error) {
 	d := wire.NewDec(b)
-	r := stripeResyncReq{Scheme: d.U16(), List: d.U16(), J: d.U8()}
+	r := resyncReq{Scheme: d.U16(), List: d.U16(), J: d.U8()}
 	return r, d.Done()
 }
 
-// onStripeResync sends this node's chunks of a list to one parity holder,
+// OnResync sends this node's chunks of a list to one parity holder,
 // whole (Resync), and then whatever the holder still lacks.
-func (n *Node) onStripeResync(b []byte) ([]byte, error) {
-	r, err := decodeStripeResync(b)
+func (eng *Engine) OnResync(b []byte) ([]byte, error) {
+	r, err := decodeResyncReq(b)
 	if err != nil {
 		return nil, err
 	}
-	m := n.ctl.Map()
+	m := eng.host.Map()
 	entry, ok := m.SchemeByID(r.Scheme)
-	if !ok || !n.schemes(m).isStripe(entry.ID) || int(r.J) >= entry.Spec.M {
-		return nil, fmt.Errorf("server: no parity position %d of a stripe scheme with id %d", r.J, r.Scheme)
+	if !ok || entry.Spec.Kind != Kind || int(r.J) >= entry.Spec.M {
+		return nil, fmt.Errorf("stripe: no parity position %d of a stripe scheme with id %d", r.J, r.Scheme)
 	}
-	s, err := n.stripes.scheme(entry)
+	s, err := eng.scheme(entry)
 	if err != nil {
 		return nil, err
 	}
@@ -244,9 +242,9 @@ func (n *Node) onStripeResync(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ups []stripe.Update
+	var ups []Update
 	s.mu.Lock()
-	s.data.Chunks(func(id stripe.ChunkID, _ []byte, _ bool) {
+	s.data.Chunks(func(id ChunkID, _ []byte, _ bool) {
 		if id.List == r.List {
 			if u, ok := s.data.Resync(id); ok {
 				ups = append(ups, u)
@@ -254,9 +252,9 @@ func (n *Node) onStripeResync(b []byte) ([]byte, error) {
 		}
 	})
 	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.PeerTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), eng.cfg.PeerTimeout)
 	defer cancel()
-	return nil, n.resyncHolder(ctx, s, holders[r.J], int(r.J), ups)
+	return nil, eng.resyncHolder(ctx, s, holders[r.J], int(r.J), ups)
 }
 
 // resyncHolder sends ups to holder, parity position j, until it has
@@ -264,33 +262,33 @@ func (n *Node) onStripeResync(b []byte) ([]byte, error) {
 // has applied an update the Resync does not carry yet (a write's, sent
 // meanwhile, that overtook it); ignoring the refusal left its copy of the
 // chunk at that one update. Each update refused or reported Missing is
-// followed by what the holder then lacks (stripe.Data.CatchUp): a later
+// followed by what the holder then lacks (Data.CatchUp): a later
 // Resync, or the logged updates after its seq.
-func (n *Node) resyncHolder(ctx context.Context, s *stripeScheme, holder cluster.Node, j int, ups []stripe.Update) error {
+func (eng *Engine) resyncHolder(ctx context.Context, s *schemeState, holder cluster.Node, j int, ups []Update) error {
 	var refused error // the last refusal, for the error
 	for round := 0; len(ups) > 0; round++ {
 		if round == 4 {
-			return fmt.Errorf("server: parity holder %s still lacks %s after %d rounds of resync (%v)", holder.PeerAddr, ups[0].Chunk, round, refused)
+			return fmt.Errorf("stripe: parity holder %s still lacks %s after %d rounds of resync (%v)", holder.PeerAddr, ups[0].Chunk, round, refused)
 		}
-		frame := make([]stripeUpdate, len(ups))
+		frame := make([]holderUpdate, len(ups))
 		for i, u := range ups {
-			frame[i] = stripeUpdate{J: j, U: u}
+			frame[i] = holderUpdate{J: j, U: u}
 		}
-		replies, errs := n.callEach(ctx, []peerReq{{node: holder, typ: msgStripe, payload: encodeStripeUpdates(s.id, frame)}})
+		replies, errs := eng.callEach(ctx, []Request{{Node: holder, Msg: MsgUpdates, Payload: encodeUpdates(s.id, frame)}})
 		if errs[0] != nil {
 			return errs[0]
 		}
-		acks, err := decodeStripeAcks(replies[0], len(ups))
+		acks, err := decodeAcks(replies[0], len(ups))
 		if err != nil {
 			return err
 		}
-		var lacking []stripe.Update
+		var lacking []Update
 		s.mu.Lock()
 		for i, a := range acks {
 			if a.Refusal != "" {
 				refused = fmt.Errorf("%s: %s", ups[i], a.Refusal)
 			}
-			if a.Refusal != "" || a.Outcome == stripe.Missing {
+			if a.Refusal != "" || a.Outcome == Missing {
 				lacking = append(lacking, s.data.CatchUp(ups[i].Chunk, a.Through)...)
 			}
 		}

@@ -1,0 +1,92 @@
+package stripe
+
+import (
+	"strconv"
+
+	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/kind"
+)
+
+// Usage is a stripe scheme's memory on one node (or summed over nodes).
+type Usage struct {
+	Chunks   int64 `json:"chunks"`   // data chunks, whole
+	Parity   int64 `json:"parity"`   // parity chunks
+	Buffered int64 `json:"buffered"` // parity holders' copies of open chunks
+	Backups  int64 `json:"backups"`  // parity holders' backups of updates not known stable
+	// Manifests is the first parity holders' key tags of sealed chunks.
+	Manifests int64 `json:"manifests"`
+	Index     int64 `json:"index"`
+	Objects   int64 `json:"objects"` // encoded objects, live or in flight
+	Garbage   int64 `json:"garbage"` // dead objects' bytes not yet reclaimed
+}
+
+// Add adds o to u.
+func (u *Usage) Add(o *Usage) {
+	u.Chunks += o.Chunks
+	u.Parity += o.Parity
+	u.Buffered += o.Buffered
+	u.Backups += o.Backups
+	u.Manifests += o.Manifests
+	u.Index += o.Index
+	u.Objects += o.Objects
+	u.Garbage += o.Garbage
+}
+
+// Stored is the bytes u keeps in memory: chunks, parity, copies,
+// backups, manifests and the index.
+func (u *Usage) Stored() int64 {
+	return u.Chunks + u.Parity + u.Buffered + u.Backups + u.Manifests + u.Index
+}
+
+// SchemeUsage is one stripe scheme's usage on this node: its memory, and
+// its keys and their logical bytes.
+type SchemeUsage struct {
+	ID            uint16
+	Keys, Logical int64
+	Usage         Usage
+}
+
+// Usage reports every stripe scheme's usage on this node.
+func (eng *Engine) Usage() []SchemeUsage {
+	var out []SchemeUsage
+	for _, s := range eng.all() {
+		u, keys, logical := s.usage()
+		out = append(out, SchemeUsage{ID: s.id, Keys: keys, Logical: logical, Usage: u})
+	}
+	return out
+}
+
+// Info is SCHEME.INFO's breakdown of a stripe scheme's stored bytes
+// (decision 0003) for keys keys of logical bytes in all whose usage is u
+// (nil: none), with the overhead MemEC §3.3's formula predicts for
+// objects of the measured sizes:
+//
+//	[n(K+V+M)/k + R/O + n(I+R/O)(K+V+M)/(kC)] / (K+V)
+//
+// where K+V is the mean key and value bytes, K+V+M the mean encoded object,
+// R/O the index bytes per key, I+R/O = 16 bytes per chunk and C the chunk
+// size (MemEC divides by K+V+M; we divide by the logical bytes, as the
+// measured overhead does, so that the two compare).
+func Info(spec scheme.Spec, keys, logical int64, u *Usage) []kind.Detail {
+	if u == nil {
+		u = &Usage{}
+	}
+	formula := spec.Overhead()
+	if keys > 0 && logical > 0 {
+		n, k, c := float64(spec.K+spec.M), float64(spec.K), float64(spec.ChunkSize())
+		obj, mean, index := float64(u.Objects)/float64(keys), float64(logical)/float64(keys), float64(u.Index)/float64(keys)
+		formula = (n*obj/k + index + n*16*obj/(k*c)) / mean
+	}
+	return []kind.Detail{
+		{Name: "chunk_size", Value: int64(spec.ChunkSize())},
+		{Name: "data_chunk_bytes", Value: u.Chunks},
+		{Name: "object_bytes", Value: u.Objects},
+		{Name: "garbage_bytes", Value: u.Garbage},
+		{Name: "parity_bytes", Value: u.Parity},
+		{Name: "buffered_bytes", Value: u.Buffered},
+		{Name: "backup_bytes", Value: u.Backups},
+		{Name: "manifest_bytes", Value: u.Manifests},
+		{Name: "index_bytes", Value: u.Index},
+		{Name: "memec_overhead", Value: strconv.FormatFloat(formula, 'f', 3, 64)},
+	}
+}
