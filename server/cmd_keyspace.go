@@ -6,8 +6,6 @@ import (
 	"sync"
 
 	"github.com/memgest/memgest/cluster"
-	"github.com/memgest/memgest/keyslot"
-	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/server/resp"
 )
 
@@ -163,8 +161,8 @@ func (n *Node) flushPass(ctx context.Context, deleted *int64) (int, error) {
 		}
 	}
 	m := n.ctl.Map()
-	lost := n.lost.keysWhere(func(key []byte) bool { return n.coordinates(m, key) })
-	n.lost.forgetTagsWhere(func(slot int) bool { c, ok := m.Coordinator(slot); return ok && c.ID == n.id })
+	lost := n.lost.KeysWhere(func(key []byte) bool { return n.coordinates(m, key) })
+	n.lost.ForgetTagsWhere(func(slot int) bool { c, ok := m.Coordinator(slot); return ok && c.ID == n.id })
 	found += len(lost)
 	return found, n.dropKeys(ctx, lost, deleted)
 }
@@ -222,39 +220,6 @@ func (n *Node) dropKey(ctx context.Context, key []byte) (bool, error) {
 		return &writeOp{key: key, del: true, entry: entry}, nil
 	})
 	return existed, err
-}
-
-// keysWhere lists the keys reported lost (not the stripe key tags) for
-// which in holds.
-func (l *lostKeys) keysWhere(in func(key []byte) bool) [][]byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out [][]byte
-	for k := range l.m {
-		if in([]byte(k)) {
-			out = append(out, []byte(k))
-		}
-	}
-	return out
-}
-
-// forgetTagsWhere ends the reports of lost stripe key tags of the slots for
-// which in holds: their keys may have been in a lost chunk, and are
-// flushed now.
-func (l *lostKeys) forgetTagsWhere(in func(slot int) bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for t := range l.tags {
-		if in(stripe.TagSlot(t)) {
-			delete(l.tags, t)
-		}
-	}
-	for k := range l.cleared {
-		if in(keyslot.Of([]byte(k))) {
-			delete(l.cleared, k)
-		}
-	}
-	l.resize()
 }
 
 // coordinators lists the nodes that coordinate at least one shard, in shard

@@ -192,7 +192,7 @@ func (n *Node) infoMemgest(ctx context.Context) resp.InfoSection {
 		{"rebuild_keys_done", strconv.FormatInt(n.rebuild.keysDone.Load(), 10)},
 		{"rebuild_keys_total", strconv.FormatInt(n.rebuild.keysTotal.Load(), 10)},
 		{"rebuild_bytes_done", strconv.FormatInt(n.rebuild.bytesDone.Load(), 10)},
-		{"lost_keys", strconv.Itoa(n.lost.count())},
+		{"lost_keys", strconv.Itoa(n.lost.Count())},
 		{"corrupt_found", strconv.FormatInt(n.health.corrupt.Load(), 10)},
 		{"repairs", strconv.FormatInt(n.health.repaired.Load(), 10)},
 		{"scrubbed_bytes", strconv.FormatInt(n.health.scrubbed.Load(), 10)},

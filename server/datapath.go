@@ -133,7 +133,7 @@ func (n *Node) readCommitted(ctx context.Context, key []byte) (current, error) {
 		}
 	}
 	if !ok {
-		if lost, isLost := n.lost.get(key); isLost {
+		if lost, isLost := n.lost.Get(key); isLost {
 			return current{}, lost.Err()
 		}
 		return current{}, nil
@@ -191,7 +191,7 @@ func (n *Node) metaCommitted(_ context.Context, key []byte) (current, error) {
 			return n.unlessExpired(key, cur), nil
 		}
 	}
-	if _, isLost := n.lost.get(key); !ok && isLost {
+	if _, isLost := n.lost.Get(key); !ok && isLost {
 		// A lost key exists, unreadable: DEL removes it, EXISTS counts it.
 		return current{exists: true, entry: n.ctl.Map().DefaultScheme()}, nil
 	}
@@ -427,7 +427,7 @@ func (n *Node) commitRecordLocked(s *inflightShard, op *writeOp, v uint64, p *pe
 		s.end(op.key, p)
 	}
 	if _, toPacked := op.packedOf(n); toPacked && !op.del || n.inPacked(op.key) {
-		n.lost.forget(op.key, op.del) // written or deleted: no longer reported lost
+		n.lost.Forget(op.key, op.del) // written or deleted: no longer reported lost
 		return n.commitPackedLocked(op, v)
 	}
 	var prev, next store.Meta
@@ -446,7 +446,7 @@ func (n *Node) commitRecordLocked(s *inflightShard, op *writeOp, v uint64, p *pe
 			return nil, errPeekNeeded
 		}
 	}
-	n.lost.forget(op.key, op.del)
+	n.lost.Forget(op.key, op.del)
 	m := n.ctl.Map()
 	if applied {
 		n.accountDetached(m, prev, had, next)

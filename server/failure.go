@@ -414,7 +414,7 @@ func (n *Node) fence() {
 // node held may be stale, and nothing of it is served again.
 func (n *Node) wipe() {
 	n.flushLocal()
-	n.lost.clear()
+	n.lost.Clear()
 	n.incarnation.Store(newIncarnation())
 	n.lease.fresh.Store(true)
 }

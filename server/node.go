@@ -22,6 +22,7 @@ import (
 	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/internal/lograte"
 	"github.com/memgest/memgest/scheme/stripe"
+	"github.com/memgest/memgest/server/lostkeys"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
 )
@@ -63,7 +64,7 @@ type Node struct {
 	rebuilding  shardClaims   // shards whose lost pieces are being rebuilt
 	restoring   shardClaims   // shards whose pending stripe keys are being restored
 	rebuild     rebuildProgress
-	lost        lostKeys            // keys recovery found beyond their scheme's tolerance
+	lost        lostkeys.Set        // keys recovery found beyond their scheme's tolerance
 	unfinished  unfinishedDeletions // deletions whose releases failed (repair_purge.go)
 	directory   directorySender
 	stripes     *stripe.Engine // stripe:K+M chunks and parity, and the chunks recovery deferred

@@ -12,7 +12,6 @@ import (
 	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/kind"
-	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/wire"
 )
@@ -148,10 +147,10 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	}
 	known := map[uint32]bool{} // tags of keys found outside stripe chunks
 	for key := range found {
-		known[stripe.KeyTag([]byte(key))] = true
+		known[keyslot.Tag([]byte(key))] = true
 	}
 	for key := range dir {
-		known[stripe.KeyTag([]byte(key))] = true
+		known[keyslot.Tag([]byte(key))] = true
 	}
 	if !directoryIntact(m, &sh) {
 		n.loseUnnamed(sh)
@@ -182,7 +181,7 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 		markComplete(t, &sh, cands)
 		best, lost := judge(t, key, cands, dir, now)
 		if lost != nil {
-			n.lost.add(*lost)
+			n.lost.Add(*lost)
 			continue
 		}
 		if best != nil && (best.expireAt == 0 || best.expireAt > now) {
@@ -227,7 +226,7 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 		}
 	}()
 	go n.completeVersions(ctx, partial)
-	n.log.Info("shard recovered", "shard", sh.ID, "keys", len(keys), "lost", n.lost.count(), "stale", len(stale), "stripe_chunks_pending", rec.Deferred())
+	n.log.Info("shard recovered", "shard", sh.ID, "keys", len(keys), "lost", n.lost.Count(), "stale", len(stale), "stripe_chunks_pending", rec.Deferred())
 	return nil
 }
 
@@ -584,4 +583,14 @@ func lostReport(m *cluster.Map, key string, cands []*candidate) kind.LostKey {
 	e, _ := m.SchemeByID(newest.scheme)
 	total := e.Spec.Nodes()
 	return kind.LostKey{Key: key, Scheme: e.Name(), Lost: total - len(newest.shards), Total: total}
+}
+
+// loseUnnamed reports every key of sh's slots as maybe lost
+// (lostkeys.Set.AddRange): sh's coordinator failed together with every node
+// that kept its key directory (directoryIntact), so a key whose pieces all
+// died with them is named by nothing.
+func (n *Node) loseUnnamed(sh cluster.Shard) {
+	n.lost.AddRange(sh.First, sh.Last, kind.LostKey{Cause: "its shard's coordinator failed together with every node of the shard's key directory"})
+	n.log.Error("a shard's coordinator and key directory failed together: every key of its slots the node does not hold answers -LOST",
+		"shard", sh.ID, "first", sh.First, "last", sh.Last)
 }

@@ -224,7 +224,7 @@ func (n *Node) loseStub(key []byte, stub store.Meta, entry cluster.SchemeEntry, 
 		return nil, stub, errStubReplaced
 	}
 	lost := kind.LostKey{Key: string(key), Scheme: entry.Name(), Lost: entry.Spec.Nodes(), Total: entry.Spec.Nodes()}
-	n.lost.add(lost)
+	n.lost.Add(lost)
 	n.log.Warn("recovery: no replica of a key's value is left; reported lost",
 		"key", string(key), "version", stub.Version, "err", cause)
 	return nil, stub, lost.Err()

@@ -131,7 +131,7 @@ func TestStubWithNoReplicaLeftIsLost(t *testing.T) {
 	if err == nil || errors.Is(err, kind.ErrNoCopy) {
 		t.Fatalf("a holder that did not answer: fillStub err %v, want a plain error", err)
 	}
-	if _, lost := f.n.lost.get(key); lost {
+	if _, lost := f.n.lost.Get(key); lost {
 		t.Fatal("a key was reported lost while a holder had not answered")
 	}
 	if _, _, ok, err := f.n.copySource(ctx, f.n.schemes(f.n.ctl.Map()), key, nil); ok || err == nil {
@@ -144,7 +144,7 @@ func TestStubWithNoReplicaLeftIsLost(t *testing.T) {
 	if !errors.As(err, &lost) {
 		t.Fatalf("every holder answered without the value: fillStub err %v, want a lost error", err)
 	}
-	if _, ok := f.n.lost.get(key); !ok {
+	if _, ok := f.n.lost.Get(key); !ok {
 		t.Fatal("the key is not in the lost set")
 	}
 	if _, err := f.n.get(ctx, key); !errors.As(err, &lost) {
@@ -213,7 +213,7 @@ func TestSetOverAStubFillsItFirst(t *testing.T) {
 	if cur, err := f2.n.get(ctx, lostKey); err != nil || string(cur.value) != "fresh" {
 		t.Fatalf("read after the SET: %q, %v", cur.value, err)
 	}
-	if _, lost := f2.n.lost.get(lostKey); lost {
+	if _, lost := f2.n.lost.Get(lostKey); lost {
 		t.Fatal("the key is still reported lost after a SET")
 	}
 }
@@ -314,7 +314,7 @@ func TestSplitReadFindsShardsOnFormerStandIns(t *testing.T) {
 	if err != nil || string(v) != "value" {
 		t.Fatalf("read %q, %v; want the value from the stand-in's shard", v, err)
 	}
-	if _, lost := f.n.lost.get(key); lost {
+	if _, lost := f.n.lost.Get(key); lost {
 		t.Fatal("the key was reported lost")
 	}
 }

@@ -217,7 +217,7 @@ func (n *Node) isGarbage(m *cluster.Map, holder cluster.NodeID, it auditItem) bo
 	if sh == nil || !ok || coord.ID != n.id || sh.Recovering || len(sh.Rebuild) > 0 {
 		return false
 	}
-	if n.lost.named(it.Key) {
+	if n.lost.Named(it.Key) {
 		return false
 	}
 	s := n.inflight.shard(it.Key)

@@ -148,7 +148,7 @@ func (e schemeEnv) RepairRecord(key []byte, meta store.Meta, stored []byte) erro
 }
 
 func (e schemeEnv) ReportLost(k kind.LostKey) error {
-	e.n.lost.add(k)
+	e.n.lost.Add(k)
 	return k.Err()
 }
 

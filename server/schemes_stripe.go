@@ -38,9 +38,9 @@ func (h stripeHost) CallEach(ctx context.Context, reqs []stripe.Request, fences 
 
 func (h stripeHost) SentParity(e cluster.SchemeEntry, b int) { h.n.metrics.sentRedundancy(e, b) }
 func (h stripeHost) RestoredOnDemand()                       { h.n.metrics.degradedRequest(degradedRestored) }
-func (h stripeHost) LoseTags(tags []uint32, k kind.LostKey)  { h.n.lost.addTags(tags, k) }
+func (h stripeHost) LoseTags(tags []uint32, k kind.LostKey)  { h.n.lost.AddTags(tags, k) }
 func (h stripeHost) LoseRange(first, last int, k kind.LostKey) {
-	h.n.lost.addRange(first, last, k)
+	h.n.lost.AddRange(first, last, k)
 }
 
 func (h stripeHost) Rehome(ctx context.Context, m *cluster.Map, objects map[uint16][]stripe.Object) error {

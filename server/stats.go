@@ -90,7 +90,7 @@ func (n *Node) localStats() nodeStats {
 	st := nodeStats{Node: n.id, Keys: int64(p.Keys), Schemes: map[uint16]*schemeUsage{},
 		PrimaryBytes: p.MemoryBytes(), PieceBytes: q.MemoryBytes(), OverheadPerKey: p.IndexHeaderPerKey(),
 		Serving: n.serving(), Commands: n.stats.commands.Load()}
-	st.Lost, st.LostCount = n.lost.list(lostListMax)
+	st.Lost, st.LostCount = n.lost.List(lostListMax)
 	st.Rebuild = n.rebuild.report()
 	m := n.ctl.Map()
 	t := n.schemes(m)

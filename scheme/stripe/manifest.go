@@ -1,8 +1,6 @@
 package stripe
 
 import (
-	"hash/crc32"
-
 	"github.com/memgest/memgest/keyslot"
 )
 
@@ -22,13 +20,11 @@ import (
 // TagBytes is the size of one tag in a manifest.
 const TagBytes = 3
 
-// KeyTag returns key's tag.
-func KeyTag(key []byte) uint32 {
-	return uint32(keyslot.Of(key))<<10 | crc32.Checksum(key, castagnoli)&0x3ff
-}
+// KeyTag returns key's tag (keyslot.Tag).
+func KeyTag(key []byte) uint32 { return keyslot.Tag(key) }
 
 // TagSlot returns the cluster slot a tag carries.
-func TagSlot(tag uint32) int { return int(tag >> 10) }
+func TagSlot(tag uint32) int { return keyslot.TagSlot(tag) }
 
 // manifestOf returns the tags of chunk's objects (fragments included), or
 // false if the chunk does not parse.

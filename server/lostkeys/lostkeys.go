@@ -1,29 +1,16 @@
-package server
-
-import (
-	"fmt"
-	"slices"
-	"sort"
-	"sync"
-	"sync/atomic"
-
-	"github.com/memgest/memgest/cluster"
-	"github.com/memgest/memgest/keyslot"
-	"github.com/memgest/memgest/scheme/kind"
-	"github.com/memgest/memgest/scheme/stripe"
-)
-
-// This file reports keys lost beyond their scheme's tolerance (DESIGN.md §4,
-// issue 4): a read of such a key answers -LOST naming the scheme and how
-// many pieces are gone, never nil and never wrong bytes, and INFO and
-// memgest status list them. A key is lost when too few of its pieces
-// survive on live nodes: found so by a read (kind.LostError from split's gather), or
-// by a shard recovery that saw the key's pieces but not enough of them
-// (lostKeys). Writing the key again (SET) or deleting it ends the report.
+// Package lostkeys is the set of keys a node reports lost beyond their
+// scheme's tolerance (DESIGN.md §4, issue 4): a read of such a key answers
+// -LOST naming the scheme and how many pieces are gone, never nil and
+// never wrong bytes, and INFO and memgest status list them. A key is lost
+// when too few of its pieces survive on live nodes: found so by a read
+// (kind.LostError from split's gather), or by a shard recovery that saw
+// the key's pieces but not enough of them. Writing the key again (SET) or
+// deleting it ends the report. The node's repair path fills the set; its
+// reads and commits look keys up in it.
 //
 // Stripe keys have no directory entries (they would cost more memory than
 // the objects), so a stripe chunk lost beyond tolerance is known only by
-// its manifest's key tags (scheme/stripe/manifest.go), where a surviving
+// its manifest's key tags (keyslot.Tag; scheme/stripe/manifest.go), where a surviving
 // parity holder kept one: every key with such a tag that the node does not
 // hold may have been in the chunk and answers -LOST "may have been lost"
 // until it is written or deleted. A tag names a key of the slot with
@@ -32,33 +19,35 @@ import (
 // Where nothing that survived names the lost keys at all (a lost chunk
 // whose every manifest died with it, a shard whose coordinator died with
 // both nodes of its key directory), the whole slot range is reported
-// (lostKeys.addRange): every key of it that the node does not hold answers
+// (Set.AddRange): every key of it that the node does not hold answers
 // -LOST "may have been lost" until it is written or deleted. That is
 // coarse, but it never answers nil for a key that was lost (decision
 // 0005), as Redis Cluster answers CLUSTERDOWN for slots whose master and
 // replicas all failed.
+package lostkeys
 
-// loseUnnamed reports every key of sh's slots as maybe lost
-// (lostKeys.addRange): sh's coordinator failed together with every node
-// that kept its key directory (directoryIntact), so a key whose pieces all
-// died with them is named by nothing.
-func (n *Node) loseUnnamed(sh cluster.Shard) {
-	n.lost.addRange(sh.First, sh.Last, kind.LostKey{Cause: "its shard's coordinator failed together with every node of the shard's key directory"})
-	n.log.Error("a shard's coordinator and key directory failed together: every key of its slots the node does not hold answers -LOST",
-		"shard", sh.ID, "first", sh.First, "last", sh.Last)
-}
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
 
-// lostKeys is the set of keys this node coordinates that are beyond their
+	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/scheme/kind"
+)
+
+// Set is the set of keys a node coordinates that are beyond their
 // scheme's tolerance: found by a recovery (then gone from the primary
 // store) or by a read or rebuild that could not decode a split key (still
 // in it). Every commit forgets its key and every read of a missing key looks it up,
 // so size lets both skip the lock while the set is empty, as it nearly
 // always is.
-type lostKeys struct {
+type Set struct {
 	mu   sync.Mutex
 	m    map[string]kind.LostKey
 	tags map[uint32]kind.LostKey // key tags of stripe chunks lost beyond tolerance
-	// ranges are slot ranges whose lost keys nothing names (addRange).
+	// ranges are slot ranges whose lost keys nothing names (AddRange).
 	ranges []lostRange
 	// cleared holds the keys with a lost tag or in a lost range deleted
 	// since (a key written since exists, and is not looked up here).
@@ -73,10 +62,10 @@ type lostRange struct {
 	k           kind.LostKey
 }
 
-// addRange reports every key of slots first..last as maybe lost, for the
+// AddRange reports every key of slots first..last as maybe lost, for the
 // cause k.Cause says: keys were lost there and no surviving record names
 // them. A range already reported for the same scheme is not added again.
-func (l *lostKeys) addRange(first, last int, k kind.LostKey) {
+func (l *Set) AddRange(first, last int, k kind.LostKey) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if slices.ContainsFunc(l.ranges, func(r lostRange) bool { return r.first == first && r.last == last && r.k.Scheme == k.Scheme }) {
@@ -91,7 +80,7 @@ func (l *lostKeys) addRange(first, last int, k kind.LostKey) {
 
 // byRange is key's report if its slot is in a lost range and it was not
 // deleted since. The caller holds l.mu.
-func (l *lostKeys) byRange(key []byte) (kind.LostKey, bool) {
+func (l *Set) byRange(key []byte) (kind.LostKey, bool) {
 	if len(l.ranges) == 0 || l.cleared[string(key)] {
 		return kind.LostKey{}, false
 	}
@@ -106,8 +95,8 @@ func (l *lostKeys) byRange(key []byte) (kind.LostKey, bool) {
 	return kind.LostKey{}, false
 }
 
-// addTags reports every key with one of tags as maybe lost, as k says.
-func (l *lostKeys) addTags(tags []uint32, k kind.LostKey) {
+// AddTags reports every key with one of tags as maybe lost, as k says.
+func (l *Set) AddTags(tags []uint32, k kind.LostKey) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.tags == nil {
@@ -123,13 +112,13 @@ func (l *lostKeys) addTags(tags []uint32, k kind.LostKey) {
 
 // tagName describes a key tag where status lists lost keys.
 func tagName(t uint32) string {
-	return fmt.Sprintf("(keys of slot %d with tag %03x)", stripe.TagSlot(t), t&0x3ff)
+	return fmt.Sprintf("(keys of slot %d with tag %03x)", keyslot.TagSlot(t), t&0x3ff)
 }
 
 // byTag is key's report if its tag is lost and it was not written since.
 // The caller holds l.mu.
-func (l *lostKeys) byTag(key []byte) (kind.LostKey, bool) {
-	k, ok := l.tags[stripe.KeyTag(key)]
+func (l *Set) byTag(key []byte) (kind.LostKey, bool) {
+	k, ok := l.tags[keyslot.Tag(key)]
 	if !ok || l.cleared[string(key)] {
 		return kind.LostKey{}, false
 	}
@@ -137,7 +126,7 @@ func (l *lostKeys) byTag(key []byte) (kind.LostKey, bool) {
 	return k, true
 }
 
-func (l *lostKeys) add(k kind.LostKey) {
+func (l *Set) Add(k kind.LostKey) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil {
@@ -148,10 +137,10 @@ func (l *lostKeys) add(k kind.LostKey) {
 }
 
 // resize records the set's size. The caller holds l.mu.
-func (l *lostKeys) resize() { l.size.Store(int64(len(l.m) + len(l.tags) + len(l.ranges))) }
+func (l *Set) resize() { l.size.Store(int64(len(l.m) + len(l.tags) + len(l.ranges))) }
 
 // clear forgets every lost key.
-func (l *lostKeys) clear() {
+func (l *Set) Clear() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	clear(l.m)
@@ -161,7 +150,7 @@ func (l *lostKeys) clear() {
 	l.size.Store(0)
 }
 
-func (l *lostKeys) get(key []byte) (kind.LostKey, bool) {
+func (l *Set) Get(key []byte) (kind.LostKey, bool) {
 	if l.size.Load() == 0 {
 		return kind.LostKey{}, false
 	}
@@ -175,7 +164,7 @@ func (l *lostKeys) get(key []byte) (kind.LostKey, bool) {
 
 // named says whether key itself is reported lost (not by its tag or slot
 // only: a key known that way holds no pieces recovery found).
-func (l *lostKeys) named(key []byte) bool {
+func (l *Set) Named(key []byte) bool {
 	if l.size.Load() == 0 {
 		return false
 	}
@@ -187,7 +176,7 @@ func (l *lostKeys) named(key []byte) bool {
 
 // maybe is key's report if it is known by its tag or slot only. The
 // caller holds l.mu.
-func (l *lostKeys) maybe(key []byte) (kind.LostKey, bool) {
+func (l *Set) maybe(key []byte) (kind.LostKey, bool) {
 	if k, ok := l.byTag(key); ok {
 		return k, ok
 	}
@@ -199,7 +188,7 @@ func (l *lostKeys) maybe(key []byte) (kind.LostKey, bool) {
 // only is remembered as cleared once deleted; while it exists it is never
 // looked up here, so a write need not remember it (every key written in a
 // lost range would).
-func (l *lostKeys) forget(key []byte, deleted bool) bool {
+func (l *Set) Forget(key []byte, deleted bool) bool {
 	if l.size.Load() == 0 {
 		return false
 	}
@@ -220,12 +209,12 @@ func (l *lostKeys) forget(key []byte, deleted bool) bool {
 	return was
 }
 
-func (l *lostKeys) count() int { return int(l.size.Load()) }
+func (l *Set) Count() int { return int(l.size.Load()) }
 
 // list returns up to limit lost keys and how many there are: the lost
 // slot ranges first (the widest reports, never cut off by the limit),
 // then the keys and tags, sorted.
-func (l *lostKeys) list(limit int) ([]kind.LostKey, int) {
+func (l *Set) List(limit int) ([]kind.LostKey, int) {
 	l.mu.Lock()
 	out := make([]kind.LostKey, 0, len(l.m)+len(l.tags)+len(l.ranges))
 	for _, r := range l.ranges {
@@ -242,4 +231,37 @@ func (l *lostKeys) list(limit int) ([]kind.LostKey, int) {
 	rest := out[ranges:]
 	sort.Slice(rest, func(i, j int) bool { return rest[i].Key < rest[j].Key })
 	return out[:min(limit, len(out))], len(out)
+}
+
+// KeysWhere lists the keys reported lost (not the stripe key tags) for
+// which in holds.
+func (l *Set) KeysWhere(in func(key []byte) bool) [][]byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out [][]byte
+	for k := range l.m {
+		if in([]byte(k)) {
+			out = append(out, []byte(k))
+		}
+	}
+	return out
+}
+
+// ForgetTagsWhere ends the reports of lost stripe key tags of the slots for
+// which in holds: their keys may have been in a lost chunk, and are
+// flushed now.
+func (l *Set) ForgetTagsWhere(in func(slot int) bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for t := range l.tags {
+		if in(keyslot.TagSlot(t)) {
+			delete(l.tags, t)
+		}
+	}
+	for k := range l.cleared {
+		if in(keyslot.Of([]byte(k))) {
+			delete(l.cleared, k)
+		}
+	}
+	l.resize()
 }
