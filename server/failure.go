@@ -308,7 +308,7 @@ func (n *Node) heartbeat(ctx context.Context) bool {
 	if n.ctl.IsLeader() {
 		if self, ok := m.Node(n.id); ok && self.State == cluster.Failed {
 			n.fence()
-			n.detector.restarted(n.id, n.incarnation.Load())
+			n.detector.Restarted(n.id, n.incarnation.Load())
 			n.readmit(self)
 			return false
 		}
@@ -319,7 +319,7 @@ func (n *Node) heartbeat(ctx context.Context) bool {
 		if n.ctl.VerifyLeader() != nil {
 			return false
 		}
-		n.detector.seen(n.id, n.incarnation.Load(), false)
+		n.detector.Seen(n.id, n.incarnation.Load(), false)
 		n.accepted(sent)
 		return true
 	}
@@ -498,7 +498,7 @@ func (n *Node) onHeartbeat(b []byte) ([]byte, error) {
 	}
 	if node, ok := n.ctl.Map().Node(h.ID); ok && node.State == cluster.Failed {
 		if h.Fresh {
-			n.detector.restarted(h.ID, h.Incarnation)
+			n.detector.Restarted(h.ID, h.Incarnation)
 			n.readmit(node)
 		}
 		return nil, errors.New(fencedMsg)
@@ -509,135 +509,12 @@ func (n *Node) onHeartbeat(b []byte) ([]byte, error) {
 	if err := n.ctl.VerifyLeader(); err != nil {
 		return nil, err
 	}
-	if err := n.detector.seen(h.ID, h.Incarnation, h.Restarted); err != nil {
+	if err := n.detector.Seen(h.ID, h.Incarnation, h.Restarted); err != nil {
 		return nil, err
 	}
 	// The epoch the lease is granted under: the node waits to apply it
 	// before serving (acceptedAt).
 	return wire.Enc(nil).U64(n.ctl.Map().Epoch), nil
-}
-
-// detector is the leader's record of heartbeats.
-type detector struct {
-	clock   Clock // the node's failure clock; nil: the system clock
-	mu      sync.Mutex
-	leading bool
-	since   time.Time // when this node became leader, or last came back from a stall
-	ran     time.Time // the last time suspects ran
-	last    map[cluster.NodeID]time.Time
-	incarn  map[cluster.NodeID]uint64
-	restart map[cluster.NodeID]bool // incarnation changed: fail at once
-	marking map[cluster.NodeID]bool // a MarkFailed is being proposed
-}
-
-// now reads the detector's clock.
-func (d *detector) now() time.Time {
-	if d.clock == nil {
-		return time.Now()
-	}
-	return d.clock.Now()
-}
-
-// makeMaps gives a zero detector its maps; the caller holds d.mu.
-func (d *detector) makeMaps() {
-	if d.last == nil {
-		d.last, d.incarn = map[cluster.NodeID]time.Time{}, map[cluster.NodeID]uint64{}
-		d.restart, d.marking = map[cluster.NodeID]bool{}, map[cluster.NodeID]bool{}
-	}
-}
-
-// Why a heartbeat of a member in the map grants no lease (seen).
-var (
-	// errRestartedNode: restarted with empty memory under a live id, the
-	// node gets no lease, so it never serves what it lost; the detector
-	// marks it failed now.
-	errRestartedNode = errors.New("node restarted; it is being marked failed")
-	// errBeingMarked: a MarkFailed of the node is under way (its silence
-	// reached the timeout just before). A lease granted now would outlast
-	// the failover that follows, so none is until the map has decided.
-	errBeingMarked = errors.New("node is being marked failed")
-)
-
-// seen records a heartbeat of a live member and says whether it may be
-// granted a lease: not if it came from a node that restarted (it says so,
-// or its incarnation changed), which the detector then marks failed, nor
-// while a map change about it is under way (marking).
-func (d *detector) seen(id cluster.NodeID, incarnation uint64, restarted bool) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.makeMaps()
-	if old, ok := d.incarn[id]; restarted || ok && old != incarnation {
-		d.restart[id] = true
-	}
-	d.incarn[id] = incarnation
-	d.last[id] = d.now()
-	switch {
-	case d.restart[id]:
-		return errRestartedNode
-	case d.marking[id]:
-		return errBeingMarked
-	}
-	return nil
-}
-
-// restarted records the incarnation of a failed node that is empty again,
-// so that once it rejoins its heartbeats count as its own.
-func (d *detector) restarted(id cluster.NodeID, incarnation uint64) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.makeMaps()
-	d.incarn[id] = incarnation
-	d.last[id] = d.now()
-	delete(d.restart, id)
-}
-
-// suspects returns the nodes of m to mark failed now, each marked as
-// under way (setMarking clears it) in the same critical section, so that no
-// heartbeat seen after the decision grants a lease. On becoming leader the
-// detector starts afresh: every node gets a full timeout from then.
-func (d *detector) suspects(m *cluster.Map, self cluster.NodeID, leader bool, timeout time.Duration) []cluster.NodeID {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.makeMaps()
-	now := d.now()
-	if !leader {
-		d.leading = false
-		return nil
-	}
-	if !d.leading {
-		d.leading, d.since = true, now
-		clear(d.last)
-		clear(d.restart)
-	}
-	if !d.ran.IsZero() && now.Sub(d.ran) > timeout/2 {
-		// This node was starved or paused itself (its own loop ran late):
-		// the silence it measured may be its own, so everyone gets a full
-		// timeout from now rather than being marked failed together.
-		d.since = now
-	}
-	d.ran = now
-	var out []cluster.NodeID
-	for _, node := range m.Nodes {
-		if node.ID == self || (node.State != cluster.Up && node.State != cluster.Spare) || d.marking[node.ID] {
-			continue
-		}
-		last := d.since
-		if t, ok := d.last[node.ID]; ok && t.After(last) {
-			last = t
-		}
-		if now.Sub(last) > timeout || d.restart[node.ID] {
-			out = append(out, node.ID)
-			d.marking[node.ID] = true
-		}
-	}
-	return out
-}
-
-func (d *detector) setMarking(id cluster.NodeID, on bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.makeMaps()
-	d.marking[id] = on
 }
 
 // detectFailures proposes MarkFailed for every suspect, on the leader.
@@ -649,9 +526,9 @@ func (n *Node) detectFailures(ctx context.Context) {
 	if n.ctl.IsLeader() {
 		n.pruneMembers(ctx, m)
 	}
-	for _, id := range n.detector.suspects(m, n.id, n.ctl.IsLeader(), n.cfg.FailureTimeout) {
+	for _, id := range n.detector.Suspects(m, n.id, n.ctl.IsLeader(), n.cfg.FailureTimeout) {
 		go func() {
-			defer n.detector.setMarking(id, false)
+			defer n.detector.SetMarking(id, false)
 			pctx, cancel := context.WithTimeout(ctx, n.cfg.PeerTimeout)
 			defer cancel()
 			m, err := n.ctl.Propose(pctx, cluster.MarkFailed{ID: id})
@@ -727,7 +604,7 @@ func (n *Node) replaceVoter(ctx context.Context, m *cluster.Map, failed cluster.
 // voterCandidate is a live non-voter the detector heard from recently.
 func (n *Node) voterCandidate(m *cluster.Map) (cluster.Node, bool) {
 	for _, node := range m.Nodes {
-		if !node.Voter && (node.State == cluster.Up || node.State == cluster.Spare) && n.detector.fresh(node.ID, n.cfg.FailureTimeout/2) {
+		if !node.Voter && (node.State == cluster.Up || node.State == cluster.Spare) && n.detector.Fresh(node.ID, n.cfg.FailureTimeout/2) {
 			return node, true
 		}
 	}
@@ -739,11 +616,11 @@ func (n *Node) voterCandidate(m *cluster.Map) (cluster.Node, bool) {
 // sure the node is a Raft member again (a failed voter was removed), so it
 // sees the map that readmits it.
 func (n *Node) readmit(node cluster.Node) {
-	if !n.detector.claimMarking(node.ID) {
+	if !n.detector.ClaimMarking(node.ID) {
 		return
 	}
 	go func() {
-		defer n.detector.setMarking(node.ID, false)
+		defer n.detector.SetMarking(node.ID, false)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.PeerTimeout)
 		defer cancel()
 		if _, err := n.ctl.AddMember(ctx, cluster.AddNode{Node: node}); err != nil {
@@ -756,25 +633,4 @@ func (n *Node) readmit(node cluster.Node) {
 		}
 		n.log.Warn("node rejoined", "node", node.ID)
 	}()
-}
-
-// claimMarking marks a map change about id as under way; false if one
-// already is.
-func (d *detector) claimMarking(id cluster.NodeID) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.makeMaps()
-	if d.marking[id] {
-		return false
-	}
-	d.marking[id] = true
-	return true
-}
-
-// fresh says whether the detector heard from id in the last within.
-func (d *detector) fresh(id cluster.NodeID, within time.Duration) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	t, ok := d.last[id]
-	return ok && d.now().Sub(t) < within
 }

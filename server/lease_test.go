@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
-	"slices"
 	"testing"
 	"time"
 
@@ -93,38 +91,6 @@ func readyNode(t *testing.T) *Node {
 		t.Fatal(err)
 	}
 	return n
-}
-
-// TestNoLeaseWhileMarkingFailed: once the detector has decided to mark a
-// silent node failed, a heartbeat of that node arriving before the map
-// says so grants no lease, since the lease would outlast the failover
-// that follows. Before, suspects returned the node and the marking was
-// recorded afterwards, and seen granted the lease meanwhile.
-func TestNoLeaseWhileMarkingFailed(t *testing.T) {
-	m := testMap(t, 3)
-	self, other := m.Nodes[0].ID, m.Nodes[1].ID
-	var d detector
-	const timeout = 20 * time.Millisecond
-	// Run as detectLoop does, often (a loop that runs late restarts the
-	// count), until the other nodes' silence reaches the timeout.
-	var got []cluster.NodeID
-	for deadline := time.Now().Add(10 * time.Second); len(got) == 0 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-		got = d.suspects(m, self, true, timeout)
-	}
-	if !slices.Contains(got, other) {
-		t.Fatalf("suspects %v; want %s, silent past the timeout", got, other)
-	}
-	if err := d.seen(other, 1, false); !errors.Is(err, errBeingMarked) {
-		t.Fatalf("a heartbeat during the marking: %v; want errBeingMarked", err)
-	}
-	if got := d.suspects(m, self, true, timeout); slices.Contains(got, other) {
-		t.Fatalf("suspects %v: %s proposed twice", got, other)
-	}
-	d.setMarking(other, false) // the proposal failed: the node was not marked
-	if err := d.seen(other, 1, false); err != nil {
-		t.Fatalf("a heartbeat after a failed marking: %v", err)
-	}
 }
 
 // TestHeartbeatsPassStalledDataFrames: a heartbeat reaches the leader while

@@ -40,7 +40,7 @@ func (n *Node) pruneMembers(ctx context.Context, m *cluster.Map) {
 		if _, ok := n.voterCandidate(m); mem.Voter && !ok {
 			continue // it keeps its vote until a live node can take it
 		}
-		if !n.detector.claimMarking(mem.ID) {
+		if !n.detector.ClaimMarking(mem.ID) {
 			continue
 		}
 		go n.prune(ctx, m, mem)
@@ -50,7 +50,7 @@ func (n *Node) pruneMembers(ctx context.Context, m *cluster.Map) {
 // prune takes the failed member mem out of the Raft configuration, or
 // hands its vote on.
 func (n *Node) prune(ctx context.Context, m *cluster.Map, mem control.Member) {
-	defer n.detector.setMarking(mem.ID, false)
+	defer n.detector.SetMarking(mem.ID, false)
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.PeerTimeout)
 	defer cancel()
 	if mem.Voter {

@@ -22,6 +22,7 @@ import (
 	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/internal/lograte"
 	"github.com/memgest/memgest/scheme/stripe"
+	"github.com/memgest/memgest/server/detect"
 	"github.com/memgest/memgest/server/lostkeys"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
@@ -57,12 +58,12 @@ type Node struct {
 	// frames: a heartbeat queued behind a huge value let a lease lapse.
 	leases *transport.Pool
 
-	incarnation atomic.Uint64 // this run of the node, new after a wipe (failure.go)
-	lease       lease         // permission to serve, renewed by heartbeats
-	detector    detector      // the leader's failure detector
-	recovering  shardClaims   // shards whose records are being recovered
-	rebuilding  shardClaims   // shards whose lost pieces are being rebuilt
-	restoring   shardClaims   // shards whose pending stripe keys are being restored
+	incarnation atomic.Uint64    // this run of the node, new after a wipe (failure.go)
+	lease       lease            // permission to serve, renewed by heartbeats
+	detector    *detect.Detector // the leader's failure detector
+	recovering  shardClaims      // shards whose records are being recovered
+	rebuilding  shardClaims      // shards whose lost pieces are being rebuilt
+	restoring   shardClaims      // shards whose pending stripe keys are being restored
 	rebuild     rebuildProgress
 	lost        lostkeys.Set        // keys recovery found beyond their scheme's tolerance
 	unfinished  unfinishedDeletions // deletions whose releases failed (repair_purge.go)
@@ -115,7 +116,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		trust:     t,
 		peers:     transport.NewPool(peerPoolOptions(cfg, t.guard)...),
 		leases:    transport.NewPool(peerPoolOptions(cfg, t.guard)...),
-		detector:  detector{clock: clock},
+		detector:  detect.New(clock),
 		directory: directorySender{wake: make(chan struct{}, 1)},
 		metrics:   newNodeMetrics(),
 		failed:    make(chan error, 1),
