@@ -1,13 +1,22 @@
-// Package stripe packs whole small objects (a header, the key and the value)
-// into fixed-size data chunks, the unit that the stripe:K+M scheme erasure
-// codes across nodes (MemEC §3.2 "all-encoding"; DESIGN.md §2; decision
-// 0003). It is pure, with no I/O and no locks: it lays objects out in a
-// chunk, indexes them, and reports every change to a chunk as an Update for
-// the parity holders, numbered so that holders apply each exactly once and
-// in the order that matters (Data, the coordinator's side; Parity, a parity
-// holder's, which folds updates into parity with ec.UpdateParity). Which
-// lists a node appends to, who holds parity and how updates travel are
-// decided by the caller.
+// Package stripe is the stripe:K+M scheme kind (MemEC §3.2
+// "all-encoding"; DESIGN.md §2; decisions 0003 and 0007): whole small
+// objects (a header, the key and the value) packed into fixed-size data
+// chunks, the unit erasure coded across nodes.
+//
+// It has two layers. The chunk layer is pure, with no I/O and no locks: it
+// lays objects out in a chunk, indexes them, and reports every change to a
+// chunk as an Update for the parity holders, numbered so that holders
+// apply each exactly once and in the order that matters (Data, the
+// coordinator's side; Parity, a parity holder's, which folds updates into
+// parity with ec.UpdateParity). The node layer is Engine: a node's state
+// for every stripe scheme and what it does with it (engine.go, send.go,
+// recover.go, pending.go, rebuild.go, verify.go): staging writes, sending
+// updates to the parity holders in groups and answering them as a holder,
+// recovering a failed coordinator's chunks, restoring deferred chunks,
+// rebuilding lists, verifying stripes and picking compaction's victims.
+// It reaches other nodes and the node's own write path only through Host,
+// which the node implements; the bound kind (New, kind.go) is what the
+// coordinator core sees.
 //
 // Everything here is hand-written: no library packs objects into chunks or
 // sequences parity updates. The Reed-Solomon arithmetic is package ec's

@@ -24,7 +24,7 @@ import (
 // their stripes (deferring the others: pending.go), and keeps the
 // objects of the shard's slots as recovery candidates; those judge
 // restores are appended again to the new coordinator's own chunks
-// (rehomeStripes). The failed node's chunks stay in their stripes' parity
+// (Host.Rehome, the node's rehomePacked). The failed node's chunks stay in their stripes' parity
 // until a rebuild removes them.
 
 // errBusy says a stripe's chunks and parity did not agree on which
