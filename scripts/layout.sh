@@ -7,7 +7,7 @@ set -euo pipefail
 cd "${1:-$(dirname "$0")/..}"
 total=0
 declare -A lines
-for f in $(git ls-files '*.go' | grep -v '_test\.go$'); do
+for f in $(git ls-files '*.go' | grep -v '_test\.go$' | grep -v '^scripts/'); do
 	d=$(dirname "$f")
 	n=$(wc -l < "$f")
 	lines[$d]=$(( ${lines[$d]:-0} + n ))

@@ -1,0 +1,5 @@
+exec(open('/tmp/splitwork/v2.py').read())
+put('cmds','lostListMax','Node.Do_body')
+put('peer','Node.handlePeer','Node.servePeer','largeRead_peer')
+put('node','compactBatch')
+put('core','Node.relocate','Node.beginRelocation')

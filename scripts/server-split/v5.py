@@ -1,0 +1,6 @@
+exec(open('/tmp/splitwork/v4.py').read())
+put('core','errLeaseLapsed','errReadLapsed','Node.withinLease','lapsedRenewed','lapsedReadRefused','lapsedWriteUnknown')
+put('core','Node.notLeader')
+put('core','Node.finishDeletions','Node.purgeTombstones','finishPerTick')
+put('core','Node.LeaseRenewedAt','Node.DirectoryEntries')
+put('core','Node.accepted','Node.fence')   # core parts (node keeps thin wrappers)
