@@ -64,22 +64,7 @@ func (n *Node) accept(c net.Conn) (*connState, bool) {
 
 // protectedRefuses applies protected mode to a client address.
 func (n *Node) protectedRefuses(remote string) bool {
-	return n.cfg.protectedRefuses(remote, n.authRequired())
-}
-
-// protectedRefuses applies protected mode to a client address, given
-// whether clients must AUTH.
-func (c Config) protectedRefuses(remote string, password bool) bool {
-	return c.ProtectedMode && !password && !c.isLoopback() && !isLoopbackAddr(remote)
-}
-
-func isLoopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return n.cfg.ProtectedRefuses(remote, n.authRequired())
 }
 
 // servePipeline runs the commands a client pipelined (every complete

@@ -2,100 +2,27 @@ package server
 
 import (
 	"context"
-	"errors"
-	"io"
 	"net"
-	"os"
 	"strconv"
 	"time"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/server/resp"
-	"github.com/memgest/memgest/transport"
 )
 
 // This file lets a node run without sockets or disk, for in-process test
 // clusters (internal/simcluster): its peer port on a transport.InmemNetwork
 // (frames and Raft through the same Mux and guard as over TCP), the Raft
 // state in memory, no client or HTTP port (tests call Do), and the clock
-// that decides leases and failure detection injected. A Config without
-// InMemory is a production node and none of this applies.
-
-// InMemory runs a node in memory (Config.InMemory).
-type InMemory struct {
-	// Network carries the node's peer port: it listens at its peer address
-	// there and dials peers through it. Raft runs over the same Mux as the
-	// data frames rather than over raft.InmemTransport, so a Partition of
-	// the network cuts a node's Raft traffic and its frames together, as a
-	// pulled cable does, and the guard's handshake and the Mux are the
-	// production ones.
-	Network *transport.InmemNetwork
-	// ID is the node's id; empty gives a random one. A harness deriving
-	// ids from a seed gets the same placement on every run.
-	ID cluster.NodeID
-	// Secret is the cluster secret every peer connection proves, at least
-	// transport.MinSecretLen bytes; no file is read or written.
-	Secret []byte
-	// Clock is what leases and the failure detector read (failure.go);
-	// nil is the system clock.
-	Clock Clock
-	// RaftTimeout, when positive, is the control plane's heartbeat,
-	// election and leader-lease timeout (control.Config): a leader lost in
-	// memory is replaced sooner than the LAN defaults allow.
-	RaftTimeout time.Duration
-	// RaftLog receives the control plane's Raft log; nil is stderr.
-	RaftLog io.Writer
-}
-
-// Clock is the time that decides whether a node's lease holds and whether
-// the leader's failure detector thinks a node silent: what
-// FailureTimeout is measured on. Timers (heartbeat and detector ticks,
-// request timeouts) and everything else stay on the system clock, so a
-// clock that stands still keeps every lease valid and marks no node failed
-// until it is moved on.
-type Clock interface {
-	Now() time.Time
-}
-
-// clock is c's failure clock: InMemory's, or nil for the system clock,
-// which monoNow reads as time.Since (the monotonic clock alone: a
-// production node checks its lease several times per command, and
-// time.Now reads the wall clock too).
-func (c Config) clock() Clock {
-	if c.InMemory != nil && c.InMemory.Clock != nil {
-		return c.InMemory.Clock
-	}
-	return nil
-}
-
-// raftLogOutput is where Raft logs: stderr, or InMemory.RaftLog.
-func (c Config) raftLogOutput() io.Writer {
-	if c.InMemory != nil && c.InMemory.RaftLog != nil {
-		return c.InMemory.RaftLog
-	}
-	return os.Stderr
-}
-
-// validateInMemory checks what an in-memory node needs instead of a data
-// directory and listeners.
-func (c Config) validateInMemory() error {
-	m := c.InMemory
-	switch {
-	case m.Network == nil:
-		return errors.New("server: an in-memory node needs InMemory.Network")
-	case m.ID != "" && !m.ID.Valid():
-		return errors.New("server: InMemory.ID is not a node id")
-	case len(m.Secret) < transport.MinSecretLen:
-		return errors.New("server: InMemory.Secret is shorter than transport.MinSecretLen")
-	}
-	return nil
-}
+// that decides leases and failure detection injected (config.InMemory
+// says what such a node takes instead). A Config without InMemory is a
+// production node and none of this applies.
 
 // listenPeerPort is the listener of the peer port: TCP, or the in-memory
 // network's.
 func (n *Node) listenPeerPort() (net.Listener, error) {
 	if m := n.cfg.InMemory; m != nil {
-		return m.Network.Listen(n.cfg.peerAddr())
+		return m.Network.Listen(n.cfg.PeerAddr())
 	}
 	return net.Listen("tcp", net.JoinHostPort(n.cfg.Bind, strconv.Itoa(n.cfg.PeerPort)))
 }

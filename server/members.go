@@ -86,7 +86,7 @@ func (n *Node) heartbeatTarget(m *cluster.Map) (cluster.Node, bool) {
 // any other failure forgets it.
 func (n *Node) noteLeaderHint(err error) {
 	switch hint, ok := leaderHint(err); {
-	case ok && hint != n.cfg.peerAddr():
+	case ok && hint != n.cfg.PeerAddr():
 		n.lease.hint.Store(&hint)
 	case err != nil:
 		n.lease.hint.Store(nil)
@@ -114,5 +114,5 @@ func (n *Node) knownPeers(m *cluster.Map) []string {
 	}
 	slices.Sort(out)
 	out = slices.Compact(out)
-	return slices.DeleteFunc(out, func(a string) bool { return a == "" || a == n.cfg.peerAddr() })
+	return slices.DeleteFunc(out, func(a string) bool { return a == "" || a == n.cfg.PeerAddr() })
 }

@@ -105,7 +105,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 	if created {
 		log.Warn("generated a cluster secret: give it to joining nodes with --cluster-secret-file", "file", t.secretPath)
 	}
-	clock, started := cfg.clock(), time.Now()
+	clock, started := cfg.FailureClock(), time.Now()
 	if clock != nil {
 		started = clock.Now()
 	}
@@ -197,7 +197,7 @@ func (n *Node) background(ctx context.Context, f func(context.Context)) {
 
 // self is this node as the cluster map records it.
 func (n *Node) self() cluster.Node {
-	return cluster.Node{ID: n.id, ClientAddr: n.cfg.clientAddr(), PeerAddr: n.cfg.peerAddr(), HTTPAddr: n.cfg.httpAddr()}
+	return cluster.Node{ID: n.id, ClientAddr: n.cfg.ClientAddr(), PeerAddr: n.cfg.PeerAddr(), HTTPAddr: n.cfg.HTTPAddr()}
 }
 
 func (n *Node) listenPeers() error {
@@ -221,9 +221,9 @@ func (n *Node) startControl() error {
 	ccfg.Bootstrap = n.cfg.Join == ""
 	ccfg.Expect = n.cfg.BootstrapExpect
 	ccfg.Voters = n.cfg.Voters
-	ccfg.Logger = raftLogger(n.cfg.LogLevel, n.cfg.raftLogOutput())
+	ccfg.Logger = raftLogger(n.cfg.LogLevel, n.cfg.RaftLogOutput())
 	ccfg.Password = n.ownPassword
-	ccfg.Stream = &raftStream{Listener: n.raftLn, advertise: n.cfg.peerAddr(), dial: dialOptions(n.cfg, n.trust.guard)}
+	ccfg.Stream = &raftStream{Listener: n.raftLn, advertise: n.cfg.PeerAddr(), dial: dialOptions(n.cfg, n.trust.guard)}
 	if m := n.cfg.InMemory; m != nil {
 		ccfg.InMemory = true
 		if m.RaftTimeout > 0 {
@@ -265,7 +265,7 @@ func (n *Node) listenClients() error {
 func (n *Node) ID() cluster.NodeID { return n.id }
 
 // ClientAddr is the RESP address clients use.
-func (n *Node) ClientAddr() string { return n.cfg.clientAddr() }
+func (n *Node) ClientAddr() string { return n.cfg.ClientAddr() }
 
 // Failed delivers the reason when the node finds it cannot go on (its
 // --requirepass is not the cluster's, say); the caller should Close it.
@@ -378,7 +378,7 @@ func dialOptions(cfg Config, guard *transport.Guard) []transport.Option {
 	opts := []transport.Option{transport.WithGuard(guard)}
 	switch {
 	case cfg.InMemory != nil:
-		opts = append(opts, transport.WithDialer(cfg.InMemory.Network.Dialer(cfg.peerAddr())))
+		opts = append(opts, transport.WithDialer(cfg.InMemory.Network.Dialer(cfg.PeerAddr())))
 	case faults.Built:
 		opts = append(opts, transport.WithDialer(dialFaulty))
 	}

@@ -40,7 +40,7 @@ func loadTrust(cfg Config) (trust, bool, error) {
 	}
 	t := trust{secretPath: path}
 	gc := transport.GuardConfig{Secret: secret, Timeout: cfg.PeerTimeout}
-	if cfg.tlsOn() {
+	if cfg.TLSOn() {
 		cert, roots, err := loadTLSFiles(cfg)
 		if err != nil {
 			return trust{}, false, err

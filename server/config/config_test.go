@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 )
 
 func TestConfigValidate(t *testing.T) {
-	if err := DefaultConfig().Validate(); err != nil {
+	if err := Default().Validate(); err != nil {
 		t.Fatalf("default config: %v", err)
 	}
 	for _, tc := range []struct {
@@ -35,7 +35,7 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.CompactShare = 0 }, "compact-share"},
 		{func(c *Config) { c.CompactShare = 1.5 }, "compact-share"},
 	} {
-		c := DefaultConfig()
+		c := Default()
 		tc.change(&c)
 		err := c.Validate()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -45,24 +45,24 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestProtectedMode(t *testing.T) {
-	c := DefaultConfig()
+	c := Default()
 	c.Bind, c.Advertise = "0.0.0.0", "10.0.0.1"
-	if !c.protectedRefuses("10.0.0.2:5000", c.RequirePass != "") {
+	if !c.ProtectedRefuses("10.0.0.2:5000", c.RequirePass != "") {
 		t.Fatal("remote client served without a password on a public bind")
 	}
-	if c.protectedRefuses("127.0.0.1:5000", false) || c.protectedRefuses("[::1]:5000", false) {
+	if c.ProtectedRefuses("127.0.0.1:5000", false) || c.ProtectedRefuses("[::1]:5000", false) {
 		t.Fatal("loopback client refused")
 	}
 	c.RequirePass = "x"
-	if c.protectedRefuses("10.0.0.2:5000", c.RequirePass != "") {
+	if c.ProtectedRefuses("10.0.0.2:5000", c.RequirePass != "") {
 		t.Fatal("refused although a password is set")
 	}
 	c.RequirePass, c.ProtectedMode = "", false
-	if c.protectedRefuses("10.0.0.2:5000", c.RequirePass != "") {
+	if c.ProtectedRefuses("10.0.0.2:5000", c.RequirePass != "") {
 		t.Fatal("refused with protected mode off")
 	}
 	c.ProtectedMode, c.Bind = true, "127.0.0.1"
-	if c.protectedRefuses("10.0.0.2:5000", c.RequirePass != "") {
+	if c.ProtectedRefuses("10.0.0.2:5000", c.RequirePass != "") {
 		t.Fatal("loopback bind refuses (nothing remote can reach it anyway)")
 	}
 }
