@@ -14,6 +14,7 @@ import (
 	"github.com/memgest/memgest/cluster/control"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/stripe"
+	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/transport"
 )
 
@@ -91,22 +92,22 @@ func TestAuthorityFramesKeepTheirEpoch(t *testing.T) {
 		between func(n *Node) // what happens to the sender before the refusal
 		resent  bool
 	}{
-		{"pieces, lease held", msgPutPieces, func(*Node) {}, true},
-		{"pieces, fenced", msgPutPieces, func(n *Node) { n.fence() }, false},
-		{"release, lease lapsed", msgDelPiece, func(n *Node) { n.lease.until.Store(0) }, false},
-		{"directory, fenced and readmitted", msgDirectory, func(n *Node) { n.fence(); n.accepted(n.monoNow()) }, false},
-		{"forwarded command, lease lapsed", msgForward, func(n *Node) { n.lease.until.Store(0) }, true},
+		{"pieces, lease held", peer.MsgPutPieces, func(*Node) {}, true},
+		{"pieces, fenced", peer.MsgPutPieces, func(n *Node) { n.fence() }, false},
+		{"release, lease lapsed", peer.MsgDelPiece, func(n *Node) { n.lease.until.Store(0) }, false},
+		{"directory, fenced and readmitted", peer.MsgDirectory, func(n *Node) { n.fence(); n.accepted(n.monoNow()) }, false},
+		{"forwarded command, lease lapsed", peer.MsgForward, func(n *Node) { n.lease.until.Store(0) }, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var n *Node
-			peer := startAuthorityPeer(t, next.Epoch, func() {
+			other := startAuthorityPeer(t, next.Epoch, func() {
 				tc.between(n)
 				n.ctl.Publish(next) // the sender catches up
 			})
 			n = leasedNode(t, base)
-			_, err := n.call(context.Background(), cluster.Node{PeerAddr: peer.addr}, tc.typ, nil)
-			got := peer.frames()
+			_, err := n.call(context.Background(), cluster.Node{PeerAddr: other.addr}, tc.typ, nil)
+			got := other.frames()
 			if tc.resent {
 				if err != nil || len(got) != 2 || got[1] != next.Epoch {
 					t.Fatalf("want the frame sent again at epoch %d; got %v, err %v", next.Epoch, got, err)
@@ -124,15 +125,15 @@ func TestAuthorityFramesKeepTheirEpoch(t *testing.T) {
 // lapsed sends no pieces at all, while a request of another kind goes out.
 func TestCallEachSendsNoAuthorityWithoutALease(t *testing.T) {
 	m := testMap(t, 3)
-	peer := startAuthorityPeer(t, 0, func() {})
+	other := startAuthorityPeer(t, 0, func() {})
 	n := leasedNode(t, m)
 	n.lease.until.Store(0)
-	to := cluster.Node{ID: "peer", PeerAddr: peer.addr}
-	_, errs := n.callEach(context.Background(), []peerReq{{node: to, typ: msgPutPieces}, {node: to, typ: msgStats}})
+	to := cluster.Node{ID: "peer", PeerAddr: other.addr}
+	_, errs := n.callEach(context.Background(), []peerReq{{node: to, typ: peer.MsgPutPieces}, {node: to, typ: peer.MsgStats}})
 	if !errors.Is(errs[0], errLeaseGone) || errs[1] != nil {
 		t.Fatalf("errors %v", errs)
 	}
-	if got := peer.frames(); len(got) != 1 {
+	if got := other.frames(); len(got) != 1 {
 		t.Fatalf("the peer got %d frames, want only the stats request", len(got))
 	}
 }
@@ -171,7 +172,7 @@ func TestDirectoryRequeueUnderALapsedLease(t *testing.T) {
 		t.Fatalf("entries decided before the fence were queued again after it: %d", len(q))
 	}
 	if _, errs := n.callEachSince(context.Background(),
-		[]peerReq{{node: n.ctl.Map().Nodes[1], typ: msgDirectory}}, 0); !errors.Is(errs[0], errLeaseGone) {
+		[]peerReq{{node: n.ctl.Map().Nodes[1], typ: peer.MsgDirectory}}, 0); !errors.Is(errs[0], errLeaseGone) {
 		t.Fatalf("a directory frame decided before the fence: %v, want errLeaseGone", errs[0])
 	}
 }

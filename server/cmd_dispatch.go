@@ -6,6 +6,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
@@ -203,7 +204,7 @@ func coordinatorOf(m *cluster.Map, keys [][]byte) (owner cluster.Node, slot int,
 // themselves, which would apply an INCR twice.
 func (n *Node) forward(ctx context.Context, cs *connState, owner cluster.Node, args [][]byte) resp.Reply {
 	payload, tail := forwardReq{Proto: cs.proto, Args: args}.spool()
-	out, err := n.callUnder(ctx, peerReq{node: owner, typ: msgForward, payload: payload, tail: tail}, nil)
+	out, err := n.callUnder(ctx, peerReq{node: owner, typ: peer.MsgForward, payload: payload, tail: tail}, nil)
 	if errors.Is(err, transport.ErrNotSent) {
 		// Safe to retry: the coordinator never saw the command.
 		return resp.Errorf("TRYAGAIN memgest: coordinator %s unreachable; the command was not sent: %v", owner.ClientAddr, err)

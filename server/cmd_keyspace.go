@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/server/resp"
 )
 
@@ -79,7 +80,7 @@ func (n *Node) flushCluster(ctx context.Context) resp.Reply {
 		case node.ID == n.id:
 			n.flushLocal()
 		default:
-			if _, err := n.call(ctx, node, msgFlush, nil); err != nil {
+			if _, err := n.call(ctx, node, peer.MsgFlush, nil); err != nil {
 				return errReply(err)
 			}
 		}

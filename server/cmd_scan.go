@@ -7,6 +7,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
 )
@@ -57,7 +58,7 @@ func cmdScan(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Re
 }
 
 // scanCluster is one step of SCAN ... CLUSTER: a step of the coordinator
-// the cursor names, here or through msgScan.
+// the cursor names, here or through peer.MsgScan.
 func (n *Node) scanCluster(ctx context.Context, cursor uint64, req scanReq) resp.Reply {
 	if cursor != 0 && cursor&clusterCursorFlag == 0 {
 		return errNodeCursor
@@ -76,7 +77,7 @@ func (n *Node) scanCluster(ctx context.Context, cursor uint64, req scanReq) resp
 		}
 		res = n.scanLocal(req)
 	} else {
-		out, err := n.call(ctx, nodes[idx], msgScan, req.encode(nil))
+		out, err := n.call(ctx, nodes[idx], peer.MsgScan, req.encode(nil))
 		if err == nil {
 			res, err = decodeScanResp(out)
 		}

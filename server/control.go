@@ -10,6 +10,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/server/peer"
 )
 
 // This file is the node's side of the control plane: proposing map changes
@@ -27,7 +28,7 @@ func (n *Node) propose(ctx context.Context, cmd cluster.Command) (*cluster.Map, 
 	if err != nil {
 		return nil, err
 	}
-	out, err := n.toLeader(ctx, msgPropose, b)
+	out, err := n.toLeader(ctx, peer.MsgPropose, b)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +144,7 @@ func (n *Node) join(ctx context.Context, self cluster.Node) error {
 	}
 	addr := n.cfg.Join
 	for {
-		out, err := n.callAddr(ctx, addr, msgJoin, b)
+		out, err := n.callAddr(ctx, addr, peer.MsgJoin, b)
 		if err == nil {
 			epoch, _ := strconv.ParseUint(string(out), 10, 64)
 			_, err = n.ctl.WaitEpoch(ctx, epoch)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/server/peer"
 )
 
 // TestCommitGroupMergesPipelines: a pipeline's batch that joins an open
@@ -45,7 +46,7 @@ func TestCommitGroupMergesPipelines(t *testing.T) {
 		sends++
 		owners = map[cluster.NodeID][]int{}
 		for _, d := range b.dests {
-			ps, err := decodePutPieces(d.request().whole())
+			ps, err := peer.DecodePutPieces(d.request().whole())
 			if err != nil {
 				t.Errorf("node %s: %v", d.node.ID, err)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/wire"
 )
@@ -235,7 +236,7 @@ func (n *Node) announce(ctx context.Context, e dirEntry) error {
 	payload := encodeDirectory([]dirEntry{e})
 	var reqs []peerReq
 	for _, node := range directoryNodes(m, sh) {
-		reqs = append(reqs, peerReq{node: node, typ: msgDirectory, payload: payload})
+		reqs = append(reqs, peerReq{node: node, typ: peer.MsgDirectory, payload: payload})
 	}
 	_, errs := n.callEach(ctx, reqs)
 	return errors.Join(errs...)
@@ -362,7 +363,7 @@ func (n *Node) sendDirectory(batch []dirEntry, fences uint64) {
 	}
 	reqs := make([]peerReq, 0, len(byNode))
 	for id, entries := range byNode {
-		reqs = append(reqs, peerReq{node: nodes[id], typ: msgDirectory, payload: encodeDirectory(entries)})
+		reqs = append(reqs, peerReq{node: nodes[id], typ: peer.MsgDirectory, payload: encodeDirectory(entries)})
 	}
 	_, errs := n.callEachSince(context.Background(), reqs, fences)
 	for i, err := range errs {

@@ -13,6 +13,7 @@ import (
 	"github.com/memgest/memgest/internal/bigcopy"
 	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
 	"github.com/memgest/memgest/wire"
@@ -208,7 +209,7 @@ func (b *pieceBatch) add(n *Node, m *cluster.Map, op *writeOp, v uint64, owner i
 func (b *pieceBatch) put(targets []kind.Target, pieces []kind.Piece, owner int) {
 	for i, t := range targets {
 		d := b.dest(t.Node)
-		piece(pieces[i]).spoolTo(&d.payload)
+		peer.Piece(pieces[i]).SpoolTo(&d.payload)
 		d.owners = append(d.owners, owner)
 	}
 }
@@ -245,7 +246,7 @@ func (b *pieceBatch) into(g *pieceBatch, base int) {
 func (b *pieceBatch) merge(o *pieceBatch, base int) {
 	for _, od := range o.dests {
 		d := b.dest(od.node)
-		d.payload.Add(&od.payload, putPiecesHeader)
+		d.payload.Add(&od.payload, peer.PutPiecesHeader)
 		for _, owner := range od.owners {
 			d.owners = append(d.owners, base+owner)
 		}
@@ -258,7 +259,7 @@ func (b *pieceBatch) dest(node cluster.Node) *pieceDest {
 			return d
 		}
 	}
-	d := &pieceDest{node: node, payload: wire.Spool{Cur: make(wire.Enc, putPiecesHeader, max(b.sizeHint, 512))}}
+	d := &pieceDest{node: node, payload: wire.Spool{Cur: make(wire.Enc, peer.PutPiecesHeader, max(b.sizeHint, 512))}}
 	b.dests = append(b.dests, d)
 	return d
 }
@@ -267,7 +268,7 @@ func (b *pieceBatch) dest(node cluster.Node) *pieceDest {
 func (d *pieceDest) request() peerReq {
 	payload, tail := d.payload.Frame()
 	binary.BigEndian.PutUint32(payload, uint32(len(d.owners)))
-	return peerReq{node: d.node, typ: msgPutPieces, payload: payload, tail: tail}
+	return peerReq{node: d.node, typ: peer.MsgPutPieces, payload: payload, tail: tail}
 }
 
 // sendBatch sends every node its pieces at once, waits for the replies, and
@@ -285,7 +286,7 @@ func (n *Node) sendBatch(ctx context.Context, b *pieceBatch, owners int) []error
 		err := errs[i]
 		var refusals []string
 		if err == nil {
-			if refusals, err = decodePutPiecesResp(replies[i], len(d.owners)); err != nil {
+			if refusals, err = peer.DecodePutPiecesResp(replies[i], len(d.owners)); err != nil {
 				err = fmt.Errorf("node %s: %w", d.node.PeerAddr, err)
 			}
 		}
@@ -430,10 +431,10 @@ func (n *Node) collect(ctx context.Context, done <-chan peerResult, want int, wi
 // and every read and the scrub check it against the stored bytes. With
 // owned, p.Data becomes the store's as it is (a large piece is not copied
 // again: store.PutIfNewerOwned), and nothing may change it afterwards.
-func (n *Node) storePiece(p piece, owned bool) error {
-	ref := pieceRef{Key: p.Key, Scheme: p.Scheme, Version: p.Version, Versioned: p.Versioned}
+func (n *Node) storePiece(p peer.Piece, owned bool) error {
+	ref := peer.PieceRef{Key: p.Key, Scheme: p.Scheme, Version: p.Version, Versioned: p.Versioned}
 	meta := store.Meta{Version: p.Version, ExpireAt: p.ExpireAt, Scheme: p.Scheme, Flags: p.Index, Aux: p.CRC}
-	k := ref.storeKey()
+	k := storeKey(ref)
 	put := n.pieces.PutIfNewer
 	if owned {
 		put = n.pieces.PutIfNewerOwned
@@ -463,7 +464,7 @@ const (
 // version for versioned pieces, then the key, so one node can hold pieces of
 // the same key in two schemes (during a move) or two versions (split), and
 // a directory entry beside them.
-func (r pieceRef) storeKey() []byte {
+func storeKey(r peer.PieceRef) []byte {
 	e := wire.Enc(make([]byte, 0, 11+len(r.Key))).U16(r.Scheme)
 	if r.Versioned {
 		e = e.U8(pieceKindShard).U64(r.Version)
@@ -476,14 +477,14 @@ func (r pieceRef) storeKey() []byte {
 // loadPiece returns a stored piece's bytes after checking its checksum. A
 // large piece's bytes are the store's own (store.View), which nothing may
 // modify: they are sent, decoded or compared, never written.
-func (n *Node) loadPiece(r pieceRef) ([]byte, error) {
-	data, meta, ok := n.pieces.View(r.storeKey())
+func (n *Node) loadPiece(r peer.PieceRef) ([]byte, error) {
+	data, meta, ok := n.pieces.View(storeKey(r))
 	return n.checkPiece(r, data, meta, ok)
 }
 
 // checkPiece returns the piece r names, found (ok) as data with meta, if
 // it is the version and index r wants and passes its checksum.
-func (n *Node) checkPiece(r pieceRef, data []byte, meta store.Meta, ok bool) ([]byte, error) {
+func (n *Node) checkPiece(r peer.PieceRef, data []byte, meta store.Meta, ok bool) ([]byte, error) {
 	if !ok || (r.Versioned && meta.Version != r.Version) || (r.HasIndex && meta.Flags != r.Index) {
 		return nil, kind.ErrPieceGone
 	}
@@ -496,12 +497,12 @@ func (n *Node) checkPiece(r pieceRef, data []byte, meta store.Meta, ok bool) ([]
 
 // dropPieces releases r: the exact version for split, every replica up to
 // r.Version otherwise.
-func (n *Node) dropPieces(r pieceRef) {
+func (n *Node) dropPieces(r peer.PieceRef) {
 	if r.Versioned {
-		n.pieces.Delete(r.storeKey())
+		n.pieces.Delete(storeKey(r))
 		return
 	}
-	n.pieces.DeleteIf(r.storeKey(), func(m store.Meta) bool {
+	n.pieces.DeleteIf(storeKey(r), func(m store.Meta) bool {
 		if r.Exact {
 			return m.Version == r.Version
 		}
@@ -518,14 +519,14 @@ func (n *Node) superseded(key []byte, v uint64) bool {
 	return !ok || cur.Version != v
 }
 
-func (n *Node) getPiece(ctx context.Context, node cluster.Node, r pieceRef) ([]byte, error) {
+func (n *Node) getPiece(ctx context.Context, node cluster.Node, r peer.PieceRef) ([]byte, error) {
 	if node.ID == n.id {
 		return n.loadPiece(r)
 	}
 	if node.State == cluster.Failed {
 		return nil, fmt.Errorf("node %s: %w", node.PeerAddr, kind.ErrNodeFailed)
 	}
-	resp, err := n.call(ctx, node, msgGetPiece, r.encode(nil))
+	resp, err := n.call(ctx, node, peer.MsgGetPiece, r.Encode(nil))
 	var re *transport.RemoteError
 	switch {
 	case errors.As(err, &re) && re.Msg == kind.ErrPieceGone.Error():
@@ -576,7 +577,7 @@ func (n *Node) releaseOne(ctx context.Context, r release) error {
 	if r.everywhere {
 		targets = kind.PlacementTargets(m, r.key)
 	}
-	ref := pieceRef{Key: r.key, Scheme: r.scheme, Version: r.version, Versioned: sch.Traits().Pieces == kind.Shards, Exact: r.exact}
+	ref := peer.PieceRef{Key: r.key, Scheme: r.scheme, Version: r.version, Versioned: sch.Traits().Pieces == kind.Shards, Exact: r.exact}
 	var wg sync.WaitGroup
 	errs := make([]error, len(targets))
 	for i, t := range targets {
@@ -590,7 +591,7 @@ func (n *Node) releaseOne(ctx context.Context, r release) error {
 		wg.Add(1)
 		go func(node cluster.Node) {
 			defer wg.Done()
-			if _, err := n.call(ctx, node, msgDelPiece, ref.encode(nil)); err != nil {
+			if _, err := n.call(ctx, node, peer.MsgDelPiece, ref.Encode(nil)); err != nil {
 				n.log.Debug("release failed", "key", string(r.key), "node", node.ID, "err", err)
 				errs[i] = err
 			}

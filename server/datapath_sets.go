@@ -9,6 +9,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/server/resp"
 )
 
@@ -84,10 +85,10 @@ func (n *Node) settleBlind(ctx context.Context, ws []blindWrite) {
 // that they are not grown piece by piece. Writes to
 // none (committed already) and to packed schemes add nothing.
 func replicaFrameSize(n *Node, ws []blindWrite) int {
-	size := putPiecesHeader
+	size := peer.PutPiecesHeader
 	for i := range ws {
 		if w := &ws[i]; w.p != nil && !isPacked(w.op.scheme(n)) {
-			size += piece{Key: w.key, Data: w.value}.inlineLen()
+			size += peer.Piece{Key: w.key, Data: w.value}.InlineLen()
 		}
 	}
 	return size

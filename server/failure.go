@@ -10,6 +10,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/transport"
 	"github.com/memgest/memgest/wire"
@@ -331,7 +332,7 @@ func (n *Node) heartbeat(ctx context.Context) bool {
 	defer cancel()
 	req := heartbeatReq{ID: n.id, Incarnation: n.incarnation.Load(), Fresh: n.lease.fresh.Load(),
 		Restarted: n.lease.restarted.Load()}
-	out, err := n.call(ctx, leader, msgHeartbeat, req.encode(nil))
+	out, err := n.call(ctx, leader, peer.MsgHeartbeat, req.encode(nil))
 	n.noteLeaderHint(err)
 	switch {
 	case err == nil:
@@ -431,7 +432,7 @@ type heartbeatReq struct {
 }
 
 func (h heartbeatReq) encode(e wire.Enc) wire.Enc {
-	return e.Str(string(h.ID)).U64(h.Incarnation).U8(boolByte(h.Fresh)).U8(boolByte(h.Restarted))
+	return e.Str(string(h.ID)).U64(h.Incarnation).Flag(h.Fresh).Flag(h.Restarted)
 }
 
 func decodeHeartbeat(b []byte) (heartbeatReq, error) {

@@ -258,7 +258,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.expired, prometheus.CounterValue, float64(n.stats.expired.Load()))
 	m := n.ctl.Map()
 	ch <- prometheus.MustNewConstMetric(c.epoch, prometheus.GaugeValue, float64(m.Epoch))
-	ch <- prometheus.MustNewConstMetric(c.serving, prometheus.GaugeValue, float64(boolByte(n.serving())))
+	ch <- prometheus.MustNewConstMetric(c.serving, prometheus.GaugeValue, gaugeOf(n.serving()))
 	ch <- prometheus.MustNewConstMetric(c.recovering, prometheus.GaugeValue, float64(m.RecoveringShards()))
 	ch <- prometheus.MustNewConstMetric(c.rebuilding, prometheus.GaugeValue, float64(m.RebuildingShards()))
 	ch <- prometheus.MustNewConstMetric(c.rebuildKeys, prometheus.GaugeValue, float64(n.rebuild.keysTotal.Load()), "total")
@@ -283,4 +283,12 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.logical, prometheus.GaugeValue, float64(u.Logical), e.Name())
 		ch <- prometheus.MustNewConstMetric(c.stored, prometheus.GaugeValue, float64(u.Stored), e.Name())
 	}
+}
+
+// gaugeOf is a flag as a gauge's value, 1 or 0.
+func gaugeOf(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

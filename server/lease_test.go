@@ -7,6 +7,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/bigcopy"
+	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
@@ -102,7 +103,7 @@ func readyNode(t *testing.T) *Node {
 func TestHeartbeatsPassStalledDataFrames(t *testing.T) {
 	got, release := make(chan struct{}), make(chan struct{})
 	srv := transport.NewServer(func(req transport.Frame, reply func(transport.Frame)) {
-		if req.Type == msgPutPieces {
+		if req.Type == peer.MsgPutPieces {
 			close(got)
 			<-release // still storing, on the read loop
 		}
@@ -111,11 +112,11 @@ func TestHeartbeatsPassStalledDataFrames(t *testing.T) {
 	leader := cluster.Node{ID: "leader", PeerAddr: serveFrames(t, srv)}
 	t.Cleanup(func() { close(release) }) // before the server closes
 	n := leasedNode(t, testMap(t, 3))
-	go n.call(context.Background(), leader, msgPutPieces, nil)
+	go n.call(context.Background(), leader, peer.MsgPutPieces, nil)
 	<-got
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := n.call(ctx, leader, msgHeartbeat, nil); err != nil {
+	if _, err := n.call(ctx, leader, peer.MsgHeartbeat, nil); err != nil {
 		t.Fatalf("the heartbeat waited behind the data frame: %v", err)
 	}
 }

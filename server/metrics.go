@@ -6,6 +6,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/server/peer"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -220,7 +221,7 @@ func (nm *nodeMetrics) lapsedCommand(outcome string) { nm.lapsedKinds[outcome].I
 func piecesBytes(pieces []kind.Piece) int {
 	total := 0
 	for _, p := range pieces {
-		total += piece(p).encodedLen()
+		total += peer.Piece(p).EncodedLen()
 	}
 	return total
 }

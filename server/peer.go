@@ -11,6 +11,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/bigcopy"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
@@ -45,7 +46,7 @@ func (n *Node) call(ctx context.Context, node cluster.Node, typ uint8, payload [
 // come (transport.Client.CallUntilIdle).
 func (n *Node) callUnder(ctx context.Context, r peerReq, auth *authority) ([]byte, error) {
 	size := r.size()
-	if r.typ == msgForward {
+	if r.typ == peer.MsgForward {
 		size *= forwardWork
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.peerDeadline(size))
@@ -104,7 +105,7 @@ func transferTime(size int) time.Duration {
 // their own, so that no data frame (a huge value's pieces, a batch the
 // receiver stores on its connection's read loop) delays a lease renewal.
 func (n *Node) poolFor(typ uint8) *transport.Pool {
-	if typ == msgHeartbeat {
+	if typ == peer.MsgHeartbeat {
 		return n.leases
 	}
 	return n.peers
@@ -116,7 +117,7 @@ func (n *Node) poolFor(typ uint8) *transport.Pool {
 // the receiver decides on itself (forwarded commands, reads, listings) do
 // not.
 func carriesAuthority(typ uint8) bool {
-	return typ == msgPutPieces || typ == msgDelPiece || typ == msgDirectory || typ == msgStripe
+	return typ == peer.MsgPutPieces || typ == peer.MsgDelPiece || typ == peer.MsgDirectory || typ == peer.MsgStripe
 }
 
 func staleEpoch(err error) (uint64, bool) {
@@ -131,7 +132,9 @@ func staleEpoch(err error) (uint64, bool) {
 // unfenced message types are accepted whatever their epoch: a joining node
 // has no map yet, proposals are ordered by Raft itself, and a heartbeat is
 // how a node with an old map learns it was fenced.
-func unfenced(typ uint8) bool { return typ == msgJoin || typ == msgPropose || typ == msgHeartbeat }
+func unfenced(typ uint8) bool {
+	return typ == peer.MsgJoin || typ == peer.MsgPropose || typ == peer.MsgHeartbeat
+}
 
 // handlePeer serves one frame from another node. Requests that may block
 // (waiting for a newer map, forwarded commands, proposals) run in their own
@@ -153,14 +156,14 @@ func (n *Node) handlePeer(req transport.Frame, reply func(transport.Frame)) {
 			}
 			n.servePeer(req, reply)
 		}()
-	case req.Type == msgForward:
+	case req.Type == peer.MsgForward:
 		go n.serveForward(req, reply)
-	case req.Type == msgScan || req.Type == msgStripeRead || req.Type == msgStripeResync || req.Type == msgStats || req.Type == msgFlush || req.Type == msgListPieces ||
-		req.Type == msgRepair || req.Type == msgAudit:
+	case req.Type == peer.MsgScan || req.Type == peer.MsgStripeRead || req.Type == peer.MsgStripeResync || req.Type == peer.MsgStats || req.Type == peer.MsgFlush || req.Type == peer.MsgListPieces ||
+		req.Type == peer.MsgRepair || req.Type == peer.MsgAudit:
 		go n.servePeer(req, reply)
-	case req.Type == msgPutPieces && len(req.Payload) > transport.PartSize:
+	case req.Type == peer.MsgPutPieces && len(req.Payload) > transport.PartSize:
 		n.workers.Go(func() { n.servePeer(req, reply) })
-	case req.Type == msgGetPiece || req.Type == msgGetPieces:
+	case req.Type == peer.MsgGetPiece || req.Type == peer.MsgGetPieces:
 		n.serveRead(req, reply)
 	default:
 		n.servePeer(req, reply)
@@ -218,41 +221,41 @@ func (n *Node) servePeer(req transport.Frame, reply func(transport.Frame)) {
 
 func (n *Node) peerHandler(typ uint8) func([]byte) ([]byte, error) {
 	switch typ {
-	case msgPutPieces:
+	case peer.MsgPutPieces:
 		return n.onPutPieces
-	case msgGetPiece:
+	case peer.MsgGetPiece:
 		return n.onGetPiece
-	case msgDelPiece:
+	case peer.MsgDelPiece:
 		return n.onDelPiece
-	case msgForward:
+	case peer.MsgForward:
 		return n.onForward
-	case msgJoin:
+	case peer.MsgJoin:
 		return n.onJoin
-	case msgPropose:
+	case peer.MsgPropose:
 		return n.onPropose
-	case msgStats:
+	case peer.MsgStats:
 		return n.onStats
-	case msgScan:
+	case peer.MsgScan:
 		return n.onScan
-	case msgFlush:
+	case peer.MsgFlush:
 		return n.onFlush
-	case msgHeartbeat:
+	case peer.MsgHeartbeat:
 		return n.onHeartbeat
-	case msgListPieces:
+	case peer.MsgListPieces:
 		return n.onListPieces
-	case msgDirectory:
+	case peer.MsgDirectory:
 		return n.onDirectory
-	case msgRepair:
+	case peer.MsgRepair:
 		return n.onRepair
-	case msgGetPieces:
+	case peer.MsgGetPieces:
 		return n.onGetPieces
-	case msgAudit:
+	case peer.MsgAudit:
 		return n.onAudit
-	case msgStripe:
+	case peer.MsgStripe:
 		return n.stripes.OnUpdates
-	case msgStripeRead:
+	case peer.MsgStripeRead:
 		return n.stripes.OnRead
-	case msgStripeResync:
+	case peer.MsgStripeResync:
 		return n.stripes.OnResync
 	}
 	return func([]byte) ([]byte, error) { return nil, fmt.Errorf("server: unknown peer message type %d", typ) }
@@ -267,7 +270,7 @@ func (n *Node) peerHandler(typ uint8) func([]byte) ([]byte, error) {
 // bytes are then the store's. Smaller pieces are copied, so that no stored
 // piece keeps much more than itself alive.
 func (n *Node) onPutPieces(b []byte) ([]byte, error) {
-	pieces, err := decodePutPieces(b)
+	pieces, err := peer.DecodePutPieces(b)
 	if err != nil {
 		return nil, err
 	}
@@ -277,37 +280,37 @@ func (n *Node) onPutPieces(b []byte) ([]byte, error) {
 			refusals[i] = err.Error()
 		}
 	}
-	return encodePutPiecesResp(refusals), nil
+	return peer.EncodePutPiecesResp(refusals), nil
 }
 
 func (n *Node) onGetPiece(b []byte) ([]byte, error) {
-	refs, err := decodeReads(transport.Frame{Type: msgGetPiece, Payload: b})
+	refs, err := decodeReads(transport.Frame{Type: peer.MsgGetPiece, Payload: b})
 	if err != nil {
 		return nil, err
 	}
 	views, _ := n.viewPieces(refs)
-	payload, _, err := n.answerRead(msgGetPiece, refs, views)
+	payload, _, err := n.answerRead(peer.MsgGetPiece, refs, views)
 	return payload, err
 }
 
 // onGetPieces reads many pieces; each slot says found, missing or corrupt.
 func (n *Node) onGetPieces(b []byte) ([]byte, error) {
-	refs, err := decodeGetPieces(b)
+	refs, err := peer.DecodeGetPieces(b)
 	if err != nil {
 		return nil, err
 	}
 	views, _ := n.viewPieces(refs)
-	payload, tail, err := n.answerRead(msgGetPieces, refs, views)
+	payload, tail, err := n.answerRead(peer.MsgGetPieces, refs, views)
 	return peerReq{payload: payload, tail: tail}.whole(), err
 }
 
 // decodeReads decodes a GetPiece (one ref) or GetPieces request.
-func decodeReads(req transport.Frame) ([]pieceRef, error) {
-	if req.Type == msgGetPieces {
-		return decodeGetPieces(req.Payload)
+func decodeReads(req transport.Frame) ([]peer.PieceRef, error) {
+	if req.Type == peer.MsgGetPieces {
+		return peer.DecodeGetPieces(req.Payload)
 	}
-	r, err := decodePieceRef(req.Payload)
-	return []pieceRef{r}, err
+	r, err := peer.DecodePieceRef(req.Payload)
+	return []peer.PieceRef{r}, err
 }
 
 // pieceView is a stored piece as a read finds it, its checksum not yet
@@ -320,12 +323,12 @@ type pieceView struct {
 
 // viewPieces looks the pieces of refs up without copying them
 // (store.View) and returns their total size.
-func (n *Node) viewPieces(refs []pieceRef) ([]pieceView, int) {
+func (n *Node) viewPieces(refs []peer.PieceRef) ([]pieceView, int) {
 	views := make([]pieceView, len(refs))
 	size := 0
 	for i, r := range refs {
 		v := &views[i]
-		v.data, v.meta, v.ok = n.pieces.View(r.storeKey())
+		v.data, v.meta, v.ok = n.pieces.View(storeKey(r))
 		size += len(v.data)
 	}
 	return views, size
@@ -334,28 +337,28 @@ func (n *Node) viewPieces(refs []pieceRef) ([]pieceView, int) {
 // answerRead checks the pieces a read found and encodes its reply: a
 // GetPiece's is the piece's bytes (or an error), a GetPieces' a slot per
 // piece, large ones sent without a copy.
-func (n *Node) answerRead(typ uint8, refs []pieceRef, views []pieceView) ([]byte, [][]byte, error) {
-	slots := make([]pieceSlot, len(refs))
+func (n *Node) answerRead(typ uint8, refs []peer.PieceRef, views []pieceView) ([]byte, [][]byte, error) {
+	slots := make([]peer.PieceSlot, len(refs))
 	for i, r := range refs {
 		data, err := n.checkPiece(r, views[i].data, views[i].meta, views[i].ok)
-		if typ == msgGetPiece {
+		if typ == peer.MsgGetPiece {
 			return data, nil, err
 		}
 		switch {
 		case err == nil:
 			slots[i].Data = data
 		case errors.Is(err, kind.ErrPieceCorrupt):
-			slots[i].Status = pieceCorrupt
+			slots[i].Status = peer.PieceCorrupt
 		default:
-			slots[i].Status = pieceMissing
+			slots[i].Status = peer.PieceMissing
 		}
 	}
-	payload, tail := encodeGetPiecesResp(slots)
+	payload, tail := peer.EncodeGetPiecesResp(slots)
 	return payload, tail, nil
 }
 
 func (n *Node) onDelPiece(b []byte) ([]byte, error) {
-	r, err := decodePieceRef(b)
+	r, err := peer.DecodePieceRef(b)
 	if err != nil {
 		return nil, err
 	}

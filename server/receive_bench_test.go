@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/memgest/memgest/internal/bigcopy"
+	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/store"
 )
 
@@ -19,11 +20,11 @@ func BenchmarkReceivePieces(b *testing.B) {
 	}
 	frames := make([][]byte, 64)
 	for f := range frames {
-		ps := make([]piece, perFrame)
+		ps := make([]peer.Piece, perFrame)
 		for i := range ps {
-			ps[i] = piece{Key: []byte(fmt.Sprintf("key:%06d:%03d", f, i)), Scheme: 1, Version: 7, CRC: bigcopy.Checksum(val), Data: val}
+			ps[i] = peer.Piece{Key: []byte(fmt.Sprintf("key:%06d:%03d", f, i)), Scheme: 1, Version: 7, CRC: bigcopy.Checksum(val), Data: val}
 		}
-		frames[f] = encodePutPieces(ps)
+		frames[f] = peer.EncodePutPieces(ps)
 	}
 	b.SetBytes(perFrame * size)
 	b.ReportAllocs()

@@ -8,6 +8,7 @@ import (
 	"github.com/memgest/memgest/internal/bigcopy"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/split"
+	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/store"
 )
 
@@ -34,7 +35,7 @@ type decodeJob struct {
 // and shard index it fills.
 type shardFetch struct {
 	node cluster.Node
-	refs []pieceRef
+	refs []peer.PieceRef
 	into [][2]int // job, shard index
 }
 
@@ -129,7 +130,7 @@ func shardFetches(jobs []*decodeJob, have held) []*shardFetch {
 				byNode[t.Node.ID] = f
 				out = append(out, f)
 			}
-			f.refs = append(f.refs, pieceRef{Key: j.key, Scheme: j.entry.ID, Version: j.meta.Version,
+			f.refs = append(f.refs, peer.PieceRef{Key: j.key, Scheme: j.entry.ID, Version: j.meta.Version,
 				Versioned: true, HasIndex: true, Index: uint8(t.Index)})
 			f.into = append(f.into, [2]int{ji, t.Index})
 			picked++
@@ -143,19 +144,19 @@ func shardFetches(jobs []*decodeJob, have held) []*shardFetch {
 func (n *Node) fetchShards(ctx context.Context, jobs []*decodeJob, fetches []*shardFetch) error {
 	reqs := make([]peerReq, len(fetches))
 	for i, f := range fetches {
-		reqs[i] = peerReq{node: f.node, typ: msgGetPieces, payload: encodeGetPieces(f.refs)}
+		reqs[i] = peerReq{node: f.node, typ: peer.MsgGetPieces, payload: peer.EncodeGetPieces(f.refs)}
 	}
 	replies, errs := n.callEach(ctx, reqs)
 	for i, f := range fetches {
 		if errs[i] != nil {
 			continue // those jobs fall back to the per-key path
 		}
-		slots, err := decodeGetPiecesResp(replies[i], len(f.refs))
+		slots, err := peer.DecodeGetPiecesResp(replies[i], len(f.refs))
 		if err != nil {
 			return fmt.Errorf("server: shards from %s: %w", f.node.PeerAddr, err)
 		}
 		for s, slot := range slots {
-			if slot.Status == pieceFound {
+			if slot.Status == peer.PieceFound {
 				jobs[f.into[s][0]].shards[f.into[s][1]] = slot.Data
 			}
 		}

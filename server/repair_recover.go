@@ -12,6 +12,7 @@ import (
 	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/wire"
 )
@@ -233,7 +234,7 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 // staleVersion is a version of a key that recovery did not restore, and
 // the nodes that hold pieces of it.
 type staleVersion struct {
-	ref     pieceRef
+	ref     peer.PieceRef
 	holders []cluster.Node
 }
 
@@ -249,7 +250,7 @@ func staleVersions(t *schemeTable, key string, cands []*candidate, best *candida
 		if c == best || best != nil && c.scheme == best.scheme && !versioned {
 			continue
 		}
-		ref := pieceRef{Key: []byte(key), Scheme: c.scheme, Version: c.version, Versioned: versioned, Exact: true}
+		ref := peer.PieceRef{Key: []byte(key), Scheme: c.scheme, Version: c.version, Versioned: versioned, Exact: true}
 		out = append(out, staleVersion{ref: ref, holders: c.holders})
 	}
 	return out
@@ -270,7 +271,7 @@ func (n *Node) sweepStale(ctx context.Context, stale []staleVersion) map[string]
 	for _, s := range stale {
 		reqs := make([]peerReq, 0, len(s.holders))
 		for _, h := range s.holders {
-			reqs = append(reqs, peerReq{node: h, typ: msgDelPiece, payload: s.ref.encode(nil)})
+			reqs = append(reqs, peerReq{node: h, typ: peer.MsgDelPiece, payload: s.ref.Encode(nil)})
 		}
 		if _, errs := n.callEach(ctx, reqs); ctx.Err() != nil {
 			return failed
@@ -461,7 +462,7 @@ func (n *Node) listPieces(ctx context.Context, node cluster.Node, first, last in
 		if node.ID == n.id {
 			b, err = n.onListPieces(req.encode(nil))
 		} else {
-			b, err = n.call(ctx, node, msgListPieces, req.encode(nil))
+			b, err = n.call(ctx, node, peer.MsgListPieces, req.encode(nil))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("server: listing the pieces of %s: %w", node.PeerAddr, err)
@@ -552,18 +553,18 @@ func (n *Node) onListPieces(b []byte) ([]byte, error) {
 	return out.encode(nil), nil
 }
 
-// parsePieceKey reads what pieceRef.storeKey (or dirKey) wrote, and the
+// parsePieceKey reads what storeKey (or dirKey) wrote, and the
 // piece kind.
-func parsePieceKey(k []byte) (pieceRef, uint8, bool) {
+func parsePieceKey(k []byte) (peer.PieceRef, uint8, bool) {
 	if len(k) < 3 || k[2] > pieceKindDirectory {
-		return pieceRef{}, 0, false
+		return peer.PieceRef{}, 0, false
 	}
 	kind := k[2]
-	r := pieceRef{Scheme: binary.BigEndian.Uint16(k), Versioned: kind == pieceKindShard}
+	r := peer.PieceRef{Scheme: binary.BigEndian.Uint16(k), Versioned: kind == pieceKindShard}
 	k = k[3:]
 	if r.Versioned {
 		if len(k) < 8 {
-			return pieceRef{}, 0, false
+			return peer.PieceRef{}, 0, false
 		}
 		r.Version, k = binary.BigEndian.Uint64(k), k[8:]
 	}

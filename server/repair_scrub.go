@@ -12,6 +12,7 @@ import (
 	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
@@ -192,7 +193,7 @@ func (n *Node) scrubPiece(ctx context.Context, k, val []byte, meta store.Meta) {
 	if coord.ID == n.id {
 		err = n.repairKey(ctx, ref.Key)
 	} else {
-		_, err = n.call(ctx, coord, msgRepair, wire.Enc(nil).Bytes(ref.Key))
+		_, err = n.call(ctx, coord, peer.MsgRepair, wire.Enc(nil).Bytes(ref.Key))
 	}
 	n.log.Warn("scrub: corrupt piece dropped, repair asked", "key", string(ref.Key), "coordinator", coord.ID, "err", err)
 }

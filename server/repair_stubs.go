@@ -10,6 +10,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/bigcopy"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/store"
 )
 
@@ -144,7 +145,7 @@ func (n *Node) fillStubChunk(ctx context.Context, m *cluster.Map, chunk []rebuil
 			continue
 		}
 		w := stubWant{key: it.key, meta: meta, sch: sch}
-		data, err := n.loadPiece(pieceRef{Key: it.key, Scheme: meta.Scheme, Version: meta.Version})
+		data, err := n.loadPiece(peer.PieceRef{Key: it.key, Scheme: meta.Scheme, Version: meta.Version})
 		if err == nil && n.fill(w, data) {
 			bytes += len(data)
 			continue // this node held the replica (of that very value)
@@ -157,29 +158,29 @@ func (n *Node) fillStubChunk(ctx context.Context, m *cluster.Map, chunk []rebuil
 		if !seen {
 			i = len(reqs)
 			byNode[holder.ID] = i
-			reqs = append(reqs, peerReq{node: holder, typ: msgGetPieces})
+			reqs = append(reqs, peerReq{node: holder, typ: peer.MsgGetPieces})
 			wants = append(wants, nil)
 		}
 		wants[i] = append(wants[i], w)
 	}
 	for i := range reqs {
-		refs := make([]pieceRef, len(wants[i]))
+		refs := make([]peer.PieceRef, len(wants[i]))
 		for j, w := range wants[i] {
-			refs[j] = pieceRef{Key: w.key, Scheme: w.meta.Scheme, Version: w.meta.Version}
+			refs[j] = peer.PieceRef{Key: w.key, Scheme: w.meta.Scheme, Version: w.meta.Version}
 		}
-		reqs[i].payload = encodeGetPieces(refs)
+		reqs[i].payload = peer.EncodeGetPieces(refs)
 	}
 	replies, errs := n.callEach(ctx, reqs)
 	for i := range reqs {
 		if errs[i] != nil {
 			continue // copyBatch fills these key by key
 		}
-		slots, err := decodeGetPiecesResp(replies[i], len(wants[i]))
+		slots, err := peer.DecodeGetPiecesResp(replies[i], len(wants[i]))
 		if err != nil {
 			continue
 		}
 		for j, slot := range slots {
-			if slot.Status == pieceFound && n.fill(wants[i][j], slot.Data) {
+			if slot.Status == peer.PieceFound && n.fill(wants[i][j], slot.Data) {
 				bytes += len(slot.Data)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/split"
+	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
 )
@@ -36,9 +37,9 @@ func startFakeHolder(t *testing.T) *fakeHolder {
 		switch {
 		case h.failAll.Load():
 			reply(errFrame(errors.New("server: overloaded")))
-		case h.refusePuts.Load() && req.Type == msgPutPieces:
+		case h.refusePuts.Load() && req.Type == peer.MsgPutPieces:
 			reply(errFrame(errors.New("server: out of memory")))
-		case h.refuseReleases.Load() && req.Type == msgDelPiece:
+		case h.refuseReleases.Load() && req.Type == peer.MsgDelPiece:
 			reply(errFrame(errors.New("server: busy")))
 		default:
 			h.n.servePeer(req, reply)
@@ -50,7 +51,7 @@ func startFakeHolder(t *testing.T) *fakeHolder {
 
 // replica returns the value h holds for key in scheme, or nil.
 func (h *fakeHolder) replica(key []byte, schemeID uint16) []byte {
-	data, err := h.n.loadPiece(pieceRef{Key: key, Scheme: schemeID})
+	data, err := h.n.loadPiece(peer.PieceRef{Key: key, Scheme: schemeID})
 	if err != nil {
 		return nil
 	}
@@ -59,7 +60,7 @@ func (h *fakeHolder) replica(key []byte, schemeID uint16) []byte {
 
 func (h *fakeHolder) store(t *testing.T, key []byte, schemeID uint16, v uint64, value string) {
 	t.Helper()
-	err := h.n.storePiece(piece{Key: key, Scheme: schemeID, Version: v, CRC: bigcopy.Checksum([]byte(value)), Data: []byte(value)}, false)
+	err := h.n.storePiece(peer.Piece{Key: key, Scheme: schemeID, Version: v, CRC: bigcopy.Checksum([]byte(value)), Data: []byte(value)}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +298,7 @@ func TestSplitReadFindsShardsOnFormerStandIns(t *testing.T) {
 		t.Fatal(err)
 	}
 	storeShard := func(h *fakeHolder, index int) {
-		err := h.n.storePiece(piece{Key: key, Scheme: entry.ID, Version: 10, Index: uint8(index),
+		err := h.n.storePiece(peer.Piece{Key: key, Scheme: entry.ID, Version: 10, Index: uint8(index),
 			Versioned: true, CRC: bigcopy.Checksum(shards[index]), Data: shards[index]}, false)
 		if err != nil {
 			t.Fatal(err)

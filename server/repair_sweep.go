@@ -8,6 +8,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/wire"
 )
@@ -22,7 +23,7 @@ import (
 // failure (issue 5's robustness suite counts them).
 //
 // So every node walks its pieces, a page at a time, and asks each key's
-// coordinator about them (msgAudit). The coordinator, which alone knows
+// coordinator about them (peer.MsgAudit). The coordinator, which alone knows
 // the key's committed version and placement, answers per piece: drop it
 // when the key no longer exists, or exists in another scheme, or at another
 // version (split shards are per version), or when the holder is not where
@@ -57,7 +58,7 @@ func readAuditItem(d *wire.Dec) auditItem {
 	return a
 }
 
-// encodeAudit is a msgAudit payload: the holder's id, then its pieces.
+// encodeAudit is a peer.MsgAudit payload: the holder's id, then its pieces.
 func encodeAudit(holder cluster.NodeID, items []auditItem) []byte {
 	return append(wire.Enc(nil).Bytes([]byte(holder)), encodeList(items)...)
 }
@@ -158,7 +159,7 @@ func (n *Node) askAudit(ctx context.Context, node cluster.Node, items []auditIte
 		drop, epoch := n.auditVerdicts(n.id, items)
 		return drop, epoch, nil
 	}
-	resp, err := n.call(ctx, node, msgAudit, encodeAudit(n.id, items))
+	resp, err := n.call(ctx, node, peer.MsgAudit, encodeAudit(n.id, items))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -172,7 +173,7 @@ func (n *Node) askAudit(ctx context.Context, node cluster.Node, items []auditIte
 	return drop, binary.BigEndian.Uint64(resp), nil
 }
 
-// onAudit answers a holder's msgAudit (the holder's id, then the pieces):
+// onAudit answers a holder's peer.MsgAudit (the holder's id, then the pieces):
 // the map epoch of the verdicts, a count, then one byte per piece, 1 to
 // drop it.
 func (n *Node) onAudit(b []byte) ([]byte, error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/memgest/memgest/scheme/rep"
 	"github.com/memgest/memgest/scheme/split"
 	"github.com/memgest/memgest/scheme/stripe"
+	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/store"
 )
 
@@ -135,10 +136,10 @@ func (e schemeEnv) RepairLater(key []byte) {
 	e.n.repairLater(key)
 }
 
-func (e schemeEnv) LoadPiece(r kind.PieceRef) ([]byte, error) { return e.n.loadPiece(pieceRef(r)) }
+func (e schemeEnv) LoadPiece(r kind.PieceRef) ([]byte, error) { return e.n.loadPiece(peer.PieceRef(r)) }
 
 func (e schemeEnv) GetPiece(ctx context.Context, node cluster.Node, r kind.PieceRef) ([]byte, error) {
-	return e.n.getPiece(ctx, node, pieceRef(r))
+	return e.n.getPiece(ctx, node, peer.PieceRef(r))
 }
 
 func (e schemeEnv) Superseded(key []byte, v uint64) bool { return e.n.superseded(key, v) }

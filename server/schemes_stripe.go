@@ -10,6 +10,7 @@ import (
 	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/stripe"
+	"github.com/memgest/memgest/server/peer"
 )
 
 // This file is the node as its stripe engine sees it (stripe.Host): the
@@ -52,11 +53,11 @@ func (h stripeHost) Rehome(ctx context.Context, m *cluster.Map, objects map[uint
 func stripeFrame(m stripe.Msg) uint8 {
 	switch m {
 	case stripe.MsgUpdates:
-		return msgStripe
+		return peer.MsgStripe
 	case stripe.MsgRead:
-		return msgStripeRead
+		return peer.MsgStripeRead
 	case stripe.MsgResync:
-		return msgStripeResync
+		return peer.MsgStripeResync
 	}
 	return 0 // no such frame: the peer refuses it
 }

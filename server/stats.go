@@ -10,6 +10,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/stripe"
+	"github.com/memgest/memgest/server/peer"
 )
 
 // counters are a node's running totals for INFO stats and /metrics.
@@ -35,7 +36,7 @@ func (c *counters) detachedBytes(id uint16) *atomic.Int64 {
 }
 
 // nodeStats is one node's share of the cluster's keys and bytes, sent in
-// reply to msgStats.
+// reply to peer.MsgStats.
 type nodeStats struct {
 	Node    cluster.NodeID          `json:"node"`
 	Keys    int64                   `json:"keys"`
@@ -157,7 +158,7 @@ func (n *Node) clusterStats(ctx context.Context) ([]nodeStats, error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				b, err := n.call(ctx, node, msgStats, nil)
+				b, err := n.call(ctx, node, peer.MsgStats, nil)
 				if err == nil {
 					err = json.Unmarshal(b, &out[i])
 				}
