@@ -291,12 +291,17 @@ func (c Config) advertiseHost() string {
 	return c.Bind
 }
 
+// ClientAddr is the client address the node advertises.
 func (c Config) ClientAddr() string {
 	return net.JoinHostPort(c.advertiseHost(), strconv.Itoa(c.Port))
 }
+
+// PeerAddr is the peer address the node advertises.
 func (c Config) PeerAddr() string {
 	return net.JoinHostPort(c.advertiseHost(), strconv.Itoa(c.PeerPort))
 }
+
+// HTTPAddr is the HTTP address the node advertises.
 func (c Config) HTTPAddr() string {
 	if c.HTTPPort == 0 {
 		return ""

@@ -141,6 +141,7 @@ func (d *Detector) Suspects(m *cluster.Map, self cluster.NodeID, leader bool, ti
 	return out
 }
 
+// SetMarking records whether a map change about id is under way.
 func (d *Detector) SetMarking(id cluster.NodeID, on bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

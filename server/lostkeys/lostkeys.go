@@ -126,6 +126,7 @@ func (l *Set) byTag(key []byte) (kind.LostKey, bool) {
 	return k, true
 }
 
+// Add reports key k.Key lost, as k says.
 func (l *Set) Add(k kind.LostKey) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -150,6 +151,7 @@ func (l *Set) Clear() {
 	l.size.Store(0)
 }
 
+// Get is key's report: by its name, its tag or its slot range.
 func (l *Set) Get(key []byte) (kind.LostKey, bool) {
 	if l.size.Load() == 0 {
 		return kind.LostKey{}, false
@@ -209,6 +211,7 @@ func (l *Set) Forget(key []byte, deleted bool) bool {
 	return was
 }
 
+// Count is how many reports the set holds: keys, tags and ranges.
 func (l *Set) Count() int { return int(l.size.Load()) }
 
 // list returns up to limit lost keys and how many there are: the lost

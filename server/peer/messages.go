@@ -53,6 +53,7 @@ func (p Piece) EncodedLen() int {
 	return wire.UvarintLen(uint64(len(p.Key))) + len(p.Key) + fixed + wire.UvarintLen(uint64(len(p.Data))) + len(p.Data)
 }
 
+// Encode appends p's encoding to e.
 func (p Piece) Encode(e wire.Enc) wire.Enc { return p.encodeHead(e).Bytes(p.Data) }
 
 // SpoolTo appends p to a spool, which refers to a large Data rather than
@@ -76,6 +77,7 @@ func (p Piece) InlineLen() int {
 	return p.EncodedLen()
 }
 
+// DecodePiece reads one piece that is the whole of b.
 func DecodePiece(b []byte) (Piece, error) {
 	d := wire.NewDec(b)
 	p := readPiece(&d)
@@ -100,6 +102,7 @@ func EncodePutPieces(pieces []Piece) wire.Enc {
 	return wire.EncodeList(pieces, func(e wire.Enc, p Piece) wire.Enc { return p.Encode(e) })
 }
 
+// DecodePutPieces reads a PutPieces payload.
 func DecodePutPieces(b []byte) ([]Piece, error) { return wire.DecodeList(b, readPiece) }
 
 // A PutPieces reply has one refusal per piece, in order: empty when the
@@ -112,6 +115,8 @@ func EncodePutPiecesResp(refusals []string) wire.Enc {
 	return e
 }
 
+// DecodePutPiecesResp reads a PutPieces reply that must have count
+// refusals.
 func DecodePutPiecesResp(b []byte, count int) ([]string, error) {
 	d := wire.NewDec(b)
 	out := make([]string, count)
@@ -131,11 +136,13 @@ func DecodePutPiecesResp(b []byte, count int) ([]string, error) {
 // It is a kind.PieceRef with its wire encoding and store key.
 type PieceRef kind.PieceRef
 
+// Encode appends r's encoding to e.
 func (r PieceRef) Encode(e wire.Enc) wire.Enc {
 	return e.Bytes(r.Key).U16(r.Scheme).U64(r.Version).Flag(r.Versioned).Flag(r.Exact).
 		Flag(r.HasIndex).U8(r.Index)
 }
 
+// DecodePieceRef reads one ref that is the whole of b.
 func DecodePieceRef(b []byte) (PieceRef, error) {
 	d := wire.NewDec(b)
 	r := readPieceRef(&d)
@@ -156,6 +163,7 @@ func EncodeGetPieces(refs []PieceRef) []byte {
 	return wire.EncodeList(refs, func(e wire.Enc, r PieceRef) wire.Enc { return r.Encode(e) })
 }
 
+// DecodeGetPieces reads a GetPieces request.
 func DecodeGetPieces(b []byte) ([]PieceRef, error) { return wire.DecodeList(b, readPieceRef) }
 
 // A GetPieces reply has one slot per ref: a status, then the piece's bytes
