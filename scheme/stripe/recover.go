@@ -587,12 +587,13 @@ func (eng *Engine) lostChunk(ctx context.Context, m *cluster.Map, lp lostPositio
 type prefetch struct {
 	parities []map[uint32]chunkReply // by parity position; nil: not usable
 	data     []map[uint32]chunkReply // by data position; nil: no live node
+	whole    []bool                  // by data position (wholePosition)
 }
 
 func (eng *Engine) prefetchStripes(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node, from, to uint32) (*prefetch, error) {
 	k := lp.entry.Spec.K
 	sh := &m.Shards[lp.list]
-	pre := &prefetch{parities: make([]map[uint32]chunkReply, len(holders)), data: make([]map[uint32]chunkReply, k)}
+	pre := &prefetch{parities: make([]map[uint32]chunkReply, len(holders)), data: make([]map[uint32]chunkReply, k), whole: make([]bool, k)}
 	var err error
 	for j, h := range holders {
 		if parityUsable(m, lp, h, j) {
@@ -609,13 +610,14 @@ func (eng *Engine) prefetchStripes(ctx context.Context, m *cluster.Map, lp lostP
 		if pre.data[q], err = eng.readChunkRange(ctx, node, lp.entry.ID, readDataRange, lp.list, uint8(q), from, to); err != nil {
 			return nil, err
 		}
+		pre.whole[q] = wholePosition(m, sh, q)
 	}
 	return pre, nil
 }
 
 // view is stripe r as the prefetch read it.
 func (p *prefetch) view(r uint32) stripeView {
-	v := stripeView{parities: make([]chunkReply, len(p.parities)), data: make([]chunkReply, len(p.data))}
+	v := stripeView{parities: make([]chunkReply, len(p.parities)), data: make([]chunkReply, len(p.data)), whole: p.whole}
 	for j, got := range p.parities {
 		v.parities[j] = got[r]
 	}
@@ -793,9 +795,13 @@ func (eng *Engine) fetchCopy(ctx context.Context, lp lostPosition, holder cluste
 // stripeView is what a decode of one lost chunk reads of its stripe: each
 // parity holder's parity chunk (with the seqs it holds every position at)
 // and each other data position's chunk, Found where a live node holds it.
+// whole says, by data position, that the position's node holds every
+// chunk of the position (it is up, no stand-in, not awaiting a rebuild),
+// so a chunk it lacks was freed, not lost.
 type stripeView struct {
 	parities []chunkReply // by parity position
 	data     []chunkReply // by data position
+	whole    []bool       // by data position
 }
 
 // decodeChunk rebuilds a sealed chunk of a lost position, sealed into
@@ -814,7 +820,7 @@ func (eng *Engine) decodeChunk(ctx context.Context, m *cluster.Map, lp lostPosit
 // chunks from their live nodes.
 func (eng *Engine) readStripeView(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node, id ChunkID) (stripeView, error) {
 	k := lp.entry.Spec.K
-	v := stripeView{parities: make([]chunkReply, len(holders)), data: make([]chunkReply, k)}
+	v := stripeView{parities: make([]chunkReply, len(holders)), data: make([]chunkReply, k), whole: make([]bool, k)}
 	for j, h := range holders {
 		if !parityUsable(m, lp, h, j) {
 			continue
@@ -827,13 +833,11 @@ func (eng *Engine) readStripeView(ctx context.Context, m *cluster.Map, lp lostPo
 		if q == lp.pos {
 			continue
 		}
-		c, found, err := eng.readPosition(ctx, m, lp, id, q)
+		c, whole, err := eng.readPosition(ctx, m, lp, id, q)
 		if err != nil {
 			return v, err
 		}
-		if found {
-			v.data[q] = c
-		}
+		v.data[q], v.whole[q] = c, whole
 	}
 	return v, nil
 }
@@ -880,6 +884,10 @@ func solveChunk(lp lostPosition, v stripeView, id ChunkID, want uint32) ([]byte,
 			data[q] = dataState{seq: c.Seq, sealed: c.Sealed, known: true}
 		case !sealedInAny(parities, q):
 			data[q] = dataState{known: true} // nothing there: zeros
+		case q < len(v.whole) && v.whole[q]:
+			// Parity still holds a chunk its whole position freed: the
+			// Free is on its way to the holders.
+			return nil, fmt.Errorf("%w: stripe %d/%d of %s: position %d freed its chunk, parity still has it", errBusy, id.List, id.Stripe, lp.entry.Name(), q)
 		default:
 			continue // lost: decoded too
 		}
@@ -948,7 +956,8 @@ func sealedBit(sealed bool) uint64 {
 }
 
 // readPosition reads chunk id's stripe-mate at data position q from the
-// node there, if that node is up and holds it.
+// node there, if that node is up (a chunk it lacks is not Found), and says
+// whether the position is whole there (wholePosition).
 func (eng *Engine) readPosition(ctx context.Context, m *cluster.Map, lp lostPosition, id ChunkID, q int) (chunkReply, bool, error) {
 	sh := &m.Shards[lp.list]
 	node, ok := m.Node(sh.Placement[q])
@@ -956,7 +965,18 @@ func (eng *Engine) readPosition(ctx context.Context, m *cluster.Map, lp lostPosi
 		return chunkReply{}, false, nil
 	}
 	c, err := eng.readChunk(ctx, node, readReq{Scheme: lp.entry.ID, What: readDataChunk, Chunk: ChunkID{List: id.List, Position: uint8(q), Stripe: id.Stripe}})
-	return c, err == nil && c.Found, err
+	if err != nil {
+		return chunkReply{}, false, err
+	}
+	return c, wholePosition(m, sh, q), nil
+}
+
+// wholePosition says whether data position q of sh's list holds every
+// chunk of the position: its node is up, no stand-in, and the position
+// awaits no rebuild (a node that took it over lacks the old chunks).
+func wholePosition(m *cluster.Map, sh *cluster.Shard, q int) bool {
+	node, ok := m.Node(sh.Placement[q])
+	return ok && node.State == cluster.Up && !m.StoodIn(sh, q) && !slices.Contains(sh.Rebuild, q)
 }
 
 // sealedInAny says whether some parity has position q sealed in it.

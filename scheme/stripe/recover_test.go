@@ -59,6 +59,15 @@ func TestSolveChunkTellsUndecodableFromBusy(t *testing.T) {
 	if _, err := solveChunk(lp, v, id, 3); !errors.Is(err, errUndecodable) {
 		t.Fatalf("two positions lost, one parity: %v, want errUndecodable", err)
 	}
+	// Position 1's node is up and whole but no longer has the chunk: it
+	// freed it (compaction) and the Free has not reached the parity holder
+	// yet. That is an update in flight, not a second loss; it once failed
+	// a restore with "2 positions lost".
+	v.whole = []bool{false, true}
+	if _, err := solveChunk(lp, v, id, 3); !errors.Is(err, errBusy) {
+		t.Fatalf("a chunk its whole position freed, still in parity: %v, want errBusy", err)
+	}
+	v.whole = nil
 	// Position 1's chunk is there, at another seq than parity holds it.
 	v.data[1] = chunkReply{Found: true, Sealed: true, Seq: 6, Bytes: make([]byte, 256)}
 	if _, err := solveChunk(lp, v, id, 3); !errors.Is(err, errBusy) {
