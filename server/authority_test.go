@@ -38,7 +38,7 @@ func startAuthorityPeer(t *testing.T, newer uint64, onStale func()) *authorityPe
 		p.mu.Unlock()
 		if req.Epoch < newer {
 			onStale()
-			reply(errFrame(errors.New(staleEpochPrefix + strconv.FormatUint(newer, 10))))
+			reply(peer.ErrFrame(errors.New(peer.StaleEpochPrefix + strconv.FormatUint(newer, 10))))
 			return
 		}
 		reply(transport.Frame{Type: req.Type})
@@ -72,6 +72,8 @@ func leasedNode(t *testing.T, m *cluster.Map) *Node {
 		started: time.Now(), log: slog.New(slog.DiscardHandler), leases: transport.NewPool()}
 	t.Cleanup(func() { n.peers.Close(); n.leases.Close() })
 	n.stripes = stripe.NewEngine(stripeHost{n}, stripe.Config{PeerTimeout: n.cfg.PeerTimeout}, n.log)
+	n.router = n.newRouter()
+	n.router.Maps = n.ctl
 	n.lease.until.Store(n.monoNow() + int64(time.Hour))
 	n.lease.fresh.Store(true) // fence() then wipes nothing
 	return n

@@ -55,7 +55,7 @@ func (n *Node) toLeader(ctx context.Context, typ uint8, payload []byte) ([]byte,
 		var out []byte
 		var err error
 		if n.ctl.IsLeader() {
-			out, err = n.peerHandler(typ)(payload)
+			out, err = n.router.Handler(typ)(payload)
 		} else if _, addr, ok := n.ctl.Leader(); ok {
 			out, err = n.callAddr(ctx, addr, typ, payload)
 		} else {

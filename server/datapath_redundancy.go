@@ -367,7 +367,7 @@ func (n *Node) callEachSince(ctx context.Context, reqs []peerReq, fences uint64)
 			continue
 		}
 		if r.node.ID == n.id {
-			replies[i], errs[i] = n.peerHandler(r.typ)(r.whole())
+			replies[i], errs[i] = n.router.Handler(r.typ)(r.whole())
 			answered[i] = true
 			continue
 		}
@@ -386,7 +386,7 @@ func (n *Node) callEachSince(ctx context.Context, reqs []peerReq, fences uint64)
 		n.collect(ctx, done, waiting, n.peerDeadline(bytes), answered, replies, errs)
 	}
 	for i, err := range errs {
-		if _, stale := staleEpoch(err); stale {
+		if _, stale := peer.StaleEpoch(err); stale {
 			replies[i], errs[i] = n.callUnder(ctx, reqs[i], &auth)
 		} else if err != nil && reqs[i].node.ID != n.id {
 			errs[i] = fmt.Errorf("node %s: %w", reqs[i].node.PeerAddr, err)

@@ -96,7 +96,7 @@ func readyNode(t *testing.T) *Node {
 
 // TestHeartbeatsPassStalledDataFrames: a heartbeat reaches the leader while
 // a data frame sent before it is still being handled there. A receiver
-// stores pieces on the connection's read loop (handlePeer), so a heartbeat
+// stores pieces on the connection's read loop (peer.Router), so a heartbeat
 // on the same connection waited behind every frame before it: a huge
 // value's pieces held leases back for as long as they took to send and
 // store (issue 23, items 6 and 7).

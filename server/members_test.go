@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/transport"
 	"github.com/memgest/memgest/wire"
 )
@@ -23,7 +24,7 @@ func TestHeartbeatFindsALeaderRaftDoesNotName(t *testing.T) {
 	var leaderGot atomic.Int64
 	var leaderAddr string
 	follower := transport.NewServer(func(req transport.Frame, reply func(transport.Frame)) {
-		reply(errFrame(errors.New(notLeaderPrefix + leaderAddr)))
+		reply(peer.ErrFrame(errors.New(notLeaderPrefix + leaderAddr)))
 	})
 	var epoch uint64
 	leader := transport.NewServer(func(req transport.Frame, reply func(transport.Frame)) {

@@ -24,6 +24,7 @@ import (
 	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/server/detect"
 	"github.com/memgest/memgest/server/lostkeys"
+	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
 )
@@ -68,6 +69,7 @@ type Node struct {
 	lost        lostkeys.Set        // keys recovery found beyond their scheme's tolerance
 	unfinished  unfinishedDeletions // deletions whose releases failed (repair_purge.go)
 	directory   directorySender
+	router      *peer.Router   // who serves each peer message (peer.go)
 	stripes     *stripe.Engine // stripe:K+M chunks and parity, and the chunks recovery deferred
 	bound       boundSchemes   // the catalogue's schemes bound to their kinds (schemes.go)
 	moves       packedMoves    // keys moving between the primary store and packed schemes (datapath_packed.go)
@@ -127,6 +129,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		}
 	}
 	n.stripes = stripe.NewEngine(stripeHost{n}, stripe.Config{PeerTimeout: cfg.PeerTimeout}, n.log)
+	n.router = n.newRouter()
 	n.incarnation.Store(newIncarnation())
 	n.lease.fresh.Store(true)
 	if err := n.start(); err != nil {
@@ -208,7 +211,7 @@ func (n *Node) listenPeers() error {
 	n.mux = transport.NewMux(l, transport.WithGuard(n.trust.guard), transport.WithRefused(n.peerRefused))
 	frames := n.mux.Listener(transport.TagFrames)
 	n.raftLn = n.mux.Listener(transport.TagRaft) // registered before Serve
-	n.peerSrv = transport.NewServer(n.handlePeer, transport.WithMaxPayload(int(n.cfg.MaxValueSize)+64<<10))
+	n.peerSrv = transport.NewServer(n.router.Serve, transport.WithMaxPayload(int(n.cfg.MaxValueSize)+64<<10))
 	n.framesLn = frames
 	go n.mux.Serve()
 	return nil
@@ -235,6 +238,7 @@ func (n *Node) startControl() error {
 		return err
 	}
 	n.ctl = ctl
+	n.router.Maps = ctl
 	return nil
 }
 

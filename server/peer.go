@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/memgest/memgest/cluster"
@@ -18,10 +16,6 @@ import (
 	"github.com/memgest/memgest/wire"
 )
 
-// staleEpochPrefix starts the error a node returns for a frame made under an
-// older cluster map than its own (DESIGN.md §1 fencing).
-const staleEpochPrefix = "STALEEPOCH "
-
 // call sends one request to node under the current epoch. If the peer has a
 // newer map, call waits until this node has it too and retries, so a map
 // change (a new scheme, say) never fails a write. Each retry goes out under
@@ -29,7 +23,7 @@ const staleEpochPrefix = "STALEEPOCH "
 // node catches up or the peer timeout runs out, however many map changes a
 // failover commits in a row (a fixed count of retries once lost that race
 // to four quick epochs). A peer with an older map
-// waits on its side (handlePeer). A message that acts on this node's
+// waits on its side (peer.Router). A message that acts on this node's
 // authority as a coordinator (carriesAuthority) is sent only under its
 // lease and retried only while it still holds (stillHolds); otherwise it
 // fails with errLeaseGone.
@@ -64,7 +58,7 @@ func (n *Node) callUnder(ctx context.Context, r peerReq, auth *authority) ([]byt
 			}
 		}
 		resp, err := n.poolFor(typ).Get(node.PeerAddr).CallUntilIdle(ctx, req, n.cfg.PeerTimeout)
-		newer, stale := staleEpoch(err)
+		newer, stale := peer.StaleEpoch(err)
 		if !stale {
 			if err != nil {
 				return nil, fmt.Errorf("node %s: %w", node.PeerAddr, err)
@@ -120,56 +114,6 @@ func carriesAuthority(typ uint8) bool {
 	return typ == peer.MsgPutPieces || typ == peer.MsgDelPiece || typ == peer.MsgDirectory || typ == peer.MsgStripe
 }
 
-func staleEpoch(err error) (uint64, bool) {
-	var re *transport.RemoteError
-	if !errors.As(err, &re) || !strings.HasPrefix(re.Msg, staleEpochPrefix) {
-		return 0, false
-	}
-	e, perr := strconv.ParseUint(strings.TrimPrefix(re.Msg, staleEpochPrefix), 10, 64)
-	return e, perr == nil
-}
-
-// unfenced message types are accepted whatever their epoch: a joining node
-// has no map yet, proposals are ordered by Raft itself, and a heartbeat is
-// how a node with an old map learns it was fenced.
-func unfenced(typ uint8) bool {
-	return typ == peer.MsgJoin || typ == peer.MsgPropose || typ == peer.MsgHeartbeat
-}
-
-// handlePeer serves one frame from another node. Requests that may block
-// (waiting for a newer map, forwarded commands, proposals) run in their own
-// goroutine so the connection's read loop keeps going.
-func (n *Node) handlePeer(req transport.Frame, reply func(transport.Frame)) {
-	local := n.ctl.Map().Epoch
-	switch {
-	case unfenced(req.Type):
-		go n.servePeer(req, reply)
-	case req.Epoch < local:
-		reply(errFrame(errors.New(staleEpochPrefix + strconv.FormatUint(local, 10))))
-	case req.Epoch > local:
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if _, err := n.ctl.WaitEpoch(ctx, req.Epoch); err != nil {
-				reply(errFrame(fmt.Errorf("server: frame from epoch %d, this node is at %d", req.Epoch, n.ctl.Map().Epoch)))
-				return
-			}
-			n.servePeer(req, reply)
-		}()
-	case req.Type == peer.MsgForward:
-		go n.serveForward(req, reply)
-	case req.Type == peer.MsgScan || req.Type == peer.MsgStripeRead || req.Type == peer.MsgStripeResync || req.Type == peer.MsgStats || req.Type == peer.MsgFlush || req.Type == peer.MsgListPieces ||
-		req.Type == peer.MsgRepair || req.Type == peer.MsgAudit:
-		go n.servePeer(req, reply)
-	case req.Type == peer.MsgPutPieces && len(req.Payload) > transport.PartSize:
-		n.workers.Go(func() { n.servePeer(req, reply) })
-	case req.Type == peer.MsgGetPiece || req.Type == peer.MsgGetPieces:
-		n.serveRead(req, reply)
-	default:
-		n.servePeer(req, reply)
-	}
-}
-
 // Large requests are served off the connection's read loop, so that the
 // frames behind them on the connection (other writes' pieces, reads) are
 // not held up while a 512 MiB piece is stored or checksummed: PutPieces
@@ -187,14 +131,14 @@ const largeRead = 1 << 20
 func (n *Node) serveRead(req transport.Frame, reply func(transport.Frame)) {
 	refs, err := decodeReads(req)
 	if err != nil {
-		reply(errFrame(err))
+		reply(peer.ErrFrame(err))
 		return
 	}
 	views, size := n.viewPieces(refs)
 	answer := func() {
 		payload, tail, err := n.answerRead(req.Type, refs, views)
 		if err != nil {
-			reply(errFrame(err))
+			reply(peer.ErrFrame(err))
 			return
 		}
 		reply(transport.Frame{Type: req.Type, Payload: payload, Tail: tail})
@@ -206,59 +150,32 @@ func (n *Node) serveRead(req transport.Frame, reply func(transport.Frame)) {
 	answer()
 }
 
-func errFrame(err error) transport.Frame {
-	return transport.Frame{Flags: transport.FlagError, Payload: []byte(err.Error())}
-}
-
-func (n *Node) servePeer(req transport.Frame, reply func(transport.Frame)) {
-	out, err := n.peerHandler(req.Type)(req.Payload)
-	if err != nil {
-		reply(errFrame(err))
-		return
+// newRouter routes each peer message to the concern that serves it, in
+// the mode it needs (peer.Router).
+func (n *Node) newRouter() *peer.Router {
+	r := peer.NewRouter(func(f func()) { n.workers.Go(f) })
+	for typ, h := range map[uint8]peer.Handler{
+		peer.MsgJoin: n.onJoin, peer.MsgPropose: n.onPropose, peer.MsgHeartbeat: n.onHeartbeat,
+	} {
+		r.Handle(typ, peer.Unfenced, h)
 	}
-	reply(transport.Frame{Type: req.Type, Payload: out})
-}
-
-func (n *Node) peerHandler(typ uint8) func([]byte) ([]byte, error) {
-	switch typ {
-	case peer.MsgPutPieces:
-		return n.onPutPieces
-	case peer.MsgGetPiece:
-		return n.onGetPiece
-	case peer.MsgDelPiece:
-		return n.onDelPiece
-	case peer.MsgForward:
-		return n.onForward
-	case peer.MsgJoin:
-		return n.onJoin
-	case peer.MsgPropose:
-		return n.onPropose
-	case peer.MsgStats:
-		return n.onStats
-	case peer.MsgScan:
-		return n.onScan
-	case peer.MsgFlush:
-		return n.onFlush
-	case peer.MsgHeartbeat:
-		return n.onHeartbeat
-	case peer.MsgListPieces:
-		return n.onListPieces
-	case peer.MsgDirectory:
-		return n.onDirectory
-	case peer.MsgRepair:
-		return n.onRepair
-	case peer.MsgGetPieces:
-		return n.onGetPieces
-	case peer.MsgAudit:
-		return n.onAudit
-	case peer.MsgStripe:
-		return n.stripes.OnUpdates
-	case peer.MsgStripeRead:
-		return n.stripes.OnRead
-	case peer.MsgStripeResync:
-		return n.stripes.OnResync
+	for typ, h := range map[uint8]peer.Handler{
+		peer.MsgScan: n.onScan, peer.MsgStats: n.onStats, peer.MsgFlush: n.onFlush,
+		peer.MsgListPieces: n.onListPieces, peer.MsgRepair: n.onRepair, peer.MsgAudit: n.onAudit,
+		peer.MsgStripeRead: n.stripes.OnRead, peer.MsgStripeResync: n.stripes.OnResync,
+	} {
+		r.Handle(typ, peer.OffLoop, h)
 	}
-	return func([]byte) ([]byte, error) { return nil, fmt.Errorf("server: unknown peer message type %d", typ) }
+	for typ, h := range map[uint8]peer.Handler{
+		peer.MsgDelPiece: n.onDelPiece, peer.MsgDirectory: n.onDirectory, peer.MsgStripe: n.stripes.OnUpdates,
+	} {
+		r.Handle(typ, peer.OnLoop, h)
+	}
+	r.HandleBulk(peer.MsgPutPieces, n.onPutPieces)
+	r.HandleStream(peer.MsgForward, peer.OffLoop, n.onForward, n.serveForward)
+	r.HandleStream(peer.MsgGetPiece, peer.OnLoop, n.onGetPiece, n.serveRead)
+	r.HandleStream(peer.MsgGetPieces, peer.OnLoop, n.onGetPieces, n.serveRead)
+	return r
 }
 
 // onPutPieces stores a batch of pieces. A malformed batch stores none; a
@@ -381,7 +298,7 @@ func (n *Node) serveForward(req transport.Frame, reply func(transport.Frame)) {
 	head, body, err := n.runForwarded(req.Payload)
 	switch {
 	case err != nil:
-		reply(errFrame(err))
+		reply(peer.ErrFrame(err))
 	case body == nil:
 		reply(transport.Frame{Type: req.Type, Payload: head})
 	default:

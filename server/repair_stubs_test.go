@@ -33,16 +33,17 @@ type fakeHolder struct {
 func startFakeHolder(t *testing.T) *fakeHolder {
 	t.Helper()
 	h := &fakeHolder{n: &Node{pieces: store.New(), log: slog.New(slog.DiscardHandler), metrics: newNodeMetrics()}}
+	h.n.router = h.n.newRouter()
 	srv := transport.NewServer(func(req transport.Frame, reply func(transport.Frame)) {
 		switch {
 		case h.failAll.Load():
-			reply(errFrame(errors.New("server: overloaded")))
+			reply(peer.ErrFrame(errors.New("server: overloaded")))
 		case h.refusePuts.Load() && req.Type == peer.MsgPutPieces:
-			reply(errFrame(errors.New("server: out of memory")))
+			reply(peer.ErrFrame(errors.New("server: out of memory")))
 		case h.refuseReleases.Load() && req.Type == peer.MsgDelPiece:
-			reply(errFrame(errors.New("server: busy")))
+			reply(peer.ErrFrame(errors.New("server: busy")))
 		default:
-			h.n.servePeer(req, reply)
+			h.n.router.ServeNow(req, reply)
 		}
 	})
 	h.addr = serveFrames(t, srv)
