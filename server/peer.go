@@ -3,10 +3,7 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
-	"time"
 
-	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/bigcopy"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/server/peer"
@@ -16,103 +13,10 @@ import (
 	"github.com/memgest/memgest/wire"
 )
 
-// call sends one request to node under the current epoch. If the peer has a
-// newer map, call waits until this node has it too and retries, so a map
-// change (a new scheme, say) never fails a write. Each retry goes out under
-// a strictly newer epoch than the one refused, so the loop ends when this
-// node catches up or the peer timeout runs out, however many map changes a
-// failover commits in a row (a fixed count of retries once lost that race
-// to four quick epochs). A peer with an older map
-// waits on its side (peer.Router). A message that acts on this node's
-// authority as a coordinator (carriesAuthority) is sent only under its
-// lease and retried only while it still holds (stillHolds); otherwise it
-// fails with errLeaseGone.
-func (n *Node) call(ctx context.Context, node cluster.Node, typ uint8, payload []byte) ([]byte, error) {
-	return n.callUnder(ctx, peerReq{node: node, typ: typ, payload: payload}, nil)
-}
-
-// callUnder is call for r, with the authority taken when the request was
-// first stamped, or nil to take it at the first attempt.
-//
-// The request is given PeerTimeout plus the time its payload takes at
-// bulkRate (peerDeadline; a forwarded command, its coordinator's work on
-// it too), and a response still arriving is not cut off while its parts
-// come (transport.Client.CallUntilIdle).
-func (n *Node) callUnder(ctx context.Context, r peerReq, auth *authority) ([]byte, error) {
-	size := r.size()
-	if r.typ == peer.MsgForward {
-		size *= forwardWork
-	}
-	ctx, cancel := context.WithTimeout(ctx, n.peerDeadline(size))
-	defer cancel()
-	node, typ := r.node, r.typ
-	for {
-		req := transport.Frame{Type: typ, Epoch: n.ctl.Map().Epoch, Payload: r.payload, Tail: r.tail}
-		if carriesAuthority(typ) {
-			if auth == nil {
-				a := n.takeAuthority()
-				auth = &a
-			}
-			if !n.stillHolds(*auth) {
-				return nil, errLeaseGone
-			}
-		}
-		resp, err := n.poolFor(typ).Get(node.PeerAddr).CallUntilIdle(ctx, req, n.cfg.PeerTimeout)
-		newer, stale := peer.StaleEpoch(err)
-		if !stale {
-			if err != nil {
-				return nil, fmt.Errorf("node %s: %w", node.PeerAddr, err)
-			}
-			return resp.Payload, nil
-		}
-		if _, err := n.ctl.WaitEpoch(ctx, newer); err != nil {
-			return nil, fmt.Errorf("node %s has epoch %d: %w", node.PeerAddr, newer, err)
-		}
-	}
-}
-
-// bulkRate is the slowest rate, in bytes per second, at which a peer is
-// expected to take a large payload: a request is given PeerTimeout plus
-// the time its payload takes at this rate (peerDeadline), so a 512 MiB
-// replica has 37 s in all. A fixed PeerTimeout failed such writes
-// wherever 512 MiB took longer than 5 s to send: a 1 Gb/s link, or a
-// loaded machine running race-built nodes (issue 23).
-const bulkRate = 16 << 20
-
 // forwardWork is how many times its own size a forwarded command's
 // coordinator may have to move: receive it, and send a rep:3 value's two
 // replicas.
 const forwardWork = 3
-
-// peerDeadline is how long a request whose payloads come to size bytes
-// is given.
-func (n *Node) peerDeadline(size int) time.Duration {
-	return n.cfg.PeerTimeout + transferTime(size)
-}
-
-// transferTime is how long size bytes take at bulkRate.
-func transferTime(size int) time.Duration {
-	return time.Duration(size) * time.Second / bulkRate
-}
-
-// poolFor is the connections a message type travels on: heartbeats have
-// their own, so that no data frame (a huge value's pieces, a batch the
-// receiver stores on its connection's read loop) delays a lease renewal.
-func (n *Node) poolFor(typ uint8) *transport.Pool {
-	if typ == peer.MsgHeartbeat {
-		return n.leases
-	}
-	return n.peers
-}
-
-// carriesAuthority says whether a message type changes what its receiver
-// holds for the sender's keys on the sender's word as their coordinator
-// (DESIGN.md §1 fencing): pieces, releases and directory entries. Requests
-// the receiver decides on itself (forwarded commands, reads, listings) do
-// not.
-func carriesAuthority(typ uint8) bool {
-	return typ == peer.MsgPutPieces || typ == peer.MsgDelPiece || typ == peer.MsgDirectory || typ == peer.MsgStripe
-}
 
 // Large requests are served off the connection's read loop, so that the
 // frames behind them on the connection (other writes' pieces, reads) are
