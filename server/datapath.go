@@ -374,7 +374,7 @@ func (n *Node) commit(ctx context.Context, p *pending, op *writeOp, sent []relea
 	// A deletion, or a move to another scheme, is acknowledged once the
 	// old redundancy is released, so that no piece outlives it. A deletion
 	// whose every release was acknowledged needs its tombstone no more; one
-	// with a release still to do is finished later (repair_purge.go).
+	// with a release still to do is finished later (core_purge.go).
 	err = n.releaseAll(ctx, rel, op.del || len(rel) > 0 && rel[0].scheme != op.entry.ID)
 	var stripeErr error
 	if op.del {

@@ -329,7 +329,7 @@ func (n *Node) storePiece(p peer.Piece, owned bool) error {
 	if err != nil || applied {
 		return err
 	}
-	// Not newer: a repair (repair_scrub.go) or a rebuild sends the same
+	// Not newer: a repair (core_repair.go) or a rebuild sends the same
 	// version again, which replaces a copy that fails its checksum or
 	// holds another shard index.
 	old, cur, ok := n.pieces.View(k)

@@ -67,7 +67,7 @@ type Node struct {
 	restoring   shardClaims      // shards whose pending stripe keys are being restored
 	rebuild     rebuildProgress
 	lost        lostkeys.Set        // keys recovery found beyond their scheme's tolerance
-	unfinished  unfinishedDeletions // deletions whose releases failed (repair_purge.go)
+	unfinished  unfinishedDeletions // deletions whose releases failed (core_purge.go)
 	directory   directorySender
 	router      *peer.Router   // who serves each peer message (peer.go)
 	stripes     *stripe.Engine // stripe:K+M chunks and parity, and the chunks recovery deferred
