@@ -33,6 +33,18 @@ func (tn *testNet) kill(id cluster.NodeID) {
 	tn.mu.Unlock()
 }
 
+// engineNet is a map of nodes nodes with scheme spec, and a net with an
+// engine on every node.
+func engineNet(t *testing.T, nodes int, spec string) (*cluster.Map, cluster.SchemeEntry, *testNet) {
+	t.Helper()
+	m := kindtest.Map(t, nodes, spec)
+	net := newTestNet(m)
+	for _, n := range m.Nodes {
+		net.engine(n.ID)
+	}
+	return m, kindtest.Entry(t, m, spec), net
+}
+
 // writeKeys writes keys of shard sh's slots through the bound kind on
 // coordinator eng, each committed once its parity holders applied its
 // updates, and returns them with their values.
@@ -70,12 +82,7 @@ func writeKeys(t *testing.T, m *cluster.Map, entry cluster.SchemeEntry, eng *Eng
 // its version, once, and nothing is reported lost.
 func TestEngineRecoversAFailedCoordinatorsKeys(t *testing.T) {
 	const spec = "stripe:2+1/256"
-	m := kindtest.Map(t, 4, spec)
-	entry := kindtest.Entry(t, m, spec)
-	net := newTestNet(m)
-	for _, n := range m.Nodes {
-		net.engine(n.ID)
-	}
+	m, entry, net := engineNet(t, 4, spec)
 	sh := m.Shards[0]
 	coord, ok := m.Coordinator(sh.First)
 	if !ok {
@@ -137,12 +144,7 @@ func TestEngineRecoversAFailedCoordinatorsKeys(t *testing.T) {
 // and returns only the objects of chunks it could still decode, whole.
 func TestEngineNamesKeysLostBeyondTolerance(t *testing.T) {
 	const spec = "stripe:2+1/256"
-	m := kindtest.Map(t, 4, spec)
-	entry := kindtest.Entry(t, m, spec)
-	net := newTestNet(m)
-	for _, n := range m.Nodes {
-		net.engine(n.ID)
-	}
+	m, entry, net := engineNet(t, 4, spec)
 	sh := m.Shards[0]
 	coord, _ := m.Coordinator(sh.First)
 	want := writeKeys(t, m, entry, net.engine(coord.ID), sh, 60)

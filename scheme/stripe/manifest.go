@@ -12,7 +12,7 @@ import (
 // manifest names a superset of the chunk's keys, and a stale tag costs a
 // needless decode, never a missed key.
 //
-// A tag is the key's cluster slot (14 bits) and 10 bits of its CRC32C: a
+// A tag (keyslot.Tag) is the key's cluster slot (14 bits) and 10 bits of its CRC32C: a
 // new coordinator can tell from the tags alone which chunks hold keys of
 // its shard's slots, and a key's tag matches another key's of the same
 // slot once in 1024.
@@ -20,18 +20,12 @@ import (
 // TagBytes is the size of one tag in a manifest.
 const TagBytes = 3
 
-// KeyTag returns key's tag (keyslot.Tag).
-func KeyTag(key []byte) uint32 { return keyslot.Tag(key) }
-
-// TagSlot returns the cluster slot a tag carries.
-func TagSlot(tag uint32) int { return keyslot.TagSlot(tag) }
-
 // manifestOf returns the tags of chunk's objects (fragments included), or
 // false if the chunk does not parse.
 func manifestOf(chunk []byte) ([]byte, bool) {
 	var tags []byte
 	err := Scan(chunk, func(_ int, o Object) bool {
-		t := KeyTag(o.Key)
+		t := keyslot.Tag(o.Key)
 		tags = append(tags, byte(t>>16), byte(t>>8), byte(t))
 		return true
 	})

@@ -245,7 +245,7 @@ func (eng *Engine) pendingTag(m *cluster.Map, key []byte) (int, uint32, bool) {
 	if sh == nil {
 		return 0, 0, false
 	}
-	tag := KeyTag(key)
+	tag := keyslot.Tag(key)
 	return sh.ID, tag, eng.pending.carries(sh.ID, tag)
 }
 

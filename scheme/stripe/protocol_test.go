@@ -739,7 +739,7 @@ func TestManifestNamesASealedChunksKeys(t *testing.T) {
 	var want []uint32
 	var keys []string
 	must(t, Scan(chunk, func(_ int, o Object) bool {
-		want, keys = append(want, KeyTag(o.Key)), append(keys, string(o.Key))
+		want, keys = append(want, keyslot.Tag(o.Key)), append(keys, string(o.Key))
 		return true
 	}))
 	manifest := func(j int) (PositionState, bool) {
@@ -757,8 +757,8 @@ func TestManifestNamesASealedChunksKeys(t *testing.T) {
 		t.Fatalf("the first holder's manifest: %v %v, want the tags %v", first.HasManifest, got, want)
 	}
 	for i, tag := range got {
-		if TagSlot(tag) != keyslot.Of([]byte(keys[i])) {
-			t.Fatalf("tag %#x of %q carries slot %d", tag, keys[i], TagSlot(tag))
+		if keyslot.TagSlot(tag) != keyslot.Of([]byte(keys[i])) {
+			t.Fatalf("tag %#x of %q carries slot %d", tag, keys[i], keyslot.TagSlot(tag))
 		}
 	}
 	if second, _ := manifest(1); second.HasManifest || second.Manifest != nil {

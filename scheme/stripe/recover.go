@@ -157,7 +157,7 @@ func goneOf(lp lostPosition, sh cluster.Shard, r uint32, states []map[uint32]Pos
 		}
 		g.unnamed = false
 		Tags(p.Manifest, func(t uint32) {
-			if slot := TagSlot(t); slot >= sh.First && slot <= sh.Last && !slices.Contains(g.tags, t) {
+			if slot := keyslot.TagSlot(t); slot >= sh.First && slot <= sh.Last && !slices.Contains(g.tags, t) {
 				g.tags = append(g.tags, t)
 			}
 		})
@@ -209,7 +209,7 @@ func dropTagged(found map[uint16][]Object, tags map[uint32]bool) {
 		return
 	}
 	for id, objs := range found {
-		found[id] = slices.DeleteFunc(objs, func(o Object) bool { return tags[KeyTag(o.Key)] })
+		found[id] = slices.DeleteFunc(objs, func(o Object) bool { return tags[keyslot.Tag(o.Key)] })
 	}
 }
 
@@ -276,7 +276,7 @@ func foundTags(found map[uint16][]Object) map[uint32]bool {
 	out := map[uint32]bool{}
 	for _, objs := range found {
 		for _, o := range objs {
-			out[KeyTag(o.Key)] = true
+			out[keyslot.Tag(o.Key)] = true
 		}
 	}
 	return out
@@ -456,7 +456,7 @@ func deferChunk(lp lostPosition, sh cluster.Shard, known map[uint32]bool, r uint
 	pc := &pendingChunk{lp: lp, id: ChunkID{List: lp.list, Position: uint8(lp.pos), Stripe: r}, want: sealedAt(states, r)}
 	now := false
 	Tags(manifest, func(t uint32) {
-		if slot := TagSlot(t); slot < sh.First || slot > sh.Last {
+		if slot := keyslot.TagSlot(t); slot < sh.First || slot > sh.Last {
 			return
 		}
 		now = now || known[t]

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/kind/kindtest"
 )
@@ -88,7 +89,7 @@ func TestGoneOfNamesByAnyManifest(t *testing.T) {
 	tagsOf := func(keys ...[]byte) []byte {
 		var m []byte
 		for _, k := range keys {
-			t := KeyTag(k)
+			t := keyslot.Tag(k)
 			m = append(m, byte(t>>16), byte(t>>8), byte(t))
 		}
 		return m
@@ -99,7 +100,7 @@ func TestGoneOfNamesByAnyManifest(t *testing.T) {
 		{4: {Stripe: 4, Sealed: true, HasManifest: true, Manifest: tagsOf(in, out)}},
 	}
 	g := goneOf(lp, sh, 4, named, nil)
-	if g.unnamed || !slices.Equal(g.tags, []uint32{KeyTag(in)}) {
+	if g.unnamed || !slices.Equal(g.tags, []uint32{keyslot.Tag(in)}) {
 		t.Fatalf("goneOf = %+v; want the tag of %s only", g, in)
 	}
 	for name, states := range map[string][]map[uint32]PositionState{
