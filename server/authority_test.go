@@ -68,10 +68,11 @@ func (p *authorityPeer) frames() []uint64 {
 
 // leasedNode is a node with a fresh lease under m, enough to send frames.
 func leasedNode(t *testing.T, m *cluster.Map) *Node {
-	n := &Node{cfg: Config{PeerTimeout: 2 * time.Second}, ctl: control.NewStatic(m), peers: transport.NewPool(), metrics: newNodeMetrics(),
-		started: time.Now(), log: slog.New(slog.DiscardHandler), leases: transport.NewPool()}
+	n := &Node{Coordinator: &Coordinator{cfg: Config{PeerTimeout: 2 * time.Second}, ctl: control.NewStatic(m), peers: transport.NewPool(), metrics: newNodeMetrics(),
+		started: time.Now(), log: slog.New(slog.DiscardHandler), leases: transport.NewPool()}}
 	t.Cleanup(func() { n.peers.Close(); n.leases.Close() })
 	n.stripes = stripe.NewEngine(stripeHost{n}, stripe.Config{PeerTimeout: n.cfg.PeerTimeout}, n.log)
+	n.kinds, n.packedHeld = kindsFor(n.stripes), n.stripes.InUse
 	n.router = n.newRouter()
 	n.router.Maps = n.ctl
 	n.lease.until.Store(n.monoNow() + int64(time.Hour))

@@ -245,11 +245,12 @@ func coordinators(m *cluster.Map) []cluster.Node {
 // can still leave a piece or a record behind (docs/decisions/0002, "Known
 // gaps"). FLUSHALL CLUSTER and a fenced node's wipe use it.
 func (n *Node) flushLocal() {
-	n.stripes.ClearPending(n.flushStores)
+	n.stripes.ClearPending(func() { n.flushStores(n.stripes.DropSchemes) })
 }
 
-// flushStores empties the stores, holding every inflight shard lock.
-func (n *Node) flushStores() {
+// flushStores empties the stores, and runs also (what the node keeps
+// outside them), holding every inflight shard lock.
+func (n *Coordinator) flushStores(also func()) {
 	for i := range n.inflight.shards {
 		n.inflight.shards[i].mu.Lock()
 	}
@@ -260,6 +261,6 @@ func (n *Node) flushStores() {
 	}()
 	n.primary.Clear()
 	n.pieces.Clear()
-	n.stripes.DropSchemes()
+	also()
 	n.stats.detachedValues.Clear()
 }

@@ -23,7 +23,7 @@ const notLeaderPrefix = "NOTLEADER "
 
 // propose applies a map change through the Raft leader and returns the new
 // map once this node has applied it too.
-func (n *Node) propose(ctx context.Context, cmd cluster.Command) (*cluster.Map, error) {
+func (n *Coordinator) propose(ctx context.Context, cmd cluster.Command) (*cluster.Map, error) {
 	b, err := cluster.EncodeCommand(cmd)
 	if err != nil {
 		return nil, err
@@ -48,7 +48,7 @@ func (n *Node) propose(ctx context.Context, cmd cluster.Command) (*cluster.Map, 
 // toLeader runs a control request on the leader: locally when this node
 // leads, else on the leader named by Raft, following NOTLEADER hints while a
 // new leader is elected.
-func (n *Node) toLeader(ctx context.Context, typ uint8, payload []byte) ([]byte, error) {
+func (n *Coordinator) toLeader(ctx context.Context, typ uint8, payload []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for {
@@ -74,7 +74,7 @@ func (n *Node) toLeader(ctx context.Context, typ uint8, payload []byte) ([]byte,
 
 // callAddr is call for a peer known only by address (the leader, a join
 // target).
-func (n *Node) callAddr(ctx context.Context, addr string, typ uint8, payload []byte) ([]byte, error) {
+func (n *Coordinator) callAddr(ctx context.Context, addr string, typ uint8, payload []byte) ([]byte, error) {
 	return n.call(ctx, cluster.Node{PeerAddr: addr}, typ, payload)
 }
 
@@ -130,7 +130,7 @@ func leaderHint(err error) (string, bool) {
 	return hint, hint != ""
 }
 
-func (n *Node) notLeader() error {
+func (n *Coordinator) notLeader() error {
 	_, addr, _ := n.ctl.Leader()
 	return errors.New(notLeaderPrefix + addr)
 }
@@ -164,7 +164,7 @@ func (n *Node) join(ctx context.Context, self cluster.Node) error {
 
 // resolveScheme finds a scheme by alias or spec. A valid spec that is not
 // in the catalogue yet is registered through Raft on first use.
-func (n *Node) resolveScheme(ctx context.Context, name string) (cluster.SchemeEntry, error) {
+func (n *Coordinator) resolveScheme(ctx context.Context, name string) (cluster.SchemeEntry, error) {
 	if e, ok := n.ctl.Map().Scheme(name); ok {
 		return e, nil
 	}

@@ -29,7 +29,7 @@ import (
 // authority as a coordinator (carriesAuthority) is sent only under its
 // lease and retried only while it still holds (stillHolds); otherwise it
 // fails with errLeaseGone.
-func (n *Node) call(ctx context.Context, node cluster.Node, typ uint8, payload []byte) ([]byte, error) {
+func (n *Coordinator) call(ctx context.Context, node cluster.Node, typ uint8, payload []byte) ([]byte, error) {
 	return n.callUnder(ctx, peerReq{node: node, typ: typ, payload: payload}, nil)
 }
 
@@ -40,7 +40,7 @@ func (n *Node) call(ctx context.Context, node cluster.Node, typ uint8, payload [
 // bulkRate (peerDeadline; a forwarded command, its coordinator's work on
 // it too), and a response still arriving is not cut off while its parts
 // come (transport.Client.CallUntilIdle).
-func (n *Node) callUnder(ctx context.Context, r peerReq, auth *authority) ([]byte, error) {
+func (n *Coordinator) callUnder(ctx context.Context, r peerReq, auth *authority) ([]byte, error) {
 	size := r.size()
 	if r.typ == peer.MsgForward {
 		size *= forwardWork
@@ -83,7 +83,7 @@ const bulkRate = 16 << 20
 
 // peerDeadline is how long a request whose payloads come to size bytes
 // is given.
-func (n *Node) peerDeadline(size int) time.Duration {
+func (n *Coordinator) peerDeadline(size int) time.Duration {
 	return n.cfg.PeerTimeout + transferTime(size)
 }
 
@@ -95,7 +95,7 @@ func transferTime(size int) time.Duration {
 // poolFor is the connections a message type travels on: heartbeats have
 // their own, so that no data frame (a huge value's pieces, a batch the
 // receiver stores on its connection's read loop) delays a lease renewal.
-func (n *Node) poolFor(typ uint8) *transport.Pool {
+func (n *Coordinator) poolFor(typ uint8) *transport.Pool {
 	if typ == peer.MsgHeartbeat {
 		return n.leases
 	}
@@ -146,14 +146,14 @@ type peerResult struct {
 // which catches up first. Requests unanswered within the peer timeout fail.
 // Requests that carry this node's authority fail with errLeaseGone, sent
 // or retried, when it does not hold (see call).
-func (n *Node) callEach(ctx context.Context, reqs []peerReq) ([][]byte, []error) {
+func (n *Coordinator) callEach(ctx context.Context, reqs []peerReq) ([][]byte, []error) {
 	return n.callEachSince(ctx, reqs, n.lease.fences.Load())
 }
 
 // callEachSince is callEach for requests decided when the node's fence
 // count was fences: those that carry its authority fail with errLeaseGone
 // if it was fenced since, even if it has been readmitted.
-func (n *Node) callEachSince(ctx context.Context, reqs []peerReq, fences uint64) ([][]byte, []error) {
+func (n *Coordinator) callEachSince(ctx context.Context, reqs []peerReq, fences uint64) ([][]byte, []error) {
 	epoch := n.ctl.Map().Epoch
 	auth := n.takeAuthority()
 	auth.ok = auth.ok && auth.fences == fences
@@ -200,7 +200,7 @@ func (n *Node) callEachSince(ctx context.Context, reqs []peerReq, fences uint64)
 // them answered; those still unanswered at the timeout (within, which
 // peerDeadline sizes to the requests) or cancellation fail with that
 // cause. Late results land in done's buffer and are dropped.
-func (n *Node) collect(ctx context.Context, done <-chan peerResult, want int, within time.Duration, answered []bool, replies [][]byte, errs []error) {
+func (n *Coordinator) collect(ctx context.Context, done <-chan peerResult, want int, within time.Duration, answered []bool, replies [][]byte, errs []error) {
 	timeout := time.NewTimer(within)
 	defer timeout.Stop()
 	var cause error

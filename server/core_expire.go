@@ -13,7 +13,7 @@ import (
 const expireQueueSize = 4096
 
 // expireKey deletes key if it is still expired when its turn comes.
-func (n *Node) expireKey(ctx context.Context, key []byte) {
+func (n *Coordinator) expireKey(ctx context.Context, key []byte) {
 	expired := false
 	err := n.rmwMeta(ctx, key, func(cur current) (*writeOp, error) {
 		meta, ok := n.keyMeta(key) // the primary store's or a stripe scheme's
@@ -31,7 +31,7 @@ func (n *Node) expireKey(ctx context.Context, key []byte) {
 
 // expireLater queues key for deletion after a read found it expired; a full
 // queue drops it, and the active cycle finds it later.
-func (n *Node) expireLater(key []byte) {
+func (n *Coordinator) expireLater(key []byte) {
 	select {
 	case n.expireQ <- append([]byte(nil), key...):
 	default:

@@ -70,7 +70,7 @@ func (l *lease) notify() {
 
 // monoNow is the failure clock's time since the node started, in
 // nanoseconds: what leases are measured in.
-func (n *Node) monoNow() int64 {
+func (n *Coordinator) monoNow() int64 {
 	if n.failureClock == nil { // the system clock: monotonic time alone
 		return int64(time.Since(n.started))
 	}
@@ -78,11 +78,13 @@ func (n *Node) monoNow() int64 {
 }
 
 // leaseLength is how long a heartbeat's lease lasts, in nanoseconds.
-func (n *Node) leaseLength() int64 { return int64(float64(n.cfg.FailureTimeout) * leaseFraction) }
+func (n *Coordinator) leaseLength() int64 {
+	return int64(float64(n.cfg.FailureTimeout) * leaseFraction)
+}
 
 // renew extends the lease from a heartbeat sent at sent and returns the
 // end of the lease it extended (0: none yet), or -1 if it extended nothing.
-func (n *Node) renew(sent int64) int64 {
+func (n *Coordinator) renew(sent int64) int64 {
 	until := sent + n.leaseLength()
 	for {
 		cur := n.lease.until.Load()
@@ -98,7 +100,7 @@ func (n *Node) renew(sent int64) int64 {
 
 // serving says whether this node may serve the keys it coordinates: its
 // lease is fresh and the control plane has not marked it failed.
-func (n *Node) serving() bool {
+func (n *Coordinator) serving() bool {
 	return !n.lease.fenced.Load() && n.monoNow() < n.lease.until.Load()
 }
 
@@ -121,7 +123,7 @@ var errLeaseGone = errors.New("server: this node's lease lapsed; it sends no red
 // leased says whether this node may act as a coordinator towards others
 // now: its lease holds (a node of a forming cluster has none yet, and needs
 // none).
-func (n *Node) leased() bool {
+func (n *Coordinator) leased() bool {
 	return n.ctl.Map().State != cluster.OK || n.serving()
 }
 
@@ -137,7 +139,7 @@ type authority struct {
 
 // takeAuthority reads the fence count and the lease; call it after reading
 // the epoch to stamp.
-func (n *Node) takeAuthority() authority {
+func (n *Coordinator) takeAuthority() authority {
 	return authority{fences: n.lease.fences.Load(), ok: n.leased()}
 }
 
@@ -145,7 +147,7 @@ func (n *Node) takeAuthority() authority {
 // epoch: the lease holds now and the node was not fenced since a was taken,
 // so no failover came between (another node could have recovered its
 // shards without the frame's change, and would be overwritten by it).
-func (n *Node) stillHolds(a authority) bool {
+func (n *Coordinator) stillHolds(a authority) bool {
 	return a.ok && n.leased() && n.lease.fences.Load() == a.fences
 }
 
@@ -165,7 +167,7 @@ func (n *Node) stillHolds(a authority) bool {
 // FailureTimeout: renewed, r stands; fenced or not renewed, a read answers
 // errReadLapsed (TRYAGAIN: it changed nothing) and a write errLeaseLapsed
 // (its outcome is unknown).
-func (n *Node) withinLease(ctx context.Context, a authority, read bool, r resp.Reply) resp.Reply {
+func (n *Coordinator) withinLease(ctx context.Context, a authority, read bool, r resp.Reply) resp.Reply {
 	if n.stillHolds(a) {
 		return r
 	}
@@ -184,7 +186,7 @@ func (n *Node) withinLease(ctx context.Context, a authority, read bool, r resp.R
 // awaitLease waits until the lease holds again under authority a (true),
 // or the node is fenced, ctx ends or FailureTimeout passes (false): by
 // then the leader has marked a silent node failed.
-func (n *Node) awaitLease(ctx context.Context, a authority) bool {
+func (n *Coordinator) awaitLease(ctx context.Context, a authority) bool {
 	timeout := time.NewTimer(n.cfg.FailureTimeout)
 	defer timeout.Stop()
 	for {

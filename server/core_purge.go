@@ -75,7 +75,7 @@ func (u *unfinishedDeletions) take(limit int) map[string]unfinishedDeletion {
 // deletions and purges the tombstone of each that succeeds. A deletion of a
 // key this node no longer coordinates is dropped: the new coordinator's
 // recovery finishes it. One that fails again goes back on the list.
-func (n *Node) finishDeletions(ctx context.Context) {
+func (n *Coordinator) finishDeletions(ctx context.Context) {
 	m := n.ctl.Map()
 	for key, d := range n.unfinished.take(finishPerTick) {
 		if coord, ok := m.Coordinator(keyslot.Of([]byte(key))); !ok || coord.ID != n.id {
@@ -92,7 +92,7 @@ func (n *Node) finishDeletions(ctx context.Context) {
 // purgeTombstones purges, after a shard's recovery, the tombstones of the
 // deleted keys (purges) whose older versions were all released (failed
 // names the keys whose releases did not all succeed).
-func (n *Node) purgeTombstones(purges []dirEntry, failed map[string]bool) {
+func (n *Coordinator) purgeTombstones(purges []dirEntry, failed map[string]bool) {
 	for _, p := range purges {
 		if !failed[string(p.Key)] {
 			n.enqueueDirectory(p)

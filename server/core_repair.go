@@ -32,7 +32,7 @@ func everyPiece([]byte, kind.Target, uint64) bool { return true }
 // that need says are missing, and returns the bytes sent. It is a
 // read-modify-write that writes nothing, so no write of the key runs
 // meanwhile and the pieces are of the committed version.
-func (n *Node) rebuildKey(ctx context.Context, key []byte, need pieceFilter) (int, error) {
+func (n *Coordinator) rebuildKey(ctx context.Context, key []byte, need pieceFilter) (int, error) {
 	sent := 0
 	err := n.rmw(ctx, key, func(cur current) (*writeOp, error) {
 		if !cur.exists {
@@ -74,7 +74,7 @@ type integrity struct {
 // repairRecord replaces key's corrupt primary record, if it is still at
 // meta's version, with stored: a copy that passes its check (a scheme's
 // Read found it; kind.Env).
-func (n *Node) repairRecord(key []byte, meta store.Meta, stored []byte) error {
+func (n *Coordinator) repairRecord(key []byte, meta store.Meta, stored []byte) error {
 	s := n.inflight.shard(key)
 	s.mu.Lock()
 	var err error
@@ -92,7 +92,7 @@ func (n *Node) repairRecord(key []byte, meta store.Meta, stored []byte) error {
 
 // repairLater stores key's pieces again in the background, after a read
 // found some of them corrupt.
-func (n *Node) repairLater(key []byte) {
+func (n *Coordinator) repairLater(key []byte) {
 	key = append([]byte(nil), key...)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.PeerTimeout)
@@ -105,7 +105,7 @@ func (n *Node) repairLater(key []byte) {
 
 // repairKey stores every piece of key again from its committed value (a
 // read-modify-write that writes nothing, as rebuild does).
-func (n *Node) repairKey(ctx context.Context, key []byte) error {
+func (n *Coordinator) repairKey(ctx context.Context, key []byte) error {
 	all := func([]byte, kind.Target, uint64) bool { return true }
 	if _, err := n.rebuildKey(ctx, key, all); err != nil {
 		return err
@@ -116,7 +116,7 @@ func (n *Node) repairKey(ctx context.Context, key []byte) error {
 
 // onRepair is a coordinator's side of a holder's report that a piece of a
 // key failed its checksum.
-func (n *Node) onRepair(b []byte) ([]byte, error) {
+func (n *Coordinator) onRepair(b []byte) ([]byte, error) {
 	d := wire.NewDec(b)
 	key := d.Bytes()
 	if err := d.Done(); err != nil {

@@ -26,7 +26,7 @@ func isStub(m store.Meta) bool { return m.Flags&recordStub != 0 }
 // scheme (kind.Scheme.Fill) and, unless a write replaced the stub
 // meanwhile, stores it as a full record. It returns the value and the full
 // record's metadata. A stub none of whose copies is left is reported lost.
-func (n *Node) fillStub(ctx context.Context, key []byte, meta store.Meta) ([]byte, store.Meta, error) {
+func (n *Coordinator) fillStub(ctx context.Context, key []byte, meta store.Meta) ([]byte, store.Meta, error) {
 	sch, ok := n.schemes(n.ctl.Map()).lookup(meta.Scheme)
 	if !ok {
 		return nil, meta, fmt.Errorf("server: key %q uses unknown scheme id %d", key, meta.Scheme)
@@ -50,7 +50,7 @@ func (n *Node) fillStub(ctx context.Context, key []byte, meta store.Meta) ([]byt
 // completeStub replaces key's stub record meta with the full record (stored
 // bytes, full meta) of scheme sch unless a write replaced the stub
 // meanwhile, and reports whether it did.
-func (n *Node) completeStub(key []byte, meta store.Meta, sch kind.Scheme, stored []byte, full store.Meta) (bool, error) {
+func (n *Coordinator) completeStub(key []byte, meta store.Meta, sch kind.Scheme, stored []byte, full store.Meta) (bool, error) {
 	s := n.inflight.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -76,7 +76,7 @@ var errStubReplaced = fmt.Errorf("%w: the stub was written over", kind.ErrPieceG
 // retried for ever. A stub that changed meanwhile was not lost: one filled
 // by another fetch is returned, and one written over answers
 // errStubReplaced.
-func (n *Node) loseStub(key []byte, stub store.Meta, entry cluster.SchemeEntry, cause error) ([]byte, store.Meta, error) {
+func (n *Coordinator) loseStub(key []byte, stub store.Meta, entry cluster.SchemeEntry, cause error) ([]byte, store.Meta, error) {
 	s := n.inflight.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()

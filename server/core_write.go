@@ -16,7 +16,7 @@ import (
 // valueOp builds the write of a new value over cur: the key keeps its
 // scheme unless one is named, new keys take the default; KEEPTTL keeps the
 // expiry.
-func (n *Node) valueOp(cur current, key, value []byte, expireAt int64, keepTTL bool, entry *cluster.SchemeEntry) *writeOp {
+func (n *Coordinator) valueOp(cur current, key, value []byte, expireAt int64, keepTTL bool, entry *cluster.SchemeEntry) *writeOp {
 	op := &writeOp{key: key, value: value, expireAt: expireAt}
 	switch {
 	case entry != nil:
@@ -37,7 +37,7 @@ func (n *Node) valueOp(cur current, key, value []byte, expireAt int64, keepTTL b
 // key's metadata: keeping the key's scheme or TTL must see the write in
 // flight, and a rep stub must be filled before it is written over
 // (overwritesStub).
-func (n *Node) set(ctx context.Context, key, value []byte, expireAt int64, keepTTL bool, entry *cluster.SchemeEntry) error {
+func (n *Coordinator) set(ctx context.Context, key, value []byte, expireAt int64, keepTTL bool, entry *cluster.SchemeEntry) error {
 	s := n.inflight.shard(key)
 	s.mu.Lock()
 	if s.newest(key) == nil {
@@ -63,14 +63,14 @@ func (n *Node) set(ctx context.Context, key, value []byte, expireAt int64, keepT
 // replace the committed ones as they arrive; should the write then fail,
 // nothing would be left to put them back (undoReplicas restores from the
 // primary record). So such a write fills the stub first.
-func (n *Node) overwritesStub(cur current, op *writeOp) bool {
+func (n *Coordinator) overwritesStub(cur current, op *writeOp) bool {
 	return cur.exists && isStub(cur.meta) && cur.meta.Scheme == op.entry.ID && op.scheme(n).Traits().Pieces == kind.Copies
 }
 
 // filledMeta is metaCommitted for a write that needs no value, with a
 // stub of copies filled first (overwritesStub); a stub found lost is written over
 // like any lost key.
-func (n *Node) filledMeta(ctx context.Context, key []byte) (current, error) {
+func (n *Coordinator) filledMeta(ctx context.Context, key []byte) (current, error) {
 	cur, err := n.metaCommitted(ctx, key)
 	if err != nil || !cur.exists || !isStub(cur.meta) || n.kindOf(cur.entry).Traits().Pieces != kind.Copies {
 		return cur, err
@@ -87,9 +87,9 @@ func (n *Node) filledMeta(ctx context.Context, key []byte) (current, error) {
 // peekLocked reads a key's committed metadata (not its value) for a blind
 // write; the caller holds the key's inflight shard lock. It also returns
 // what it saw of the primary record, for writeLocked.
-func (n *Node) peekLocked(key []byte) (current, peeked) {
+func (n *Coordinator) peekLocked(key []byte) (current, peeked) {
 	meta, ok := n.primary.Meta(key)
-	pk := peeked{scheme: meta.Scheme, stored: ok, exact: !n.stripes.InUse()}
+	pk := peeked{scheme: meta.Scheme, stored: ok, exact: !n.packedInUse()}
 	if !ok {
 		if _, _, cur, inStripe, _ := n.lookupPacked(key, false); inStripe && (cur.meta.ExpireAt == 0 || cur.meta.ExpireAt > nowMs()) {
 			return cur, pk
@@ -114,7 +114,7 @@ type peeked struct {
 
 // retimeOp rewrites cur with a new expiry (0 = persist); an expiry in the
 // past deletes the key, as Redis does.
-func (n *Node) retimeOp(cur current, key []byte, expireAt int64) *writeOp {
+func (n *Coordinator) retimeOp(cur current, key []byte, expireAt int64) *writeOp {
 	if expireAt != 0 && expireAt <= nowMs() {
 		return &writeOp{key: key, del: true, entry: cur.entry}
 	}

@@ -78,7 +78,7 @@ type writeOp struct {
 // scheme is op's bound scheme (Node.kindOf of its entry), looked up once:
 // a write asks it several things on its way. op.entry never changes once
 // the write is under way (valueOp sets it first).
-func (op *writeOp) scheme(n *Node) kind.Scheme {
+func (op *writeOp) scheme(n *Coordinator) kind.Scheme {
 	if op.bound == nil {
 		op.bound = n.kindOf(op.entry)
 	}
@@ -105,7 +105,7 @@ func (op *writeOp) valueCRC() uint32 {
 // before that write is acknowledged, so a read returns a value at least as
 // new as every write acknowledged before it began and never an
 // unacknowledged one (decision 0002 explains why Ring's wait is not needed).
-func (n *Node) get(ctx context.Context, key []byte) (current, error) {
+func (n *Coordinator) get(ctx context.Context, key []byte) (current, error) {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		cur, err := n.readCommitted(ctx, key)
 		if !errors.Is(err, kind.ErrPieceGone) {
@@ -123,7 +123,7 @@ func (n *Node) get(ctx context.Context, key []byte) (current, error) {
 //
 // A large value is the store's own bytes (store.View), not a copy: nothing
 // may modify a current's value.
-func (n *Node) readCommitted(ctx context.Context, key []byte) (current, error) {
+func (n *Coordinator) readCommitted(ctx context.Context, key []byte) (current, error) {
 	val, meta, ok := n.primary.View(key)
 	if !ok {
 		var cur current
@@ -160,7 +160,7 @@ func (n *Node) readCommitted(ctx context.Context, key []byte) (current, error) {
 }
 
 // unlessExpired is cur, or nothing if it has expired (queued for deletion).
-func (n *Node) unlessExpired(key []byte, cur current) current {
+func (n *Coordinator) unlessExpired(key []byte, cur current) current {
 	if cur.meta.ExpireAt != 0 && cur.meta.ExpireAt <= nowMs() {
 		n.expireLater(key)
 		return current{}
@@ -170,19 +170,19 @@ func (n *Node) unlessExpired(key []byte, cur current) current {
 
 // rmw runs a read-modify-write: fn sees the committed state with no write in
 // flight and returns the new state, or nil for no change.
-func (n *Node) rmw(ctx context.Context, key []byte, fn func(cur current) (*writeOp, error)) error {
+func (n *Coordinator) rmw(ctx context.Context, key []byte, fn func(cur current) (*writeOp, error)) error {
 	return n.rmwWith(ctx, key, n.readCommitted, fn)
 }
 
 // rmwMeta is rmw for operations that need only the key's metadata (DEL,
 // expiry): the value is not read, so a split key costs no shard gathering
 // and a key whose value cannot be read can still be deleted.
-func (n *Node) rmwMeta(ctx context.Context, key []byte, fn func(cur current) (*writeOp, error)) error {
+func (n *Coordinator) rmwMeta(ctx context.Context, key []byte, fn func(cur current) (*writeOp, error)) error {
 	return n.rmwWith(ctx, key, n.metaCommitted, fn)
 }
 
 // metaCommitted is readCommitted without the value.
-func (n *Node) metaCommitted(_ context.Context, key []byte) (current, error) {
+func (n *Coordinator) metaCommitted(_ context.Context, key []byte) (current, error) {
 	meta, ok := n.primary.Meta(key)
 	if !ok {
 		var cur current
@@ -212,7 +212,7 @@ type readFunc func(ctx context.Context, key []byte) (current, error)
 // back to rmw), so once waitQuiet returns no other write of the key can
 // commit before this one: the committed state read here is the state the
 // new version replaces.
-func (n *Node) rmwWith(ctx context.Context, key []byte, read readFunc, fn func(cur current) (*writeOp, error)) error {
+func (n *Coordinator) rmwWith(ctx context.Context, key []byte, read readFunc, fn func(cur current) (*writeOp, error)) error {
 	s, err := n.inflight.waitQuiet(ctx, key)
 	if err != nil {
 		return err
@@ -239,7 +239,7 @@ func (n *Node) rmwWith(ctx context.Context, key []byte, read readFunc, fn func(c
 // writeLocked is a blind write (plain SET, MSET): it needs no earlier
 // state, so it begins at once; for none it commits at once. The caller holds
 // s.mu, which writeLocked releases, and peeked the key under it (pk).
-func (n *Node) writeLocked(ctx context.Context, s *inflightShard, op *writeOp, pk peeked) error {
+func (n *Coordinator) writeLocked(ctx context.Context, s *inflightShard, op *writeOp, pk peeked) error {
 	if op.scheme(n).Traits().Immediate && !op.del && !n.leavesRedundancy(op, pk) {
 		if err := n.checkMemory(op); err != nil {
 			s.mu.Unlock()
@@ -264,7 +264,7 @@ func (n *Node) writeLocked(ctx context.Context, s *inflightShard, op *writeOp, p
 // reports done false, with s.mu still held, when the write must take the
 // usual path; done true with s.mu released otherwise. The caller holds
 // s.mu, and no write of key is in flight.
-func (n *Node) writeUnpeeked(s *inflightShard, key, value []byte, began int64) (op *writeOp, done bool, err error) {
+func (n *Coordinator) writeUnpeeked(s *inflightShard, key, value []byte, began int64) (op *writeOp, done bool, err error) {
 	if n.packedInUse() {
 		return nil, false, nil
 	}
@@ -293,7 +293,7 @@ func (n *Node) writeUnpeeked(s *inflightShard, key, value []byte, began int64) (
 // (announcement), which the fast path for none skips. The caller holds the
 // key's inflight shard lock and peeked the key under it (pk); an exact
 // peek answers without reading the record again.
-func (n *Node) leavesRedundancy(op *writeOp, pk peeked) bool {
+func (n *Coordinator) leavesRedundancy(op *writeOp, pk peeked) bool {
 	if pk.exact {
 		return pk.stored && pk.scheme != op.entry.ID
 	}
@@ -302,7 +302,7 @@ func (n *Node) leavesRedundancy(op *writeOp, pk peeked) bool {
 }
 
 // apply sends op's redundancy at p's version, then commits it.
-func (n *Node) apply(ctx context.Context, p *pending, op *writeOp) error {
+func (n *Coordinator) apply(ctx context.Context, p *pending, op *writeOp) error {
 	if err := n.checkMemory(op); err != nil {
 		n.abort(op.key, p)
 		return err
@@ -325,7 +325,7 @@ func (n *Node) apply(ctx context.Context, p *pending, op *writeOp) error {
 
 // settle ends a write whose redundancy went out: it commits when sending
 // succeeded (sendErr nil), else aborts and releases what was sent.
-func (n *Node) settle(ctx context.Context, p *pending, op *writeOp, sent []release, sendErr error) error {
+func (n *Coordinator) settle(ctx context.Context, p *pending, op *writeOp, sent []release, sendErr error) error {
 	if sendErr != nil {
 		n.abort(op.key, p)
 		n.abortStaged(op) // a packed write's object, if it has one
@@ -347,7 +347,7 @@ func (n *Node) settle(ctx context.Context, p *pending, op *writeOp, sent []relea
 // (issue 3's known gap; the robustness suite lost rep:3 keys to it with
 // two kills). So the aborted version is released, then the committed
 // version's replicas are stored again where they are missing.
-func (n *Node) undoReplicas(key []byte, sent []release) {
+func (n *Coordinator) undoReplicas(key []byte, sent []release) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*n.cfg.PeerTimeout)
 	defer cancel()
 	_ = n.releaseAll(ctx, sent, true)
@@ -358,7 +358,7 @@ func (n *Node) undoReplicas(key []byte, sent []release) {
 
 // commit makes op the key's committed state once its redundancy (sent) is
 // stored, then releases what the commit replaced.
-func (n *Node) commit(ctx context.Context, p *pending, op *writeOp, sent []release) error {
+func (n *Coordinator) commit(ctx context.Context, p *pending, op *writeOp, sent []release) error {
 	s := n.inflight.shard(op.key)
 	s.mu.Lock()
 	rel, err := n.commitLocked(s, op, p.version, p)
@@ -396,7 +396,7 @@ func (n *Node) commit(ctx context.Context, p *pending, op *writeOp, sent []relea
 }
 
 // abort drops a write that will not commit.
-func (n *Node) abort(key []byte, p *pending) {
+func (n *Coordinator) abort(key []byte, p *pending) {
 	s := n.inflight.shard(key)
 	s.mu.Lock()
 	s.end(key, p)
@@ -407,7 +407,7 @@ func (n *Node) abort(key []byte, p *pending) {
 // commitLocked makes op at version v the committed state unless a newer
 // version already is, and returns the pieces that are no longer needed: the
 // replaced record's, or op's own if it lost. The caller holds s.mu.
-func (n *Node) commitLocked(s *inflightShard, op *writeOp, v uint64, p *pending) ([]release, error) {
+func (n *Coordinator) commitLocked(s *inflightShard, op *writeOp, v uint64, p *pending) ([]release, error) {
 	began := op.began // a write to none commits as it begins
 	if p != nil {
 		began = p.began
@@ -422,7 +422,7 @@ func (n *Node) commitLocked(s *inflightShard, op *writeOp, v uint64, p *pending)
 }
 
 // commitRecordLocked is commitLocked less the metrics.
-func (n *Node) commitRecordLocked(s *inflightShard, op *writeOp, v uint64, p *pending) ([]release, error) {
+func (n *Coordinator) commitRecordLocked(s *inflightShard, op *writeOp, v uint64, p *pending) ([]release, error) {
 	if p != nil {
 		s.end(op.key, p)
 	}
@@ -482,21 +482,21 @@ var errPeekNeeded = errors.New("server: the write needs its key's record read fi
 // primaryRecord is what the coordinator keeps for op at version v: what
 // op's scheme keeps of the value (kind.Scheme.Record), its expiry and
 // version.
-func (n *Node) primaryRecord(op *writeOp, v uint64) ([]byte, store.Meta) {
+func (n *Coordinator) primaryRecord(op *writeOp, v uint64) ([]byte, store.Meta) {
 	stored, aux := op.scheme(n).Record(op)
 	return stored, store.Meta{Version: v, ExpireAt: op.expireAt, Scheme: op.entry.ID, Aux: aux}
 }
 
 // needsRelease says whether the pieces of the replaced record (in scheme
 // prevID) must be released once op commits.
-func (n *Node) needsRelease(m *cluster.Map, prevID uint16, op *writeOp) bool {
+func (n *Coordinator) needsRelease(m *cluster.Map, prevID uint16, op *writeOp) bool {
 	prev, ok := n.schemes(m).lookup(prevID)
 	return ok && releasedOnReplace(prev.Traits().Pieces, op.del || prevID != op.entry.ID)
 }
 
 // ownPiecesOrphaned says whether a write that lost to a newer one (winner,
 // if the key had a record) left pieces nobody will release.
-func (n *Node) ownPiecesOrphaned(op *writeOp, winner store.Meta, had bool) bool {
+func (n *Coordinator) ownPiecesOrphaned(op *writeOp, winner store.Meta, had bool) bool {
 	return releasedOnReplace(op.scheme(n).Traits().Pieces, !had || winner.Scheme != op.entry.ID)
 }
 
@@ -520,7 +520,7 @@ func nowMs() int64 { return time.Now().UnixMilli() }
 // whose bytes the primary store does not hold (kind.Scheme.Detached) as
 // a commit replaces prev (had) with next (scheme 0 when the key leaves
 // the primary store).
-func (n *Node) accountDetached(m *cluster.Map, prev store.Meta, had bool, next store.Meta) {
+func (n *Coordinator) accountDetached(m *cluster.Map, prev store.Meta, had bool, next store.Meta) {
 	t := n.schemes(m)
 	if s, ok := t.lookup(prev.Scheme); had && ok {
 		if d := s.Detached(prev); d != 0 {

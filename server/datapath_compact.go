@@ -81,7 +81,7 @@ func compactable(m *cluster.Map) bool {
 // scheme with id schemeID, into open chunks together. An object whose key was written since, is being
 // written, or has expired stays: a client write moves it anyway, and an
 // expired one is queued for deletion.
-func (n *Node) relocate(ctx context.Context, schemeID uint16, objs []stripe.Object) {
+func (n *Coordinator) relocate(ctx context.Context, schemeID uint16, objs []stripe.Object) {
 	ws := make([]blindWrite, 0, len(objs))
 	m := n.ctl.Map()
 	for _, o := range objs {
@@ -103,7 +103,7 @@ func (n *Node) relocate(ctx context.Context, schemeID uint16, objs []stripe.Obje
 // beginRelocation begins w, the rewrite of o, if this node coordinates
 // its key, no write of it is in flight, and o is still its current,
 // unexpired object in scheme schemeID.
-func (n *Node) beginRelocation(m *cluster.Map, schemeID uint16, w *blindWrite, o stripe.Object) bool {
+func (n *Coordinator) beginRelocation(m *cluster.Map, schemeID uint16, w *blindWrite, o stripe.Object) bool {
 	if c, ok := m.Coordinator(keyslot.Of(o.Key)); !ok || c.ID != n.id {
 		return false
 	}

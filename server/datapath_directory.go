@@ -97,7 +97,7 @@ func dirKey(buf, key []byte) []byte {
 // onDirectory applies directory changes sent by coordinators. An entry or
 // a tombstone replaces an older one of the key; a purge removes a
 // tombstone (or entry) up to its version.
-func (n *Node) onDirectory(b []byte) ([]byte, error) {
+func (n *Coordinator) onDirectory(b []byte) ([]byte, error) {
 	entries, err := decodeDirectory(b)
 	if err != nil {
 		return nil, err
@@ -215,7 +215,7 @@ func dirChange(op *writeOp, immediate bool, v uint64, prev store.Meta, had bool)
 //
 // The caller holds the key's write slot, so the committed record read here
 // is the one replaced.
-func (n *Node) announcement(op *writeOp, v uint64) (dirEntry, bool) {
+func (n *Coordinator) announcement(op *writeOp, v uint64) (dirEntry, bool) {
 	if op.del {
 		return dirEntry{Key: op.key, Version: v, Kind: dirTombstone}, true
 	}
@@ -227,7 +227,7 @@ func (n *Node) announcement(op *writeOp, v uint64) (dirEntry, bool) {
 }
 
 // announce stores e on its key's directory nodes and waits for them.
-func (n *Node) announce(ctx context.Context, e dirEntry) error {
+func (n *Coordinator) announce(ctx context.Context, e dirEntry) error {
 	m := n.ctl.Map()
 	sh := m.ShardOf(keyslot.Of(e.Key))
 	if sh == nil {
@@ -247,7 +247,7 @@ func (n *Node) announce(ctx context.Context, e dirEntry) error {
 // that the directory goes on describing the committed record (a stale
 // tombstone would hide the key's loss; a stale scheme entry would report
 // it lost).
-func (n *Node) withdraw(key []byte, v uint64) {
+func (n *Coordinator) withdraw(key []byte, v uint64) {
 	entries := []dirEntry{purgeOf(key, v)}
 	if meta, ok := n.primary.Meta(key); ok {
 		entries = append(entries, entryOf(key, meta))
@@ -283,13 +283,13 @@ type directorySender struct {
 
 // enqueueDirectory adds entries to send; the first one after a quiet spell
 // starts a send dirWindow later.
-func (n *Node) enqueueDirectory(entries ...dirEntry) {
+func (n *Coordinator) enqueueDirectory(entries ...dirEntry) {
 	n.queueDirectory(n.lease.fences.Load(), entries)
 }
 
 // queueDirectory adds entries decided when the fence count was fences;
 // entries of another fence count than those queued drop the older ones.
-func (n *Node) queueDirectory(fences uint64, entries []dirEntry) {
+func (n *Coordinator) queueDirectory(fences uint64, entries []dirEntry) {
 	d := &n.directory
 	d.mu.Lock()
 	if fences != d.fences {
@@ -311,7 +311,7 @@ func (n *Node) queueDirectory(fences uint64, entries []dirEntry) {
 }
 
 // dropDirectory forgets the queued entries (the node was fenced).
-func (n *Node) dropDirectory() {
+func (n *Coordinator) dropDirectory() {
 	d := &n.directory
 	d.mu.Lock()
 	d.queue = nil
@@ -319,7 +319,7 @@ func (n *Node) dropDirectory() {
 }
 
 // directoryLoop sends queued entries until ctx ends.
-func (n *Node) directoryLoop(ctx context.Context) {
+func (n *Coordinator) directoryLoop(ctx context.Context) {
 	d := &n.directory
 	for {
 		select {
@@ -341,7 +341,7 @@ func (n *Node) directoryLoop(ctx context.Context) {
 // count fences. A send that fails is logged and dropped: the directory is
 // best effort (see the file comment). A batch held back because the lease
 // lapsed is queued again, once, unless the node was fenced since.
-func (n *Node) sendDirectory(batch []dirEntry, fences uint64) {
+func (n *Coordinator) sendDirectory(batch []dirEntry, fences uint64) {
 	m := n.ctl.Map()
 	byNode := map[cluster.NodeID][]dirEntry{}
 	nodes := map[cluster.NodeID]cluster.Node{}

@@ -37,11 +37,11 @@ func (pm *packedMoves) lock(key []byte) *sync.RWMutex {
 
 // packedInUse says whether a packed scheme may hold objects on this node:
 // until one does, a miss in the primary store is final.
-func (n *Node) packedInUse() bool { return n.stripes.InUse() }
+func (n *Coordinator) packedInUse() bool { return n.packedHeld != nil && n.packedHeld() }
 
 // findPacked looks key up in the map's packed schemes. The caller holds
 // the key's move lock for reading, or its write slot.
-func (n *Node) findPacked(key []byte, withValue bool) (current, bool) {
+func (n *Coordinator) findPacked(key []byte, withValue bool) (current, bool) {
 	for _, p := range n.schemes(n.ctl.Map()).packed {
 		if meta, value, ok := p.Find(key, withValue); ok {
 			return current{exists: true, meta: meta, value: value, entry: p.Entry()}, true
@@ -53,7 +53,7 @@ func (n *Node) findPacked(key []byte, withValue bool) (current, bool) {
 // lookupPacked is findPacked for a key the primary store missed: under the
 // key's move lock it looks in the primary store again, then in the packed
 // schemes, so that a key moving between them is found in one.
-func (n *Node) lookupPacked(key []byte, withValue bool) (val []byte, meta store.Meta, cur current, inPacked, inPrimary bool) {
+func (n *Coordinator) lookupPacked(key []byte, withValue bool) (val []byte, meta store.Meta, cur current, inPacked, inPrimary bool) {
 	if !n.packedInUse() {
 		return nil, store.Meta{}, current{}, false, false
 	}
@@ -76,7 +76,7 @@ func (n *Node) lookupPacked(key []byte, withValue bool) (val []byte, meta store.
 // inPacked says whether a packed scheme holds key. Only commits change
 // that, and a key's commits never overlap, so a writer may ask before
 // committing.
-func (n *Node) inPacked(key []byte) bool {
+func (n *Coordinator) inPacked(key []byte) bool {
 	if !n.packedInUse() {
 		return false
 	}
@@ -86,7 +86,7 @@ func (n *Node) inPacked(key []byte) bool {
 
 // keyMeta returns the metadata of key's committed record, in the primary
 // store or a packed scheme, expired or not.
-func (n *Node) keyMeta(key []byte) (store.Meta, bool) {
+func (n *Coordinator) keyMeta(key []byte) (store.Meta, bool) {
 	if meta, ok := n.primary.Meta(key); ok {
 		return meta, true
 	}
@@ -98,7 +98,7 @@ func (n *Node) keyMeta(key []byte) (store.Meta, bool) {
 }
 
 // packedOf is op's scheme as a packed one, if it is.
-func (op *writeOp) packedOf(n *Node) (kind.Packed, bool) {
+func (op *writeOp) packedOf(n *Coordinator) (kind.Packed, bool) {
 	p, ok := op.scheme(n).(kind.Packed)
 	return p, ok
 }
@@ -112,7 +112,7 @@ func (op *writeOp) stage(v uint64) *kind.Staged {
 // sendPacked places op's object at version v in its packed scheme p and
 // waits until the chunk's holders have the updates (the write path's
 // redundancy). On failure the object is removed again.
-func (n *Node) sendPacked(ctx context.Context, p kind.Packed, op *writeOp, v uint64) error {
+func (n *Coordinator) sendPacked(ctx context.Context, p kind.Packed, op *writeOp, v uint64) error {
 	w := op.stage(v)
 	if err := p.Stage(ctx, w); err != nil {
 		return err
@@ -126,7 +126,7 @@ func (n *Node) sendPacked(ctx context.Context, p kind.Packed, op *writeOp, v uin
 }
 
 // abortStaged drops the object op staged in a packed scheme, if any.
-func (n *Node) abortStaged(op *writeOp) {
+func (n *Coordinator) abortStaged(op *writeOp) {
 	if op.staged.Place == nil {
 		return
 	}
@@ -142,7 +142,7 @@ func (n *Node) abortStaged(op *writeOp) {
 // moving the key between the primary store and the packed schemes under
 // its move lock, and returns the primary-store pieces to release. The
 // caller holds the key's inflight shard lock.
-func (n *Node) commitPackedLocked(op *writeOp, v uint64) ([]release, error) {
+func (n *Coordinator) commitPackedLocked(op *writeOp, v uint64) ([]release, error) {
 	l := n.moves.lock(op.key)
 	l.Lock()
 	defer l.Unlock()
@@ -185,7 +185,7 @@ func (n *Node) commitPackedLocked(op *writeOp, v uint64) ([]release, error) {
 }
 
 // commitStaged commits op's staged object in its packed scheme p.
-func (n *Node) commitStaged(p kind.Packed, op *writeOp) (bool, error) {
+func (n *Coordinator) commitStaged(p kind.Packed, op *writeOp) (bool, error) {
 	if op.staged.Place == nil {
 		return false, fmt.Errorf("server: %q has no object to commit", op.key)
 	}
@@ -197,7 +197,7 @@ func (n *Node) commitStaged(p kind.Packed, op *writeOp) (bool, error) {
 // removeFromPacked deletes key's object, older than v, from every packed
 // scheme but op's target, keeping what their holders must be told in
 // op.removals.
-func (n *Node) removeFromPacked(op *writeOp, v uint64) {
+func (n *Coordinator) removeFromPacked(op *writeOp, v uint64) {
 	for _, p := range n.schemes(n.ctl.Map()).packed {
 		if !op.del && p.Entry().ID == op.entry.ID {
 			continue
@@ -211,7 +211,7 @@ func (n *Node) removeFromPacked(op *writeOp, v uint64) {
 // sendRemovalsLater sends op's removals from packed schemes, if any are
 // left, in the background: no client waits for the removal of a replaced
 // object.
-func (n *Node) sendRemovalsLater(op *writeOp) {
+func (n *Coordinator) sendRemovalsLater(op *writeOp) {
 	for _, r := range op.removals {
 		r.SendLater()
 	}
@@ -221,7 +221,7 @@ func (n *Node) sendRemovalsLater(op *writeOp) {
 // sendRemovals sends a deletion's removals and waits for them, so that
 // the deletion's tombstone is purged only once no holder has the object
 // any more (a recovery could otherwise bring it back).
-func (n *Node) sendRemovals(ctx context.Context, op *writeOp) error {
+func (n *Coordinator) sendRemovals(ctx context.Context, op *writeOp) error {
 	var errs []error
 	for _, r := range op.removals {
 		errs = append(errs, r.Send(ctx))

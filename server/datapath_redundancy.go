@@ -58,7 +58,7 @@ func livePieces(sch kind.Scheme, targets []kind.Target, pieces []kind.Piece) ([]
 // for every acknowledgement. It returns what was sent, for release on error.
 // Writes that arrive together from different connections share frames
 // (commitGroups).
-func (n *Node) sendRedundancy(ctx context.Context, op *writeOp, v uint64) ([]release, error) {
+func (n *Coordinator) sendRedundancy(ctx context.Context, op *writeOp, v uint64) ([]release, error) {
 	sch := op.scheme(n)
 	if op.del || sch.Traits().Immediate {
 		return nil, nil
@@ -88,7 +88,7 @@ const earlyAckDelay = 200 * time.Millisecond
 // sendLate is the injected bug faults.BugEarlyAck (test builds only): the
 // pieces go out after earlyAckDelay, while the write commits and is
 // acknowledged at once. Nothing else calls it.
-func (n *Node) sendLate(targets []kind.Target, pieces []kind.Piece) {
+func (n *Coordinator) sendLate(targets []kind.Target, pieces []kind.Piece) {
 	go func() {
 		time.Sleep(earlyAckDelay)
 		_ = n.groups.send(context.Background(), n, targets, pieces)
@@ -128,7 +128,7 @@ type commitGroup struct {
 // send stores pieces (for targets) as part of a group and returns this
 // write's error. A large value's pieces go alone: writes that joined its
 // group would wait until all of it was sent.
-func (gs *commitGroups) send(ctx context.Context, n *Node, targets []kind.Target, pieces []kind.Piece) error {
+func (gs *commitGroups) send(ctx context.Context, n *Coordinator, targets []kind.Target, pieces []kind.Piece) error {
 	fill := func(b *pieceBatch, base int) { b.put(targets, pieces, base) }
 	if piecesBytes(pieces) > transport.PartSize {
 		var b pieceBatch
@@ -142,7 +142,7 @@ func (gs *commitGroups) send(ctx context.Context, n *Node, targets []kind.Target
 // fill queues their pieces in the group's batch, numbering the writes from
 // base. The group's leader sends the batch through n. join returns the
 // writes' errors, in their order.
-func (gs *commitGroups) join(ctx context.Context, n *Node, owners int, fill func(b *pieceBatch, base int)) []error {
+func (gs *commitGroups) join(ctx context.Context, n *Coordinator, owners int, fill func(b *pieceBatch, base int)) []error {
 	gs.mu.Lock()
 	g, lead := gs.open, gs.open == nil
 	if lead {
@@ -195,7 +195,7 @@ type pieceDest struct {
 }
 
 // add queues the pieces of op at version v, on behalf of write owner.
-func (b *pieceBatch) add(n *Node, m *cluster.Map, op *writeOp, v uint64, owner int) error {
+func (b *pieceBatch) add(n *Coordinator, m *cluster.Map, op *writeOp, v uint64, owner int) error {
 	targets, pieces, err := planPieces(m, op.scheme(n), op, v)
 	if err != nil {
 		return err
@@ -275,7 +275,7 @@ func (d *pieceDest) request() peerReq {
 // returns each owner's error (nil when all its pieces were stored).
 // A coordinator whose lease lapsed (it was paused mid-write, say) sends
 // nothing (callEach): another node may coordinate its keys.
-func (n *Node) sendBatch(ctx context.Context, b *pieceBatch, owners int) []error {
+func (n *Coordinator) sendBatch(ctx context.Context, b *pieceBatch, owners int) []error {
 	reqs := make([]peerReq, len(b.dests))
 	for i, d := range b.dests {
 		reqs[i] = d.request()
@@ -317,7 +317,7 @@ func notAcknowledged(key []byte, err error) error {
 // and every read and the scrub check it against the stored bytes. With
 // owned, p.Data becomes the store's as it is (a large piece is not copied
 // again: store.PutIfNewerOwned), and nothing may change it afterwards.
-func (n *Node) storePiece(p peer.Piece, owned bool) error {
+func (n *Coordinator) storePiece(p peer.Piece, owned bool) error {
 	ref := peer.PieceRef{Key: p.Key, Scheme: p.Scheme, Version: p.Version, Versioned: p.Versioned}
 	meta := store.Meta{Version: p.Version, ExpireAt: p.ExpireAt, Scheme: p.Scheme, Flags: p.Index, Aux: p.CRC}
 	k := storeKey(ref)
@@ -363,14 +363,14 @@ func storeKey(r peer.PieceRef) []byte {
 // loadPiece returns a stored piece's bytes after checking its checksum. A
 // large piece's bytes are the store's own (store.View), which nothing may
 // modify: they are sent, decoded or compared, never written.
-func (n *Node) loadPiece(r peer.PieceRef) ([]byte, error) {
+func (n *Coordinator) loadPiece(r peer.PieceRef) ([]byte, error) {
 	data, meta, ok := n.pieces.View(storeKey(r))
 	return n.checkPiece(r, data, meta, ok)
 }
 
 // checkPiece returns the piece r names, found (ok) as data with meta, if
 // it is the version and index r wants and passes its checksum.
-func (n *Node) checkPiece(r peer.PieceRef, data []byte, meta store.Meta, ok bool) ([]byte, error) {
+func (n *Coordinator) checkPiece(r peer.PieceRef, data []byte, meta store.Meta, ok bool) ([]byte, error) {
 	if !ok || (r.Versioned && meta.Version != r.Version) || (r.HasIndex && meta.Flags != r.Index) {
 		return nil, kind.ErrPieceGone
 	}
@@ -383,7 +383,7 @@ func (n *Node) checkPiece(r peer.PieceRef, data []byte, meta store.Meta, ok bool
 
 // dropPieces releases r: the exact version for split, every replica up to
 // r.Version otherwise.
-func (n *Node) dropPieces(r peer.PieceRef) {
+func (n *Coordinator) dropPieces(r peer.PieceRef) {
 	if r.Versioned {
 		n.pieces.Delete(storeKey(r))
 		return
@@ -400,12 +400,12 @@ func (n *Node) dropPieces(r peer.PieceRef) {
 // write or a deletion committed): then missing pieces of v were released,
 // not lost, and a read starts again. Otherwise they went with a failed node
 // (or were never rebuilt on its replacement) and the parity stands in.
-func (n *Node) superseded(key []byte, v uint64) bool {
+func (n *Coordinator) superseded(key []byte, v uint64) bool {
 	cur, ok := n.primary.Meta(key)
 	return !ok || cur.Version != v
 }
 
-func (n *Node) getPiece(ctx context.Context, node cluster.Node, r peer.PieceRef) ([]byte, error) {
+func (n *Coordinator) getPiece(ctx context.Context, node cluster.Node, r peer.PieceRef) ([]byte, error) {
 	if node.ID == n.id {
 		return n.loadPiece(r)
 	}
@@ -428,7 +428,7 @@ func (n *Node) getPiece(ctx context.Context, node cluster.Node, r peer.PieceRef)
 // otherwise it runs in the background and answers nil. A lost release
 // leaves garbage (never a wrong read: reads go through the primary record's
 // version), which the next recovery of the shard sweeps (sweepStale).
-func (n *Node) releaseAll(ctx context.Context, rels []release, wait bool) error {
+func (n *Coordinator) releaseAll(ctx context.Context, rels []release, wait bool) error {
 	if len(rels) == 0 {
 		return nil
 	}
@@ -446,7 +446,7 @@ func (n *Node) releaseAll(ctx context.Context, rels []release, wait bool) error 
 	return nil
 }
 
-func (n *Node) releaseOne(ctx context.Context, r release) error {
+func (n *Coordinator) releaseOne(ctx context.Context, r release) error {
 	if !n.leased() {
 		return errLeaseGone // see sendBatch
 	}

@@ -31,7 +31,7 @@ type blindWrite struct {
 // key with a write already in flight, repeated in the batch, or held as a
 // rep stub, is written afterwards through Node.set, which waits for that
 // write or fills the stub. began is when the writes began (a monotime).
-func (n *Node) writeBlind(ctx context.Context, ws []blindWrite, began int64) {
+func (n *Coordinator) writeBlind(ctx context.Context, ws []blindWrite, began int64) {
 	var later []int
 	for i := range ws {
 		if !n.beginBlind(ctx, &ws[i], began) {
@@ -47,7 +47,7 @@ func (n *Node) writeBlind(ctx context.Context, ws []blindWrite, began int64) {
 // settleBlind sends the redundancy of every begun write of ws (those with
 // a pending version) together, then commits each whose redundancy was
 // acknowledged and aborts the others.
-func (n *Node) settleBlind(ctx context.Context, ws []blindWrite) {
+func (n *Coordinator) settleBlind(ctx context.Context, ws []blindWrite) {
 	var packed packedBatch
 	m := n.ctl.Map()
 	batch := pieceBatch{sizeHint: replicaFrameSize(n, ws)}
@@ -84,7 +84,7 @@ func (n *Node) settleBlind(ctx context.Context, ws []blindWrite) {
 // values it refers to (spool): what settleBlind's frames start with, so
 // that they are not grown piece by piece. Writes to
 // none (committed already) and to packed schemes add nothing.
-func replicaFrameSize(n *Node, ws []blindWrite) int {
+func replicaFrameSize(n *Coordinator, ws []blindWrite) int {
 	size := peer.PutPiecesHeader
 	for i := range ws {
 		if w := &ws[i]; w.p != nil && !isPacked(w.op.scheme(n)) {
@@ -140,7 +140,7 @@ func (b *packedBatch) send(ctx context.Context, errs []error) {
 // write over a stub (false: Node.set handles both). A
 // write in scheme none commits at once; any other takes a version and
 // registers in flight.
-func (n *Node) beginBlind(ctx context.Context, w *blindWrite, began int64) bool {
+func (n *Coordinator) beginBlind(ctx context.Context, w *blindWrite, began int64) bool {
 	s := n.inflight.shard(w.key)
 	s.mu.Lock()
 	if s.newest(w.key) != nil {
@@ -173,7 +173,7 @@ func (n *Node) beginBlind(ctx context.Context, w *blindWrite, began int64) bool 
 
 // finishBlind commits w if all its pieces were stored (sendErr nil), else
 // aborts it and releases whatever pieces did get stored.
-func (n *Node) finishBlind(ctx context.Context, w *blindWrite, sendErr error) {
+func (n *Coordinator) finishBlind(ctx context.Context, w *blindWrite, sendErr error) {
 	if sendErr != nil {
 		sendErr = notAcknowledged(w.key, sendErr)
 	}

@@ -49,7 +49,7 @@ func (n *Node) IsLeader() bool { return n.ctl.IsLeader() }
 // last renewed this node's lease was sent; the zero time before the first.
 // A harness moving a fake clock on waits for it to pass the clock's
 // reading, so that no live node falls silent in the detector's eyes.
-func (n *Node) LeaseRenewedAt() time.Time {
+func (n *Coordinator) LeaseRenewedAt() time.Time {
 	until := n.lease.until.Load()
 	if until == 0 {
 		return time.Time{}
@@ -61,6 +61,6 @@ func (n *Node) LeaseRenewedAt() time.Time {
 // this node keeps for coordinators (directory.go). Coordinators send them
 // in the background after a commit, so a test that must know a key's loss
 // will be named waits for them before it kills the coordinator.
-func (n *Node) DirectoryEntries() int {
+func (n *Coordinator) DirectoryEntries() int {
 	return int(n.pieces.Stats().ByScheme[dirSchemeID].Keys)
 }

@@ -14,7 +14,7 @@ var errOOM = errors.New("OOM command not allowed when used memory > 'maxmemory'.
 // second, so that the write path checks maxmemory without walking shards.
 type memGauge struct{ used atomic.Int64 }
 
-func (g *memGauge) refresh(n *Node) func(context.Context) {
+func (g *memGauge) refresh(n *Coordinator) func(context.Context) {
 	return func(ctx context.Context) {
 		t := time.NewTicker(100 * time.Millisecond)
 		defer t.Stop()
@@ -33,7 +33,7 @@ func (g *memGauge) refresh(n *Node) func(context.Context) {
 // The bound is checked against the last refresh plus this write, so it can
 // overshoot by one refresh interval of writes, like Redis's per-command
 // check overshoots by one command.
-func (n *Node) checkMemory(op *writeOp) error {
+func (n *Coordinator) checkMemory(op *writeOp) error {
 	if n.cfg.MaxMemory == 0 || op.del || op.shrinks {
 		return nil
 	}

@@ -23,9 +23,6 @@ import (
 	"github.com/memgest/memgest/internal/lograte"
 	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/server/detect"
-	"github.com/memgest/memgest/server/lostkeys"
-	"github.com/memgest/memgest/server/peer"
-	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
 )
 
@@ -35,45 +32,15 @@ var Version = "0.3.0-dev"
 // Node is one running memgest server: the composition root that wires the
 // stores, the control plane, the peer transport and the RESP listener.
 type Node struct {
-	cfg     Config
-	log     *slog.Logger
-	id      cluster.NodeID
-	started time.Time // on failureClock: leases count from it
-	// failureClock decides leases and failure detection (Config.InMemory's
-	// Clock in tests; nil for the system clock).
-	failureClock Clock
+	*Coordinator
 
-	ctl      *control.Plane
-	primary  *store.Store // records of the keys this node coordinates
-	pieces   *store.Store // redundancy this node holds for coordinators
-	peers    *transport.Pool
-	inflight *inflight
-	groups   commitGroups // redundancy of concurrent writes, sent together
-	workers  *workerPool
-	clock    versionClock
-	stats    counters
-	metrics  *nodeMetrics // request-path instruments for /metrics
-	clients  clientRegistry
-
-	// leases are the connections heartbeats take, apart from the data
-	// frames: a heartbeat queued behind a huge value let a lease lapse.
-	leases *transport.Pool
-
+	clients     clientRegistry
 	incarnation atomic.Uint64    // this run of the node, new after a wipe (failure.go)
-	lease       lease            // permission to serve, renewed by heartbeats
 	detector    *detect.Detector // the leader's failure detector
 	recovering  shardClaims      // shards whose records are being recovered
 	rebuilding  shardClaims      // shards whose lost pieces are being rebuilt
 	restoring   shardClaims      // shards whose pending stripe keys are being restored
-	rebuild     rebuildProgress
-	lost        lostkeys.Set        // keys recovery found beyond their scheme's tolerance
-	unfinished  unfinishedDeletions // deletions whose releases failed (core_purge.go)
-	directory   directorySender
-	router      *peer.Router   // who serves each peer message (peer.go)
-	stripes     *stripe.Engine // stripe:K+M chunks and parity, and the chunks recovery deferred
-	bound       boundSchemes   // the catalogue's schemes bound to their kinds (schemes.go)
-	moves       packedMoves    // keys moving between the primary store and packed schemes (datapath_packed.go)
-	health      integrity      // checksum failures found and repaired
+	stripes     *stripe.Engine   // stripe:K+M chunks and parity, and the chunks recovery deferred
 
 	trust       trust             // cluster secret and TLS (trust.go)
 	ownPassword *cluster.Password // --requirepass, before the map has the cluster's (auth.go)
@@ -85,8 +52,6 @@ type Node struct {
 	peerSrv  *transport.Server
 	resp     *clientServer
 	http     *httpServer
-	memUsed  memGauge
-	expireQ  chan []byte
 	stop     context.CancelFunc
 	bg       sync.WaitGroup
 	closeErr error
@@ -111,17 +76,11 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 	if clock != nil {
 		started = clock.Now()
 	}
-	n := &Node{cfg: cfg, log: rateLimited(log), started: started, failureClock: clock, inflight: newInflight(), workers: newWorkerPool(),
-		expireQ:   make(chan []byte, expireQueueSize),
-		primary:   store.New(store.WithMaxValueSize(int(cfg.MaxValueSize))),
-		pieces:    store.New(store.WithMaxValueSize(int(cfg.MaxValueSize) + 1024)),
-		trust:     t,
-		peers:     transport.NewPool(peerPoolOptions(cfg, t.guard)...),
-		leases:    transport.NewPool(peerPoolOptions(cfg, t.guard)...),
-		detector:  detect.New(clock),
-		directory: directorySender{wake: make(chan struct{}, 1)},
-		metrics:   newNodeMetrics(),
-		failed:    make(chan error, 1),
+	n := &Node{
+		Coordinator: newCoordinator(cfg, rateLimited(log), started, clock, peerPoolOptions(cfg, t.guard)),
+		trust:       t,
+		detector:    detect.New(clock),
+		failed:      make(chan error, 1),
 	}
 	if cfg.RequirePass != "" {
 		if n.ownPassword, err = cluster.NewPassword(cfg.RequirePass); err != nil {
@@ -129,6 +88,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		}
 	}
 	n.stripes = stripe.NewEngine(stripeHost{n}, stripe.Config{PeerTimeout: cfg.PeerTimeout}, n.log)
+	n.kinds, n.packedHeld = kindsFor(n.stripes), n.stripes.InUse
 	n.router = n.newRouter()
 	n.incarnation.Store(newIncarnation())
 	n.lease.fresh.Store(true)
@@ -176,7 +136,7 @@ func (n *Node) startLoops() {
 	ctx, cancel := context.WithCancel(context.Background())
 	n.stop = cancel
 	n.background(ctx, n.expireCycle)
-	n.background(ctx, n.memUsed.refresh(n))
+	n.background(ctx, n.memUsed.refresh(n.Coordinator))
 	n.background(ctx, n.heartbeatLoop)
 	n.background(ctx, n.jobLoop)
 	n.background(ctx, n.detectLoop)

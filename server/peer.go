@@ -32,7 +32,7 @@ const largeRead = 1 << 20
 // serveRead answers GetPiece and GetPieces: the pieces are looked up on
 // the read loop (store.View: no copy), and checked and sent from there too
 // when small, from a worker when large.
-func (n *Node) serveRead(req transport.Frame, reply func(transport.Frame)) {
+func (n *Coordinator) serveRead(req transport.Frame, reply func(transport.Frame)) {
 	refs, err := decodeReads(req)
 	if err != nil {
 		reply(peer.ErrFrame(err))
@@ -90,7 +90,7 @@ func (n *Node) newRouter() *peer.Router {
 // request), so a piece that is most of it is stored without a copy; its
 // bytes are then the store's. Smaller pieces are copied, so that no stored
 // piece keeps much more than itself alive.
-func (n *Node) onPutPieces(b []byte) ([]byte, error) {
+func (n *Coordinator) onPutPieces(b []byte) ([]byte, error) {
 	pieces, err := peer.DecodePutPieces(b)
 	if err != nil {
 		return nil, err
@@ -104,7 +104,7 @@ func (n *Node) onPutPieces(b []byte) ([]byte, error) {
 	return peer.EncodePutPiecesResp(refusals), nil
 }
 
-func (n *Node) onGetPiece(b []byte) ([]byte, error) {
+func (n *Coordinator) onGetPiece(b []byte) ([]byte, error) {
 	refs, err := decodeReads(transport.Frame{Type: peer.MsgGetPiece, Payload: b})
 	if err != nil {
 		return nil, err
@@ -115,7 +115,7 @@ func (n *Node) onGetPiece(b []byte) ([]byte, error) {
 }
 
 // onGetPieces reads many pieces; each slot says found, missing or corrupt.
-func (n *Node) onGetPieces(b []byte) ([]byte, error) {
+func (n *Coordinator) onGetPieces(b []byte) ([]byte, error) {
 	refs, err := peer.DecodeGetPieces(b)
 	if err != nil {
 		return nil, err
@@ -144,7 +144,7 @@ type pieceView struct {
 
 // viewPieces looks the pieces of refs up without copying them
 // (store.View) and returns their total size.
-func (n *Node) viewPieces(refs []peer.PieceRef) ([]pieceView, int) {
+func (n *Coordinator) viewPieces(refs []peer.PieceRef) ([]pieceView, int) {
 	views := make([]pieceView, len(refs))
 	size := 0
 	for i, r := range refs {
@@ -158,7 +158,7 @@ func (n *Node) viewPieces(refs []peer.PieceRef) ([]pieceView, int) {
 // answerRead checks the pieces a read found and encodes its reply: a
 // GetPiece's is the piece's bytes (or an error), a GetPieces' a slot per
 // piece, large ones sent without a copy.
-func (n *Node) answerRead(typ uint8, refs []peer.PieceRef, views []pieceView) ([]byte, [][]byte, error) {
+func (n *Coordinator) answerRead(typ uint8, refs []peer.PieceRef, views []pieceView) ([]byte, [][]byte, error) {
 	slots := make([]peer.PieceSlot, len(refs))
 	for i, r := range refs {
 		data, err := n.checkPiece(r, views[i].data, views[i].meta, views[i].ok)
@@ -178,7 +178,7 @@ func (n *Node) answerRead(typ uint8, refs []peer.PieceRef, views []pieceView) ([
 	return payload, tail, nil
 }
 
-func (n *Node) onDelPiece(b []byte) ([]byte, error) {
+func (n *Coordinator) onDelPiece(b []byte) ([]byte, error) {
 	r, err := peer.DecodePieceRef(b)
 	if err != nil {
 		return nil, err

@@ -28,7 +28,7 @@ func BenchmarkReceivePieces(b *testing.B) {
 	}
 	b.SetBytes(perFrame * size)
 	b.ReportAllocs()
-	n := &Node{pieces: store.New(store.WithMaxValueSize(1 << 20)), metrics: newNodeMetrics()}
+	n := &Node{Coordinator: &Coordinator{pieces: store.New(store.WithMaxValueSize(1 << 20)), metrics: newNodeMetrics()}}
 	for i := 0; b.Loop(); i++ {
 		if i%len(frames) == 0 {
 			n.pieces = store.New(store.WithMaxValueSize(1 << 20))

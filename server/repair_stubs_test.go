@@ -32,7 +32,7 @@ type fakeHolder struct {
 
 func startFakeHolder(t *testing.T) *fakeHolder {
 	t.Helper()
-	h := &fakeHolder{n: &Node{pieces: store.New(), log: slog.New(slog.DiscardHandler), metrics: newNodeMetrics()}}
+	h := &fakeHolder{n: &Node{Coordinator: &Coordinator{pieces: store.New(), log: slog.New(slog.DiscardHandler), metrics: newNodeMetrics()}}}
 	h.n.router = h.n.newRouter()
 	srv := transport.NewServer(func(req transport.Frame, reply func(transport.Frame)) {
 		switch {

@@ -7,22 +7,9 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme/kind"
-	"github.com/memgest/memgest/scheme/none"
-	"github.com/memgest/memgest/scheme/rep"
-	"github.com/memgest/memgest/scheme/split"
-	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/store"
 )
-
-// kinds binds every scheme kind to the package implementing it: a new
-// kind is a package and one line here (decision 0007).
-var kinds = kind.Registry{
-	none.Kind:   none.New,
-	rep.Kind:    rep.New,
-	split.Kind:  split.New,
-	stripe.Kind: stripe.New,
-}
 
 // schemeTable is the node's bound schemes for one map: one kind.Scheme per
 // catalogue entry, indexed by scheme id, and what the whole catalogue
@@ -48,7 +35,7 @@ type boundSchemes struct {
 
 // schemes returns the table for m, building it if m is newer than the
 // one it has.
-func (n *Node) schemes(m *cluster.Map) *schemeTable {
+func (n *Coordinator) schemes(m *cluster.Map) *schemeTable {
 	if t := n.bound.cur.Load(); t != nil && t.m == m {
 		return t
 	}
@@ -58,7 +45,7 @@ func (n *Node) schemes(m *cluster.Map) *schemeTable {
 	if old != nil && old.m == m {
 		return old
 	}
-	t := bindTable(m, old, schemeEnv{n}, func(e cluster.SchemeEntry, err error) {
+	t := bindTable(n.kinds, m, old, schemeEnv{n}, func(e cluster.SchemeEntry, err error) {
 		n.log.Error("a scheme of the catalogue cannot be served", "scheme", e.Name(), "err", err)
 	})
 	if old == nil || old.m.Epoch <= m.Epoch {
@@ -67,10 +54,10 @@ func (n *Node) schemes(m *cluster.Map) *schemeTable {
 	return t
 }
 
-// bindTable binds every scheme of m's catalogue to env, keeping old's
-// binding of an entry that did not change, and reports (refused) an entry
-// no kind package serves.
-func bindTable(m *cluster.Map, old *schemeTable, env kind.Env, refused func(cluster.SchemeEntry, error)) *schemeTable {
+// bindTable binds every scheme of m's catalogue to env with kinds,
+// keeping old's binding of an entry that did not change, and reports
+// (refused) an entry no kind package serves.
+func bindTable(kinds kind.Registry, m *cluster.Map, old *schemeTable, env kind.Env, refused func(cluster.SchemeEntry, error)) *schemeTable {
 	t := &schemeTable{m: m, allImmediate: true, allLocalReads: true}
 	for _, e := range m.Schemes {
 		s := old.reuse(e)
@@ -114,11 +101,11 @@ func (t *schemeTable) of(id uint16) kind.Scheme {
 // bound afresh when entry is not in it (a scheme the map has dropped). A
 // scheme id is never reused and its spec never changes (cluster.Map), so
 // the id alone finds the binding.
-func (n *Node) kindOf(entry cluster.SchemeEntry) kind.Scheme {
+func (n *Coordinator) kindOf(entry cluster.SchemeEntry) kind.Scheme {
 	if s := n.schemes(n.ctl.Map()).of(entry.ID); s != nil {
 		return s
 	}
-	s, err := kinds.Bind(entry, schemeEnv{n})
+	s, err := n.kinds.Bind(entry, schemeEnv{n})
 	if err != nil {
 		return unsupported{entry: entry, err: err}
 	}
@@ -126,12 +113,11 @@ func (n *Node) kindOf(entry cluster.SchemeEntry) kind.Scheme {
 }
 
 // schemeEnv is the node as its schemes see it (kind.Env).
-type schemeEnv struct{ n *Node }
+type schemeEnv struct{ n *Coordinator }
 
-func (e schemeEnv) Self() cluster.NodeID    { return e.n.id }
-func (e schemeEnv) Map() *cluster.Map       { return e.n.ctl.Map() }
-func (e schemeEnv) Stripes() *stripe.Engine { return e.n.stripes }
-func (e schemeEnv) Corrupt()                { e.n.health.corrupt.Add(1) }
+func (e schemeEnv) Self() cluster.NodeID { return e.n.id }
+func (e schemeEnv) Map() *cluster.Map    { return e.n.ctl.Map() }
+func (e schemeEnv) Corrupt()             { e.n.health.corrupt.Add(1) }
 func (e schemeEnv) RepairLater(key []byte) {
 	e.n.repairLater(key)
 }

@@ -114,7 +114,7 @@ const rehomeBatch = 256
 // together (one frame per holder, not one per key: recovering 33 000 keys
 // one by one took 8 s), and each key then commits. A batch that is not
 // acknowledged is undone and fails the recovery, which starts again.
-func (n *Node) rehomePacked(ctx context.Context, m *cluster.Map, keys []string, picks []*candidate) error {
+func (n *Coordinator) rehomePacked(ctx context.Context, m *cluster.Map, keys []string, picks []*candidate) error {
 	for start := 0; start < len(keys); start += rehomeBatch {
 		end := min(start+rehomeBatch, len(keys))
 		ops := make([]*writeOp, 0, end-start)

@@ -11,13 +11,13 @@ import (
 // placement and encoding, which need no environment.
 func tableOf(t *testing.T, m *cluster.Map) *schemeTable {
 	t.Helper()
-	return bindTable(m, nil, nil, func(e cluster.SchemeEntry, err error) { t.Fatalf("%s: %v", e.Name(), err) })
+	return bindTable(kindsFor(nil), m, nil, nil, func(e cluster.SchemeEntry, err error) { t.Fatalf("%s: %v", e.Name(), err) })
 }
 
 // kindFor binds one entry without a node (see tableOf).
 func kindFor(t *testing.T, e cluster.SchemeEntry) kind.Scheme {
 	t.Helper()
-	s, err := kinds.Bind(e, nil)
+	s, err := kindsFor(nil).Bind(e, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestSchemeTableBindsTheCatalogue(t *testing.T) {
 	if tab.allImmediate || tab.allLocalReads {
 		t.Fatalf("a catalogue with rep and split: allImmediate %v, allLocalReads %v", tab.allImmediate, tab.allLocalReads)
 	}
-	next := bindTable(m, tab, nil, nil)
+	next := bindTable(kindsFor(nil), m, tab, nil, nil)
 	for _, e := range m.Schemes {
 		if a, b := tab.of(e.ID), next.of(e.ID); a != b {
 			t.Fatalf("scheme %s bound anew though its entry did not change", e.Name())

@@ -11,14 +11,6 @@ import (
 	"github.com/memgest/memgest/scheme/kind/kindtest"
 )
 
-// engineEnv is a kindtest.Env with a stripe engine (EngineEnv).
-type engineEnv struct {
-	*kindtest.Env
-	eng *Engine
-}
-
-func (e engineEnv) Stripes() *Engine { return e.eng }
-
 // setMap gives every node of the net map m.
 func (tn *testNet) setMap(m *cluster.Map) {
 	tn.mu.Lock()
@@ -50,7 +42,7 @@ func engineNet(t *testing.T, nodes int, spec string) (*cluster.Map, cluster.Sche
 // updates, and returns them with their values.
 func writeKeys(t *testing.T, m *cluster.Map, entry cluster.SchemeEntry, eng *Engine, sh cluster.Shard, count int) map[string]string {
 	t.Helper()
-	sch, err := New(entry, engineEnv{kindtest.NewEnv(m, eng.host.Self()), eng})
+	sch, err := For(eng)(entry, kindtest.NewEnv(m, eng.host.Self()))
 	must(t, err)
 	p := sch.(kind.Packed)
 	ctx := context.Background()

@@ -27,22 +27,18 @@ type boundKind struct {
 // reads its own chunks; nothing is in the pieces store.
 var traits = kind.Traits{ReadsLocally: true, Pieces: kind.NoPieces, Rebuild: kind.RebuildPerKey}
 
-// EngineEnv is a kind.Env that has a stripe engine: the node's.
-type EngineEnv interface {
-	kind.Env
-	Stripes() *Engine
+// For returns the kind.Factory that binds stripe entries to eng, the
+// node's engine: the stripe kind's registration line.
+func For(eng *Engine) kind.Factory {
+	return func(entry cluster.SchemeEntry, env kind.Env) (kind.Scheme, error) {
+		return &boundKind{Base: kind.NewBase(entry, env, traits), Pieceless: kind.Pieceless{Spec: entry.Spec}, eng: eng}, nil
+	}
 }
 
-// New binds a stripe entry (a kind.Factory) to env's engine. A scheme
-// bound to an env without one (tests of properties) has no data path:
-// only its properties and piece methods may be used.
-func New(entry cluster.SchemeEntry, env kind.Env) (kind.Scheme, error) {
-	s := &boundKind{Base: kind.NewBase(entry, env, traits), Pieceless: kind.Pieceless{Spec: entry.Spec}}
-	if e, ok := env.(EngineEnv); ok {
-		s.eng = e.Stripes()
-	}
-	return s, nil
-}
+// New binds a stripe entry (a kind.Factory) without an engine: such a
+// scheme has no data path, only its properties and piece methods (tests
+// of properties). A node binds its stripe schemes with For.
+func New(entry cluster.SchemeEntry, env kind.Env) (kind.Scheme, error) { return For(nil)(entry, env) }
 
 // Record: the object lives in a chunk, never in a primary record.
 func (s *boundKind) Record(kind.Value) ([]byte, uint32) { return nil, 0 }

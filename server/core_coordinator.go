@@ -1,0 +1,81 @@
+package server
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/cluster/control"
+	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/server/lostkeys"
+	"github.com/memgest/memgest/server/peer"
+	"github.com/memgest/memgest/store"
+	"github.com/memgest/memgest/transport"
+)
+
+// Coordinator is the coordinator core of a node: the records of the keys
+// it coordinates and the pieces it holds for others, versions, in-flight
+// writes, commit and abort, group commit, moves between schemes, the
+// directory, the lease that lets it serve, and the peer client. It reaches
+// every scheme through its kind (scheme/kind) and never names one; the
+// node (Node) embeds it and adds what composes a server around it:
+// listeners, heartbeats, failure detection, repair and the commands.
+type Coordinator struct {
+	cfg     Config
+	log     *slog.Logger
+	id      cluster.NodeID
+	started time.Time // on failureClock: leases count from it
+	// failureClock decides leases and failure detection (Config.InMemory's
+	// Clock in tests; nil for the system clock).
+	failureClock Clock
+
+	ctl      *control.Plane
+	primary  *store.Store // records of the keys this node coordinates
+	pieces   *store.Store // redundancy this node holds for coordinators
+	peers    *transport.Pool
+	inflight *inflight
+	groups   commitGroups // redundancy of concurrent writes, sent together
+	workers  *workerPool
+	clock    versionClock
+	stats    counters
+	metrics  *nodeMetrics // request-path instruments for /metrics
+
+	// leases are the connections heartbeats take, apart from the data
+	// frames: a heartbeat queued behind a huge value let a lease lapse.
+	leases *transport.Pool
+
+	lease      lease               // permission to serve, renewed by heartbeats
+	rebuild    rebuildProgress     // the rebuild this node runs, for /status and INFO
+	lost       lostkeys.Set        // keys recovery found beyond their scheme's tolerance
+	unfinished unfinishedDeletions // deletions whose releases failed (core_purge.go)
+	directory  directorySender
+	router     *peer.Router // who serves each peer message (peer.go)
+	bound      boundSchemes // the catalogue's schemes bound to their kinds (schemes.go)
+	moves      packedMoves  // keys moving between the primary store and packed schemes (datapath_packed.go)
+	health     integrity    // checksum failures found and repaired
+	memUsed    memGauge
+	expireQ    chan []byte
+
+	// kinds binds the catalogue's schemes to the packages implementing
+	// them; the node builds it (kinds.go), so the core names no kind.
+	kinds kind.Registry
+	// packedHeld says whether a packed scheme may hold objects on this
+	// node (nil: none can), see packedInUse.
+	packedHeld func() bool
+}
+
+// newCoordinator builds a node's core for cfg; the node sets its id, its
+// control plane and its router while it starts.
+func newCoordinator(cfg Config, log *slog.Logger, started time.Time, clock Clock, pool []transport.Option) *Coordinator {
+	return &Coordinator{cfg: cfg, log: log, started: started, failureClock: clock,
+		inflight:  newInflight(),
+		workers:   newWorkerPool(),
+		expireQ:   make(chan []byte, expireQueueSize),
+		primary:   store.New(store.WithMaxValueSize(int(cfg.MaxValueSize))),
+		pieces:    store.New(store.WithMaxValueSize(int(cfg.MaxValueSize) + 1024)),
+		peers:     transport.NewPool(pool...),
+		leases:    transport.NewPool(pool...),
+		directory: directorySender{wake: make(chan struct{}, 1)},
+		metrics:   newNodeMetrics(),
+	}
+}
