@@ -247,20 +247,3 @@ func coordinators(m *cluster.Map) []cluster.Node {
 func (n *Node) flushLocal() {
 	n.stripes.ClearPending(func() { n.flushStores(n.stripes.DropSchemes) })
 }
-
-// flushStores empties the stores, and runs also (what the node keeps
-// outside them), holding every inflight shard lock.
-func (n *Coordinator) flushStores(also func()) {
-	for i := range n.inflight.shards {
-		n.inflight.shards[i].mu.Lock()
-	}
-	defer func() {
-		for i := range n.inflight.shards {
-			n.inflight.shards[i].mu.Unlock()
-		}
-	}()
-	n.primary.Clear()
-	n.pieces.Clear()
-	also()
-	n.stats.detachedValues.Clear()
-}

@@ -2,81 +2,17 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/memgest/memgest/cluster"
-	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/server/peer"
 )
 
 // This file is the node's side of the control plane: proposing map changes
 // through whichever node leads Raft, joining a cluster, and resolving scheme
 // names. Nothing in the data path waits on Raft except a scheme's first use.
-
-// notLeaderPrefix starts the error a non-leader returns for a control
-// request; the leader's peer address follows when known.
-const notLeaderPrefix = "NOTLEADER "
-
-// propose applies a map change through the Raft leader and returns the new
-// map once this node has applied it too.
-func (n *Coordinator) propose(ctx context.Context, cmd cluster.Command) (*cluster.Map, error) {
-	b, err := cluster.EncodeCommand(cmd)
-	if err != nil {
-		return nil, err
-	}
-	out, err := n.toLeader(ctx, peer.MsgPropose, b)
-	if err != nil {
-		return nil, err
-	}
-	epoch, err := strconv.ParseUint(string(out), 10, 64)
-	if err != nil {
-		return nil, fmt.Errorf("server: bad propose reply %q", out)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	m, err := n.ctl.WaitEpoch(ctx, epoch)
-	if err != nil {
-		return nil, fmt.Errorf("server: the change was committed at epoch %d but this node has not applied it yet: %w", epoch, err)
-	}
-	return m, nil
-}
-
-// toLeader runs a control request on the leader: locally when this node
-// leads, else on the leader named by Raft, following NOTLEADER hints while a
-// new leader is elected.
-func (n *Coordinator) toLeader(ctx context.Context, typ uint8, payload []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	for {
-		var out []byte
-		var err error
-		if n.ctl.IsLeader() {
-			out, err = n.router.Handler(typ)(payload)
-		} else if _, addr, ok := n.ctl.Leader(); ok {
-			out, err = n.callAddr(ctx, addr, typ, payload)
-		} else {
-			err = errors.New(notLeaderPrefix)
-		}
-		if err == nil || !strings.Contains(err.Error(), notLeaderPrefix) {
-			return out, unwrapRemote(err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("server: no Raft leader reachable: %w", err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// callAddr is call for a peer known only by address (the leader, a join
-// target).
-func (n *Coordinator) callAddr(ctx context.Context, addr string, typ uint8, payload []byte) ([]byte, error) {
-	return n.call(ctx, cluster.Node{PeerAddr: addr}, typ, payload)
-}
 
 // onPropose applies a map command on the leader and answers the new epoch.
 func (n *Node) onPropose(b []byte) ([]byte, error) {
@@ -116,25 +52,6 @@ func (n *Node) onJoin(b []byte) ([]byte, error) {
 	return []byte(strconv.FormatUint(m.Epoch, 10)), nil
 }
 
-// leaderHint is the leader's address a NOTLEADER error names, if any.
-func leaderHint(err error) (string, bool) {
-	if err == nil {
-		return "", false
-	}
-	msg := err.Error()
-	i := strings.Index(msg, notLeaderPrefix)
-	if i < 0 {
-		return "", false
-	}
-	hint := msg[i+len(notLeaderPrefix):]
-	return hint, hint != ""
-}
-
-func (n *Coordinator) notLeader() error {
-	_, addr, _ := n.ctl.Leader()
-	return errors.New(notLeaderPrefix + addr)
-}
-
 // join asks the cluster at cfg.Join to admit this node, retrying until a
 // leader accepts or ctx ends.
 func (n *Node) join(ctx context.Context, self cluster.Node) error {
@@ -160,40 +77,4 @@ func (n *Node) join(ctx context.Context, self cluster.Node) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// resolveScheme finds a scheme by alias or spec. A valid spec that is not
-// in the catalogue yet is registered through Raft on first use.
-func (n *Coordinator) resolveScheme(ctx context.Context, name string) (cluster.SchemeEntry, error) {
-	if e, ok := n.ctl.Map().Scheme(name); ok {
-		return e, nil
-	}
-	spec, err := scheme.Parse(name)
-	if err != nil {
-		if scheme.CheckAlias(name) == nil {
-			return cluster.SchemeEntry{}, fmt.Errorf("memgest: no scheme named %q (SCHEME.LIST shows them)", name)
-		}
-		return cluster.SchemeEntry{}, err
-	}
-	m, err := n.propose(ctx, cluster.CreateScheme{Spec: spec})
-	if err != nil {
-		return cluster.SchemeEntry{}, err
-	}
-	if e, ok := m.Scheme(name); ok {
-		return e, nil
-	}
-	return cluster.SchemeEntry{}, fmt.Errorf("memgest: scheme %s was not registered", spec)
-}
-
-// unwrapRemote strips the transport's "remote error" wrapping so a domain
-// error from the leader reads as if raised here.
-func unwrapRemote(err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	if i := strings.Index(msg, "remote error: "); i >= 0 {
-		return errors.New(msg[i+len("remote error: "):])
-	}
-	return err
 }

@@ -120,3 +120,20 @@ func (n *Coordinator) retimeOp(cur current, key []byte, expireAt int64) *writeOp
 	}
 	return &writeOp{key: key, value: cur.value, expireAt: expireAt, entry: cur.entry, shrinks: true}
 }
+
+// flushStores empties the stores, and runs also (what the node keeps
+// outside them), holding every inflight shard lock.
+func (n *Coordinator) flushStores(also func()) {
+	for i := range n.inflight.shards {
+		n.inflight.shards[i].mu.Lock()
+	}
+	defer func() {
+		for i := range n.inflight.shards {
+			n.inflight.shards[i].mu.Unlock()
+		}
+	}()
+	n.primary.Clear()
+	n.pieces.Clear()
+	also()
+	n.stats.detachedValues.Clear()
+}

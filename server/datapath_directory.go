@@ -67,7 +67,9 @@ func (e dirEntry) encode(b wire.Enc) wire.Enc {
 	return b.Bytes(e.Key).U16(e.Scheme).U64(e.Version).I64(e.ExpireAt).U8(uint8(e.Kind))
 }
 
-func encodeDirectory(entries []dirEntry) []byte { return encodeList(entries) }
+func encodeDirectory(entries []dirEntry) []byte {
+	return wire.EncodeList(entries, func(e wire.Enc, d dirEntry) wire.Enc { return d.encode(e) })
+}
 
 func decodeDirectory(b []byte) ([]dirEntry, error) { return wire.DecodeList(b, readDirEntry) }
 

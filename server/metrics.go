@@ -71,7 +71,7 @@ type nodeMetrics struct {
 	lapsedKinds    map[string]prometheus.Counter
 	rejectedConns  prometheus.Counter // client connections refused at maxclients
 
-	byCommand sync.Map // *command → prometheus.Observer
+	byCommand sync.Map // a command's identity (observeCommand) → prometheus.Observer
 	byScheme  sync.Map // uint16 scheme id → *schemeInstruments
 }
 
@@ -157,14 +157,16 @@ var clockStart = time.Now()
 // pipelined SETs on one node before (docs/benchmarks/analysis.md).
 func monotime() int64 { return int64(time.Since(clockStart)) }
 
-// observeCommand records one command's duration under its registry name.
-func (nm *nodeMetrics) observeCommand(cmd *command, name string, since int64) {
+// observeCommand records one command's duration under its registry name;
+// cmd identifies the command (its registry entry), so that the histogram
+// is resolved once per command.
+func (nm *nodeMetrics) observeCommand(cmd any, name string, since int64) {
 	nm.observeCommands(cmd, name, since, 1)
 }
 
 // observeCommands records count commands that ran together (a blind SET
 // group) and took the time since since (a monotime).
-func (nm *nodeMetrics) observeCommands(cmd *command, name string, since int64, count int) {
+func (nm *nodeMetrics) observeCommands(cmd any, name string, since int64, count int) {
 	o, ok := nm.byCommand.Load(cmd)
 	if !ok {
 		o, _ = nm.byCommand.LoadOrStore(cmd, nm.commandLatency.WithLabelValues(name))

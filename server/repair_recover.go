@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -213,7 +212,7 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 			metaOnly = append(metaOnly, key)
 		}
 	}
-	if err := n.rehomePacked(ctx, m, stripeKeys, stripePicks); err != nil {
+	if err := n.rehomePacked(ctx, m, packedObjects(stripeKeys, stripePicks)); err != nil {
 		return err
 	}
 	n.stripes.Defer(sh, rec)
@@ -551,25 +550,6 @@ func (n *Node) onListPieces(b []byte) ([]byte, error) {
 		return true
 	})
 	return out.encode(nil), nil
-}
-
-// parsePieceKey reads what storeKey (or dirKey) wrote, and the
-// piece kind.
-func parsePieceKey(k []byte) (peer.PieceRef, uint8, bool) {
-	if len(k) < 3 || k[2] > pieceKindDirectory {
-		return peer.PieceRef{}, 0, false
-	}
-	kind := k[2]
-	r := peer.PieceRef{Scheme: binary.BigEndian.Uint16(k), Versioned: kind == pieceKindShard}
-	k = k[3:]
-	if r.Versioned {
-		if len(k) < 8 {
-			return peer.PieceRef{}, 0, false
-		}
-		r.Version, k = binary.BigEndian.Uint64(k), k[8:]
-	}
-	r.Key = k
-	return r, kind, true
 }
 
 // lostReport describes a key none of whose versions can be read: its newest

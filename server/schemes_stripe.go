@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 
 	"github.com/memgest/memgest/cluster"
@@ -46,7 +44,7 @@ func (h stripeHost) LoseRange(first, last int, k kind.LostKey) {
 
 func (h stripeHost) Rehome(ctx context.Context, m *cluster.Map, objects map[uint16][]stripe.Object) error {
 	keys, picks := newestLive(h.n.schemes(m), packedCandidates(objects))
-	return h.n.rehomePacked(ctx, m, keys, picks)
+	return h.n.rehomePacked(ctx, m, packedObjects(keys, picks))
 }
 
 // stripeFrame is the peer frame type of a stripe engine message.
@@ -89,6 +87,16 @@ func packedCandidates(objects map[uint16][]stripe.Object) map[string][]*candidat
 	return out
 }
 
+// packedObjects are the objects of keys at the versions picks chose,
+// for rehomePacked.
+func packedObjects(keys []string, picks []*candidate) []packedObject {
+	out := make([]packedObject, len(keys))
+	for i, c := range picks {
+		out[i] = packedObject{key: keys[i], value: c.value, version: c.version, expireAt: c.expireAt, scheme: c.scheme}
+	}
+	return out
+}
+
 // newestLive picks each key's newest candidate (newestReadable), leaving
 // out expired ones.
 func newestLive(t *schemeTable, cands map[string][]*candidate) ([]string, []*candidate) {
@@ -102,66 +110,4 @@ func newestLive(t *schemeTable, cands map[string][]*candidate) ([]string, []*can
 		}
 	}
 	return keys, picks
-}
-
-// rehomeBatch is how many recovered stripe keys go to the parity holders
-// together.
-const rehomeBatch = 256
-
-// rehomePacked stores recovered stripe keys as this node's own, a batch
-// at a time: each object, at the version recovery chose, is appended to
-// one of this node's chunks, the batch's updates go to the parity holders
-// together (one frame per holder, not one per key: recovering 33 000 keys
-// one by one took 8 s), and each key then commits. A batch that is not
-// acknowledged is undone and fails the recovery, which starts again.
-func (n *Coordinator) rehomePacked(ctx context.Context, m *cluster.Map, keys []string, picks []*candidate) error {
-	for start := 0; start < len(keys); start += rehomeBatch {
-		end := min(start+rehomeBatch, len(keys))
-		ops := make([]*writeOp, 0, end-start)
-		var batch packedBatch
-		var err error
-		for i := start; i < end && err == nil; i++ {
-			c := picks[i]
-			entry, ok := m.SchemeByID(c.scheme)
-			if !ok {
-				err = fmt.Errorf("server: recovering %q: unknown scheme id %d", keys[i], c.scheme)
-				break
-			}
-			n.clock.observe(c.version)
-			op := &writeOp{key: []byte(keys[i]), value: c.value, expireAt: c.expireAt, entry: entry}
-			p, packed := op.packedOf(n)
-			if !packed {
-				err = fmt.Errorf("server: recovering %q: scheme %s keeps no chunks", keys[i], entry.Name())
-				break
-			}
-			if err = batch.add(ctx, p, op, c.version, len(ops)); err == nil {
-				ops = append(ops, op)
-			}
-		}
-		errs := make([]error, len(ops))
-		if err == nil {
-			batch.send(ctx, errs)
-			err = errors.Join(errs...)
-		}
-		if err != nil {
-			for _, op := range ops {
-				n.abortStaged(op)
-			}
-			return fmt.Errorf("server: recovering stripe keys: %w", err)
-		}
-		for i, op := range ops {
-			s := n.inflight.shard(op.key)
-			s.mu.Lock()
-			_, err := n.commitPackedLocked(op, picks[start+i].version)
-			s.mu.Unlock()
-			n.sendRemovalsLater(op)
-			if err != nil {
-				for _, rest := range ops[i+1:] {
-					n.abortStaged(rest)
-				}
-				return err
-			}
-		}
-	}
-	return nil
 }

@@ -1,0 +1,100 @@
+package server
+
+import (
+	"context"
+	"hash/maphash"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/server/resp"
+)
+
+// setGroup gathers the plain SETs of a pipeline whose keys this node
+// coordinates, to be written together by writeBlind. The pipeline flushes
+// it before any command that must see those writes: a command on one of its
+// keys, a session command, or the end of the pipeline.
+type setGroup struct {
+	writes []blindWrite
+	at     []int               // each write's position in the pipeline
+	keys   map[uint64]struct{} // hashes of the keys: a collision only flushes early
+}
+
+// groupSeed hashes the keys of setGroups.
+var groupSeed = maphash.MakeSeed()
+
+// setSpec is SET's command spec, recorded as the connection's last command.
+var setSpec, _ = resp.Lookup([]byte("set"))
+
+// maxSetGroup bounds a group, so a very long pipeline is acknowledged to
+// its peers in pieces of reasonable size.
+const maxSetGroup = 256
+
+// joins says whether the pipelined command p (args) can join the group: a
+// plain SET, authenticated, of an acceptable key and value that this node
+// coordinates in a formed cluster. Anything else runs the usual way.
+func (n *Node) joins(cs *connState, p parsed, args [][]byte) bool {
+	if !cs.authed || p.spec == nil || p.spec.Name != "set" || len(args) != 3 ||
+		len(args[1]) > MaxKeySize || int64(len(args[2])) > n.cfg.MaxValueSize {
+		return false
+	}
+	m := n.ctl.Map()
+	c, ok := m.Coordinator(keyslot.Of(args[1]))
+	if m.State != cluster.OK || !ok || c.ID != n.id {
+		return false
+	}
+	_, refused := n.refuseKeys(m, args[1:2])
+	// A refused SET runs the usual way, to get its error; so does one
+	// whose key recovery has yet to restore.
+	return !refused && !n.stripes.KeyPending(m, args[1])
+}
+
+func (g *setGroup) has(key []byte) bool {
+	_, ok := g.keys[maphash.Bytes(groupSeed, key)]
+	return ok
+}
+
+func (g *setGroup) add(at int, key, value []byte) {
+	if g.keys == nil {
+		g.keys = make(map[uint64]struct{})
+	}
+	g.keys[maphash.Bytes(groupSeed, key)] = struct{}{}
+	g.writes = append(g.writes, blindWrite{key: key, value: value})
+	g.at = append(g.at, at)
+}
+
+// touches says whether any of keys is in the group.
+func (g *setGroup) touches(keys [][]byte) bool {
+	for _, k := range keys {
+		if g.has(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// flush writes the group and files each SET's reply.
+func (g *setGroup) flush(n *Node, ctx context.Context, cs *connState, replies []resp.Reply) {
+	if len(g.writes) == 0 {
+		return
+	}
+	start := monotime()
+	a := n.takeAuthority()
+	ok := errFenced // lapsed since the SETs joined: none runs
+	if a.ok {
+		n.writeBlind(ctx, g.writes, start)
+		ok = n.withinLease(ctx, a, false, resp.OK()) // one check after every write ended covers them all
+	}
+	n.metrics.observeCommands(commands["set"], "set", start, len(g.writes))
+	cs.lastCmd.Store(setSpec)
+	n.stats.commands.Add(int64(len(g.writes)))
+	for i, w := range g.writes {
+		if w.err != nil {
+			replies[g.at[i]] = errReply(w.err)
+		} else {
+			replies[g.at[i]] = ok
+		}
+	}
+	clear(g.writes)
+	g.writes, g.at = g.writes[:0], g.at[:0]
+	clear(g.keys)
+}

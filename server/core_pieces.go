@@ -1,0 +1,26 @@
+package server
+
+import (
+	"encoding/binary"
+
+	"github.com/memgest/memgest/server/peer"
+)
+
+// parsePieceKey reads what storeKey (or dirKey) wrote, and the
+// piece kind.
+func parsePieceKey(k []byte) (peer.PieceRef, uint8, bool) {
+	if len(k) < 3 || k[2] > pieceKindDirectory {
+		return peer.PieceRef{}, 0, false
+	}
+	kind := k[2]
+	r := peer.PieceRef{Scheme: binary.BigEndian.Uint16(k), Versioned: kind == pieceKindShard}
+	k = k[3:]
+	if r.Versioned {
+		if len(k) < 8 {
+			return peer.PieceRef{}, 0, false
+		}
+		r.Version, k = binary.BigEndian.Uint64(k), k[8:]
+	}
+	r.Key = k
+	return r, kind, true
+}

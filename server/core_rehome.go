@@ -1,0 +1,81 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/memgest/memgest/cluster"
+)
+
+// packedObject is one object recovery re-homes into this node's packed
+// schemes: a key at the version recovery chose for it.
+type packedObject struct {
+	key      string
+	value    []byte
+	version  uint64
+	expireAt int64
+	scheme   uint16 // its scheme's id
+}
+
+// rehomeBatch is how many recovered stripe keys go to the parity holders
+// together.
+const rehomeBatch = 256
+
+// rehomePacked stores recovered stripe objects as this node's own, a batch
+// at a time: each object, at the version recovery chose, is appended to
+// one of this node's chunks, the batch's updates go to the parity holders
+// together (one frame per holder, not one per key: recovering 33 000 keys
+// one by one took 8 s), and each key then commits. A batch that is not
+// acknowledged is undone and fails the recovery, which starts again.
+func (n *Coordinator) rehomePacked(ctx context.Context, m *cluster.Map, objs []packedObject) error {
+	for start := 0; start < len(objs); start += rehomeBatch {
+		end := min(start+rehomeBatch, len(objs))
+		ops := make([]*writeOp, 0, end-start)
+		var batch packedBatch
+		var err error
+		for i := start; i < end && err == nil; i++ {
+			c := objs[i]
+			entry, ok := m.SchemeByID(c.scheme)
+			if !ok {
+				err = fmt.Errorf("server: recovering %q: unknown scheme id %d", c.key, c.scheme)
+				break
+			}
+			n.clock.observe(c.version)
+			op := &writeOp{key: []byte(c.key), value: c.value, expireAt: c.expireAt, entry: entry}
+			p, packed := op.packedOf(n)
+			if !packed {
+				err = fmt.Errorf("server: recovering %q: scheme %s keeps no chunks", c.key, entry.Name())
+				break
+			}
+			if err = batch.add(ctx, p, op, c.version, len(ops)); err == nil {
+				ops = append(ops, op)
+			}
+		}
+		errs := make([]error, len(ops))
+		if err == nil {
+			batch.send(ctx, errs)
+			err = errors.Join(errs...)
+		}
+		if err != nil {
+			for _, op := range ops {
+				n.abortStaged(op)
+			}
+			return fmt.Errorf("server: recovering stripe keys: %w", err)
+		}
+		for i, op := range ops {
+			s := n.inflight.shard(op.key)
+			s.mu.Lock()
+			_, err := n.commitPackedLocked(op, objs[start+i].version)
+			s.mu.Unlock()
+			n.sendRemovalsLater(op)
+			if err != nil {
+				for _, rest := range ops[i+1:] {
+					n.abortStaged(rest)
+				}
+				return err
+			}
+		}
+	}
+	return nil
+}
