@@ -21,13 +21,13 @@ import (
 // false for a joining node without a password of its own that has not
 // heard from the cluster yet: it cannot tell whether a password applies.
 func (n *Node) clientPassword() (p *cluster.Password, known bool) {
-	if m := n.ctl.Map(); m.Expect != 0 {
+	if m := n.Ctl.Map(); m.Expect != 0 {
 		return m.Password, true
 	}
 	if n.ownPassword != nil {
 		return n.ownPassword, true
 	}
-	return nil, n.cfg.Join == ""
+	return nil, n.Cfg.Join == ""
 }
 
 // authRequired says whether a new connection must AUTH before anything else.
@@ -69,7 +69,7 @@ func (n *Node) authenticate(cs *connState, user, pass string) resp.Reply {
 	case p == nil:
 		return resp.Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 	case user != "default" || !p.Matches(pass):
-		n.metrics.authFailed(authClient)
+		n.Metrics.AuthFailed(AuthClient)
 		return resp.Err("WRONGPASS invalid username-password pair or user is disabled.")
 	}
 	cs.authed = true
@@ -80,14 +80,14 @@ func (n *Node) authenticate(cs *connState, user, pass string) resp.Reply {
 // cluster's: once the map is in, every node enforces the map's password, and
 // one given another would mislead whoever configured it.
 func (n *Node) checkOwnPassword(ctx context.Context) {
-	if n.cfg.RequirePass == "" {
+	if n.Cfg.RequirePass == "" {
 		return
 	}
-	m, err := n.ctl.WaitEpoch(ctx, 1)
+	m, err := n.Ctl.WaitEpoch(ctx, 1)
 	if err != nil {
 		return // closing
 	}
-	if m.Password == nil || !m.Password.Matches(n.cfg.RequirePass) {
+	if m.Password == nil || !m.Password.Matches(n.Cfg.RequirePass) {
 		n.failWith(fmt.Errorf("server: --requirepass is not the cluster's password (set by its founding node or CONFIG SET requirepass); " +
 			"start this node without --requirepass to use the cluster's, or change the cluster's with CONFIG SET requirepass"))
 	}
@@ -116,7 +116,7 @@ func (n *Node) setPassword(ctx context.Context, pass string) resp.Reply {
 			return errReply(err)
 		}
 	}
-	if _, err := n.propose(ctx, cluster.SetPassword{Password: p}); err != nil {
+	if _, err := n.Propose(ctx, cluster.SetPassword{Password: p}); err != nil {
 		return errReply(err)
 	}
 	return resp.OK()

@@ -68,15 +68,15 @@ func (p *authorityPeer) frames() []uint64 {
 
 // leasedNode is a node with a fresh lease under m, enough to send frames.
 func leasedNode(t *testing.T, m *cluster.Map) *Node {
-	n := &Node{Coordinator: &Coordinator{cfg: Config{PeerTimeout: 2 * time.Second}, ctl: control.NewStatic(m), peers: transport.NewPool(), metrics: newNodeMetrics(),
-		started: time.Now(), log: slog.New(slog.DiscardHandler), leases: transport.NewPool()}}
-	t.Cleanup(func() { n.peers.Close(); n.leases.Close() })
-	n.stripes = stripe.NewEngine(stripeHost{n}, stripe.Config{PeerTimeout: n.cfg.PeerTimeout}, n.log)
-	n.kinds, n.packedHeld = kindsFor(n.stripes), n.stripes.InUse
-	n.router = n.newRouter()
-	n.router.Maps = n.ctl
-	n.lease.until.Store(n.monoNow() + int64(time.Hour))
-	n.lease.fresh.Store(true) // fence() then wipes nothing
+	n := &Node{Coordinator: &Coordinator{Cfg: Config{PeerTimeout: 2 * time.Second}, Ctl: control.NewStatic(m), Peers: transport.NewPool(), Metrics: newNodeMetrics(),
+		Started: time.Now(), Log: slog.New(slog.DiscardHandler), Leases: transport.NewPool()}}
+	t.Cleanup(func() { n.Peers.Close(); n.Leases.Close() })
+	n.stripes = stripe.NewEngine(stripeHost{n}, stripe.Config{PeerTimeout: n.Cfg.PeerTimeout}, n.Log)
+	n.Kinds, n.PackedHeld = kindsFor(n.stripes), n.stripes.InUse
+	n.Router = n.newRouter()
+	n.Router.Maps = n.Ctl
+	n.Lease.until.Store(n.MonoNow() + int64(time.Hour))
+	n.Lease.Fresh.Store(true) // fence() then wipes nothing
 	return n
 }
 
@@ -97,19 +97,19 @@ func TestAuthorityFramesKeepTheirEpoch(t *testing.T) {
 	}{
 		{"pieces, lease held", peer.MsgPutPieces, func(*Node) {}, true},
 		{"pieces, fenced", peer.MsgPutPieces, func(n *Node) { n.fence() }, false},
-		{"release, lease lapsed", peer.MsgDelPiece, func(n *Node) { n.lease.until.Store(0) }, false},
-		{"directory, fenced and readmitted", peer.MsgDirectory, func(n *Node) { n.fence(); n.accepted(n.monoNow()) }, false},
-		{"forwarded command, lease lapsed", peer.MsgForward, func(n *Node) { n.lease.until.Store(0) }, true},
+		{"release, lease lapsed", peer.MsgDelPiece, func(n *Node) { n.Lease.until.Store(0) }, false},
+		{"directory, fenced and readmitted", peer.MsgDirectory, func(n *Node) { n.fence(); n.accepted(n.MonoNow()) }, false},
+		{"forwarded command, lease lapsed", peer.MsgForward, func(n *Node) { n.Lease.until.Store(0) }, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var n *Node
 			other := startAuthorityPeer(t, next.Epoch, func() {
 				tc.between(n)
-				n.ctl.Publish(next) // the sender catches up
+				n.Ctl.Publish(next) // the sender catches up
 			})
 			n = leasedNode(t, base)
-			_, err := n.call(context.Background(), cluster.Node{PeerAddr: other.addr}, tc.typ, nil)
+			_, err := n.Call(context.Background(), cluster.Node{PeerAddr: other.addr}, tc.typ, nil)
 			got := other.frames()
 			if tc.resent {
 				if err != nil || len(got) != 2 || got[1] != next.Epoch {
@@ -130,9 +130,9 @@ func TestCallEachSendsNoAuthorityWithoutALease(t *testing.T) {
 	m := testMap(t, 3)
 	other := startAuthorityPeer(t, 0, func() {})
 	n := leasedNode(t, m)
-	n.lease.until.Store(0)
+	n.Lease.until.Store(0)
 	to := cluster.Node{ID: "peer", PeerAddr: other.addr}
-	_, errs := n.callEach(context.Background(), []peerReq{{node: to, typ: peer.MsgPutPieces}, {node: to, typ: peer.MsgStats}})
+	_, errs := n.CallEach(context.Background(), []PeerReq{{Node: to, Typ: peer.MsgPutPieces}, {Node: to, Typ: peer.MsgStats}})
 	if !errors.Is(errs[0], errLeaseGone) || errs[1] != nil {
 		t.Fatalf("errors %v", errs)
 	}
@@ -147,9 +147,9 @@ func TestCallEachSendsNoAuthorityWithoutALease(t *testing.T) {
 func TestDirectoryRequeueUnderALapsedLease(t *testing.T) {
 	n := leasedNode(t, testMap(t, 6))
 	n.directory.wake = make(chan struct{}, 1)
-	n.lease.until.Store(0) // lapsed, not fenced
-	batch := []dirEntry{{Key: []byte("a"), Scheme: 1, Version: 1}, {Key: []byte("b"), Scheme: 1, Version: 2}}
-	take := func() ([]dirEntry, uint64) {
+	n.Lease.until.Store(0) // lapsed, not fenced
+	batch := []DirEntry{{Key: []byte("a"), Scheme: 1, Version: 1}, {Key: []byte("b"), Scheme: 1, Version: 2}}
+	take := func() ([]DirEntry, uint64) {
 		d := &n.directory
 		d.mu.Lock()
 		defer d.mu.Unlock()
@@ -169,13 +169,13 @@ func TestDirectoryRequeueUnderALapsedLease(t *testing.T) {
 	if q, _ := take(); len(q) != 0 {
 		t.Fatalf("%d entries still queued after a fence", len(q))
 	}
-	n.accepted(n.monoNow()) // readmitted, leased again
+	n.accepted(n.MonoNow()) // readmitted, leased again
 	n.sendDirectory(batch, 0)
 	if q, _ := take(); len(q) != 0 {
 		t.Fatalf("entries decided before the fence were queued again after it: %d", len(q))
 	}
-	if _, errs := n.callEachSince(context.Background(),
-		[]peerReq{{node: n.ctl.Map().Nodes[1], typ: peer.MsgDirectory}}, 0); !errors.Is(errs[0], errLeaseGone) {
+	if _, errs := n.CallEachSince(context.Background(),
+		[]PeerReq{{Node: n.Ctl.Map().Nodes[1], Typ: peer.MsgDirectory}}, 0); !errors.Is(errs[0], errLeaseGone) {
 		t.Fatalf("a directory frame decided before the fence: %v, want errLeaseGone", errs[0])
 	}
 }

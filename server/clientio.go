@@ -59,7 +59,7 @@ func (s *clientServer) serve() {
 				return
 			}
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			s.n.log.Warn("accepting a client", "err", err, "retry_in", backoff)
+			s.n.Log.Warn("accepting a client", "err", err, "retry_in", backoff)
 			time.Sleep(backoff)
 			continue
 		}
@@ -93,7 +93,7 @@ func (s *clientServer) track(c net.Conn) admission {
 	switch {
 	case s.done:
 		return closing
-	case len(s.conns) >= s.n.cfg.MaxClients:
+	case len(s.conns) >= s.n.Cfg.MaxClients:
 		return overLimit
 	}
 	s.conns[c] = struct{}{}
@@ -104,9 +104,9 @@ func (s *clientServer) track(c net.Conn) admission {
 // it as Redis's rejected_connections does. The deadline bounds how long
 // a client that does not read can hold the goroutine.
 func (s *clientServer) refuse(c net.Conn) {
-	s.n.stats.rejectedConns.Add(1)
-	s.n.metrics.rejectedConns.Inc()
-	s.n.log.Debug("client refused: maxclients reached", "client", c.RemoteAddr().String(), "maxclients", s.n.cfg.MaxClients)
+	s.n.Stats.RejectedConns.Add(1)
+	s.n.Metrics.RejectedConns.Inc()
+	s.n.Log.Debug("client refused: maxclients reached", "client", c.RemoteAddr().String(), "maxclients", s.n.Cfg.MaxClients)
 	_ = c.SetDeadline(time.Now().Add(time.Second))
 	_, _ = c.Write([]byte(errMaxClients))
 	_ = c.Close()
@@ -158,14 +158,14 @@ func (n *Node) serveClient(c net.Conn) {
 		return
 	}
 	defer n.clients.remove(cs)
-	rd := requestReader{conn: c, maxBulk: n.cfg.MaxValueSize, maxArgs: int64(n.cfg.MaxArgs)}
+	rd := requestReader{conn: c, maxBulk: n.Cfg.MaxValueSize, maxArgs: int64(n.Cfg.MaxArgs)}
 	for {
 		cmds, err := rd.readPipeline(cs.pipe.cmds[:0], !cs.authed)
 		if err != nil {
 			var bad *resp.RequestError
 			if errors.As(err, &bad) {
 				_, _ = c.Write([]byte("-ERR " + bad.Error() + "\r\n"))
-				n.log.Debug("client protocol error", "client", cs.addr, "err", bad.Msg)
+				n.Log.Debug("client protocol error", "client", cs.addr, "err", bad.Msg)
 			}
 			return
 		}

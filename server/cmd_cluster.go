@@ -24,18 +24,18 @@ func init() {
 func cmdOK(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply { return resp.OK() }
 
 func cmdCluster(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	m := n.ctl.Map()
+	m := n.Ctl.Map()
 	switch sub := strings.ToUpper(string(args[1])); sub {
 	case "SLOTS":
 		return clusterSlots(m)
 	case "SHARDS":
 		return clusterShards(m)
 	case "NODES":
-		return resp.Verbatim("txt", clusterNodes(m, n.id))
+		return resp.Verbatim("txt", clusterNodes(m, n.NodeID))
 	case "INFO":
-		return resp.Verbatim("txt", clusterInfo(m, n.id))
+		return resp.Verbatim("txt", clusterInfo(m, n.NodeID))
 	case "MYID":
-		return resp.BulkString(string(n.id))
+		return resp.BulkString(string(n.NodeID))
 	case "KEYSLOT":
 		if len(args) != 3 {
 			return resp.Err("ERR wrong number of arguments for 'cluster|keyslot' command")

@@ -19,7 +19,7 @@ import (
 // FAILPOINT and DEBUG LINK inject faults in binaries built with the
 // failpoints tag (internal/faults); others refuse them.
 func cmdDebug(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	if !n.cfg.EnableDebugCommand {
+	if !n.Cfg.EnableDebugCommand {
 		return resp.Err("ERR DEBUG command not allowed: start the node with --enable-debug-command")
 	}
 	switch sub := strings.ToUpper(string(args[1])); {
@@ -57,14 +57,14 @@ func cmdDebug(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.R
 // index] entry per piece this node holds (directory entries excluded), for
 // tests and operators looking for garbage.
 func (n *Node) listOwnPieces() resp.Reply {
-	m := n.ctl.Map()
-	kinds := [...]string{pieceKindReplica: "replica", pieceKindShard: "shard", pieceKindDirectory: "directory"}
+	m := n.Ctl.Map()
+	kinds := [...]string{PieceKindReplica: "replica", PieceKindShard: "shard", PieceKindDirectory: "directory"}
 	var out []resp.Reply
 	var cursor uint64
 	for {
-		cursor = n.pieces.Scan(cursor, 1024, func(k []byte, meta store.Meta) bool {
-			ref, kind, ok := parsePieceKey(k)
-			if !ok || kind == pieceKindDirectory {
+		cursor = n.Pieces.Scan(cursor, 1024, func(k []byte, meta store.Meta) bool {
+			ref, kind, ok := ParsePieceKey(k)
+			if !ok || kind == PieceKindDirectory {
 				return true
 			}
 			name := strconv.Itoa(int(ref.Scheme))
@@ -102,18 +102,18 @@ func (n *Node) flipCopies(key []byte) int {
 			flipped++
 		}
 	}
-	flip(n.primary, key)
+	flip(n.Primary, key)
 	var cursor uint64
 	for {
 		var match [][]byte
-		cursor = n.pieces.Scan(cursor, 1024, func(k []byte, _ store.Meta) bool {
-			if ref, _, ok := parsePieceKey(k); ok && string(ref.Key) == string(key) {
+		cursor = n.Pieces.Scan(cursor, 1024, func(k []byte, _ store.Meta) bool {
+			if ref, _, ok := ParsePieceKey(k); ok && string(ref.Key) == string(key) {
 				match = append(match, append([]byte(nil), k...))
 			}
 			return true
 		})
 		for _, k := range match {
-			flip(n.pieces, k)
+			flip(n.Pieces, k)
 		}
 		if cursor == 0 {
 			return flipped

@@ -78,9 +78,9 @@ func (n *Node) executeParsed(ctx context.Context, cs *connState, args [][]byte, 
 			return r
 		}
 	}
-	start := monotime()
+	start := Monotime()
 	r := n.dispatch(ctx, cs, cmd, args, p)
-	n.metrics.observeCommand(cmd, name, start)
+	n.Metrics.ObserveCommand(cmd, name, start)
 	return r
 }
 
@@ -89,8 +89,8 @@ func (n *Node) executeParsed(ctx context.Context, cs *connState, args [][]byte, 
 func (n *Node) dispatch(ctx context.Context, cs *connState, cmd *command, args [][]byte, p parsed) resp.Reply {
 	spec, keys := p.spec, p.keys
 	cs.lastCmd.Store(spec)
-	n.stats.commands.Add(1)
-	if len(args) > n.cfg.MaxArgs {
+	n.Stats.Commands.Add(1)
+	if len(args) > n.Cfg.MaxArgs {
 		return resp.Err("ERR too many arguments")
 	}
 	if len(keys) > 0 {
@@ -99,7 +99,7 @@ func (n *Node) dispatch(ctx context.Context, cs *connState, cmd *command, args [
 				return resp.Errorf("ERR memgest: key of %d bytes exceeds the %d-byte limit", len(k), MaxKeySize)
 			}
 		}
-		if r, refused := n.refuseKeys(n.ctl.Map(), keys); refused {
+		if r, refused := n.refuseKeys(n.Ctl.Map(), keys); refused {
 			return r
 		}
 		if err := n.stripes.RestoreKeys(ctx, keys); err != nil {
@@ -136,7 +136,7 @@ func topName(spec *resp.CommandSpec) string {
 
 // clusterDown answers -CLUSTERDOWN while the cluster is still forming.
 func (n *Node) clusterDown() (resp.Reply, bool) {
-	m := n.ctl.Map()
+	m := n.Ctl.Map()
 	if m.State == cluster.OK {
 		return resp.Reply{}, false
 	}
@@ -149,7 +149,7 @@ func (n *Node) route(ctx context.Context, cs *connState, cmd *command, spec *res
 	if r, down := n.clusterDown(); down {
 		return r
 	}
-	m := n.ctl.Map()
+	m := n.Ctl.Map()
 	owner, slot, single := coordinatorOf(m, keys)
 	if !single {
 		if cmd.fanout == nil {
@@ -157,13 +157,13 @@ func (n *Node) route(ctx context.Context, cs *connState, cmd *command, spec *res
 		}
 		return cmd.fanout(n, ctx, cs, args)
 	}
-	if owner.ID == n.id {
+	if owner.ID == n.NodeID {
 		return n.coordinate(ctx, cs, cmd, args, spec)
 	}
 	if cs.forwarded {
 		return resp.Errorf("MOVED %d %s", slot, owner.ClientAddr)
 	}
-	if n.cfg.Redirect {
+	if n.Cfg.Redirect {
 		return resp.Errorf("MOVED %d %s", slot, owner.ClientAddr)
 	}
 	return n.forward(ctx, cs, owner, args)
@@ -173,11 +173,11 @@ func (n *Node) route(ctx context.Context, cs *connState, cmd *command, spec *res
 // its lease (withinLease); a read-only command (the command table's
 // readonly flag) is a read there.
 func (n *Node) coordinate(ctx context.Context, cs *connState, cmd *command, args [][]byte, spec *resp.CommandSpec) resp.Reply {
-	a := n.takeAuthority()
-	if !a.ok {
+	a := n.TakeAuthority()
+	if !a.Ok {
 		return errFenced // lapsed since refuseKeys: nothing ran
 	}
-	return n.withinLease(ctx, a, spec.Has(resp.FlagReadOnly), cmd.run(n, ctx, cs, args))
+	return n.WithinLease(ctx, a, spec.Has(resp.FlagReadOnly), cmd.run(n, ctx, cs, args))
 }
 
 // coordinatorOf returns the common coordinator of keys, or single=false.
@@ -204,7 +204,7 @@ func coordinatorOf(m *cluster.Map, keys [][]byte) (owner cluster.Node, slot int,
 // themselves, which would apply an INCR twice.
 func (n *Node) forward(ctx context.Context, cs *connState, owner cluster.Node, args [][]byte) resp.Reply {
 	payload, tail := forwardReq{Proto: cs.proto, Args: args}.spool()
-	out, err := n.callUnder(ctx, peerReq{node: owner, typ: peer.MsgForward, payload: payload, tail: tail}, nil)
+	out, err := n.CallUnder(ctx, PeerReq{Node: owner, Typ: peer.MsgForward, Payload: payload, Tail: tail}, nil)
 	if errors.Is(err, transport.ErrNotSent) {
 		// Safe to retry: the coordinator never saw the command.
 		return resp.Errorf("TRYAGAIN memgest: coordinator %s unreachable; the command was not sent: %v", owner.ClientAddr, err)
@@ -216,13 +216,13 @@ func (n *Node) forward(ctx context.Context, cs *connState, owner cluster.Node, a
 	if err != nil {
 		return resp.Errorf("ERR bad reply from coordinator %s: %v", owner.ClientAddr, err)
 	}
-	n.stats.forwarded.Add(1)
+	n.Stats.Forwarded.Add(1)
 	return r
 }
 
 // runOn executes args on node (locally or forwarded) for fan-out commands.
 func (n *Node) runOn(ctx context.Context, cs *connState, node cluster.Node, args [][]byte) resp.Reply {
-	if node.ID == n.id {
+	if node.ID == n.NodeID {
 		return n.execute(ctx, cs.sub(), args)
 	}
 	return n.forward(ctx, cs, node, args)

@@ -45,7 +45,7 @@ func (n *Node) runForwarded(b []byte) (head, body []byte, err error) {
 	}
 	// Finish (or give up) before the forwarding node stops waiting
 	// (callUnder).
-	budget := n.cfg.PeerTimeout*4/5 + transferTime(forwardWork*len(b))
+	budget := n.Cfg.PeerTimeout*4/5 + TransferTime(ForwardWork*len(b))
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	cs := &connState{proto: f.Proto, authed: true, forwarded: true}
@@ -58,7 +58,7 @@ func (n *Node) onScan(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.PeerTimeout*4/5)
+	ctx, cancel := context.WithTimeout(context.Background(), n.Cfg.PeerTimeout*4/5)
 	defer cancel()
 	if err := n.stripes.RestoreAll(ctx); err != nil {
 		return nil, err

@@ -42,12 +42,12 @@ func cmdDel(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Rep
 // deletion whose redundancy is released before it is acknowledged.
 func (n *Node) del(ctx context.Context, key []byte) (bool, error) {
 	var existed bool
-	err := n.rmwMeta(ctx, key, func(cur current) (*writeOp, error) {
-		existed = cur.exists
-		if !cur.exists {
+	err := n.RMWMeta(ctx, key, func(cur Current) (*WriteOp, error) {
+		existed = cur.Exists
+		if !cur.Exists {
 			return nil, nil
 		}
-		return &writeOp{key: key, del: true, entry: cur.entry}, nil
+		return &WriteOp{Key: key, Del: true, Entry: cur.Entry}, nil
 	})
 	return existed, err
 }
@@ -55,7 +55,7 @@ func (n *Node) del(ctx context.Context, key []byte) (bool, error) {
 func cmdExists(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	var count int64
 	for _, key := range args[1:] {
-		if cur, _ := n.metaCommitted(ctx, key); cur.exists {
+		if cur, _ := n.MetaCommitted(ctx, key); cur.Exists {
 			count++
 		}
 	}
@@ -76,8 +76,8 @@ func fanCount(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.R
 }
 
 func cmdType(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	meta, ok := n.keyMeta(args[1])
-	if !ok || (meta.ExpireAt != 0 && meta.ExpireAt <= nowMs()) {
+	meta, ok := n.KeyMeta(args[1])
+	if !ok || (meta.ExpireAt != 0 && meta.ExpireAt <= NowMs()) {
 		return resp.Simple("none")
 	}
 	return resp.Simple("string")
@@ -86,7 +86,7 @@ func cmdType(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Re
 // cmdExpire is EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT with Redis 7's NX,
 // XX, GT and LT conditions (the parser reads the unit from the name).
 func cmdExpire(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	now := nowMs()
+	now := NowMs()
 	a, bad := resp.ParseExpire(args, now)
 	if bad.IsError() {
 		return bad
@@ -96,12 +96,12 @@ func cmdExpire(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.
 		at = now
 	}
 	var set bool
-	err := n.rmw(ctx, args[1], func(cur current) (*writeOp, error) {
-		set = cur.exists && expireAllowed(a, cur.meta.ExpireAt, at)
+	err := n.RMW(ctx, args[1], func(cur Current) (*WriteOp, error) {
+		set = cur.Exists && expireAllowed(a, cur.Meta.ExpireAt, at)
 		if !set {
 			return nil, nil
 		}
-		return n.retimeOp(cur, args[1], at), nil
+		return n.RetimeOp(cur, args[1], at), nil
 	})
 	if err != nil {
 		return errReply(err)
@@ -127,8 +127,8 @@ func expireAllowed(a resp.ExpireArgs, current, next int64) bool {
 
 func ttlCmd(unit int64) handler {
 	return func(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-		meta, ok := n.keyMeta(args[1])
-		now := nowMs()
+		meta, ok := n.KeyMeta(args[1])
+		now := NowMs()
 		switch {
 		case !ok || (meta.ExpireAt != 0 && meta.ExpireAt <= now):
 			return resp.Int(-2)
@@ -142,12 +142,12 @@ func ttlCmd(unit int64) handler {
 
 func cmdPersist(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	var changed bool
-	err := n.rmw(ctx, args[1], func(cur current) (*writeOp, error) {
-		changed = cur.exists && cur.meta.ExpireAt != 0
+	err := n.RMW(ctx, args[1], func(cur Current) (*WriteOp, error) {
+		changed = cur.Exists && cur.Meta.ExpireAt != 0
 		if !changed {
 			return nil, nil
 		}
-		return n.retimeOp(cur, args[1], 0), nil
+		return n.RetimeOp(cur, args[1], 0), nil
 	})
 	if err != nil {
 		return errReply(err)

@@ -46,7 +46,7 @@ func keyspaceCommand(parse func(args [][]byte) (bool, resp.Reply), node, whole f
 
 // dbsizeNode is DBSIZE: the node's records and stripe objects.
 func (n *Node) dbsizeNode(context.Context) resp.Reply {
-	return resp.Int(int64(n.primary.Len() + n.stripes.Keys()))
+	return resp.Int(int64(n.Primary.Len() + n.stripes.Keys()))
 }
 
 // dbsizeCluster is DBSIZE CLUSTER: the keys of every live node.
@@ -73,14 +73,14 @@ func (n *Node) flushNode(ctx context.Context) resp.Reply {
 // flushCluster is FLUSHALL CLUSTER: every live node drops every record and
 // piece it holds at once (flushLocal), without the write path.
 func (n *Node) flushCluster(ctx context.Context) resp.Reply {
-	for _, node := range n.ctl.Map().Nodes {
+	for _, node := range n.Ctl.Map().Nodes {
 		switch {
 		case node.State == cluster.Failed || node.State == cluster.Left:
 			continue // it holds nothing that counts, and wipes itself to rejoin
-		case node.ID == n.id:
+		case node.ID == n.NodeID:
 			n.flushLocal()
 		default:
-			if _, err := n.call(ctx, node, peer.MsgFlush, nil); err != nil {
+			if _, err := n.Call(ctx, node, peer.MsgFlush, nil); err != nil {
 				return errReply(err)
 			}
 		}
@@ -94,13 +94,13 @@ func (n *Node) flushCluster(ctx context.Context) resp.Reply {
 // Otherwise it first restores the stripe chunks recoveries deferred, whose
 // keys count.
 func (n *Node) refuseKeyspace(ctx context.Context) (resp.Reply, bool) {
-	m := n.ctl.Map()
-	if !n.serving() {
+	m := n.Ctl.Map()
+	if !n.Serving() {
 		return errFenced, true
 	}
 	for i := range m.Shards {
 		sh := &m.Shards[i]
-		if c, ok := m.Coordinator(sh.First); ok && c.ID == n.id && sh.Recovering {
+		if c, ok := m.Coordinator(sh.First); ok && c.ID == n.NodeID && sh.Recovering {
 			return resp.Errorf("TRYAGAIN memgest: shard %d is recovering after its coordinator failed", sh.ID), true
 		}
 	}
@@ -143,10 +143,10 @@ func (n *Node) flushSlots(ctx context.Context) (int64, error) {
 func (n *Node) flushPass(ctx context.Context, deleted *int64) (int, error) {
 	found := 0
 	for cursor := uint64(0); ; {
-		if !n.serving() {
+		if !n.Serving() {
 			return found, fmt.Errorf("server: %s", errFenced.Text())
 		}
-		m := n.ctl.Map()
+		m := n.Ctl.Map()
 		var keys [][]byte
 		cursor = n.walkKeys(cursor, flushPage, func(key []byte, _ int64) {
 			if n.coordinates(m, key) {
@@ -161,9 +161,9 @@ func (n *Node) flushPass(ctx context.Context, deleted *int64) (int, error) {
 			break
 		}
 	}
-	m := n.ctl.Map()
-	lost := n.lost.KeysWhere(func(key []byte) bool { return n.coordinates(m, key) })
-	n.lost.ForgetTagsWhere(func(slot int) bool { c, ok := m.Coordinator(slot); return ok && c.ID == n.id })
+	m := n.Ctl.Map()
+	lost := n.Lost.KeysWhere(func(key []byte) bool { return n.coordinates(m, key) })
+	n.Lost.ForgetTagsWhere(func(slot int) bool { c, ok := m.Coordinator(slot); return ok && c.ID == n.NodeID })
 	found += len(lost)
 	return found, n.dropKeys(ctx, lost, deleted)
 }
@@ -206,19 +206,19 @@ func (n *Node) dropKeys(ctx context.Context, keys [][]byte, deleted *int64) erro
 // key reported lost included, and says whether there was one.
 func (n *Node) dropKey(ctx context.Context, key []byte) (bool, error) {
 	var existed bool
-	err := n.rmwMeta(ctx, key, func(cur current) (*writeOp, error) {
-		entry := cur.entry
-		if !cur.exists {
-			meta, ok := n.keyMeta(key) // expired, not yet deleted
+	err := n.RMWMeta(ctx, key, func(cur Current) (*WriteOp, error) {
+		entry := cur.Entry
+		if !cur.Exists {
+			meta, ok := n.KeyMeta(key) // expired, not yet deleted
 			if !ok {
 				return nil, nil
 			}
-			if entry, ok = n.ctl.Map().SchemeByID(meta.Scheme); !ok {
+			if entry, ok = n.Ctl.Map().SchemeByID(meta.Scheme); !ok {
 				return nil, fmt.Errorf("server: key %q uses unknown scheme id %d", key, meta.Scheme)
 			}
 		}
 		existed = true
-		return &writeOp{key: key, del: true, entry: entry}, nil
+		return &WriteOp{Key: key, Del: true, Entry: entry}, nil
 	})
 	return existed, err
 }
@@ -245,5 +245,5 @@ func coordinators(m *cluster.Map) []cluster.Node {
 // can still leave a piece or a record behind (docs/decisions/0002, "Known
 // gaps"). FLUSHALL CLUSTER and a fenced node's wipe use it.
 func (n *Node) flushLocal() {
-	n.stripes.ClearPending(func() { n.flushStores(n.stripes.DropSchemes) })
+	n.stripes.ClearPending(func() { n.FlushStores(n.stripes.DropSchemes) })
 }

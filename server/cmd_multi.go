@@ -22,7 +22,7 @@ type group struct {
 
 // groupKeys splits args (name, then keys in groups of step) by coordinator.
 func (n *Node) groupKeys(args [][]byte, step int) []*group {
-	m := n.ctl.Map()
+	m := n.Ctl.Map()
 	byNode := map[cluster.NodeID]*group{}
 	var order []*group
 	for i := 1; i+step-1 < len(args); i += step {
@@ -45,7 +45,7 @@ func (n *Node) runGroups(ctx context.Context, cs *connState, groups []*group) []
 	var wg sync.WaitGroup
 	for i, g := range groups {
 		wg.Add(1)
-		n.workers.Go(func() {
+		n.Workers.Go(func() {
 			defer wg.Done()
 			out[i] = n.runOn(ctx, cs, g.node, g.args)
 		})
@@ -106,16 +106,16 @@ func cmdMSet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Re
 		}
 	}
 	last := lastOccurrence(args)
-	ws := make([]blindWrite, 0, len(args)/2)
+	ws := make([]BlindWrite, 0, len(args)/2)
 	for i := 1; i < len(args); i += 2 {
 		if last[string(args[i])] == i { // a later pair sets this key: Redis keeps the last
-			ws = append(ws, blindWrite{key: args[i], value: args[i+1]})
+			ws = append(ws, BlindWrite{Key: args[i], Value: args[i+1]})
 		}
 	}
-	n.writeBlind(ctx, ws, monotime())
+	n.WriteBlind(ctx, ws, Monotime())
 	for _, w := range ws {
-		if w.err != nil {
-			return errReply(w.err)
+		if w.Err != nil {
+			return errReply(w.Err)
 		}
 	}
 	return resp.OK()

@@ -64,20 +64,20 @@ func (n *Node) scanCluster(ctx context.Context, cursor uint64, req scanReq) resp
 		return errNodeCursor
 	}
 	cursor &^= clusterCursorFlag
-	nodes := coordinators(n.ctl.Map())
+	nodes := coordinators(n.Ctl.Map())
 	idx := int(cursor & (1<<scanNodeBits - 1))
 	req.Cursor = cursor >> scanNodeBits
 	if idx >= len(nodes) {
 		return scanReply(0, nil)
 	}
 	var res scanResp
-	if nodes[idx].ID == n.id {
+	if nodes[idx].ID == n.NodeID {
 		if err := n.stripes.RestoreAll(ctx); err != nil {
 			return errReply(err)
 		}
 		res = n.scanLocal(req)
 	} else {
-		out, err := n.call(ctx, nodes[idx], peer.MsgScan, req.encode(nil))
+		out, err := n.Call(ctx, nodes[idx], peer.MsgScan, req.encode(nil))
 		if err == nil {
 			res, err = decodeScanResp(out)
 		}
@@ -112,8 +112,8 @@ func (n *Node) scanLocal(req scanReq) scanResp {
 	if count <= 0 {
 		count = 10
 	}
-	now := nowMs()
-	m := n.ctl.Map()
+	now := NowMs()
+	m := n.Ctl.Map()
 	var out scanResp
 	typeOK := req.Type == "" || strings.EqualFold(req.Type, "string")
 	visit := func(key []byte, expireAt int64) {
@@ -132,7 +132,7 @@ func (n *Node) scanLocal(req scanReq) scanResp {
 // when done). visit must not call back into the stores.
 func (n *Node) walkKeys(cursor uint64, count int, visit func(key []byte, expireAt int64)) uint64 {
 	if cursor&stripeScanFlag == 0 {
-		next := n.primary.Scan(cursor, count, func(key []byte, m store.Meta) bool {
+		next := n.Primary.Scan(cursor, count, func(key []byte, m store.Meta) bool {
 			visit(key, m.ExpireAt)
 			return true
 		})
@@ -147,7 +147,7 @@ func (n *Node) walkKeys(cursor uint64, count int, visit func(key []byte, expireA
 // coordinates says whether m makes this node the coordinator of key.
 func (n *Node) coordinates(m *cluster.Map, key []byte) bool {
 	c, ok := m.Coordinator(keyslot.Of(key))
-	return ok && c.ID == n.id
+	return ok && c.ID == n.NodeID
 }
 
 // stripeScanFlag marks a node-local SCAN cursor that has passed the

@@ -65,14 +65,14 @@ func cmdSchemeCreate(n *Node, ctx context.Context, cs *connState, args [][]byte)
 	if err != nil {
 		return errReply(err)
 	}
-	if _, err := n.propose(ctx, cluster.CreateScheme{Alias: string(args[1]), Spec: spec}); err != nil {
+	if _, err := n.Propose(ctx, cluster.CreateScheme{Alias: string(args[1]), Spec: spec}); err != nil {
 		return errReply(err)
 	}
 	return resp.OK()
 }
 
 func cmdSchemeList(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	m := n.ctl.Map()
+	m := n.Ctl.Map()
 	def := m.DefaultScheme()
 	items := make([]resp.Reply, 0, len(m.Schemes))
 	for _, e := range m.Schemes {
@@ -88,7 +88,7 @@ func cmdSchemeList(n *Node, ctx context.Context, cs *connState, args [][]byte) r
 }
 
 func cmdSchemeInfo(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	m := n.ctl.Map()
+	m := n.Ctl.Map()
 	e, ok := m.Scheme(string(args[1]))
 	if !ok {
 		return resp.Errorf("ERR memgest: no scheme named '%s'", args[1])
@@ -119,7 +119,7 @@ func cmdSchemeInfo(n *Node, ctx context.Context, cs *connState, args [][]byte) r
 		resp.BulkString("overhead"), resp.BulkString(ratio),
 		resp.BulkString("expected_overhead"), resp.BulkString(strconv.FormatFloat(e.Spec.Overhead(), 'f', 3, 64)),
 	}
-	if i, ok := n.kindOf(e).(schemeInfoer); ok {
+	if i, ok := n.KindOf(e).(schemeInfoer); ok {
 		for _, d := range i.Info(u.Keys, u.Logical, u.Stripe) {
 			fields = append(fields, resp.BulkString(d.Name), detailReply(d.Value))
 		}
@@ -138,7 +138,7 @@ type schemeInfoer interface {
 // (docs/decisions/0002 explains how issue 4 closes this with a "draining"
 // state).
 func cmdSchemeDrop(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	e, ok := n.ctl.Map().Scheme(string(args[1]))
+	e, ok := n.Ctl.Map().Scheme(string(args[1]))
 	if !ok {
 		return resp.Errorf("ERR memgest: no scheme named '%s'", args[1])
 	}
@@ -149,7 +149,7 @@ func cmdSchemeDrop(n *Node, ctx context.Context, cs *connState, args [][]byte) r
 	if u := sumSchemes(all)[e.ID]; u != nil && u.Keys > 0 {
 		return resp.Errorf("ERR memgest: scheme '%s' is used by %d keys; move them first (SCHEME.MOVE)", e.Name(), u.Keys)
 	}
-	if _, err := n.propose(ctx, cluster.DropScheme{Name: string(args[1])}); err != nil {
+	if _, err := n.Propose(ctx, cluster.DropScheme{Name: string(args[1])}); err != nil {
 		return errReply(err)
 	}
 	return resp.OK()
@@ -158,14 +158,14 @@ func cmdSchemeDrop(n *Node, ctx context.Context, cs *connState, args [][]byte) r
 func cmdSchemeDefault(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	switch {
 	case len(args) == 1:
-		return resp.BulkString(n.ctl.Map().DefaultScheme().Name())
+		return resp.BulkString(n.Ctl.Map().DefaultScheme().Name())
 	case len(args) > 2:
 		return resp.ErrWrongArity(string(args[0]))
 	}
-	if _, err := n.resolveScheme(ctx, string(args[1])); err != nil {
+	if _, err := n.ResolveScheme(ctx, string(args[1])); err != nil {
 		return errReply(err)
 	}
-	if _, err := n.propose(ctx, cluster.SetDefault{Name: string(args[1])}); err != nil {
+	if _, err := n.Propose(ctx, cluster.SetDefault{Name: string(args[1])}); err != nil {
 		return errReply(err)
 	}
 	return resp.OK()
@@ -175,37 +175,37 @@ func cmdSchemeDefault(n *Node, ctx context.Context, cs *connState, args [][]byte
 // node, and how many node failures it tolerates now (its scheme's tolerance
 // less the failed nodes among its pieces).
 func cmdSchemeOf(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	cur, err := n.get(ctx, args[1])
+	cur, err := n.Get(ctx, args[1])
 	if err != nil {
 		return errReply(err)
 	}
-	if !cur.exists {
+	if !cur.Exists {
 		return resp.Nil()
 	}
-	m := n.ctl.Map()
+	m := n.Ctl.Map()
 	pieces, down := n.describePieces(m, args[1], cur)
 	ttl := int64(-1)
-	if cur.meta.ExpireAt != 0 {
-		ttl = cur.meta.ExpireAt - nowMs()
+	if cur.Meta.ExpireAt != 0 {
+		ttl = cur.Meta.ExpireAt - NowMs()
 	}
 	return resp.Map(
-		resp.BulkString("scheme"), resp.BulkString(cur.entry.Name()),
-		resp.BulkString("spec"), resp.BulkString(cur.entry.Spec.String()),
-		resp.BulkString("version"), resp.Int(int64(cur.meta.Version)),
+		resp.BulkString("scheme"), resp.BulkString(cur.Entry.Name()),
+		resp.BulkString("spec"), resp.BulkString(cur.Entry.Spec.String()),
+		resp.BulkString("version"), resp.Int(int64(cur.Meta.Version)),
 		resp.BulkString("slot"), resp.Int(int64(keyslot.Of(args[1]))),
-		resp.BulkString("bytes"), resp.Int(int64(len(cur.value))),
+		resp.BulkString("bytes"), resp.Int(int64(len(cur.Value))),
 		resp.BulkString("pttl"), resp.Int(ttl),
 		resp.BulkString("pieces"), resp.Array(pieces...),
-		resp.BulkString("tolerates"), resp.Int(int64(max(cur.entry.Spec.Tolerance()-down, 0))),
+		resp.BulkString("tolerates"), resp.Int(int64(max(cur.Entry.Spec.Tolerance()-down, 0))),
 	)
 }
 
 // describePieces lists where key's pieces live and counts those on nodes
 // that are not up.
-func (n *Node) describePieces(m *cluster.Map, key []byte, cur current) ([]resp.Reply, int) {
-	self, _ := m.Node(n.id)
+func (n *Node) describePieces(m *cluster.Map, key []byte, cur Current) ([]resp.Reply, int) {
+	self, _ := m.Node(n.NodeID)
 	out := []resp.Reply{pieceInfo("primary", 0, self)}
-	sch := n.kindOf(cur.entry)
+	sch := n.KindOf(cur.Entry)
 	targets, _ := sch.Targets(m, key)
 	down := 0
 	role := sch.Traits().Role
@@ -228,19 +228,19 @@ func pieceInfo(role string, index int, node cluster.Node) resp.Reply {
 // every scheme, so no distributed transaction is needed, and the key is
 // readable at every instant. Replies 1 if moved, 0 if already there.
 func cmdSchemeMove(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	target, err := n.resolveScheme(ctx, string(args[2]))
+	target, err := n.ResolveScheme(ctx, string(args[2]))
 	if err != nil {
 		return errReply(err)
 	}
 	var existed, moved bool
-	err = n.rmw(ctx, args[1], func(cur current) (*writeOp, error) {
-		existed = cur.exists
-		moved = cur.exists && cur.entry.ID != target.ID
+	err = n.RMW(ctx, args[1], func(cur Current) (*WriteOp, error) {
+		existed = cur.Exists
+		moved = cur.Exists && cur.Entry.ID != target.ID
 		if !moved {
 			return nil, nil
 		}
-		return &writeOp{key: args[1], value: cur.value, expireAt: cur.meta.ExpireAt, entry: target,
-			shrinks: target.Spec.Overhead() <= cur.entry.Spec.Overhead()}, nil
+		return &WriteOp{Key: args[1], Value: cur.Value, ExpireAt: cur.Meta.ExpireAt, Entry: target,
+			Shrinks: target.Spec.Overhead() <= cur.Entry.Spec.Overhead()}, nil
 	})
 	switch {
 	case err != nil:

@@ -58,22 +58,22 @@ func (n *Node) configParams() [][2]string {
 		return "no"
 	}
 	return [][2]string{
-		{"bind", n.cfg.Bind},
-		{"port", strconv.Itoa(n.cfg.Port)},
-		{"maxmemory", strconv.FormatInt(n.cfg.MaxMemory, 10)},
+		{"bind", n.Cfg.Bind},
+		{"port", strconv.Itoa(n.Cfg.Port)},
+		{"maxmemory", strconv.FormatInt(n.Cfg.MaxMemory, 10)},
 		{"maxmemory-policy", "noeviction"},
-		{"maxclients", strconv.Itoa(n.cfg.MaxClients)},
-		{"proto-max-bulk-len", strconv.FormatInt(n.cfg.MaxValueSize, 10)},
+		{"maxclients", strconv.Itoa(n.Cfg.MaxClients)},
+		{"proto-max-bulk-len", strconv.FormatInt(n.Cfg.MaxValueSize, 10)},
 		{"requirepass", n.configPassword()},
-		{"protected-mode", yesno(n.cfg.ProtectedMode)},
+		{"protected-mode", yesno(n.Cfg.ProtectedMode)},
 		{"cluster-enabled", "yes"},
 		{"databases", "1"},
 		{"appendonly", "no"},
 		{"save", ""},
 		{"timeout", "0"},
-		{"memgest-redirect", yesno(n.cfg.Redirect)},
-		{"memgest-peer-port", strconv.Itoa(n.cfg.PeerPort)},
-		{"memgest-default-scheme", n.ctl.Map().DefaultScheme().Name()},
+		{"memgest-redirect", yesno(n.Cfg.Redirect)},
+		{"memgest-peer-port", strconv.Itoa(n.Cfg.PeerPort)},
+		{"memgest-default-scheme", n.Ctl.Map().DefaultScheme().Name()},
 	}
 }
 
@@ -104,7 +104,7 @@ func cmdInfo(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Re
 }
 
 func (n *Node) infoServer() resp.InfoSection {
-	up := time.Since(n.started)
+	up := time.Since(n.Started)
 	exe, _ := os.Executable()
 	return resp.InfoSection{Name: "Server", Fields: [][2]string{
 		{"redis_version", redisVersion},
@@ -114,19 +114,19 @@ func (n *Node) infoServer() resp.InfoSection {
 		{"arch_bits", strconv.Itoa(strconv.IntSize)},
 		{"go_version", runtime.Version()},
 		{"process_id", strconv.Itoa(os.Getpid())},
-		{"run_id", string(n.id)},
-		{"tcp_port", strconv.Itoa(n.cfg.Port)},
+		{"run_id", string(n.NodeID)},
+		{"tcp_port", strconv.Itoa(n.Cfg.Port)},
 		{"uptime_in_seconds", strconv.Itoa(int(up.Seconds()))},
 		{"uptime_in_days", strconv.Itoa(int(up.Hours() / 24))},
 		{"executable", exe},
-		{"config_file", n.cfg.ConfigFile},
+		{"config_file", n.Cfg.ConfigFile},
 	}}
 }
 
 func (n *Node) infoClients() resp.InfoSection {
 	return resp.InfoSection{Name: "Clients", Fields: [][2]string{
 		{"connected_clients", strconv.Itoa(n.openClients())},
-		{"maxclients", strconv.Itoa(n.cfg.MaxClients)},
+		{"maxclients", strconv.Itoa(n.Cfg.MaxClients)},
 		{"blocked_clients", "0"},
 	}}
 }
@@ -141,8 +141,8 @@ func (n *Node) infoMemory() resp.InfoSection {
 		{"used_memory_human", HumanBytes(used)},
 		{"used_memory_rss", strconv.FormatUint(ms.Sys, 10)},
 		{"used_memory_peak", strconv.FormatUint(ms.HeapSys, 10)},
-		{"maxmemory", strconv.FormatInt(n.cfg.MaxMemory, 10)},
-		{"maxmemory_human", HumanBytes(n.cfg.MaxMemory)},
+		{"maxmemory", strconv.FormatInt(n.Cfg.MaxMemory, 10)},
+		{"maxmemory_human", HumanBytes(n.Cfg.MaxMemory)},
 		{"maxmemory_policy", "noeviction"},
 		{"memgest_primary_bytes", strconv.FormatInt(st.PrimaryBytes, 10)},
 		{"memgest_piece_bytes", strconv.FormatInt(st.PieceBytes, 10)},
@@ -153,19 +153,19 @@ func (n *Node) infoMemory() resp.InfoSection {
 
 func (n *Node) infoStats() resp.InfoSection {
 	return resp.InfoSection{Name: "Stats", Fields: [][2]string{
-		{"total_connections_received", strconv.FormatInt(n.stats.connections.Load(), 10)},
-		{"total_commands_processed", strconv.FormatInt(n.stats.commands.Load(), 10)},
-		{"rejected_connections", strconv.FormatInt(n.stats.rejectedConns.Load(), 10)},
-		{"expired_keys", strconv.FormatInt(n.stats.expired.Load(), 10)},
-		{"memgest_forwarded_commands", strconv.FormatInt(n.stats.forwarded.Load(), 10)},
-		{"memgest_stripe_relocated_objects", strconv.FormatInt(n.stats.relocated.Load(), 10)},
+		{"total_connections_received", strconv.FormatInt(n.Stats.Connections.Load(), 10)},
+		{"total_commands_processed", strconv.FormatInt(n.Stats.Commands.Load(), 10)},
+		{"rejected_connections", strconv.FormatInt(n.Stats.RejectedConns.Load(), 10)},
+		{"expired_keys", strconv.FormatInt(n.Stats.Expired.Load(), 10)},
+		{"memgest_forwarded_commands", strconv.FormatInt(n.Stats.Forwarded.Load(), 10)},
+		{"memgest_stripe_relocated_objects", strconv.FormatInt(n.Stats.Relocated.Load(), 10)},
 	}}
 }
 
 // infoKeyspace reports the keys this node coordinates, as a Redis Cluster
 // node reports its own.
 func (n *Node) infoKeyspace() resp.InfoSection {
-	keys := n.primary.Len() + n.stripes.Keys()
+	keys := n.Primary.Len() + n.stripes.Keys()
 	if keys == 0 {
 		return resp.InfoSection{Name: "Keyspace"}
 	}
@@ -177,32 +177,32 @@ func (n *Node) infoKeyspace() resp.InfoSection {
 // infoMemgest is memgest's own section: identity, map, and per-scheme usage
 // on this node.
 func (n *Node) infoMemgest(ctx context.Context) resp.InfoSection {
-	m := n.ctl.Map()
+	m := n.Ctl.Map()
 	fields := [][2]string{
-		{"node_id", string(n.id)},
+		{"node_id", string(n.NodeID)},
 		{"map_epoch", strconv.FormatUint(m.Epoch, 10)},
 		{"cluster_state", m.State.String()},
 		{"nodes", strconv.Itoa(len(m.Nodes))},
-		{"raft_leader", strconv.FormatBool(n.ctl.IsLeader())},
+		{"raft_leader", strconv.FormatBool(n.Ctl.IsLeader())},
 		{"node_state", n.selfState(m)},
-		{"node_phase", m.Phase(n.id)},
-		{"serving", strconv.FormatBool(n.serving())},
+		{"node_phase", m.Phase(n.NodeID)},
+		{"serving", strconv.FormatBool(n.Serving())},
 		{"shards_recovering", strconv.Itoa(m.RecoveringShards())},
 		{"shards_rebuilding", strconv.Itoa(m.RebuildingShards())},
-		{"rebuild_keys_done", strconv.FormatInt(n.rebuild.keysDone.Load(), 10)},
-		{"rebuild_keys_total", strconv.FormatInt(n.rebuild.keysTotal.Load(), 10)},
-		{"rebuild_bytes_done", strconv.FormatInt(n.rebuild.bytesDone.Load(), 10)},
-		{"lost_keys", strconv.Itoa(n.lost.Count())},
-		{"corrupt_found", strconv.FormatInt(n.health.corrupt.Load(), 10)},
-		{"repairs", strconv.FormatInt(n.health.repaired.Load(), 10)},
-		{"scrubbed_bytes", strconv.FormatInt(n.health.scrubbed.Load(), 10)},
-		{"swept_pieces", strconv.FormatInt(n.health.swept.Load(), 10)},
+		{"rebuild_keys_done", strconv.FormatInt(n.Rebuild.KeysDone.Load(), 10)},
+		{"rebuild_keys_total", strconv.FormatInt(n.Rebuild.KeysTotal.Load(), 10)},
+		{"rebuild_bytes_done", strconv.FormatInt(n.Rebuild.BytesDone.Load(), 10)},
+		{"lost_keys", strconv.Itoa(n.Lost.Count())},
+		{"corrupt_found", strconv.FormatInt(n.Health.Corrupt.Load(), 10)},
+		{"repairs", strconv.FormatInt(n.Health.Repaired.Load(), 10)},
+		{"scrubbed_bytes", strconv.FormatInt(n.Health.Scrubbed.Load(), 10)},
+		{"swept_pieces", strconv.FormatInt(n.Health.Swept.Load(), 10)},
 		{"stripe_positions_lost", strconv.FormatInt(n.stripes.Stats().PositionsLost.Load(), 10)},
 		{"stripe_chunks_pending", strconv.FormatInt(n.stripes.PendingChunks(), 10)},
 		{"stripe_chunks_restored", strconv.FormatInt(n.stripes.Stats().ChunksRestored.Load(), 10)},
 		{"shards_stripes_pending", strconv.Itoa(m.StripesPendingShards())},
 		{"default_scheme", m.DefaultScheme().Name()},
-		{"redirect", strconv.FormatBool(n.cfg.Redirect)},
+		{"redirect", strconv.FormatBool(n.Cfg.Redirect)},
 	}
 	st := n.localStats()
 	for _, e := range m.Schemes {

@@ -14,7 +14,7 @@ import (
 // it before any command that must see those writes: a command on one of its
 // keys, a session command, or the end of the pipeline.
 type setGroup struct {
-	writes []blindWrite
+	writes []BlindWrite
 	at     []int               // each write's position in the pipeline
 	keys   map[uint64]struct{} // hashes of the keys: a collision only flushes early
 }
@@ -34,12 +34,12 @@ const maxSetGroup = 256
 // coordinates in a formed cluster. Anything else runs the usual way.
 func (n *Node) joins(cs *connState, p parsed, args [][]byte) bool {
 	if !cs.authed || p.spec == nil || p.spec.Name != "set" || len(args) != 3 ||
-		len(args[1]) > MaxKeySize || int64(len(args[2])) > n.cfg.MaxValueSize {
+		len(args[1]) > MaxKeySize || int64(len(args[2])) > n.Cfg.MaxValueSize {
 		return false
 	}
-	m := n.ctl.Map()
+	m := n.Ctl.Map()
 	c, ok := m.Coordinator(keyslot.Of(args[1]))
-	if m.State != cluster.OK || !ok || c.ID != n.id {
+	if m.State != cluster.OK || !ok || c.ID != n.NodeID {
 		return false
 	}
 	_, refused := n.refuseKeys(m, args[1:2])
@@ -58,7 +58,7 @@ func (g *setGroup) add(at int, key, value []byte) {
 		g.keys = make(map[uint64]struct{})
 	}
 	g.keys[maphash.Bytes(groupSeed, key)] = struct{}{}
-	g.writes = append(g.writes, blindWrite{key: key, value: value})
+	g.writes = append(g.writes, BlindWrite{Key: key, Value: value})
 	g.at = append(g.at, at)
 }
 
@@ -77,19 +77,19 @@ func (g *setGroup) flush(n *Node, ctx context.Context, cs *connState, replies []
 	if len(g.writes) == 0 {
 		return
 	}
-	start := monotime()
-	a := n.takeAuthority()
+	start := Monotime()
+	a := n.TakeAuthority()
 	ok := errFenced // lapsed since the SETs joined: none runs
-	if a.ok {
-		n.writeBlind(ctx, g.writes, start)
-		ok = n.withinLease(ctx, a, false, resp.OK()) // one check after every write ended covers them all
+	if a.Ok {
+		n.WriteBlind(ctx, g.writes, start)
+		ok = n.WithinLease(ctx, a, false, resp.OK()) // one check after every write ended covers them all
 	}
-	n.metrics.observeCommands(commands["set"], "set", start, len(g.writes))
+	n.Metrics.ObserveCommands(commands["set"], "set", start, len(g.writes))
 	cs.lastCmd.Store(setSpec)
-	n.stats.commands.Add(int64(len(g.writes)))
+	n.Stats.Commands.Add(int64(len(g.writes)))
 	for i, w := range g.writes {
-		if w.err != nil {
-			replies[g.at[i]] = errReply(w.err)
+		if w.Err != nil {
+			replies[g.at[i]] = errReply(w.Err)
 		} else {
 			replies[g.at[i]] = ok
 		}

@@ -30,22 +30,22 @@ func init() {
 }
 
 func cmdGet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	cur, err := n.get(ctx, args[1])
+	cur, err := n.Get(ctx, args[1])
 	if err != nil {
 		return errReply(err)
 	}
-	if !cur.exists {
+	if !cur.Exists {
 		return resp.Nil()
 	}
-	return resp.BulkOwned(cur.value) // a read's value is never modified (readCommitted)
+	return resp.BulkOwned(cur.Value) // a read's value is never modified (readCommitted)
 }
 
 func cmdStrlen(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	cur, err := n.get(ctx, args[1])
+	cur, err := n.Get(ctx, args[1])
 	if err != nil {
 		return errReply(err)
 	}
-	return resp.Int(int64(len(cur.value)))
+	return resp.Int(int64(len(cur.Value)))
 }
 
 func cmdSet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
@@ -56,13 +56,13 @@ func cmdSet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Rep
 	if r, ok := n.checkValueSize(args[2]); !ok {
 		return r
 	}
-	expireAt, ok := a.ExpireAt(nowMs())
+	expireAt, ok := a.ExpireAt(NowMs())
 	if !ok {
 		return resp.ErrInvalidExpire("set")
 	}
 	var entry *cluster.SchemeEntry
 	if a.Scheme != "" {
-		e, err := n.resolveScheme(ctx, a.Scheme)
+		e, err := n.ResolveScheme(ctx, a.Scheme)
 		if err != nil {
 			return errReply(err)
 		}
@@ -70,7 +70,7 @@ func cmdSet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Rep
 	}
 	key, value := args[1], args[2]
 	if !a.NX && !a.XX && !a.Get {
-		err := n.set(ctx, key, value, expireAt, a.KeepTTL, entry)
+		err := n.Set(ctx, key, value, expireAt, a.KeepTTL, entry)
 		if err != nil {
 			return errReply(err)
 		}
@@ -83,13 +83,13 @@ func cmdSet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Rep
 func (n *Node) setConditional(ctx context.Context, key, value []byte, expireAt int64, a resp.SetArgs, entry *cluster.SchemeEntry) resp.Reply {
 	var old []byte
 	var existed, wrote bool
-	err := n.rmw(ctx, key, func(cur current) (*writeOp, error) {
-		old, existed, wrote = cur.value, cur.exists, false
-		if (a.NX && cur.exists) || (a.XX && !cur.exists) {
+	err := n.RMW(ctx, key, func(cur Current) (*WriteOp, error) {
+		old, existed, wrote = cur.Value, cur.Exists, false
+		if (a.NX && cur.Exists) || (a.XX && !cur.Exists) {
 			return nil, nil
 		}
 		wrote = true
-		return n.valueOp(cur, key, value, expireAt, a.KeepTTL, entry), nil
+		return n.ValueOp(cur, key, value, expireAt, a.KeepTTL, entry), nil
 	})
 	switch {
 	case err != nil:
@@ -107,12 +107,12 @@ func (n *Node) setConditional(ctx context.Context, key, value []byte, expireAt i
 func cmdGetDel(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	var old []byte
 	var existed bool
-	err := n.rmw(ctx, args[1], func(cur current) (*writeOp, error) {
-		old, existed = cur.value, cur.exists
-		if !cur.exists {
+	err := n.RMW(ctx, args[1], func(cur Current) (*WriteOp, error) {
+		old, existed = cur.Value, cur.Exists
+		if !cur.Exists {
 			return nil, nil
 		}
-		return &writeOp{key: args[1], del: true, entry: cur.entry}, nil
+		return &WriteOp{Key: args[1], Del: true, Entry: cur.Entry}, nil
 	})
 	if err != nil {
 		return errReply(err)
@@ -133,17 +133,17 @@ func cmdGetEx(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.R
 	}
 	var val []byte
 	var existed bool
-	err := n.rmw(ctx, args[1], func(cur current) (*writeOp, error) {
-		val, existed = cur.value, cur.exists
-		if !cur.exists {
+	err := n.RMW(ctx, args[1], func(cur Current) (*WriteOp, error) {
+		val, existed = cur.Value, cur.Exists
+		if !cur.Exists {
 			return nil, nil
 		}
 		// Redis checks the expiry only once the key is found.
 		var expireAt int64
-		if expireAt, bad = a.ExpireAt(nowMs()); bad.IsError() {
+		if expireAt, bad = a.ExpireAt(NowMs()); bad.IsError() {
 			return nil, nil
 		}
-		return n.retimeOp(cur, args[1], expireAt), nil
+		return n.RetimeOp(cur, args[1], expireAt), nil
 	})
 	if bad.IsError() {
 		return bad
@@ -159,13 +159,13 @@ func cmdGetEx(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.R
 
 func cmdAppend(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	var newLen int
-	err := n.rmw(ctx, args[1], func(cur current) (*writeOp, error) {
-		v := bigcopy.Append(bigcopy.Append(make([]byte, 0, len(cur.value)+len(args[2])), cur.value), args[2])
-		if int64(len(v)) > n.cfg.MaxValueSize {
+	err := n.RMW(ctx, args[1], func(cur Current) (*WriteOp, error) {
+		v := bigcopy.Append(bigcopy.Append(make([]byte, 0, len(cur.Value)+len(args[2])), cur.Value), args[2])
+		if int64(len(v)) > n.Cfg.MaxValueSize {
 			return nil, errTooBig
 		}
 		newLen = len(v)
-		return n.valueOp(cur, args[1], v, 0, true, nil), nil
+		return n.ValueOp(cur, args[1], v, 0, true, nil), nil
 	})
 	if err != nil {
 		return errReply(err)
@@ -201,11 +201,11 @@ const minInt64 = -1 << 63
 
 func (n *Node) incr(ctx context.Context, key []byte, delta int64) resp.Reply {
 	var result int64
-	err := n.rmw(ctx, key, func(cur current) (*writeOp, error) {
+	err := n.RMW(ctx, key, func(cur Current) (*WriteOp, error) {
 		var v int64
-		if cur.exists {
+		if cur.Exists {
 			var ok bool
-			if v, ok = resp.ParseInt(cur.value); !ok {
+			if v, ok = resp.ParseInt(cur.Value); !ok {
 				return nil, errNotInt
 			}
 		}
@@ -213,7 +213,7 @@ func (n *Node) incr(ctx context.Context, key []byte, delta int64) resp.Reply {
 			return nil, errOverflow
 		}
 		result = v + delta
-		return n.valueOp(cur, key, strconv.AppendInt(nil, result, 10), 0, true, nil), nil
+		return n.ValueOp(cur, key, strconv.AppendInt(nil, result, 10), 0, true, nil), nil
 	})
 	if err != nil {
 		return errReply(err)
@@ -232,8 +232,8 @@ func errReply(err error) resp.Reply {
 		return resp.Err(lost.Error())
 	case errors.Is(err, errNotInt), errors.Is(err, errOverflow), errors.Is(err, errTooBig):
 		return resp.Err(err.Error())
-	case errors.Is(err, errOOM):
-		return resp.Err(errOOM.Error())
+	case errors.Is(err, ErrOOM):
+		return resp.Err(ErrOOM.Error())
 	case errors.Is(err, scheme.ErrSpec), errors.Is(err, scheme.ErrAlias):
 		return resp.Err("ERR " + err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
@@ -245,7 +245,7 @@ func errReply(err error) resp.Reply {
 }
 
 func (n *Node) checkValueSize(v []byte) (resp.Reply, bool) {
-	if int64(len(v)) > n.cfg.MaxValueSize {
+	if int64(len(v)) > n.Cfg.MaxValueSize {
 		return resp.Err(errTooBig.Error()), false
 	}
 	return resp.Reply{}, true

@@ -25,9 +25,9 @@ func cmdSchemeVerify(n *Node, ctx context.Context, cs *connState, args [][]byte)
 	key := args[1]
 	var rep verifyReport
 	var found bool
-	err := n.rmw(ctx, key, func(cur current) (*writeOp, error) {
-		if found = cur.exists; found {
-			rep = n.verifyPieces(ctx, n.ctl.Map(), key, cur)
+	err := n.RMW(ctx, key, func(cur Current) (*WriteOp, error) {
+		if found = cur.Exists; found {
+			rep = n.verifyPieces(ctx, n.Ctl.Map(), key, cur)
 		}
 		return nil, nil // change nothing
 	})
@@ -84,14 +84,14 @@ type verifyReport struct {
 // verifyPieces checks key's pieces against cur, its committed state (whose
 // primary record readCommitted has already checked against its CRC32C, or
 // decoded), through its scheme (kind.Scheme.Verify).
-func (n *Node) verifyPieces(ctx context.Context, m *cluster.Map, key []byte, cur current) verifyReport {
-	r := verifyReport{scheme: cur.entry.Name(), version: cur.meta.Version}
-	sch := n.kindOf(cur.entry)
+func (n *Node) verifyPieces(ctx context.Context, m *cluster.Map, key []byte, cur Current) verifyReport {
+	r := verifyReport{scheme: cur.Entry.Name(), version: cur.Meta.Version}
+	sch := n.KindOf(cur.Entry)
 	if _, err := sch.Targets(m, key); err != nil {
 		r.problems = append(r.problems, err.Error())
 		return r
 	}
-	c := sch.Verify(ctx, key, cur.meta, cur.value)
+	c := sch.Verify(ctx, key, cur.Meta, cur.Value)
 	r.checked, r.unavailable, r.problems, r.details = c.Checked, c.Unavailable, c.Problems, c.Details
 	return r
 }

@@ -58,13 +58,13 @@ func (n *Node) accept(c net.Conn) (*connState, bool) {
 		addr: remote, laddr: c.LocalAddr().String(), created: time.Now(), conn: c,
 	}
 	n.clients.add(cs)
-	n.stats.connections.Add(1)
+	n.Stats.Connections.Add(1)
 	return cs, true
 }
 
 // protectedRefuses applies protected mode to a client address.
 func (n *Node) protectedRefuses(remote string) bool {
-	return n.cfg.ProtectedRefuses(remote, n.authRequired())
+	return n.Cfg.ProtectedRefuses(remote, n.authRequired())
 }
 
 // servePipeline runs the commands a client pipelined (every complete
@@ -217,7 +217,7 @@ func (n *Node) runPipeline(cs *connState, cmds [][][]byte) ([]resp.Reply, []int)
 			busy[string(k)] = done
 		}
 		wg.Add(1)
-		n.workers.Go(func() {
+		n.Workers.Go(func() {
 			defer wg.Done()
 			defer done.Done()
 			replies[i] = n.executeParsed(ctx, cs, args, p)
@@ -234,7 +234,7 @@ func (n *Node) runPipeline(cs *connState, cmds [][][]byte) ([]resp.Reply, []int)
 // it is a read of a key whose value is local (not split) or a write whose
 // scheme is none. A wrong guess only costs concurrency, never correctness.
 func (n *Node) runsLocally(spec *resp.CommandSpec, args, keys [][]byte) bool {
-	m := n.ctl.Map()
+	m := n.Ctl.Map()
 	if m.State != cluster.OK || (spec.Name == "set" && len(args) > 3) {
 		return false // SET with options may name a scheme
 	}
@@ -242,16 +242,16 @@ func (n *Node) runsLocally(spec *resp.CommandSpec, args, keys [][]byte) bool {
 	// Whether the key's scheme decides: a read runs elsewhere only if its
 	// scheme gathers pieces (split); a write, unless it commits at once
 	// (none).
-	t := n.schemes(m)
-	schemeMatters := write && !t.allImmediate || !write && !t.allLocalReads
+	t := n.Schemes(m)
+	schemeMatters := write && !t.AllImmediate || !write && !t.AllLocalReads
 	for _, k := range keys {
-		if c, ok := m.Coordinator(keyslot.Of(k)); !ok || c.ID != n.id {
+		if c, ok := m.Coordinator(keyslot.Of(k)); !ok || c.ID != n.NodeID {
 			return false
 		}
-		s := n.inflight.shard(k)
-		s.mu.Lock()
-		busy := s.newest(k) != nil
-		s.mu.Unlock()
+		s := n.Inflight.Shard(k)
+		s.Mu.Lock()
+		busy := s.Newest(k) != nil
+		s.Mu.Unlock()
 		if busy {
 			return false
 		}
@@ -259,12 +259,12 @@ func (n *Node) runsLocally(spec *resp.CommandSpec, args, keys [][]byte) bool {
 			continue
 		}
 		id := m.Default
-		if meta, ok := n.primary.Meta(k); ok {
+		if meta, ok := n.Primary.Meta(k); ok {
 			id = meta.Scheme
 		} else if !write {
 			continue
 		}
-		if sch, ok := t.lookup(id); !ok || !sch.Traits().ReadsLocally || (write && !sch.Traits().Immediate) {
+		if sch, ok := t.Lookup(id); !ok || !sch.Traits().ReadsLocally || (write && !sch.Traits().Immediate) {
 			return false
 		}
 	}

@@ -16,8 +16,8 @@ import (
 
 // onPropose applies a map command on the leader and answers the new epoch.
 func (n *Node) onPropose(b []byte) ([]byte, error) {
-	if !n.ctl.IsLeader() {
-		return nil, n.notLeader()
+	if !n.Ctl.IsLeader() {
+		return nil, n.NotLeader()
 	}
 	cmd, err := cluster.DecodeCommand(b)
 	if err != nil {
@@ -25,7 +25,7 @@ func (n *Node) onPropose(b []byte) ([]byte, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	m, err := n.ctl.Propose(ctx, cmd)
+	m, err := n.Ctl.Propose(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -35,8 +35,8 @@ func (n *Node) onPropose(b []byte) ([]byte, error) {
 // onJoin adds a node on the leader (as a Raft voter or non-voter, and to the
 // map) and answers the new epoch.
 func (n *Node) onJoin(b []byte) ([]byte, error) {
-	if !n.ctl.IsLeader() {
-		return nil, n.notLeader()
+	if !n.Ctl.IsLeader() {
+		return nil, n.NotLeader()
 	}
 	cmd, err := cluster.DecodeCommand(b)
 	add, ok := cmd.(cluster.AddNode)
@@ -45,7 +45,7 @@ func (n *Node) onJoin(b []byte) ([]byte, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	m, err := n.ctl.AddMember(ctx, add)
+	m, err := n.Ctl.AddMember(ctx, add)
 	if err != nil {
 		return nil, err
 	}
@@ -55,25 +55,25 @@ func (n *Node) onJoin(b []byte) ([]byte, error) {
 // join asks the cluster at cfg.Join to admit this node, retrying until a
 // leader accepts or ctx ends.
 func (n *Node) join(ctx context.Context, self cluster.Node) error {
-	b, err := cluster.EncodeCommand(cluster.AddNode{Node: self, Spare: n.cfg.Spare})
+	b, err := cluster.EncodeCommand(cluster.AddNode{Node: self, Spare: n.Cfg.Spare})
 	if err != nil {
 		return err
 	}
-	addr := n.cfg.Join
+	addr := n.Cfg.Join
 	for {
-		out, err := n.callAddr(ctx, addr, peer.MsgJoin, b)
+		out, err := n.CallAddr(ctx, addr, peer.MsgJoin, b)
 		if err == nil {
 			epoch, _ := strconv.ParseUint(string(out), 10, 64)
-			_, err = n.ctl.WaitEpoch(ctx, epoch)
+			_, err = n.Ctl.WaitEpoch(ctx, epoch)
 			return err
 		}
-		if hint, ok := leaderHint(err); ok {
+		if hint, ok := LeaderHint(err); ok {
 			addr = hint
 		}
-		n.log.Debug("join retry", "addr", addr, "err", err)
+		n.Log.Debug("join retry", "addr", addr, "err", err)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("server: joining via %s: %w", n.cfg.Join, err)
+			return fmt.Errorf("server: joining via %s: %w", n.Cfg.Join, err)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -18,8 +18,8 @@ import (
 // they were decided under (core_lease.go); and how long a request of a
 // given size may take.
 
-// call sends one request to node under the current epoch. If the peer has a
-// newer map, call waits until this node has it too and retries, so a map
+// Call sends one request to node under the current epoch. If the peer has a
+// newer map, Call waits until this node has it too and retries, so a map
 // change (a new scheme, say) never fails a write. Each retry goes out under
 // a strictly newer epoch than the one refused, so the loop ends when this
 // node catches up or the peer timeout runs out, however many map changes a
@@ -29,37 +29,37 @@ import (
 // authority as a coordinator (carriesAuthority) is sent only under its
 // lease and retried only while it still holds (stillHolds); otherwise it
 // fails with errLeaseGone.
-func (n *Coordinator) call(ctx context.Context, node cluster.Node, typ uint8, payload []byte) ([]byte, error) {
-	return n.callUnder(ctx, peerReq{node: node, typ: typ, payload: payload}, nil)
+func (n *Coordinator) Call(ctx context.Context, node cluster.Node, typ uint8, payload []byte) ([]byte, error) {
+	return n.CallUnder(ctx, PeerReq{Node: node, Typ: typ, Payload: payload}, nil)
 }
 
-// callUnder is call for r, with the authority taken when the request was
+// CallUnder is call for r, with the authority taken when the request was
 // first stamped, or nil to take it at the first attempt.
 //
 // The request is given PeerTimeout plus the time its payload takes at
 // bulkRate (peerDeadline; a forwarded command, its coordinator's work on
 // it too), and a response still arriving is not cut off while its parts
 // come (transport.Client.CallUntilIdle).
-func (n *Coordinator) callUnder(ctx context.Context, r peerReq, auth *authority) ([]byte, error) {
+func (n *Coordinator) CallUnder(ctx context.Context, r PeerReq, auth *authority) ([]byte, error) {
 	size := r.size()
-	if r.typ == peer.MsgForward {
-		size *= forwardWork
+	if r.Typ == peer.MsgForward {
+		size *= ForwardWork
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.peerDeadline(size))
 	defer cancel()
-	node, typ := r.node, r.typ
+	node, typ := r.Node, r.Typ
 	for {
-		req := transport.Frame{Type: typ, Epoch: n.ctl.Map().Epoch, Payload: r.payload, Tail: r.tail}
+		req := transport.Frame{Type: typ, Epoch: n.Ctl.Map().Epoch, Payload: r.Payload, Tail: r.Tail}
 		if carriesAuthority(typ) {
 			if auth == nil {
-				a := n.takeAuthority()
+				a := n.TakeAuthority()
 				auth = &a
 			}
 			if !n.stillHolds(*auth) {
 				return nil, errLeaseGone
 			}
 		}
-		resp, err := n.poolFor(typ).Get(node.PeerAddr).CallUntilIdle(ctx, req, n.cfg.PeerTimeout)
+		resp, err := n.poolFor(typ).Get(node.PeerAddr).CallUntilIdle(ctx, req, n.Cfg.PeerTimeout)
 		newer, stale := peer.StaleEpoch(err)
 		if !stale {
 			if err != nil {
@@ -67,7 +67,7 @@ func (n *Coordinator) callUnder(ctx context.Context, r peerReq, auth *authority)
 			}
 			return resp.Payload, nil
 		}
-		if _, err := n.ctl.WaitEpoch(ctx, newer); err != nil {
+		if _, err := n.Ctl.WaitEpoch(ctx, newer); err != nil {
 			return nil, fmt.Errorf("node %s has epoch %d: %w", node.PeerAddr, newer, err)
 		}
 	}
@@ -84,11 +84,11 @@ const bulkRate = 16 << 20
 // peerDeadline is how long a request whose payloads come to size bytes
 // is given.
 func (n *Coordinator) peerDeadline(size int) time.Duration {
-	return n.cfg.PeerTimeout + transferTime(size)
+	return n.Cfg.PeerTimeout + TransferTime(size)
 }
 
-// transferTime is how long size bytes take at bulkRate.
-func transferTime(size int) time.Duration {
+// TransferTime is how long size bytes take at bulkRate.
+func TransferTime(size int) time.Duration {
 	return time.Duration(size) * time.Second / bulkRate
 }
 
@@ -97,9 +97,9 @@ func transferTime(size int) time.Duration {
 // receiver stores on its connection's read loop) delays a lease renewal.
 func (n *Coordinator) poolFor(typ uint8) *transport.Pool {
 	if typ == peer.MsgHeartbeat {
-		return n.leases
+		return n.Leases
 	}
-	return n.peers
+	return n.Peers
 }
 
 // carriesAuthority says whether a message type changes what its receiver
@@ -111,26 +111,26 @@ func carriesAuthority(typ uint8) bool {
 	return typ == peer.MsgPutPieces || typ == peer.MsgDelPiece || typ == peer.MsgDirectory || typ == peer.MsgStripe
 }
 
-// peerReq is one request of a fan-out to several nodes: its payload is
+// PeerReq is one request of a fan-out to several nodes: its payload is
 // payload followed by tail, whose large segments are sent without a copy
 // (spool).
-type peerReq struct {
-	node    cluster.Node
-	typ     uint8
-	payload []byte
-	tail    [][]byte
+type PeerReq struct {
+	Node    cluster.Node
+	Typ     uint8
+	Payload []byte
+	Tail    [][]byte
 }
 
 // size is the length of r's payload.
-func (r peerReq) size() int { return transport.Frame{Payload: r.payload, Tail: r.tail}.Size() }
+func (r PeerReq) size() int { return transport.Frame{Payload: r.Payload, Tail: r.Tail}.Size() }
 
-// whole is r's payload in one slice, for a request served locally: a copy
+// Whole is r's payload in one slice, for a request served locally: a copy
 // when it has a tail.
-func (r peerReq) whole() []byte {
-	if len(r.tail) == 0 {
-		return r.payload
+func (r PeerReq) Whole() []byte {
+	if len(r.Tail) == 0 {
+		return r.Payload
 	}
-	return bigcopy.Join(append([][]byte{r.payload}, r.tail...)...)
+	return bigcopy.Join(append([][]byte{r.Payload}, r.Tail...)...)
 }
 
 // peerResult is one reply of a fan-out.
@@ -140,46 +140,46 @@ type peerResult struct {
 	err     error
 }
 
-// callEach sends every request at once and returns each reply or error,
+// CallEach sends every request at once and returns each reply or error,
 // without a goroutine or timer per request. Requests to this node run
 // locally; a request refused for a stale epoch is retried through call,
 // which catches up first. Requests unanswered within the peer timeout fail.
 // Requests that carry this node's authority fail with errLeaseGone, sent
 // or retried, when it does not hold (see call).
-func (n *Coordinator) callEach(ctx context.Context, reqs []peerReq) ([][]byte, []error) {
-	return n.callEachSince(ctx, reqs, n.lease.fences.Load())
+func (n *Coordinator) CallEach(ctx context.Context, reqs []PeerReq) ([][]byte, []error) {
+	return n.CallEachSince(ctx, reqs, n.Lease.Fences.Load())
 }
 
-// callEachSince is callEach for requests decided when the node's fence
+// CallEachSince is callEach for requests decided when the node's fence
 // count was fences: those that carry its authority fail with errLeaseGone
 // if it was fenced since, even if it has been readmitted.
-func (n *Coordinator) callEachSince(ctx context.Context, reqs []peerReq, fences uint64) ([][]byte, []error) {
-	epoch := n.ctl.Map().Epoch
-	auth := n.takeAuthority()
-	auth.ok = auth.ok && auth.fences == fences
+func (n *Coordinator) CallEachSince(ctx context.Context, reqs []PeerReq, fences uint64) ([][]byte, []error) {
+	epoch := n.Ctl.Map().Epoch
+	auth := n.TakeAuthority()
+	auth.Ok = auth.Ok && auth.fences == fences
 	replies := make([][]byte, len(reqs))
 	errs := make([]error, len(reqs))
 	answered := make([]bool, len(reqs))
 	done := make(chan peerResult, len(reqs))
 	waiting, bytes := 0, 0
 	for i, r := range reqs {
-		if carriesAuthority(r.typ) && !auth.ok {
+		if carriesAuthority(r.Typ) && !auth.Ok {
 			errs[i], answered[i] = errLeaseGone, true
 			continue
 		}
-		if r.node.ID == n.id {
-			replies[i], errs[i] = n.router.Handler(r.typ)(r.whole())
+		if r.Node.ID == n.NodeID {
+			replies[i], errs[i] = n.Router.Handler(r.Typ)(r.Whole())
 			answered[i] = true
 			continue
 		}
-		if r.node.State == cluster.Failed {
+		if r.Node.State == cluster.Failed {
 			errs[i], answered[i] = kind.ErrNodeFailed, true
 			continue
 		}
 		waiting++
 		bytes += r.size()
-		frame := transport.Frame{Type: r.typ, Epoch: epoch, Payload: r.payload, Tail: r.tail}
-		n.peers.Get(r.node.PeerAddr).Go(frame, func(resp transport.Frame, err error) {
+		frame := transport.Frame{Type: r.Typ, Epoch: epoch, Payload: r.Payload, Tail: r.Tail}
+		n.Peers.Get(r.Node.PeerAddr).Go(frame, func(resp transport.Frame, err error) {
 			done <- peerResult{i: i, payload: resp.Payload, err: err}
 		})
 	}
@@ -188,9 +188,9 @@ func (n *Coordinator) callEachSince(ctx context.Context, reqs []peerReq, fences 
 	}
 	for i, err := range errs {
 		if _, stale := peer.StaleEpoch(err); stale {
-			replies[i], errs[i] = n.callUnder(ctx, reqs[i], &auth)
-		} else if err != nil && reqs[i].node.ID != n.id {
-			errs[i] = fmt.Errorf("node %s: %w", reqs[i].node.PeerAddr, err)
+			replies[i], errs[i] = n.CallUnder(ctx, reqs[i], &auth)
+		} else if err != nil && reqs[i].Node.ID != n.NodeID {
+			errs[i] = fmt.Errorf("node %s: %w", reqs[i].Node.PeerAddr, err)
 		}
 	}
 	return replies, errs

@@ -17,9 +17,9 @@ import (
 // request; the leader's peer address follows when known.
 const notLeaderPrefix = "NOTLEADER "
 
-// propose applies a map change through the Raft leader and returns the new
+// Propose applies a map change through the Raft leader and returns the new
 // map once this node has applied it too.
-func (n *Coordinator) propose(ctx context.Context, cmd cluster.Command) (*cluster.Map, error) {
+func (n *Coordinator) Propose(ctx context.Context, cmd cluster.Command) (*cluster.Map, error) {
 	b, err := cluster.EncodeCommand(cmd)
 	if err != nil {
 		return nil, err
@@ -34,7 +34,7 @@ func (n *Coordinator) propose(ctx context.Context, cmd cluster.Command) (*cluste
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	m, err := n.ctl.WaitEpoch(ctx, epoch)
+	m, err := n.Ctl.WaitEpoch(ctx, epoch)
 	if err != nil {
 		return nil, fmt.Errorf("server: the change was committed at epoch %d but this node has not applied it yet: %w", epoch, err)
 	}
@@ -50,10 +50,10 @@ func (n *Coordinator) toLeader(ctx context.Context, typ uint8, payload []byte) (
 	for {
 		var out []byte
 		var err error
-		if n.ctl.IsLeader() {
-			out, err = n.router.Handler(typ)(payload)
-		} else if _, addr, ok := n.ctl.Leader(); ok {
-			out, err = n.callAddr(ctx, addr, typ, payload)
+		if n.Ctl.IsLeader() {
+			out, err = n.Router.Handler(typ)(payload)
+		} else if _, addr, ok := n.Ctl.Leader(); ok {
+			out, err = n.CallAddr(ctx, addr, typ, payload)
 		} else {
 			err = errors.New(notLeaderPrefix)
 		}
@@ -68,14 +68,14 @@ func (n *Coordinator) toLeader(ctx context.Context, typ uint8, payload []byte) (
 	}
 }
 
-// callAddr is call for a peer known only by address (the leader, a join
+// CallAddr is call for a peer known only by address (the leader, a join
 // target).
-func (n *Coordinator) callAddr(ctx context.Context, addr string, typ uint8, payload []byte) ([]byte, error) {
-	return n.call(ctx, cluster.Node{PeerAddr: addr}, typ, payload)
+func (n *Coordinator) CallAddr(ctx context.Context, addr string, typ uint8, payload []byte) ([]byte, error) {
+	return n.Call(ctx, cluster.Node{PeerAddr: addr}, typ, payload)
 }
 
-// leaderHint is the leader's address a NOTLEADER error names, if any.
-func leaderHint(err error) (string, bool) {
+// LeaderHint is the leader's address a NOTLEADER error names, if any.
+func LeaderHint(err error) (string, bool) {
 	if err == nil {
 		return "", false
 	}
@@ -88,15 +88,15 @@ func leaderHint(err error) (string, bool) {
 	return hint, hint != ""
 }
 
-func (n *Coordinator) notLeader() error {
-	_, addr, _ := n.ctl.Leader()
+func (n *Coordinator) NotLeader() error {
+	_, addr, _ := n.Ctl.Leader()
 	return errors.New(notLeaderPrefix + addr)
 }
 
-// resolveScheme finds a scheme by alias or spec. A valid spec that is not
+// ResolveScheme finds a scheme by alias or spec. A valid spec that is not
 // in the catalogue yet is registered through Raft on first use.
-func (n *Coordinator) resolveScheme(ctx context.Context, name string) (cluster.SchemeEntry, error) {
-	if e, ok := n.ctl.Map().Scheme(name); ok {
+func (n *Coordinator) ResolveScheme(ctx context.Context, name string) (cluster.SchemeEntry, error) {
+	if e, ok := n.Ctl.Map().Scheme(name); ok {
 		return e, nil
 	}
 	spec, err := scheme.Parse(name)
@@ -106,7 +106,7 @@ func (n *Coordinator) resolveScheme(ctx context.Context, name string) (cluster.S
 		}
 		return cluster.SchemeEntry{}, err
 	}
-	m, err := n.propose(ctx, cluster.CreateScheme{Spec: spec})
+	m, err := n.Propose(ctx, cluster.CreateScheme{Spec: spec})
 	if err != nil {
 		return cluster.SchemeEntry{}, err
 	}

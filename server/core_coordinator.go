@@ -21,61 +21,61 @@ import (
 // node (Node) embeds it and adds what composes a server around it:
 // listeners, heartbeats, failure detection, repair and the commands.
 type Coordinator struct {
-	cfg     Config
-	log     *slog.Logger
-	id      cluster.NodeID
-	started time.Time // on failureClock: leases count from it
+	Cfg     Config
+	Log     *slog.Logger
+	NodeID  cluster.NodeID
+	Started time.Time // on failureClock: leases count from it
 	// failureClock decides leases and failure detection (Config.InMemory's
 	// Clock in tests; nil for the system clock).
 	failureClock Clock
 
-	ctl      *control.Plane
-	primary  *store.Store // records of the keys this node coordinates
-	pieces   *store.Store // redundancy this node holds for coordinators
-	peers    *transport.Pool
-	inflight *inflight
+	Ctl      *control.Plane
+	Primary  *store.Store // records of the keys this node coordinates
+	Pieces   *store.Store // redundancy this node holds for coordinators
+	Peers    *transport.Pool
+	Inflight *inflight
 	groups   commitGroups // redundancy of concurrent writes, sent together
-	workers  *workerPool
-	clock    versionClock
-	stats    counters
-	metrics  *nodeMetrics // request-path instruments for /metrics
+	Workers  *workerPool
+	Versions versionClock
+	Stats    counters
+	Metrics  *nodeMetrics // request-path instruments for /metrics
 
-	// leases are the connections heartbeats take, apart from the data
+	// Leases are the connections heartbeats take, apart from the data
 	// frames: a heartbeat queued behind a huge value let a lease lapse.
-	leases *transport.Pool
+	Leases *transport.Pool
 
-	lease      lease               // permission to serve, renewed by heartbeats
-	rebuild    rebuildProgress     // the rebuild this node runs, for /status and INFO
-	lost       lostkeys.Set        // keys recovery found beyond their scheme's tolerance
+	Lease      lease               // permission to serve, renewed by heartbeats
+	Rebuild    rebuildProgress     // the rebuild this node runs, for /status and INFO
+	Lost       lostkeys.Set        // keys recovery found beyond their scheme's tolerance
 	unfinished unfinishedDeletions // deletions whose releases failed (core_purge.go)
 	directory  directorySender
-	router     *peer.Router // who serves each peer message (peer.go)
+	Router     *peer.Router // who serves each peer message (peer.go)
 	bound      boundSchemes // the catalogue's schemes bound to their kinds (schemes.go)
 	moves      packedMoves  // keys moving between the primary store and packed schemes (datapath_packed.go)
-	health     integrity    // checksum failures found and repaired
-	memUsed    memGauge
-	expireQ    chan []byte
+	Health     integrity    // checksum failures found and repaired
+	MemUsed    memGauge
+	ExpireQ    chan []byte
 
-	// kinds binds the catalogue's schemes to the packages implementing
-	// them; the node builds it (kinds.go), so the core names no kind.
-	kinds kind.Registry
-	// packedHeld says whether a packed scheme may hold objects on this
+	// Kinds binds the catalogue's schemes to the packages implementing
+	// them; the node builds it (Kinds.go), so the core names no kind.
+	Kinds kind.Registry
+	// PackedHeld says whether a packed scheme may hold objects on this
 	// node (nil: none can), see packedInUse.
-	packedHeld func() bool
+	PackedHeld func() bool
 }
 
-// newCoordinator builds a node's core for cfg; the node sets its id, its
+// NewCoordinator builds a node's core for cfg; the node sets its id, its
 // control plane and its router while it starts.
-func newCoordinator(cfg Config, log *slog.Logger, started time.Time, clock Clock, pool []transport.Option) *Coordinator {
-	return &Coordinator{cfg: cfg, log: log, started: started, failureClock: clock,
-		inflight:  newInflight(),
-		workers:   newWorkerPool(),
-		expireQ:   make(chan []byte, expireQueueSize),
-		primary:   store.New(store.WithMaxValueSize(int(cfg.MaxValueSize))),
-		pieces:    store.New(store.WithMaxValueSize(int(cfg.MaxValueSize) + 1024)),
-		peers:     transport.NewPool(pool...),
-		leases:    transport.NewPool(pool...),
+func NewCoordinator(cfg Config, log *slog.Logger, started time.Time, clock Clock, pool []transport.Option) *Coordinator {
+	return &Coordinator{Cfg: cfg, Log: log, Started: started, failureClock: clock,
+		Inflight:  newInflight(),
+		Workers:   newWorkerPool(),
+		ExpireQ:   make(chan []byte, expireQueueSize),
+		Primary:   store.New(store.WithMaxValueSize(int(cfg.MaxValueSize))),
+		Pieces:    store.New(store.WithMaxValueSize(int(cfg.MaxValueSize) + 1024)),
+		Peers:     transport.NewPool(pool...),
+		Leases:    transport.NewPool(pool...),
 		directory: directorySender{wake: make(chan struct{}, 1)},
-		metrics:   newNodeMetrics(),
+		Metrics:   newNodeMetrics(),
 	}
 }

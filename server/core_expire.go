@@ -12,20 +12,20 @@ import (
 // expireQueueSize bounds the keys queued for deletion by reads.
 const expireQueueSize = 4096
 
-// expireKey deletes key if it is still expired when its turn comes.
-func (n *Coordinator) expireKey(ctx context.Context, key []byte) {
+// ExpireKey deletes key if it is still expired when its turn comes.
+func (n *Coordinator) ExpireKey(ctx context.Context, key []byte) {
 	expired := false
-	err := n.rmwMeta(ctx, key, func(cur current) (*writeOp, error) {
-		meta, ok := n.keyMeta(key) // the primary store's or a stripe scheme's
-		if !ok || meta.ExpireAt == 0 || meta.ExpireAt > nowMs() {
+	err := n.RMWMeta(ctx, key, func(cur Current) (*WriteOp, error) {
+		meta, ok := n.KeyMeta(key) // the primary store's or a stripe scheme's
+		if !ok || meta.ExpireAt == 0 || meta.ExpireAt > NowMs() {
 			return nil, nil
 		}
 		expired = true
-		entry, _ := n.ctl.Map().SchemeByID(meta.Scheme)
-		return &writeOp{key: key, del: true, entry: entry}, nil
+		entry, _ := n.Ctl.Map().SchemeByID(meta.Scheme)
+		return &WriteOp{Key: key, Del: true, Entry: entry}, nil
 	})
 	if err == nil && expired {
-		n.stats.expired.Add(1)
+		n.Stats.Expired.Add(1)
 	}
 }
 
@@ -33,7 +33,7 @@ func (n *Coordinator) expireKey(ctx context.Context, key []byte) {
 // queue drops it, and the active cycle finds it later.
 func (n *Coordinator) expireLater(key []byte) {
 	select {
-	case n.expireQ <- append([]byte(nil), key...):
+	case n.ExpireQ <- append([]byte(nil), key...):
 	default:
 	}
 }

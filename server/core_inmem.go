@@ -7,11 +7,11 @@ import "time"
 // A harness moving a fake clock on waits for it to pass the clock's
 // reading, so that no live node falls silent in the detector's eyes.
 func (n *Coordinator) LeaseRenewedAt() time.Time {
-	until := n.lease.until.Load()
+	until := n.Lease.until.Load()
 	if until == 0 {
 		return time.Time{}
 	}
-	return n.started.Add(time.Duration(until - n.leaseLength()))
+	return n.Started.Add(time.Duration(until - n.leaseLength()))
 }
 
 // DirectoryEntries is how many key-directory entries (and tombstones)
@@ -19,5 +19,5 @@ func (n *Coordinator) LeaseRenewedAt() time.Time {
 // in the background after a commit, so a test that must know a key's loss
 // will be named waits for them before it kills the coordinator.
 func (n *Coordinator) DirectoryEntries() int {
-	return int(n.pieces.Stats().ByScheme[dirSchemeID].Keys)
+	return int(n.Pieces.Stats().ByScheme[DirSchemeID].Keys)
 }

@@ -25,24 +25,24 @@ const leaseFraction = 0.95
 // node's monotonic clock (time since start).
 type lease struct {
 	until  atomic.Int64
-	fenced atomic.Bool // the leader said this node was marked failed
-	// fresh is set while the node holds nothing it could serve stale:
+	Fenced atomic.Bool // the leader said this node was marked failed
+	// Fresh is set while the node holds nothing it could serve stale:
 	// from its start, or a wipe, until the leader first takes a
 	// heartbeat of it as a member in good standing.
-	fresh atomic.Bool
-	// fences counts the times the node was fenced: a permission taken
+	Fresh atomic.Bool
+	// Fences counts the times the node was fenced: a permission taken
 	// before one (an authority) is void after it, even once readmitted.
-	fences atomic.Uint64
-	// restarted is set when the node started on an id it had before, until
+	Fences atomic.Uint64
+	// Restarted is set when the node started on an id it had before, until
 	// it is fenced: the map may still count it a member holding what it
 	// lost, and a leader elected since never heard its old incarnation.
-	restarted   atomic.Bool
-	failingSelf atomic.Bool // a restarted leader is marking itself failed (failSelf)
-	// hint is the leader's peer address as another member named it, for
+	Restarted   atomic.Bool
+	FailingSelf atomic.Bool // a restarted leader is marking itself failed (failSelf)
+	// Hint is the leader's peer address as another member named it, for
 	// a node Raft tells nothing (heartbeatTarget); probe picks the member
 	// to ask next when there is none.
-	hint  atomic.Pointer[string]
-	probe atomic.Uint64
+	Hint  atomic.Pointer[string]
+	Probe atomic.Uint64
 
 	mu   sync.Mutex
 	wake chan struct{} // closed when the lease is renewed or fenced (changed)
@@ -58,8 +58,8 @@ func (l *lease) changed() <-chan struct{} {
 	return l.wake
 }
 
-// notify wakes those waiting on changed.
-func (l *lease) notify() {
+// Notify wakes those waiting on changed.
+func (l *lease) Notify() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.wake != nil {
@@ -68,40 +68,40 @@ func (l *lease) notify() {
 	}
 }
 
-// monoNow is the failure clock's time since the node started, in
+// MonoNow is the failure clock's time since the node started, in
 // nanoseconds: what leases are measured in.
-func (n *Coordinator) monoNow() int64 {
+func (n *Coordinator) MonoNow() int64 {
 	if n.failureClock == nil { // the system clock: monotonic time alone
-		return int64(time.Since(n.started))
+		return int64(time.Since(n.Started))
 	}
-	return int64(n.failureClock.Now().Sub(n.started))
+	return int64(n.failureClock.Now().Sub(n.Started))
 }
 
 // leaseLength is how long a heartbeat's lease lasts, in nanoseconds.
 func (n *Coordinator) leaseLength() int64 {
-	return int64(float64(n.cfg.FailureTimeout) * leaseFraction)
+	return int64(float64(n.Cfg.FailureTimeout) * leaseFraction)
 }
 
-// renew extends the lease from a heartbeat sent at sent and returns the
+// Renew extends the lease from a heartbeat sent at sent and returns the
 // end of the lease it extended (0: none yet), or -1 if it extended nothing.
-func (n *Coordinator) renew(sent int64) int64 {
+func (n *Coordinator) Renew(sent int64) int64 {
 	until := sent + n.leaseLength()
 	for {
-		cur := n.lease.until.Load()
+		cur := n.Lease.until.Load()
 		if until <= cur {
 			return -1
 		}
-		if n.lease.until.CompareAndSwap(cur, until) {
-			n.lease.notify()
+		if n.Lease.until.CompareAndSwap(cur, until) {
+			n.Lease.Notify()
 			return cur
 		}
 	}
 }
 
-// serving says whether this node may serve the keys it coordinates: its
+// Serving says whether this node may serve the keys it coordinates: its
 // lease is fresh and the control plane has not marked it failed.
-func (n *Coordinator) serving() bool {
-	return !n.lease.fenced.Load() && n.monoNow() < n.lease.until.Load()
+func (n *Coordinator) Serving() bool {
+	return !n.Lease.Fenced.Load() && n.MonoNow() < n.Lease.until.Load()
 }
 
 // errLeaseLapsed replaces the reply of a write this node ran as
@@ -120,11 +120,11 @@ var errReadLapsed = resp.Err("TRYAGAIN memgest: this node's lease lapsed while t
 // errLeaseGone fails redundancy a coordinator would send without a lease.
 var errLeaseGone = errors.New("server: this node's lease lapsed; it sends no redundancy")
 
-// leased says whether this node may act as a coordinator towards others
+// Leased says whether this node may act as a coordinator towards others
 // now: its lease holds (a node of a forming cluster has none yet, and needs
 // none).
-func (n *Coordinator) leased() bool {
-	return n.ctl.Map().State != cluster.OK || n.serving()
+func (n *Coordinator) Leased() bool {
+	return n.Ctl.Map().State != cluster.OK || n.Serving()
 }
 
 // authority is a coordinator's permission to change what other nodes hold
@@ -134,13 +134,13 @@ func (n *Coordinator) leased() bool {
 // that failed this node over, and nodes with that map refuse it.
 type authority struct {
 	fences uint64 // the fence count when it was taken
-	ok     bool   // the lease held then
+	Ok     bool   // the lease held then
 }
 
-// takeAuthority reads the fence count and the lease; call it after reading
+// TakeAuthority reads the fence count and the lease; call it after reading
 // the epoch to stamp.
-func (n *Coordinator) takeAuthority() authority {
-	return authority{fences: n.lease.fences.Load(), ok: n.leased()}
+func (n *Coordinator) TakeAuthority() authority {
+	return authority{fences: n.Lease.Fences.Load(), Ok: n.Leased()}
 }
 
 // stillHolds says whether a frame may be stamped again under a newer
@@ -148,10 +148,10 @@ func (n *Coordinator) takeAuthority() authority {
 // so no failover came between (another node could have recovered its
 // shards without the frame's change, and would be overwritten by it).
 func (n *Coordinator) stillHolds(a authority) bool {
-	return a.ok && n.leased() && n.lease.fences.Load() == a.fences
+	return a.Ok && n.Leased() && n.Lease.Fences.Load() == a.fences
 }
 
-// withinLease returns r, the reply of a command this node ran as its keys'
+// WithinLease returns r, the reply of a command this node ran as its keys'
 // coordinator under authority a (taken as it began), if no failover of
 // this node can have come between: its lease holds now and it was not
 // fenced since (stillHolds). A lease is granted only while the node is not
@@ -163,23 +163,23 @@ func (n *Coordinator) stillHolds(a authority) bool {
 // nothing either. A node failed over and readmitted was fenced first
 // (failure-model.md, "Fencing").
 //
-// When the lease has lapsed, withinLease waits for the next renewal, up to
+// When the lease has lapsed, WithinLease waits for the next renewal, up to
 // FailureTimeout: renewed, r stands; fenced or not renewed, a read answers
 // errReadLapsed (TRYAGAIN: it changed nothing) and a write errLeaseLapsed
 // (its outcome is unknown).
-func (n *Coordinator) withinLease(ctx context.Context, a authority, read bool, r resp.Reply) resp.Reply {
+func (n *Coordinator) WithinLease(ctx context.Context, a authority, read bool, r resp.Reply) resp.Reply {
 	if n.stillHolds(a) {
 		return r
 	}
 	if n.awaitLease(ctx, a) {
-		n.metrics.lapsedCommand(lapsedRenewed)
+		n.Metrics.lapsedCommand(lapsedRenewed)
 		return r
 	}
 	if read {
-		n.metrics.lapsedCommand(lapsedReadRefused)
+		n.Metrics.lapsedCommand(lapsedReadRefused)
 		return errReadLapsed
 	}
-	n.metrics.lapsedCommand(lapsedWriteUnknown)
+	n.Metrics.lapsedCommand(lapsedWriteUnknown)
 	return errLeaseLapsed
 }
 
@@ -187,14 +187,14 @@ func (n *Coordinator) withinLease(ctx context.Context, a authority, read bool, r
 // or the node is fenced, ctx ends or FailureTimeout passes (false): by
 // then the leader has marked a silent node failed.
 func (n *Coordinator) awaitLease(ctx context.Context, a authority) bool {
-	timeout := time.NewTimer(n.cfg.FailureTimeout)
+	timeout := time.NewTimer(n.Cfg.FailureTimeout)
 	defer timeout.Stop()
 	for {
-		changed := n.lease.changed()
+		changed := n.Lease.changed()
 		switch {
 		case n.stillHolds(a):
 			return true
-		case !a.ok || n.lease.fenced.Load() || n.lease.fences.Load() != a.fences:
+		case !a.Ok || n.Lease.Fenced.Load() || n.Lease.Fences.Load() != a.fences:
 			return false
 		}
 		select {

@@ -6,14 +6,14 @@ import (
 	"github.com/memgest/memgest/server/peer"
 )
 
-// parsePieceKey reads what storeKey (or dirKey) wrote, and the
+// ParsePieceKey reads what storeKey (or dirKey) wrote, and the
 // piece kind.
-func parsePieceKey(k []byte) (peer.PieceRef, uint8, bool) {
-	if len(k) < 3 || k[2] > pieceKindDirectory {
+func ParsePieceKey(k []byte) (peer.PieceRef, uint8, bool) {
+	if len(k) < 3 || k[2] > PieceKindDirectory {
 		return peer.PieceRef{}, 0, false
 	}
 	kind := k[2]
-	r := peer.PieceRef{Scheme: binary.BigEndian.Uint16(k), Versioned: kind == pieceKindShard}
+	r := peer.PieceRef{Scheme: binary.BigEndian.Uint16(k), Versioned: kind == PieceKindShard}
 	k = k[3:]
 	if r.Versioned {
 		if len(k) < 8 {

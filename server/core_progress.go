@@ -8,8 +8,8 @@ import (
 // rebuildProgress counts a node's rebuild work for INFO, /metrics and
 // memgest status.
 type rebuildProgress struct {
-	keysTotal, keysDone, bytesDone atomic.Int64
-	started                        atomic.Int64 // unix ns of the first rebuild
+	KeysTotal, KeysDone, BytesDone atomic.Int64
+	Started                        atomic.Int64 // unix ns of the first rebuild
 }
 
 // RebuildReport is a node's rebuild progress as memgest status shows it.
@@ -20,16 +20,16 @@ type RebuildReport struct {
 	Seconds   float64 `json:"seconds"` // since the node's first rebuild began
 }
 
-func (p *rebuildProgress) report() RebuildReport {
-	r := RebuildReport{KeysDone: p.keysDone.Load(), KeysTotal: p.keysTotal.Load(), BytesDone: p.bytesDone.Load()}
-	if t := p.started.Load(); t != 0 {
+func (p *rebuildProgress) Report() RebuildReport {
+	r := RebuildReport{KeysDone: p.KeysDone.Load(), KeysTotal: p.KeysTotal.Load(), BytesDone: p.BytesDone.Load()}
+	if t := p.Started.Load(); t != 0 {
 		r.Seconds = time.Since(time.Unix(0, t)).Seconds()
 	}
 	return r
 }
 
-// add sums reports of several nodes; the duration is the longest.
-func (r RebuildReport) add(o RebuildReport) RebuildReport {
+// Add sums reports of several nodes; the duration is the longest.
+func (r RebuildReport) Add(o RebuildReport) RebuildReport {
 	return RebuildReport{KeysDone: r.KeysDone + o.KeysDone, KeysTotal: r.KeysTotal + o.KeysTotal,
 		BytesDone: r.BytesDone + o.BytesDone, Seconds: max(r.Seconds, o.Seconds)}
 }

@@ -31,7 +31,7 @@ const finishPerTick = 64
 // unfinishedDeletion is a committed deletion with releases still to do.
 type unfinishedDeletion struct {
 	version uint64 // the deletion's, which its tombstone carries
-	rels    []release
+	rels    []Release
 }
 
 // unfinishedDeletions is the coordinator's list of them, by key.
@@ -43,7 +43,7 @@ type unfinishedDeletions struct {
 // add records key's deletion at version, whose releases rels failed. A
 // key with a deletion waiting already keeps both's releases, and the later
 // version: its tombstone may be purged only once every older piece is gone.
-func (u *unfinishedDeletions) add(key []byte, version uint64, rels []release) {
+func (u *unfinishedDeletions) add(key []byte, version uint64, rels []Release) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.m == nil {
@@ -71,31 +71,31 @@ func (u *unfinishedDeletions) take(limit int) map[string]unfinishedDeletion {
 	return out
 }
 
-// finishDeletions retries the releases of up to finishPerTick unfinished
+// FinishDeletions retries the releases of up to finishPerTick unfinished
 // deletions and purges the tombstone of each that succeeds. A deletion of a
 // key this node no longer coordinates is dropped: the new coordinator's
 // recovery finishes it. One that fails again goes back on the list.
-func (n *Coordinator) finishDeletions(ctx context.Context) {
-	m := n.ctl.Map()
+func (n *Coordinator) FinishDeletions(ctx context.Context) {
+	m := n.Ctl.Map()
 	for key, d := range n.unfinished.take(finishPerTick) {
-		if coord, ok := m.Coordinator(keyslot.Of([]byte(key))); !ok || coord.ID != n.id {
+		if coord, ok := m.Coordinator(keyslot.Of([]byte(key))); !ok || coord.ID != n.NodeID {
 			continue
 		}
-		if err := n.releaseAll(ctx, d.rels, true); err != nil {
+		if err := n.ReleaseAll(ctx, d.rels, true); err != nil {
 			n.unfinished.add([]byte(key), d.version, d.rels)
 			continue
 		}
-		n.enqueueDirectory(purgeOf([]byte(key), d.version))
+		n.EnqueueDirectory(PurgeOf([]byte(key), d.version))
 	}
 }
 
-// purgeTombstones purges, after a shard's recovery, the tombstones of the
+// PurgeTombstones purges, after a shard's recovery, the tombstones of the
 // deleted keys (purges) whose older versions were all released (failed
 // names the keys whose releases did not all succeed).
-func (n *Coordinator) purgeTombstones(purges []dirEntry, failed map[string]bool) {
+func (n *Coordinator) PurgeTombstones(purges []DirEntry, failed map[string]bool) {
 	for _, p := range purges {
 		if !failed[string(p.Key)] {
-			n.enqueueDirectory(p)
+			n.EnqueueDirectory(p)
 		}
 	}
 }

@@ -8,47 +8,47 @@ import (
 	"github.com/memgest/memgest/cluster"
 )
 
-// packedObject is one object recovery re-homes into this node's packed
+// PackedObject is one object recovery re-homes into this node's packed
 // schemes: a key at the version recovery chose for it.
-type packedObject struct {
-	key      string
-	value    []byte
-	version  uint64
-	expireAt int64
-	scheme   uint16 // its scheme's id
+type PackedObject struct {
+	Key      string
+	Value    []byte
+	Version  uint64
+	ExpireAt int64
+	Scheme   uint16 // its scheme's id
 }
 
 // rehomeBatch is how many recovered stripe keys go to the parity holders
 // together.
 const rehomeBatch = 256
 
-// rehomePacked stores recovered stripe objects as this node's own, a batch
+// RehomePacked stores recovered stripe objects as this node's own, a batch
 // at a time: each object, at the version recovery chose, is appended to
 // one of this node's chunks, the batch's updates go to the parity holders
 // together (one frame per holder, not one per key: recovering 33 000 keys
 // one by one took 8 s), and each key then commits. A batch that is not
 // acknowledged is undone and fails the recovery, which starts again.
-func (n *Coordinator) rehomePacked(ctx context.Context, m *cluster.Map, objs []packedObject) error {
+func (n *Coordinator) RehomePacked(ctx context.Context, m *cluster.Map, objs []PackedObject) error {
 	for start := 0; start < len(objs); start += rehomeBatch {
 		end := min(start+rehomeBatch, len(objs))
-		ops := make([]*writeOp, 0, end-start)
+		ops := make([]*WriteOp, 0, end-start)
 		var batch packedBatch
 		var err error
 		for i := start; i < end && err == nil; i++ {
 			c := objs[i]
-			entry, ok := m.SchemeByID(c.scheme)
+			entry, ok := m.SchemeByID(c.Scheme)
 			if !ok {
-				err = fmt.Errorf("server: recovering %q: unknown scheme id %d", c.key, c.scheme)
+				err = fmt.Errorf("server: recovering %q: unknown scheme id %d", c.Key, c.Scheme)
 				break
 			}
-			n.clock.observe(c.version)
-			op := &writeOp{key: []byte(c.key), value: c.value, expireAt: c.expireAt, entry: entry}
+			n.Versions.Observe(c.Version)
+			op := &WriteOp{Key: []byte(c.Key), Value: c.Value, ExpireAt: c.ExpireAt, Entry: entry}
 			p, packed := op.packedOf(n)
 			if !packed {
-				err = fmt.Errorf("server: recovering %q: scheme %s keeps no chunks", c.key, entry.Name())
+				err = fmt.Errorf("server: recovering %q: scheme %s keeps no chunks", c.Key, entry.Name())
 				break
 			}
-			if err = batch.add(ctx, p, op, c.version, len(ops)); err == nil {
+			if err = batch.add(ctx, p, op, c.Version, len(ops)); err == nil {
 				ops = append(ops, op)
 			}
 		}
@@ -64,10 +64,10 @@ func (n *Coordinator) rehomePacked(ctx context.Context, m *cluster.Map, objs []p
 			return fmt.Errorf("server: recovering stripe keys: %w", err)
 		}
 		for i, op := range ops {
-			s := n.inflight.shard(op.key)
-			s.mu.Lock()
-			_, err := n.commitPackedLocked(op, objs[start+i].version)
-			s.mu.Unlock()
+			s := n.Inflight.Shard(op.Key)
+			s.Mu.Lock()
+			_, err := n.commitPackedLocked(op, objs[start+i].Version)
+			s.Mu.Unlock()
 			n.sendRemovalsLater(op)
 			if err != nil {
 				for _, rest := range ops[i+1:] {

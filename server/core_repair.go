@@ -19,34 +19,34 @@ import (
 // report of a corrupt piece (onRepair), and the node's checksum counters
 // (integrity).
 
-// pieceFilter says whether target t should be sent key's piece at version
+// PieceFilter says whether target t should be sent key's piece at version
 // v.
-type pieceFilter func(key []byte, t kind.Target, v uint64) bool
+type PieceFilter func(key []byte, t kind.Target, v uint64) bool
 
-// everyPiece sends a key's every piece again: a holder that has the
+// EveryPiece sends a key's every piece again: a holder that has the
 // committed version keeps its copy (storePiece), one that lacks it stores
 // it.
-func everyPiece([]byte, kind.Target, uint64) bool { return true }
+func EveryPiece([]byte, kind.Target, uint64) bool { return true }
 
-// rebuildKey stores again, at its committed version, the pieces of key
+// RebuildKey stores again, at its committed version, the pieces of key
 // that need says are missing, and returns the bytes sent. It is a
 // read-modify-write that writes nothing, so no write of the key runs
 // meanwhile and the pieces are of the committed version.
-func (n *Coordinator) rebuildKey(ctx context.Context, key []byte, need pieceFilter) (int, error) {
+func (n *Coordinator) RebuildKey(ctx context.Context, key []byte, need PieceFilter) (int, error) {
 	sent := 0
-	err := n.rmw(ctx, key, func(cur current) (*writeOp, error) {
-		if !cur.exists {
+	err := n.RMW(ctx, key, func(cur Current) (*WriteOp, error) {
+		if !cur.Exists {
 			return nil, nil
 		}
-		op := &writeOp{key: key, value: cur.value, expireAt: cur.meta.ExpireAt, entry: cur.entry}
-		targets, pieces, err := planPieces(n.ctl.Map(), n.kindOf(cur.entry), op, cur.meta.Version)
+		op := &WriteOp{Key: key, Value: cur.Value, ExpireAt: cur.Meta.ExpireAt, Entry: cur.Entry}
+		targets, pieces, err := PlanPieces(n.Ctl.Map(), n.KindOf(cur.Entry), op, cur.Meta.Version)
 		if err != nil {
 			return nil, err
 		}
 		var lostTargets []kind.Target
 		var lostPieces []kind.Piece
 		for i, t := range targets {
-			if need(key, t, cur.meta.Version) {
+			if need(key, t, cur.Meta.Version) {
 				lostTargets, lostPieces = append(lostTargets, t), append(lostPieces, pieces[i])
 				sent += len(pieces[i].Data)
 			}
@@ -65,28 +65,28 @@ func (n *Coordinator) rebuildKey(ctx context.Context, key []byte, need pieceFilt
 // integrity counts what checksums found and what was repaired, for INFO and
 // /metrics.
 type integrity struct {
-	corrupt  atomic.Int64 // corrupt copies found, by reads and the scrub
-	repaired atomic.Int64 // keys whose redundancy was stored again
-	scrubbed atomic.Int64 // bytes the scrub has checked
-	swept    atomic.Int64 // garbage pieces the sweep dropped (repair_sweep.go)
+	Corrupt  atomic.Int64 // corrupt copies found, by reads and the scrub
+	Repaired atomic.Int64 // keys whose redundancy was stored again
+	Scrubbed atomic.Int64 // bytes the scrub has checked
+	Swept    atomic.Int64 // garbage pieces the sweep dropped (repair_sweep.go)
 }
 
 // repairRecord replaces key's corrupt primary record, if it is still at
 // meta's version, with stored: a copy that passes its check (a scheme's
 // Read found it; kind.Env).
 func (n *Coordinator) repairRecord(key []byte, meta store.Meta, stored []byte) error {
-	s := n.inflight.shard(key)
-	s.mu.Lock()
+	s := n.Inflight.Shard(key)
+	s.Mu.Lock()
 	var err error
-	if cur, ok := n.primary.Meta(key); ok && cur.Version == meta.Version {
-		err = n.primary.Put(key, stored, meta)
+	if cur, ok := n.Primary.Meta(key); ok && cur.Version == meta.Version {
+		err = n.Primary.Put(key, stored, meta)
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if err != nil {
 		return err
 	}
-	n.health.repaired.Add(1)
-	n.log.Warn("corrupt record repaired from a replica", "key", string(key))
+	n.Health.Repaired.Add(1)
+	n.Log.Warn("corrupt record repaired from a replica", "key", string(key))
 	return nil
 }
 
@@ -95,36 +95,36 @@ func (n *Coordinator) repairRecord(key []byte, meta store.Meta, stored []byte) e
 func (n *Coordinator) repairLater(key []byte) {
 	key = append([]byte(nil), key...)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.PeerTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*n.Cfg.PeerTimeout)
 		defer cancel()
-		if err := n.repairKey(ctx, key); err != nil {
-			n.log.Warn("repairing a key", "key", string(key), "err", err)
+		if err := n.RepairKey(ctx, key); err != nil {
+			n.Log.Warn("repairing a key", "key", string(key), "err", err)
 		}
 	}()
 }
 
-// repairKey stores every piece of key again from its committed value (a
+// RepairKey stores every piece of key again from its committed value (a
 // read-modify-write that writes nothing, as rebuild does).
-func (n *Coordinator) repairKey(ctx context.Context, key []byte) error {
+func (n *Coordinator) RepairKey(ctx context.Context, key []byte) error {
 	all := func([]byte, kind.Target, uint64) bool { return true }
-	if _, err := n.rebuildKey(ctx, key, all); err != nil {
+	if _, err := n.RebuildKey(ctx, key, all); err != nil {
 		return err
 	}
-	n.health.repaired.Add(1)
+	n.Health.Repaired.Add(1)
 	return nil
 }
 
-// onRepair is a coordinator's side of a holder's report that a piece of a
+// OnRepair is a coordinator's side of a holder's report that a piece of a
 // key failed its checksum.
-func (n *Coordinator) onRepair(b []byte) ([]byte, error) {
+func (n *Coordinator) OnRepair(b []byte) ([]byte, error) {
 	d := wire.NewDec(b)
 	key := d.Bytes()
 	if err := d.Done(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.PeerTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*n.Cfg.PeerTimeout)
 	defer cancel()
-	return nil, n.repairKey(ctx, key)
+	return nil, n.RepairKey(ctx, key)
 }
 
 // isCorruptReply says whether a peer answered that a piece failed its

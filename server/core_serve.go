@@ -16,19 +16,19 @@ import (
 // for their acknowledgement before it sends anything about their keys),
 // and reads whose pieces are large (serveRead).
 
-// forwardWork is how many times its own size a forwarded command's
+// ForwardWork is how many times its own size a forwarded command's
 // coordinator may have to move: receive it, and send a rep:3 value's two
 // replicas.
-const forwardWork = 3
+const ForwardWork = 3
 
 // largeRead is the size of the pieces a read must return beyond which it
 // is served off the read loop: checking their checksums takes a while.
 const largeRead = 1 << 20
 
-// serveRead answers GetPiece and GetPieces: the pieces are looked up on
+// ServeRead answers GetPiece and GetPieces: the pieces are looked up on
 // the read loop (store.View: no copy), and checked and sent from there too
 // when small, from a worker when large.
-func (n *Coordinator) serveRead(req transport.Frame, reply func(transport.Frame)) {
+func (n *Coordinator) ServeRead(req transport.Frame, reply func(transport.Frame)) {
 	refs, err := decodeReads(req)
 	if err != nil {
 		reply(peer.ErrFrame(err))
@@ -44,13 +44,13 @@ func (n *Coordinator) serveRead(req transport.Frame, reply func(transport.Frame)
 		reply(transport.Frame{Type: req.Type, Payload: payload, Tail: tail})
 	}
 	if size > largeRead {
-		n.workers.Go(answer)
+		n.Workers.Go(answer)
 		return
 	}
 	answer()
 }
 
-// onPutPieces stores a batch of pieces. A malformed batch stores none; a
+// OnPutPieces stores a batch of pieces. A malformed batch stores none; a
 // piece the store refuses (checksum, size) is reported in its slot of the
 // reply and fails only the write it belongs to.
 //
@@ -58,7 +58,7 @@ func (n *Coordinator) serveRead(req transport.Frame, reply func(transport.Frame)
 // request), so a piece that is most of it is stored without a copy; its
 // bytes are then the store's. Smaller pieces are copied, so that no stored
 // piece keeps much more than itself alive.
-func (n *Coordinator) onPutPieces(b []byte) ([]byte, error) {
+func (n *Coordinator) OnPutPieces(b []byte) ([]byte, error) {
 	pieces, err := peer.DecodePutPieces(b)
 	if err != nil {
 		return nil, err
@@ -72,7 +72,7 @@ func (n *Coordinator) onPutPieces(b []byte) ([]byte, error) {
 	return peer.EncodePutPiecesResp(refusals), nil
 }
 
-func (n *Coordinator) onGetPiece(b []byte) ([]byte, error) {
+func (n *Coordinator) OnGetPiece(b []byte) ([]byte, error) {
 	refs, err := decodeReads(transport.Frame{Type: peer.MsgGetPiece, Payload: b})
 	if err != nil {
 		return nil, err
@@ -82,15 +82,15 @@ func (n *Coordinator) onGetPiece(b []byte) ([]byte, error) {
 	return payload, err
 }
 
-// onGetPieces reads many pieces; each slot says found, missing or corrupt.
-func (n *Coordinator) onGetPieces(b []byte) ([]byte, error) {
+// OnGetPieces reads many pieces; each slot says found, missing or corrupt.
+func (n *Coordinator) OnGetPieces(b []byte) ([]byte, error) {
 	refs, err := peer.DecodeGetPieces(b)
 	if err != nil {
 		return nil, err
 	}
 	views, _ := n.viewPieces(refs)
 	payload, tail, err := n.answerRead(peer.MsgGetPieces, refs, views)
-	return peerReq{payload: payload, tail: tail}.whole(), err
+	return PeerReq{Payload: payload, Tail: tail}.Whole(), err
 }
 
 // decodeReads decodes a GetPiece (one ref) or GetPieces request.
@@ -117,7 +117,7 @@ func (n *Coordinator) viewPieces(refs []peer.PieceRef) ([]pieceView, int) {
 	size := 0
 	for i, r := range refs {
 		v := &views[i]
-		v.data, v.meta, v.ok = n.pieces.View(storeKey(r))
+		v.data, v.meta, v.ok = n.Pieces.View(storeKey(r))
 		size += len(v.data)
 	}
 	return views, size
@@ -146,7 +146,7 @@ func (n *Coordinator) answerRead(typ uint8, refs []peer.PieceRef, views []pieceV
 	return payload, tail, nil
 }
 
-func (n *Coordinator) onDelPiece(b []byte) ([]byte, error) {
+func (n *Coordinator) OnDelPiece(b []byte) ([]byte, error) {
 	r, err := peer.DecodePieceRef(b)
 	if err != nil {
 		return nil, err

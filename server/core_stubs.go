@@ -15,19 +15,19 @@ import (
 // read or a write fills one (fillStub, completeStub), and a stub whose
 // value is gone for good (loseStub).
 
-// recordStub flags a primary record whose value recovery has not fetched
+// RecordStub flags a primary record whose value recovery has not fetched
 // yet (store.Meta.Flags of primary records).
-const recordStub uint8 = 1
+const RecordStub uint8 = 1
 
-// isStub says whether a primary record is a stub.
-func isStub(m store.Meta) bool { return m.Flags&recordStub != 0 }
+// IsStub says whether a primary record is a stub.
+func IsStub(m store.Meta) bool { return m.Flags&RecordStub != 0 }
 
-// fillStub fetches the value of key's stub record (meta) through its
+// FillStub fetches the value of key's stub record (meta) through its
 // scheme (kind.Scheme.Fill) and, unless a write replaced the stub
 // meanwhile, stores it as a full record. It returns the value and the full
 // record's metadata. A stub none of whose copies is left is reported lost.
-func (n *Coordinator) fillStub(ctx context.Context, key []byte, meta store.Meta) ([]byte, store.Meta, error) {
-	sch, ok := n.schemes(n.ctl.Map()).lookup(meta.Scheme)
+func (n *Coordinator) FillStub(ctx context.Context, key []byte, meta store.Meta) ([]byte, store.Meta, error) {
+	sch, ok := n.Schemes(n.Ctl.Map()).Lookup(meta.Scheme)
 	if !ok {
 		return nil, meta, fmt.Errorf("server: key %q uses unknown scheme id %d", key, meta.Scheme)
 	}
@@ -39,37 +39,37 @@ func (n *Coordinator) fillStub(ctx context.Context, key []byte, meta store.Meta)
 		return nil, meta, err
 	}
 	full := meta
-	full.Flags &^= recordStub
+	full.Flags &^= RecordStub
 	full.Aux = aux
-	if _, err := n.completeStub(key, meta, sch, stored, full); err != nil {
+	if _, err := n.CompleteStub(key, meta, sch, stored, full); err != nil {
 		return nil, meta, err
 	}
 	return value, full, nil
 }
 
-// completeStub replaces key's stub record meta with the full record (stored
+// CompleteStub replaces key's stub record meta with the full record (stored
 // bytes, full meta) of scheme sch unless a write replaced the stub
 // meanwhile, and reports whether it did.
-func (n *Coordinator) completeStub(key []byte, meta store.Meta, sch kind.Scheme, stored []byte, full store.Meta) (bool, error) {
-	s := n.inflight.shard(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur, ok := n.primary.Meta(key)
-	if !ok || cur.Version != meta.Version || !isStub(cur) {
+func (n *Coordinator) CompleteStub(key []byte, meta store.Meta, sch kind.Scheme, stored []byte, full store.Meta) (bool, error) {
+	s := n.Inflight.Shard(key)
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	cur, ok := n.Primary.Meta(key)
+	if !ok || cur.Version != meta.Version || !IsStub(cur) {
 		return false, nil
 	}
-	if err := n.primary.Put(key, stored, full); err != nil {
+	if err := n.Primary.Put(key, stored, full); err != nil {
 		return false, err
 	}
 	if d := sch.Detached(full); d != 0 {
-		n.stats.detachedBytes(meta.Scheme).Add(d)
+		n.Stats.DetachedBytes(meta.Scheme).Add(d)
 	}
 	return true, nil
 }
 
-// errStubReplaced is a stub fetch that found the stub written over or
+// ErrStubReplaced is a stub fetch that found the stub written over or
 // deleted meanwhile: read the key again.
-var errStubReplaced = fmt.Errorf("%w: the stub was written over", kind.ErrPieceGone)
+var ErrStubReplaced = fmt.Errorf("%w: the stub was written over", kind.ErrPieceGone)
 
 // loseStub handles a stub whose value no replica holds any more (cause
 // wraps kind.ErrNoCopy): the key is reported lost, naming it, rather than
@@ -77,19 +77,19 @@ var errStubReplaced = fmt.Errorf("%w: the stub was written over", kind.ErrPieceG
 // by another fetch is returned, and one written over answers
 // errStubReplaced.
 func (n *Coordinator) loseStub(key []byte, stub store.Meta, entry cluster.SchemeEntry, cause error) ([]byte, store.Meta, error) {
-	s := n.inflight.shard(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	val, cur, ok := n.primary.Get(key, nil)
+	s := n.Inflight.Shard(key)
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	val, cur, ok := n.Primary.Get(key, nil)
 	switch {
-	case ok && cur.Version == stub.Version && !isStub(cur):
+	case ok && cur.Version == stub.Version && !IsStub(cur):
 		return val, cur, nil
 	case !ok || cur.Version != stub.Version:
-		return nil, stub, errStubReplaced
+		return nil, stub, ErrStubReplaced
 	}
 	lost := kind.LostKey{Key: string(key), Scheme: entry.Name(), Lost: entry.Spec.Nodes(), Total: entry.Spec.Nodes()}
-	n.lost.Add(lost)
-	n.log.Warn("recovery: no replica of a key's value is left; reported lost",
+	n.Lost.Add(lost)
+	n.Log.Warn("recovery: no replica of a key's value is left; reported lost",
 		"key", string(key), "version", stub.Version, "err", cause)
 	return nil, stub, lost.Err()
 }

@@ -24,34 +24,34 @@ import (
 // released under it.
 const maxAttempts = 16
 
-// current is a key's committed state as a read-modify-write sees it.
-type current struct {
-	exists bool
-	meta   store.Meta
-	value  []byte
-	entry  cluster.SchemeEntry
+// Current is a key's committed state as a read-modify-write sees it.
+type Current struct {
+	Exists bool
+	Meta   store.Meta
+	Value  []byte
+	Entry  cluster.SchemeEntry
 }
 
-// writeOp is the new state of a key: a value under a scheme, or a deletion.
+// WriteOp is the new state of a key: a value under a scheme, or a deletion.
 // Its value never changes once the op is made: peers' pieces are sent from
 // it without a copy (spool), and the primary store keeps a large one as it
 // is (store.ExchangeIfOwned). Values come from a client's request (whose
 // buffers are never written again), a peer's frame, a read (store.View) or
 // a fresh computation.
-type writeOp struct {
-	key      []byte
-	value    []byte
-	expireAt int64
-	entry    cluster.SchemeEntry
-	del      bool
-	// shrinks marks a write that stores no more than the record it replaces
+type WriteOp struct {
+	Key      []byte
+	Value    []byte
+	ExpireAt int64
+	Entry    cluster.SchemeEntry
+	Del      bool
+	// Shrinks marks a write that stores no more than the record it replaces
 	// (a new TTL, a move to a cheaper scheme); maxmemory never refuses it,
 	// as Redis does not refuse EXPIRE or PERSIST.
-	shrinks bool
-	// crc is value's CRC32C once crcKnown: computed once for the record
+	Shrinks bool
+	// CRC32 is value's CRC32C once CRCKnown: computed once for the record
 	// and its replicas (valueCRC), or taken from a record already checked.
-	crc      uint32
-	crcKnown bool
+	CRC32    uint32
+	CRCKnown bool
 	// staged is a packed scheme's write of op's object, placed from
 	// Stage until it commits or aborts (Place set; datapath_packed.go).
 	staged kind.Staged
@@ -78,44 +78,44 @@ type writeOp struct {
 // scheme is op's bound scheme (Node.kindOf of its entry), looked up once:
 // a write asks it several things on its way. op.entry never changes once
 // the write is under way (valueOp sets it first).
-func (op *writeOp) scheme(n *Coordinator) kind.Scheme {
+func (op *WriteOp) scheme(n *Coordinator) kind.Scheme {
 	if op.bound == nil {
-		op.bound = n.kindOf(op.entry)
+		op.bound = n.KindOf(op.Entry)
 	}
 	return op.bound
 }
 
 // Bytes is op's value (kind.Value).
-func (op *writeOp) Bytes() []byte { return op.value }
+func (op *WriteOp) Bytes() []byte { return op.Value }
 
 // CRC is valueCRC (kind.Value).
-func (op *writeOp) CRC() uint32 { return op.valueCRC() }
+func (op *WriteOp) CRC() uint32 { return op.valueCRC() }
 
 // valueCRC returns the CRC32C of op's value, computing it on first use. A
 // writeOp belongs to one goroutine at a time.
-func (op *writeOp) valueCRC() uint32 {
-	if !op.crcKnown {
-		op.crc, op.crcKnown = bigcopy.Checksum(op.value), true
+func (op *WriteOp) valueCRC() uint32 {
+	if !op.CRCKnown {
+		op.CRC32, op.CRCKnown = bigcopy.Checksum(op.Value), true
 	}
-	return op.crc
+	return op.CRC32
 }
 
-// get returns the committed value of key. It does not wait for writes in
+// Get returns the committed value of key. It does not wait for writes in
 // flight: the committed record changes only when a write commits, which is
 // before that write is acknowledged, so a read returns a value at least as
 // new as every write acknowledged before it began and never an
 // unacknowledged one (decision 0002 explains why Ring's wait is not needed).
-func (n *Coordinator) get(ctx context.Context, key []byte) (current, error) {
+func (n *Coordinator) Get(ctx context.Context, key []byte) (Current, error) {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		cur, err := n.readCommitted(ctx, key)
 		if !errors.Is(err, kind.ErrPieceGone) {
-			if cur.exists {
-				n.metrics.read(cur.entry)
+			if cur.Exists {
+				n.Metrics.read(cur.Entry)
 			}
 			return cur, err
 		}
 	}
-	return current{}, fmt.Errorf("server: key %q kept changing under a read", key)
+	return Current{}, fmt.Errorf("server: key %q kept changing under a read", key)
 }
 
 // readCommitted reads the committed record without waiting: locally for
@@ -123,109 +123,109 @@ func (n *Coordinator) get(ctx context.Context, key []byte) (current, error) {
 //
 // A large value is the store's own bytes (store.View), not a copy: nothing
 // may modify a current's value.
-func (n *Coordinator) readCommitted(ctx context.Context, key []byte) (current, error) {
-	val, meta, ok := n.primary.View(key)
+func (n *Coordinator) readCommitted(ctx context.Context, key []byte) (Current, error) {
+	val, meta, ok := n.Primary.View(key)
 	if !ok {
-		var cur current
+		var cur Current
 		var inStripe bool
 		if val, meta, cur, inStripe, ok = n.lookupPacked(key, true); inStripe {
 			return n.unlessExpired(key, cur), nil
 		}
 	}
 	if !ok {
-		if lost, isLost := n.lost.Get(key); isLost {
-			return current{}, lost.Err()
+		if lost, isLost := n.Lost.Get(key); isLost {
+			return Current{}, lost.Err()
 		}
-		return current{}, nil
+		return Current{}, nil
 	}
-	if meta.ExpireAt != 0 && meta.ExpireAt <= nowMs() {
+	if meta.ExpireAt != 0 && meta.ExpireAt <= NowMs() {
 		n.expireLater(key)
-		return current{}, nil
+		return Current{}, nil
 	}
-	sch, ok := n.schemes(n.ctl.Map()).lookup(meta.Scheme)
+	sch, ok := n.Schemes(n.Ctl.Map()).Lookup(meta.Scheme)
 	if !ok {
-		return current{}, fmt.Errorf("server: key %q uses unknown scheme id %d", key, meta.Scheme)
+		return Current{}, fmt.Errorf("server: key %q uses unknown scheme id %d", key, meta.Scheme)
 	}
 	entry := sch.Entry()
-	if isStub(meta) { // recovered metadata first: fetch the value now
-		n.metrics.degradedRequest(degradedRefetched)
-		v, full, err := n.fillStub(ctx, key, meta)
-		return current{exists: true, meta: full, value: v, entry: entry}, err
+	if IsStub(meta) { // recovered metadata first: fetch the value now
+		n.Metrics.DegradedRequest(degradedRefetched)
+		v, full, err := n.FillStub(ctx, key, meta)
+		return Current{Exists: true, Meta: full, Value: v, Entry: entry}, err
 	}
 	v, err := sch.Read(ctx, key, meta, val)
 	if err != nil {
-		return current{}, err
+		return Current{}, err
 	}
-	return current{exists: true, meta: meta, value: v, entry: entry}, nil
+	return Current{Exists: true, Meta: meta, Value: v, Entry: entry}, nil
 }
 
 // unlessExpired is cur, or nothing if it has expired (queued for deletion).
-func (n *Coordinator) unlessExpired(key []byte, cur current) current {
-	if cur.meta.ExpireAt != 0 && cur.meta.ExpireAt <= nowMs() {
+func (n *Coordinator) unlessExpired(key []byte, cur Current) Current {
+	if cur.Meta.ExpireAt != 0 && cur.Meta.ExpireAt <= NowMs() {
 		n.expireLater(key)
-		return current{}
+		return Current{}
 	}
 	return cur
 }
 
-// rmw runs a read-modify-write: fn sees the committed state with no write in
+// RMW runs a read-modify-write: fn sees the committed state with no write in
 // flight and returns the new state, or nil for no change.
-func (n *Coordinator) rmw(ctx context.Context, key []byte, fn func(cur current) (*writeOp, error)) error {
+func (n *Coordinator) RMW(ctx context.Context, key []byte, fn func(cur Current) (*WriteOp, error)) error {
 	return n.rmwWith(ctx, key, n.readCommitted, fn)
 }
 
-// rmwMeta is rmw for operations that need only the key's metadata (DEL,
+// RMWMeta is rmw for operations that need only the key's metadata (DEL,
 // expiry): the value is not read, so a split key costs no shard gathering
 // and a key whose value cannot be read can still be deleted.
-func (n *Coordinator) rmwMeta(ctx context.Context, key []byte, fn func(cur current) (*writeOp, error)) error {
-	return n.rmwWith(ctx, key, n.metaCommitted, fn)
+func (n *Coordinator) RMWMeta(ctx context.Context, key []byte, fn func(cur Current) (*WriteOp, error)) error {
+	return n.rmwWith(ctx, key, n.MetaCommitted, fn)
 }
 
-// metaCommitted is readCommitted without the value.
-func (n *Coordinator) metaCommitted(_ context.Context, key []byte) (current, error) {
-	meta, ok := n.primary.Meta(key)
+// MetaCommitted is readCommitted without the value.
+func (n *Coordinator) MetaCommitted(_ context.Context, key []byte) (Current, error) {
+	meta, ok := n.Primary.Meta(key)
 	if !ok {
-		var cur current
+		var cur Current
 		var inStripe bool
 		if _, meta, cur, inStripe, ok = n.lookupPacked(key, false); inStripe {
 			return n.unlessExpired(key, cur), nil
 		}
 	}
-	if _, isLost := n.lost.Get(key); !ok && isLost {
+	if _, isLost := n.Lost.Get(key); !ok && isLost {
 		// A lost key exists, unreadable: DEL removes it, EXISTS counts it.
-		return current{exists: true, entry: n.ctl.Map().DefaultScheme()}, nil
+		return Current{Exists: true, Entry: n.Ctl.Map().DefaultScheme()}, nil
 	}
-	if !ok || (meta.ExpireAt != 0 && meta.ExpireAt <= nowMs()) {
-		return current{}, nil
+	if !ok || (meta.ExpireAt != 0 && meta.ExpireAt <= NowMs()) {
+		return Current{}, nil
 	}
-	entry, ok := n.ctl.Map().SchemeByID(meta.Scheme)
+	entry, ok := n.Ctl.Map().SchemeByID(meta.Scheme)
 	if !ok {
-		return current{}, fmt.Errorf("server: key %q uses unknown scheme id %d", key, meta.Scheme)
+		return Current{}, fmt.Errorf("server: key %q uses unknown scheme id %d", key, meta.Scheme)
 	}
-	return current{exists: true, meta: meta, entry: entry}, nil
+	return Current{Exists: true, Meta: meta, Entry: entry}, nil
 }
 
-type readFunc func(ctx context.Context, key []byte) (current, error)
+type readFunc func(ctx context.Context, key []byte) (Current, error)
 
 // rmwWith runs one read-modify-write. Every write of a key registers in the
 // inflight table and a write finding one in flight waits (Node.set falls
 // back to rmw), so once waitQuiet returns no other write of the key can
 // commit before this one: the committed state read here is the state the
 // new version replaces.
-func (n *Coordinator) rmwWith(ctx context.Context, key []byte, read readFunc, fn func(cur current) (*writeOp, error)) error {
-	s, err := n.inflight.waitQuiet(ctx, key)
+func (n *Coordinator) rmwWith(ctx context.Context, key []byte, read readFunc, fn func(cur Current) (*WriteOp, error)) error {
+	s, err := n.Inflight.waitQuiet(ctx, key)
 	if err != nil {
 		return err
 	}
-	p := s.begin(key, n.clock.next())
-	s.mu.Unlock()
+	p := s.begin(key, n.Versions.next())
+	s.Mu.Unlock()
 	cur, err := read(ctx, key)
 	if errors.Is(err, kind.ErrPieceGone) {
 		// Nothing can release the committed version's pieces while this
 		// write is in flight: they are lost.
 		err = fmt.Errorf("server: pieces of %q are missing; the key cannot be read", key)
 	}
-	var op *writeOp
+	var op *WriteOp
 	if err == nil {
 		op, err = fn(cur)
 	}
@@ -239,20 +239,20 @@ func (n *Coordinator) rmwWith(ctx context.Context, key []byte, read readFunc, fn
 // writeLocked is a blind write (plain SET, MSET): it needs no earlier
 // state, so it begins at once; for none it commits at once. The caller holds
 // s.mu, which writeLocked releases, and peeked the key under it (pk).
-func (n *Coordinator) writeLocked(ctx context.Context, s *inflightShard, op *writeOp, pk peeked) error {
-	if op.scheme(n).Traits().Immediate && !op.del && !n.leavesRedundancy(op, pk) {
+func (n *Coordinator) writeLocked(ctx context.Context, s *inflightShard, op *WriteOp, pk peeked) error {
+	if op.scheme(n).Traits().Immediate && !op.Del && !n.leavesRedundancy(op, pk) {
 		if err := n.checkMemory(op); err != nil {
-			s.mu.Unlock()
+			s.Mu.Unlock()
 			return err
 		}
-		rel, err := n.commitLocked(s, op, n.clock.next(), nil)
-		s.mu.Unlock()
-		n.releaseAll(ctx, rel, false)
+		rel, err := n.commitLocked(s, op, n.Versions.next(), nil)
+		s.Mu.Unlock()
+		n.ReleaseAll(ctx, rel, false)
 		n.sendRemovalsLater(op)
 		return err
 	}
-	p := s.begin(op.key, n.clock.next())
-	s.mu.Unlock()
+	p := s.begin(op.Key, n.Versions.next())
+	s.Mu.Unlock()
 	return n.apply(ctx, p, op)
 }
 
@@ -264,27 +264,27 @@ func (n *Coordinator) writeLocked(ctx context.Context, s *inflightShard, op *wri
 // reports done false, with s.mu still held, when the write must take the
 // usual path; done true with s.mu released otherwise. The caller holds
 // s.mu, and no write of key is in flight.
-func (n *Coordinator) writeUnpeeked(s *inflightShard, key, value []byte, began int64) (op *writeOp, done bool, err error) {
+func (n *Coordinator) writeUnpeeked(s *inflightShard, key, value []byte, began int64) (op *WriteOp, done bool, err error) {
 	if n.packedInUse() {
 		return nil, false, nil
 	}
-	def := n.ctl.Map().DefaultScheme()
+	def := n.Ctl.Map().DefaultScheme()
 	if def.ID == 0 {
 		return nil, false, nil
 	}
-	sch := n.kindOf(def)
+	sch := n.KindOf(def)
 	if !sch.Traits().Immediate {
 		return nil, false, nil
 	}
-	op = &writeOp{key: key, value: value, entry: def, began: began, unpeeked: true, bound: sch}
+	op = &WriteOp{Key: key, Value: value, Entry: def, began: began, unpeeked: true, bound: sch}
 	if err := n.checkMemory(op); err != nil {
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		return op, true, err
 	}
-	if _, err = n.commitLocked(s, op, n.clock.next(), nil); errors.Is(err, errPeekNeeded) {
+	if _, err = n.commitLocked(s, op, n.Versions.next(), nil); errors.Is(err, errPeekNeeded) {
 		return nil, false, nil
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	return op, true, err // none over none releases nothing
 }
 
@@ -293,46 +293,46 @@ func (n *Coordinator) writeUnpeeked(s *inflightShard, key, value []byte, began i
 // (announcement), which the fast path for none skips. The caller holds the
 // key's inflight shard lock and peeked the key under it (pk); an exact
 // peek answers without reading the record again.
-func (n *Coordinator) leavesRedundancy(op *writeOp, pk peeked) bool {
+func (n *Coordinator) leavesRedundancy(op *WriteOp, pk peeked) bool {
 	if pk.exact {
-		return pk.stored && pk.scheme != op.entry.ID
+		return pk.stored && pk.scheme != op.Entry.ID
 	}
-	prev, had := n.primary.Meta(op.key)
-	return had && prev.Scheme != op.entry.ID || n.inPacked(op.key)
+	prev, had := n.Primary.Meta(op.Key)
+	return had && prev.Scheme != op.Entry.ID || n.inPacked(op.Key)
 }
 
 // apply sends op's redundancy at p's version, then commits it.
-func (n *Coordinator) apply(ctx context.Context, p *pending, op *writeOp) error {
+func (n *Coordinator) apply(ctx context.Context, p *pending, op *WriteOp) error {
 	if err := n.checkMemory(op); err != nil {
-		n.abort(op.key, p)
+		n.abort(op.Key, p)
 		return err
 	}
 	faults.Hit(faults.BeforeRedundancy)
 	e, announce := n.announcement(op, p.version)
 	if announce {
 		if err := n.announce(ctx, e); err != nil {
-			n.abort(op.key, p)
-			n.withdraw(op.key, p.version)
-			return notAcknowledged(op.key, err)
+			n.abort(op.Key, p)
+			n.withdraw(op.Key, p.version)
+			return notAcknowledged(op.Key, err)
 		}
 	}
 	sent, err := n.sendRedundancy(ctx, op, p.version)
 	if err = n.settle(ctx, p, op, sent, err); err != nil && announce {
-		n.withdraw(op.key, p.version)
+		n.withdraw(op.Key, p.version)
 	}
 	return err
 }
 
 // settle ends a write whose redundancy went out: it commits when sending
 // succeeded (sendErr nil), else aborts and releases what was sent.
-func (n *Coordinator) settle(ctx context.Context, p *pending, op *writeOp, sent []release, sendErr error) error {
+func (n *Coordinator) settle(ctx context.Context, p *pending, op *WriteOp, sent []Release, sendErr error) error {
 	if sendErr != nil {
-		n.abort(op.key, p)
+		n.abort(op.Key, p)
 		n.abortStaged(op) // a packed write's object, if it has one
 		if op.scheme(n).Traits().Pieces == kind.Copies {
-			go n.undoReplicas(op.key, sent) // its copies replaced the committed ones
+			go n.undoReplicas(op.Key, sent) // its copies replaced the committed ones
 		} else {
-			n.releaseAll(context.Background(), sent, false)
+			n.ReleaseAll(context.Background(), sent, false)
 		}
 		return sendErr
 	}
@@ -347,25 +347,25 @@ func (n *Coordinator) settle(ctx context.Context, p *pending, op *writeOp, sent 
 // (issue 3's known gap; the robustness suite lost rep:3 keys to it with
 // two kills). So the aborted version is released, then the committed
 // version's replicas are stored again where they are missing.
-func (n *Coordinator) undoReplicas(key []byte, sent []release) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*n.cfg.PeerTimeout)
+func (n *Coordinator) undoReplicas(key []byte, sent []Release) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*n.Cfg.PeerTimeout)
 	defer cancel()
-	_ = n.releaseAll(ctx, sent, true)
-	if _, err := n.rebuildKey(ctx, key, everyPiece); err != nil {
-		n.log.Debug("committed replicas not restored after an aborted write", "key", string(key), "err", err)
+	_ = n.ReleaseAll(ctx, sent, true)
+	if _, err := n.RebuildKey(ctx, key, EveryPiece); err != nil {
+		n.Log.Debug("committed replicas not restored after an aborted write", "key", string(key), "err", err)
 	}
 }
 
 // commit makes op the key's committed state once its redundancy (sent) is
 // stored, then releases what the commit replaced.
-func (n *Coordinator) commit(ctx context.Context, p *pending, op *writeOp, sent []release) error {
-	s := n.inflight.shard(op.key)
-	s.mu.Lock()
+func (n *Coordinator) commit(ctx context.Context, p *pending, op *WriteOp, sent []Release) error {
+	s := n.Inflight.Shard(op.Key)
+	s.Mu.Lock()
 	rel, err := n.commitLocked(s, op, p.version, p)
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	close(p.done)
 	if err != nil {
-		n.releaseAll(context.Background(), sent, false)
+		n.ReleaseAll(context.Background(), sent, false)
 		return err
 	}
 	if len(rel) > 0 {
@@ -375,21 +375,21 @@ func (n *Coordinator) commit(ctx context.Context, p *pending, op *writeOp, sent 
 	// old redundancy is released, so that no piece outlives it. A deletion
 	// whose every release was acknowledged needs its tombstone no more; one
 	// with a release still to do is finished later (core_purge.go).
-	err = n.releaseAll(ctx, rel, op.del || len(rel) > 0 && rel[0].scheme != op.entry.ID)
+	err = n.ReleaseAll(ctx, rel, op.Del || len(rel) > 0 && rel[0].Scheme != op.Entry.ID)
 	var stripeErr error
-	if op.del {
+	if op.Del {
 		stripeErr = n.sendRemovals(ctx, op)
 	}
 	n.sendRemovalsLater(op)
 	switch {
-	case op.del && err == nil && stripeErr == nil:
-		n.enqueueDirectory(purgeOf(op.key, p.version))
-	case op.del && stripeErr != nil:
+	case op.Del && err == nil && stripeErr == nil:
+		n.EnqueueDirectory(PurgeOf(op.Key, p.version))
+	case op.Del && stripeErr != nil:
 		// The tombstone stays: the removal is logged and sent again, but
 		// nothing tells the purge when it has arrived.
-		n.log.Debug("stripe removal not acknowledged; the deletion's tombstone stays", "key", string(op.key), "err", stripeErr)
-	case op.del:
-		n.unfinished.add(op.key, p.version, rel)
+		n.Log.Debug("stripe removal not acknowledged; the deletion's tombstone stays", "key", string(op.Key), "err", stripeErr)
+	case op.Del:
+		n.unfinished.add(op.Key, p.version, rel)
 	}
 	faults.Hit(faults.AfterCommit)
 	return nil
@@ -397,69 +397,69 @@ func (n *Coordinator) commit(ctx context.Context, p *pending, op *writeOp, sent 
 
 // abort drops a write that will not commit.
 func (n *Coordinator) abort(key []byte, p *pending) {
-	s := n.inflight.shard(key)
-	s.mu.Lock()
+	s := n.Inflight.Shard(key)
+	s.Mu.Lock()
 	s.end(key, p)
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	close(p.done)
 }
 
 // commitLocked makes op at version v the committed state unless a newer
 // version already is, and returns the pieces that are no longer needed: the
 // replaced record's, or op's own if it lost. The caller holds s.mu.
-func (n *Coordinator) commitLocked(s *inflightShard, op *writeOp, v uint64, p *pending) ([]release, error) {
+func (n *Coordinator) commitLocked(s *inflightShard, op *WriteOp, v uint64, p *pending) ([]Release, error) {
 	began := op.began // a write to none commits as it begins
 	if p != nil {
 		began = p.began
 	} else if began == 0 {
-		began = monotime()
+		began = Monotime()
 	}
 	rel, err := n.commitRecordLocked(s, op, v, p)
-	if err == nil && !op.relocate && op.entry.ID != 0 {
-		n.metrics.wrote(op.entry, began)
+	if err == nil && !op.relocate && op.Entry.ID != 0 {
+		n.Metrics.wrote(op.Entry, began)
 	}
 	return rel, err
 }
 
 // commitRecordLocked is commitLocked less the metrics.
-func (n *Coordinator) commitRecordLocked(s *inflightShard, op *writeOp, v uint64, p *pending) ([]release, error) {
+func (n *Coordinator) commitRecordLocked(s *inflightShard, op *WriteOp, v uint64, p *pending) ([]Release, error) {
 	if p != nil {
-		s.end(op.key, p)
+		s.end(op.Key, p)
 	}
-	if _, toPacked := op.packedOf(n); toPacked && !op.del || n.inPacked(op.key) {
-		n.lost.Forget(op.key, op.del) // written or deleted: no longer reported lost
+	if _, toPacked := op.packedOf(n); toPacked && !op.Del || n.inPacked(op.Key) {
+		n.Lost.Forget(op.Key, op.Del) // written or deleted: no longer reported lost
 		return n.commitPackedLocked(op, v)
 	}
 	var prev, next store.Meta
 	var applied, had bool
-	if op.del {
-		prev, had = n.primary.Meta(op.key)
-		applied = n.primary.DeleteIf(op.key, func(m store.Meta) bool { return m.Version < v })
+	if op.Del {
+		prev, had = n.Primary.Meta(op.Key)
+		applied = n.Primary.DeleteIf(op.Key, func(m store.Meta) bool { return m.Version < v })
 	} else {
 		stored, meta := n.primaryRecord(op, v)
 		next = meta
 		var err error
-		if applied, prev, had, err = n.primary.ExchangeIfOwned(op.key, stored, meta, op.commitsOver(v)); err != nil {
-			return nil, fmt.Errorf("server: storing %q: %w", op.key, err)
+		if applied, prev, had, err = n.Primary.ExchangeIfOwned(op.Key, stored, meta, op.commitsOver(v)); err != nil {
+			return nil, fmt.Errorf("server: storing %q: %w", op.Key, err)
 		}
-		if op.unpeeked && had && prev.Scheme != op.entry.ID {
+		if op.unpeeked && had && prev.Scheme != op.Entry.ID {
 			return nil, errPeekNeeded
 		}
 	}
-	n.lost.Forget(op.key, op.del)
-	m := n.ctl.Map()
+	n.Lost.Forget(op.Key, op.Del)
+	m := n.Ctl.Map()
 	if applied {
 		n.accountDetached(m, prev, had, next)
-		if e, ok := dirChange(op, !op.del && op.scheme(n).Traits().Immediate, v, prev, had); ok {
-			n.enqueueDirectory(e)
+		if e, ok := dirChange(op, !op.Del && op.scheme(n).Traits().Immediate, v, prev, had); ok {
+			n.EnqueueDirectory(e)
 		}
 		if had && n.needsRelease(m, prev.Scheme, op) {
-			return []release{{key: op.key, scheme: prev.Scheme, version: prev.Version, everywhere: op.del}}, nil
+			return []Release{{Key: op.Key, Scheme: prev.Scheme, Version: prev.Version, everywhere: op.Del}}, nil
 		}
 		return nil, nil
 	}
-	if !op.del && n.ownPiecesOrphaned(op, prev, had) {
-		return []release{{key: op.key, scheme: op.entry.ID, version: v, exact: true}}, nil
+	if !op.Del && n.ownPiecesOrphaned(op, prev, had) {
+		return []Release{{Key: op.Key, Scheme: op.Entry.ID, Version: v, Exact: true}}, nil
 	}
 	return nil, nil
 }
@@ -467,9 +467,9 @@ func (n *Coordinator) commitRecordLocked(s *inflightShard, op *writeOp, v uint64
 // commitsOver is the condition under which op at version v replaces the
 // primary record: a newer version, and for an unpeeked write no record or
 // one in op's scheme.
-func (op *writeOp) commitsOver(v uint64) func(prev store.Meta, had bool) bool {
+func (op *WriteOp) commitsOver(v uint64) func(prev store.Meta, had bool) bool {
 	if op.unpeeked {
-		return func(prev store.Meta, had bool) bool { return !had || prev.Scheme == op.entry.ID && v > prev.Version }
+		return func(prev store.Meta, had bool) bool { return !had || prev.Scheme == op.Entry.ID && v > prev.Version }
 	}
 	return func(prev store.Meta, had bool) bool { return !had || v > prev.Version }
 }
@@ -482,22 +482,22 @@ var errPeekNeeded = errors.New("server: the write needs its key's record read fi
 // primaryRecord is what the coordinator keeps for op at version v: what
 // op's scheme keeps of the value (kind.Scheme.Record), its expiry and
 // version.
-func (n *Coordinator) primaryRecord(op *writeOp, v uint64) ([]byte, store.Meta) {
+func (n *Coordinator) primaryRecord(op *WriteOp, v uint64) ([]byte, store.Meta) {
 	stored, aux := op.scheme(n).Record(op)
-	return stored, store.Meta{Version: v, ExpireAt: op.expireAt, Scheme: op.entry.ID, Aux: aux}
+	return stored, store.Meta{Version: v, ExpireAt: op.ExpireAt, Scheme: op.Entry.ID, Aux: aux}
 }
 
 // needsRelease says whether the pieces of the replaced record (in scheme
 // prevID) must be released once op commits.
-func (n *Coordinator) needsRelease(m *cluster.Map, prevID uint16, op *writeOp) bool {
-	prev, ok := n.schemes(m).lookup(prevID)
-	return ok && releasedOnReplace(prev.Traits().Pieces, op.del || prevID != op.entry.ID)
+func (n *Coordinator) needsRelease(m *cluster.Map, prevID uint16, op *WriteOp) bool {
+	prev, ok := n.Schemes(m).Lookup(prevID)
+	return ok && releasedOnReplace(prev.Traits().Pieces, op.Del || prevID != op.Entry.ID)
 }
 
 // ownPiecesOrphaned says whether a write that lost to a newer one (winner,
 // if the key had a record) left pieces nobody will release.
-func (n *Coordinator) ownPiecesOrphaned(op *writeOp, winner store.Meta, had bool) bool {
-	return releasedOnReplace(op.scheme(n).Traits().Pieces, !had || winner.Scheme != op.entry.ID)
+func (n *Coordinator) ownPiecesOrphaned(op *WriteOp, winner store.Meta, had bool) bool {
+	return releasedOnReplace(op.scheme(n).Traits().Pieces, !had || winner.Scheme != op.Entry.ID)
 }
 
 // releasedOnReplace says whether pieces go when a newer version of their
@@ -514,22 +514,22 @@ func releasedOnReplace(p kind.Pieces, moved bool) bool {
 	return false
 }
 
-func nowMs() int64 { return time.Now().UnixMilli() }
+func NowMs() int64 { return time.Now().UnixMilli() }
 
 // accountDetached keeps the per-scheme logical byte counts of values
 // whose bytes the primary store does not hold (kind.Scheme.Detached) as
 // a commit replaces prev (had) with next (scheme 0 when the key leaves
 // the primary store).
 func (n *Coordinator) accountDetached(m *cluster.Map, prev store.Meta, had bool, next store.Meta) {
-	t := n.schemes(m)
-	if s, ok := t.lookup(prev.Scheme); had && ok {
+	t := n.Schemes(m)
+	if s, ok := t.Lookup(prev.Scheme); had && ok {
 		if d := s.Detached(prev); d != 0 {
-			n.stats.detachedBytes(prev.Scheme).Add(-d)
+			n.Stats.DetachedBytes(prev.Scheme).Add(-d)
 		}
 	}
-	if s, ok := t.lookup(next.Scheme); ok {
+	if s, ok := t.Lookup(next.Scheme); ok {
 		if d := s.Detached(next); d != 0 {
-			n.stats.detachedBytes(next.Scheme).Add(d)
+			n.Stats.DetachedBytes(next.Scheme).Add(d)
 		}
 	}
 }

@@ -22,10 +22,10 @@ func TestCommitGroupMergesPipelines(t *testing.T) {
 	rep := func(key string) kind.Piece {
 		return kind.Piece{Key: []byte(key), Scheme: 7, Version: 1, Data: []byte("v-" + key)}
 	}
-	var lead, follow pieceBatch
-	lead.put([]kind.Target{{Index: 0, Node: nodeA}, {Index: 1, Node: nodeB}}, []kind.Piece{rep("k0"), rep("k0")}, 0)
-	lead.put([]kind.Target{{Index: 0, Node: nodeA}, {Index: 1, Node: nodeB}}, []kind.Piece{rep("k1"), rep("k1")}, 1)
-	follow.put([]kind.Target{{Index: 1, Node: nodeB}, {Index: 2, Node: nodeC}}, []kind.Piece{rep("j0"), rep("j0")}, 0)
+	var lead, follow PieceBatch
+	lead.Put([]kind.Target{{Index: 0, Node: nodeA}, {Index: 1, Node: nodeB}}, []kind.Piece{rep("k0"), rep("k0")}, 0)
+	lead.Put([]kind.Target{{Index: 0, Node: nodeA}, {Index: 1, Node: nodeB}}, []kind.Piece{rep("k1"), rep("k1")}, 1)
+	follow.Put([]kind.Target{{Index: 1, Node: nodeB}, {Index: 2, Node: nodeC}}, []kind.Piece{rep("j0"), rep("j0")}, 0)
 
 	var gs commitGroups
 	gs.yield = func() { // the leader waits for the follower to join
@@ -42,11 +42,11 @@ func TestCommitGroupMergesPipelines(t *testing.T) {
 	sends := 0
 	sent := map[cluster.NodeID][]string{}
 	var owners map[cluster.NodeID][]int
-	send := func(b *pieceBatch, n int) []error {
+	send := func(b *PieceBatch, n int) []error {
 		sends++
 		owners = map[cluster.NodeID][]int{}
 		for _, d := range b.dests {
-			ps, err := peer.DecodePutPieces(d.request().whole())
+			ps, err := peer.DecodePutPieces(d.request().Whole())
 			if err != nil {
 				t.Errorf("node %s: %v", d.node.ID, err)
 			}

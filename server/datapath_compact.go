@@ -37,7 +37,7 @@ const (
 // costs about what a client's write does, and under a steady overwrite
 // load of changing sizes there is always garbage).
 func (n *Node) compactLoop(ctx context.Context) {
-	if n.cfg.CompactRate <= 0 {
+	if n.Cfg.CompactRate <= 0 {
 		return
 	}
 	wait := compactEvery
@@ -48,21 +48,21 @@ func (n *Node) compactLoop(ctx context.Context) {
 		case <-time.After(wait):
 		}
 		wait = compactEvery
-		if !n.stripes.InUse() || !n.serving() || !compactable(n.ctl.Map()) {
+		if !n.stripes.InUse() || !n.Serving() || !compactable(n.Ctl.Map()) {
 			continue
 		}
 		start := time.Now()
-		budget := int(n.cfg.CompactRate * int64(compactEvery) / int64(time.Second))
+		budget := int(n.Cfg.CompactRate * int64(compactEvery) / int64(time.Second))
 		work := n.stripes.Compaction(budget)
 		for _, r := range work {
 			for objs := r.Objects; len(objs) > 0; {
 				k := min(len(objs), compactBatch)
-				n.relocate(ctx, r.Scheme, objs[:k])
+				n.Relocate(ctx, r.Scheme, objs[:k])
 				objs = objs[k:]
 			}
 		}
 		worked := len(work) > 0
-		if share := n.cfg.CompactShare; worked && share > 0 && share < 1 {
+		if share := n.Cfg.CompactShare; worked && share > 0 && share < 1 {
 			wait = max(wait, time.Duration(float64(time.Since(start))*(1/share-1)))
 		}
 	}

@@ -50,12 +50,12 @@ const (
 	dirPurge
 )
 
-// dirTombstoneFlag marks a stored directory entry as a tombstone
+// DirTombstoneFlag marks a stored directory entry as a tombstone
 // (store.Meta.Flags; ListPieces reports it as the entry's Index).
-const dirTombstoneFlag = 1
+const DirTombstoneFlag = 1
 
-// dirEntry is one directory change of a key.
-type dirEntry struct {
+// DirEntry is one directory change of a key.
+type DirEntry struct {
 	Key      []byte
 	Scheme   uint16
 	Version  uint64
@@ -63,43 +63,43 @@ type dirEntry struct {
 	Kind     dirKind
 }
 
-func (e dirEntry) encode(b wire.Enc) wire.Enc {
+func (e DirEntry) encode(b wire.Enc) wire.Enc {
 	return b.Bytes(e.Key).U16(e.Scheme).U64(e.Version).I64(e.ExpireAt).U8(uint8(e.Kind))
 }
 
-func encodeDirectory(entries []dirEntry) []byte {
-	return wire.EncodeList(entries, func(e wire.Enc, d dirEntry) wire.Enc { return d.encode(e) })
+func encodeDirectory(entries []DirEntry) []byte {
+	return wire.EncodeList(entries, func(e wire.Enc, d DirEntry) wire.Enc { return d.encode(e) })
 }
 
-func decodeDirectory(b []byte) ([]dirEntry, error) { return wire.DecodeList(b, readDirEntry) }
+func decodeDirectory(b []byte) ([]DirEntry, error) { return wire.DecodeList(b, readDirEntry) }
 
 // readDirEntry reads what dirEntry.encode wrote.
-func readDirEntry(d *wire.Dec) dirEntry {
-	x := dirEntry{Key: d.Bytes(), Scheme: d.U16(), Version: d.U64(), ExpireAt: d.I64(), Kind: dirKind(d.U8())}
+func readDirEntry(d *wire.Dec) DirEntry {
+	x := DirEntry{Key: d.Bytes(), Scheme: d.U16(), Version: d.U64(), ExpireAt: d.I64(), Kind: dirKind(d.U8())}
 	if x.Kind > dirPurge {
 		d.Fail()
 	}
 	return x
 }
 
-// dirSchemeID is the Meta.Scheme of stored directory entries (the key's
+// DirSchemeID is the Meta.Scheme of stored directory entries (the key's
 // own scheme is in Meta.Aux), so that their memory counts toward no
 // scheme's overhead: it is the node's, shown in its piece bytes. Scheme ids
 // count up from 0 and never reach it.
-const dirSchemeID = 0xFFFF
+const DirSchemeID = 0xFFFF
 
 // dirKey is where a node keeps a key's directory entry among its pieces:
 // scheme field 0 and kind byte 2, so a key has one entry whatever its
 // scheme (kept in the entry's metadata), apart from its replica and shards.
 // It is appended to buf[:0].
 func dirKey(buf, key []byte) []byte {
-	return append(wire.Enc(buf[:0]).U16(0).U8(pieceKindDirectory), key...)
+	return append(wire.Enc(buf[:0]).U16(0).U8(PieceKindDirectory), key...)
 }
 
-// onDirectory applies directory changes sent by coordinators. An entry or
+// OnDirectory applies directory changes sent by coordinators. An entry or
 // a tombstone replaces an older one of the key; a purge removes a
 // tombstone (or entry) up to its version.
-func (n *Coordinator) onDirectory(b []byte) ([]byte, error) {
+func (n *Coordinator) OnDirectory(b []byte) ([]byte, error) {
 	entries, err := decodeDirectory(b)
 	if err != nil {
 		return nil, err
@@ -108,14 +108,14 @@ func (n *Coordinator) onDirectory(b []byte) ([]byte, error) {
 	for _, x := range entries {
 		k = dirKey(k, x.Key)
 		if x.Kind == dirPurge {
-			n.pieces.DeleteIf(k, func(m store.Meta) bool { return m.Version <= x.Version })
+			n.Pieces.DeleteIf(k, func(m store.Meta) bool { return m.Version <= x.Version })
 			continue
 		}
-		meta := store.Meta{Version: x.Version, ExpireAt: x.ExpireAt, Scheme: dirSchemeID, Aux: uint32(x.Scheme)}
+		meta := store.Meta{Version: x.Version, ExpireAt: x.ExpireAt, Scheme: DirSchemeID, Aux: uint32(x.Scheme)}
 		if x.Kind == dirTombstone {
-			meta.Flags = dirTombstoneFlag
+			meta.Flags = DirTombstoneFlag
 		}
-		if _, err := n.pieces.PutIfNewer(k, nil, meta); err != nil {
+		if _, err := n.Pieces.PutIfNewer(k, nil, meta); err != nil {
 			return nil, err
 		}
 	}
@@ -127,11 +127,11 @@ func (n *Coordinator) onDirectory(b []byte) ([]byte, error) {
 // together.
 const dirCopies = 2
 
-// directoryNodes are the nodes that keep the directory entries of sh's keys
+// DirectoryNodes are the nodes that keep the directory entries of sh's keys
 // in m: the last dirCopies up nodes of its placement other than the
 // coordinator (for every scheme narrower than the placement, nodes that hold
 // none of the key's pieces).
-func directoryNodes(m *cluster.Map, sh *cluster.Shard) []cluster.Node {
+func DirectoryNodes(m *cluster.Map, sh *cluster.Shard) []cluster.Node {
 	coord, _ := m.Coordinator(sh.First)
 	var out []cluster.Node
 	for p := len(sh.Placement) - 1; p >= 0 && len(out) < dirCopies; p-- {
@@ -143,7 +143,7 @@ func directoryNodes(m *cluster.Map, sh *cluster.Shard) []cluster.Node {
 	return out
 }
 
-// directoryIntact says whether a live node of sh's placement keeps every
+// DirectoryIntact says whether a live node of sh's placement keeps every
 // directory entry of sh's keys, for a recovery of sh after its coordinator
 // failed: a node at one of the last dirCopies positions that were up
 // before the failures (positions up now or awaiting a rebuild), other than
@@ -152,7 +152,7 @@ func directoryNodes(m *cluster.Map, sh *cluster.Shard) []cluster.Node {
 // since, lacks the entries until the rebuild sends them). Where none is
 // left, a key whose every piece died (every none key of the coordinator,
 // for a start) may be named by nothing that survived.
-func directoryIntact(m *cluster.Map, sh *cluster.Shard) bool {
+func DirectoryIntact(m *cluster.Map, sh *cluster.Shard) bool {
 	upBefore := func(p int) bool {
 		node, ok := m.Node(sh.Placement[p])
 		return ok && node.State == cluster.Up || slices.Contains(sh.Rebuild, p)
@@ -182,14 +182,14 @@ func directoryIntact(m *cluster.Map, sh *cluster.Shard) bool {
 // changes scheme or changes expiry. Deletions and moves to a scheme whose
 // writes commit at once (immediate: none, which leaves nothing recovery
 // could find) send theirs before they commit (announcement).
-func dirChange(op *writeOp, immediate bool, v uint64, prev store.Meta, had bool) (dirEntry, bool) {
+func dirChange(op *WriteOp, immediate bool, v uint64, prev store.Meta, had bool) (DirEntry, bool) {
 	switch {
-	case op.del, had && prev.Scheme != op.entry.ID && immediate:
-		return dirEntry{}, false
-	case !had || prev.Scheme != op.entry.ID || prev.ExpireAt != op.expireAt:
-		return dirEntry{Key: op.key, Scheme: op.entry.ID, Version: v, ExpireAt: op.expireAt}, true
+	case op.Del, had && prev.Scheme != op.Entry.ID && immediate:
+		return DirEntry{}, false
+	case !had || prev.Scheme != op.Entry.ID || prev.ExpireAt != op.ExpireAt:
+		return DirEntry{Key: op.Key, Scheme: op.Entry.ID, Version: v, ExpireAt: op.ExpireAt}, true
 	}
-	return dirEntry{}, false
+	return DirEntry{}, false
 }
 
 // announcement is the directory entry a write of op at version v must
@@ -217,30 +217,30 @@ func dirChange(op *writeOp, immediate bool, v uint64, prev store.Meta, had bool)
 //
 // The caller holds the key's write slot, so the committed record read here
 // is the one replaced.
-func (n *Coordinator) announcement(op *writeOp, v uint64) (dirEntry, bool) {
-	if op.del {
-		return dirEntry{Key: op.key, Version: v, Kind: dirTombstone}, true
+func (n *Coordinator) announcement(op *WriteOp, v uint64) (DirEntry, bool) {
+	if op.Del {
+		return DirEntry{Key: op.Key, Version: v, Kind: dirTombstone}, true
 	}
-	prev, had := n.primary.Meta(op.key)
-	if had && prev.Scheme != op.entry.ID && op.scheme(n).Traits().Immediate {
-		return dirEntry{Key: op.key, Scheme: op.entry.ID, Version: v, ExpireAt: op.expireAt}, true
+	prev, had := n.Primary.Meta(op.Key)
+	if had && prev.Scheme != op.Entry.ID && op.scheme(n).Traits().Immediate {
+		return DirEntry{Key: op.Key, Scheme: op.Entry.ID, Version: v, ExpireAt: op.ExpireAt}, true
 	}
-	return dirEntry{}, false
+	return DirEntry{}, false
 }
 
 // announce stores e on its key's directory nodes and waits for them.
-func (n *Coordinator) announce(ctx context.Context, e dirEntry) error {
-	m := n.ctl.Map()
+func (n *Coordinator) announce(ctx context.Context, e DirEntry) error {
+	m := n.Ctl.Map()
 	sh := m.ShardOf(keyslot.Of(e.Key))
 	if sh == nil {
 		return nil
 	}
-	payload := encodeDirectory([]dirEntry{e})
-	var reqs []peerReq
-	for _, node := range directoryNodes(m, sh) {
-		reqs = append(reqs, peerReq{node: node, typ: peer.MsgDirectory, payload: payload})
+	payload := encodeDirectory([]DirEntry{e})
+	var reqs []PeerReq
+	for _, node := range DirectoryNodes(m, sh) {
+		reqs = append(reqs, PeerReq{Node: node, Typ: peer.MsgDirectory, Payload: payload})
 	}
-	_, errs := n.callEach(ctx, reqs)
+	_, errs := n.CallEach(ctx, reqs)
 	return errors.Join(errs...)
 }
 
@@ -250,21 +250,21 @@ func (n *Coordinator) announce(ctx context.Context, e dirEntry) error {
 // tombstone would hide the key's loss; a stale scheme entry would report
 // it lost).
 func (n *Coordinator) withdraw(key []byte, v uint64) {
-	entries := []dirEntry{purgeOf(key, v)}
-	if meta, ok := n.primary.Meta(key); ok {
-		entries = append(entries, entryOf(key, meta))
+	entries := []DirEntry{PurgeOf(key, v)}
+	if meta, ok := n.Primary.Meta(key); ok {
+		entries = append(entries, EntryOf(key, meta))
 	}
-	n.enqueueDirectory(entries...)
+	n.EnqueueDirectory(entries...)
 }
 
-// purgeOf is the directory entry that removes key's entries up to version
+// PurgeOf is the directory entry that removes key's entries up to version
 // v: a deletion's tombstone once its releases are done, or an announcement
 // withdrawn.
-func purgeOf(key []byte, v uint64) dirEntry { return dirEntry{Key: key, Version: v, Kind: dirPurge} }
+func PurgeOf(key []byte, v uint64) DirEntry { return DirEntry{Key: key, Version: v, Kind: dirPurge} }
 
-// entryOf is the directory entry of a key with primary record meta.
-func entryOf(key []byte, meta store.Meta) dirEntry {
-	return dirEntry{Key: key, Scheme: meta.Scheme, Version: meta.Version, ExpireAt: meta.ExpireAt}
+// EntryOf is the directory entry of a key with primary record meta.
+func EntryOf(key []byte, meta store.Meta) DirEntry {
+	return DirEntry{Key: key, Scheme: meta.Scheme, Version: meta.Version, ExpireAt: meta.ExpireAt}
 }
 
 // dirWindow is how long the directory sender gathers entries before it
@@ -275,7 +275,7 @@ const dirWindow = 20 * time.Millisecond
 // background.
 type directorySender struct {
 	mu    sync.Mutex
-	queue []dirEntry
+	queue []DirEntry
 	// fences is the node's fence count when queue was filled: entries
 	// decided before a fence are never sent after it (the node was
 	// failed over, and others keep its keys' directory since).
@@ -283,15 +283,15 @@ type directorySender struct {
 	wake   chan struct{} // capacity 1
 }
 
-// enqueueDirectory adds entries to send; the first one after a quiet spell
+// EnqueueDirectory adds entries to send; the first one after a quiet spell
 // starts a send dirWindow later.
-func (n *Coordinator) enqueueDirectory(entries ...dirEntry) {
-	n.queueDirectory(n.lease.fences.Load(), entries)
+func (n *Coordinator) EnqueueDirectory(entries ...DirEntry) {
+	n.queueDirectory(n.Lease.Fences.Load(), entries)
 }
 
 // queueDirectory adds entries decided when the fence count was fences;
 // entries of another fence count than those queued drop the older ones.
-func (n *Coordinator) queueDirectory(fences uint64, entries []dirEntry) {
+func (n *Coordinator) queueDirectory(fences uint64, entries []DirEntry) {
 	d := &n.directory
 	d.mu.Lock()
 	if fences != d.fences {
@@ -312,16 +312,16 @@ func (n *Coordinator) queueDirectory(fences uint64, entries []dirEntry) {
 	}
 }
 
-// dropDirectory forgets the queued entries (the node was fenced).
-func (n *Coordinator) dropDirectory() {
+// DropDirectory forgets the queued entries (the node was fenced).
+func (n *Coordinator) DropDirectory() {
 	d := &n.directory
 	d.mu.Lock()
 	d.queue = nil
 	d.mu.Unlock()
 }
 
-// directoryLoop sends queued entries until ctx ends.
-func (n *Coordinator) directoryLoop(ctx context.Context) {
+// DirectoryLoop sends queued entries until ctx ends.
+func (n *Coordinator) DirectoryLoop(ctx context.Context) {
 	d := &n.directory
 	for {
 		select {
@@ -343,9 +343,9 @@ func (n *Coordinator) directoryLoop(ctx context.Context) {
 // count fences. A send that fails is logged and dropped: the directory is
 // best effort (see the file comment). A batch held back because the lease
 // lapsed is queued again, once, unless the node was fenced since.
-func (n *Coordinator) sendDirectory(batch []dirEntry, fences uint64) {
-	m := n.ctl.Map()
-	byNode := map[cluster.NodeID][]dirEntry{}
+func (n *Coordinator) sendDirectory(batch []DirEntry, fences uint64) {
+	m := n.Ctl.Map()
+	byNode := map[cluster.NodeID][]DirEntry{}
 	nodes := map[cluster.NodeID]cluster.Node{}
 	byShard := map[int][]cluster.Node{} // every key of a shard has the same directory nodes
 	for _, x := range batch {
@@ -355,7 +355,7 @@ func (n *Coordinator) sendDirectory(batch []dirEntry, fences uint64) {
 		}
 		dns, ok := byShard[sh.ID]
 		if !ok {
-			dns = directoryNodes(m, sh)
+			dns = DirectoryNodes(m, sh)
 			byShard[sh.ID] = dns
 		}
 		for _, node := range dns {
@@ -363,18 +363,18 @@ func (n *Coordinator) sendDirectory(batch []dirEntry, fences uint64) {
 			nodes[node.ID] = node
 		}
 	}
-	reqs := make([]peerReq, 0, len(byNode))
+	reqs := make([]PeerReq, 0, len(byNode))
 	for id, entries := range byNode {
-		reqs = append(reqs, peerReq{node: nodes[id], typ: peer.MsgDirectory, payload: encodeDirectory(entries)})
+		reqs = append(reqs, PeerReq{Node: nodes[id], Typ: peer.MsgDirectory, Payload: encodeDirectory(entries)})
 	}
-	_, errs := n.callEachSince(context.Background(), reqs, fences)
+	_, errs := n.CallEachSince(context.Background(), reqs, fences)
 	for i, err := range errs {
 		if err != nil {
-			n.log.Debug("directory entries not sent", "node", reqs[i].node.ID, "err", err)
+			n.Log.Debug("directory entries not sent", "node", reqs[i].Node.ID, "err", err)
 		}
 	}
 	if slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, errLeaseGone) }) &&
-		!n.lease.fenced.Load() && n.lease.fences.Load() == fences {
+		!n.Lease.Fenced.Load() && n.Lease.Fences.Load() == fences {
 		n.queueDirectory(fences, batch) // the lease lapsed, no fence: later
 	}
 }

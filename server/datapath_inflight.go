@@ -23,7 +23,7 @@ var wallAtStart = clockStart.UnixNano()
 func (c *versionClock) next() uint64 {
 	for {
 		last := c.last.Load()
-		v := uint64(wallAtStart + monotime())
+		v := uint64(wallAtStart + Monotime())
 		if v <= last {
 			v = last + 1
 		}
@@ -33,8 +33,8 @@ func (c *versionClock) next() uint64 {
 	}
 }
 
-// observe makes every later version exceed v.
-func (c *versionClock) observe(v uint64) {
+// Observe makes every later version exceed v.
+func (c *versionClock) Observe(v uint64) {
 	for {
 		last := c.last.Load()
 		if v <= last || c.last.CompareAndSwap(last, v) {
@@ -62,7 +62,7 @@ type inflight struct {
 }
 
 type inflightShard struct {
-	mu sync.Mutex
+	Mu sync.Mutex
 	m  map[string][]*pending
 }
 
@@ -74,20 +74,20 @@ func newInflight() *inflight {
 	return t
 }
 
-func (t *inflight) shard(key []byte) *inflightShard {
+func (t *inflight) Shard(key []byte) *inflightShard {
 	return &t.shards[maphash.Bytes(t.seed, key)&255]
 }
 
 // begin registers a write at version v. Blind writes (SET without options,
 // MSET) begin at once: they need not see earlier writes.
 func (s *inflightShard) begin(key []byte, v uint64) *pending {
-	p := &pending{version: v, done: make(chan struct{}), began: monotime()}
+	p := &pending{version: v, done: make(chan struct{}), began: Monotime()}
 	s.m[string(key)] = append(s.m[string(key)], p)
 	return p
 }
 
-// newest returns the highest-versioned write in flight for key, or nil.
-func (s *inflightShard) newest(key []byte) *pending {
+// Newest returns the highest-versioned write in flight for key, or nil.
+func (s *inflightShard) Newest(key []byte) *pending {
 	var top *pending
 	for _, p := range s.m[string(key)] {
 		if top == nil || p.version > top.version {
@@ -117,14 +117,14 @@ func (s *inflightShard) end(key []byte, p *pending) {
 // shard locked, so the caller can read committed state and begin a
 // read-modify-write that no earlier write can overtake.
 func (t *inflight) waitQuiet(ctx context.Context, key []byte) (*inflightShard, error) {
-	s := t.shard(key)
+	s := t.Shard(key)
 	for {
-		s.mu.Lock()
-		p := s.newest(key)
+		s.Mu.Lock()
+		p := s.Newest(key)
 		if p == nil {
 			return s, nil
 		}
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		if err := waitDone(ctx, p); err != nil {
 			return nil, err
 		}

@@ -9,7 +9,7 @@ import (
 
 func TestVersionClockIsStrictlyIncreasing(t *testing.T) {
 	var c versionClock
-	c.observe(uint64(time.Now().Add(time.Hour).UnixNano()))
+	c.Observe(uint64(time.Now().Add(time.Hour).UnixNano()))
 	var mu sync.Mutex
 	seen := map[uint64]bool{}
 	var wg sync.WaitGroup
@@ -42,19 +42,19 @@ func TestVersionClockIsStrictlyIncreasing(t *testing.T) {
 func TestWaitQuietWaitsForEveryWriteInFlight(t *testing.T) {
 	tab := newInflight()
 	key := []byte("k")
-	s := tab.shard(key)
-	s.mu.Lock()
+	s := tab.Shard(key)
+	s.Mu.Lock()
 	p1, p2 := s.begin(key, 1), s.begin(key, 2)
-	s.mu.Unlock()
-	other := tab.shard([]byte("other"))
-	other.mu.Lock()
+	s.Mu.Unlock()
+	other := tab.Shard([]byte("other"))
+	other.Mu.Lock()
 	other.begin([]byte("other"), 3) // never finishes
-	other.mu.Unlock()
+	other.Mu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		s, err := tab.waitQuiet(context.Background(), key)
 		if err == nil {
-			s.mu.Unlock()
+			s.Mu.Unlock()
 		}
 		close(done)
 	}()
@@ -64,9 +64,9 @@ func TestWaitQuietWaitsForEveryWriteInFlight(t *testing.T) {
 			t.Fatal("waitQuiet returned with a write in flight")
 		case <-time.After(20 * time.Millisecond):
 		}
-		s.mu.Lock()
+		s.Mu.Lock()
 		s.end(key, p)
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		close(p.done)
 	}
 	select {

@@ -37,37 +37,37 @@ func (pm *packedMoves) lock(key []byte) *sync.RWMutex {
 
 // packedInUse says whether a packed scheme may hold objects on this node:
 // until one does, a miss in the primary store is final.
-func (n *Coordinator) packedInUse() bool { return n.packedHeld != nil && n.packedHeld() }
+func (n *Coordinator) packedInUse() bool { return n.PackedHeld != nil && n.PackedHeld() }
 
 // findPacked looks key up in the map's packed schemes. The caller holds
 // the key's move lock for reading, or its write slot.
-func (n *Coordinator) findPacked(key []byte, withValue bool) (current, bool) {
-	for _, p := range n.schemes(n.ctl.Map()).packed {
+func (n *Coordinator) findPacked(key []byte, withValue bool) (Current, bool) {
+	for _, p := range n.Schemes(n.Ctl.Map()).packed {
 		if meta, value, ok := p.Find(key, withValue); ok {
-			return current{exists: true, meta: meta, value: value, entry: p.Entry()}, true
+			return Current{Exists: true, Meta: meta, Value: value, Entry: p.Entry()}, true
 		}
 	}
-	return current{}, false
+	return Current{}, false
 }
 
 // lookupPacked is findPacked for a key the primary store missed: under the
 // key's move lock it looks in the primary store again, then in the packed
 // schemes, so that a key moving between them is found in one.
-func (n *Coordinator) lookupPacked(key []byte, withValue bool) (val []byte, meta store.Meta, cur current, inPacked, inPrimary bool) {
+func (n *Coordinator) lookupPacked(key []byte, withValue bool) (val []byte, meta store.Meta, cur Current, inPacked, inPrimary bool) {
 	if !n.packedInUse() {
-		return nil, store.Meta{}, current{}, false, false
+		return nil, store.Meta{}, Current{}, false, false
 	}
 	l := n.moves.lock(key)
 	l.RLock()
 	defer l.RUnlock()
 	var ok bool
 	if withValue {
-		val, meta, ok = n.primary.Get(key, nil)
+		val, meta, ok = n.Primary.Get(key, nil)
 	} else {
-		meta, ok = n.primary.Meta(key)
+		meta, ok = n.Primary.Meta(key)
 	}
 	if ok {
-		return val, meta, current{}, false, true
+		return val, meta, Current{}, false, true
 	}
 	cur, inPacked = n.findPacked(key, withValue)
 	return nil, store.Meta{}, cur, inPacked, false
@@ -84,35 +84,35 @@ func (n *Coordinator) inPacked(key []byte) bool {
 	return ok
 }
 
-// keyMeta returns the metadata of key's committed record, in the primary
+// KeyMeta returns the metadata of key's committed record, in the primary
 // store or a packed scheme, expired or not.
-func (n *Coordinator) keyMeta(key []byte) (store.Meta, bool) {
-	if meta, ok := n.primary.Meta(key); ok {
+func (n *Coordinator) KeyMeta(key []byte) (store.Meta, bool) {
+	if meta, ok := n.Primary.Meta(key); ok {
 		return meta, true
 	}
 	_, meta, cur, inPacked, ok := n.lookupPacked(key, false)
 	if inPacked {
-		return cur.meta, true
+		return cur.Meta, true
 	}
 	return meta, ok
 }
 
 // packedOf is op's scheme as a packed one, if it is.
-func (op *writeOp) packedOf(n *Coordinator) (kind.Packed, bool) {
+func (op *WriteOp) packedOf(n *Coordinator) (kind.Packed, bool) {
 	p, ok := op.scheme(n).(kind.Packed)
 	return p, ok
 }
 
 // stage makes op's packed write at version v, for its scheme to place.
-func (op *writeOp) stage(v uint64) *kind.Staged {
-	op.staged = kind.Staged{Key: op.key, Value: op.value, ExpireAt: op.expireAt, Version: v, Relocate: op.relocate}
+func (op *WriteOp) stage(v uint64) *kind.Staged {
+	op.staged = kind.Staged{Key: op.Key, Value: op.Value, ExpireAt: op.ExpireAt, Version: v, Relocate: op.relocate}
 	return &op.staged
 }
 
 // sendPacked places op's object at version v in its packed scheme p and
 // waits until the chunk's holders have the updates (the write path's
 // redundancy). On failure the object is removed again.
-func (n *Coordinator) sendPacked(ctx context.Context, p kind.Packed, op *writeOp, v uint64) error {
+func (n *Coordinator) sendPacked(ctx context.Context, p kind.Packed, op *WriteOp, v uint64) error {
 	w := op.stage(v)
 	if err := p.Stage(ctx, w); err != nil {
 		return err
@@ -120,13 +120,13 @@ func (n *Coordinator) sendPacked(ctx context.Context, p kind.Packed, op *writeOp
 	op.flushing[0] = w
 	p.Flush(ctx, op.flushing[:])
 	if w.Err != nil {
-		return notAcknowledged(op.key, w.Err)
+		return notAcknowledged(op.Key, w.Err)
 	}
 	return nil
 }
 
 // abortStaged drops the object op staged in a packed scheme, if any.
-func (n *Coordinator) abortStaged(op *writeOp) {
+func (n *Coordinator) abortStaged(op *WriteOp) {
 	if op.staged.Place == nil {
 		return
 	}
@@ -142,32 +142,32 @@ func (n *Coordinator) abortStaged(op *writeOp) {
 // moving the key between the primary store and the packed schemes under
 // its move lock, and returns the primary-store pieces to release. The
 // caller holds the key's inflight shard lock.
-func (n *Coordinator) commitPackedLocked(op *writeOp, v uint64) ([]release, error) {
-	l := n.moves.lock(op.key)
+func (n *Coordinator) commitPackedLocked(op *WriteOp, v uint64) ([]Release, error) {
+	l := n.moves.lock(op.Key)
 	l.Lock()
 	defer l.Unlock()
-	m := n.ctl.Map()
-	prev, hadPrimary := n.primary.Meta(op.key)
+	m := n.Ctl.Map()
+	prev, hadPrimary := n.Primary.Meta(op.Key)
 	if hadPrimary && prev.Version >= v {
 		n.abortStaged(op) // lost to a newer version
 		return nil, nil
 	}
 	target, toPacked := op.packedOf(n)
-	toPacked = toPacked && !op.del
+	toPacked = toPacked && !op.Del
 	var next store.Meta // the primary record op makes, if any
 	if toPacked {
 		applied, err := n.commitStaged(target, op)
 		if err != nil || !applied {
 			return nil, err
 		}
-	} else if !op.del {
+	} else if !op.Del {
 		var stored []byte
 		stored, next = n.primaryRecord(op, v)
-		if _, _, _, err := n.primary.Exchange(op.key, stored, next); err != nil {
-			return nil, fmt.Errorf("server: storing %q: %w", op.key, err)
+		if _, _, _, err := n.Primary.Exchange(op.Key, stored, next); err != nil {
+			return nil, fmt.Errorf("server: storing %q: %w", op.Key, err)
 		}
-		if e, ok := dirChange(op, !op.del && op.scheme(n).Traits().Immediate, v, store.Meta{}, false); ok {
-			n.enqueueDirectory(e) // the key leaves a packed scheme, which keeps no entry
+		if e, ok := dirChange(op, !op.Del && op.scheme(n).Traits().Immediate, v, store.Meta{}, false); ok {
+			n.EnqueueDirectory(e) // the key leaves a packed scheme, which keeps no entry
 		}
 	}
 	n.removeFromPacked(op, v)
@@ -175,19 +175,19 @@ func (n *Coordinator) commitPackedLocked(op *writeOp, v uint64) ([]release, erro
 	if !hadPrimary {
 		return nil, nil
 	}
-	if toPacked || op.del {
-		n.primary.DeleteIf(op.key, func(old store.Meta) bool { return old.Version < v })
+	if toPacked || op.Del {
+		n.Primary.DeleteIf(op.Key, func(old store.Meta) bool { return old.Version < v })
 	}
 	if n.needsRelease(m, prev.Scheme, op) {
-		return []release{{key: op.key, scheme: prev.Scheme, version: prev.Version, everywhere: op.del}}, nil
+		return []Release{{Key: op.Key, Scheme: prev.Scheme, Version: prev.Version, everywhere: op.Del}}, nil
 	}
 	return nil, nil
 }
 
 // commitStaged commits op's staged object in its packed scheme p.
-func (n *Coordinator) commitStaged(p kind.Packed, op *writeOp) (bool, error) {
+func (n *Coordinator) commitStaged(p kind.Packed, op *WriteOp) (bool, error) {
 	if op.staged.Place == nil {
-		return false, fmt.Errorf("server: %q has no object to commit", op.key)
+		return false, fmt.Errorf("server: %q has no object to commit", op.Key)
 	}
 	applied, err := p.Commit(&op.staged)
 	op.staged.Place = nil
@@ -197,12 +197,12 @@ func (n *Coordinator) commitStaged(p kind.Packed, op *writeOp) (bool, error) {
 // removeFromPacked deletes key's object, older than v, from every packed
 // scheme but op's target, keeping what their holders must be told in
 // op.removals.
-func (n *Coordinator) removeFromPacked(op *writeOp, v uint64) {
-	for _, p := range n.schemes(n.ctl.Map()).packed {
-		if !op.del && p.Entry().ID == op.entry.ID {
+func (n *Coordinator) removeFromPacked(op *WriteOp, v uint64) {
+	for _, p := range n.Schemes(n.Ctl.Map()).packed {
+		if !op.Del && p.Entry().ID == op.Entry.ID {
 			continue
 		}
-		if r := p.Remove(op.key, v-1); r != nil {
+		if r := p.Remove(op.Key, v-1); r != nil {
 			op.removals = append(op.removals, r)
 		}
 	}
@@ -211,7 +211,7 @@ func (n *Coordinator) removeFromPacked(op *writeOp, v uint64) {
 // sendRemovalsLater sends op's removals from packed schemes, if any are
 // left, in the background: no client waits for the removal of a replaced
 // object.
-func (n *Coordinator) sendRemovalsLater(op *writeOp) {
+func (n *Coordinator) sendRemovalsLater(op *WriteOp) {
 	for _, r := range op.removals {
 		r.SendLater()
 	}
@@ -221,7 +221,7 @@ func (n *Coordinator) sendRemovalsLater(op *writeOp) {
 // sendRemovals sends a deletion's removals and waits for them, so that
 // the deletion's tombstone is purged only once no holder has the object
 // any more (a recovery could otherwise bring it back).
-func (n *Coordinator) sendRemovals(ctx context.Context, op *writeOp) error {
+func (n *Coordinator) sendRemovals(ctx context.Context, op *WriteOp) error {
 	var errs []error
 	for _, r := range op.removals {
 		errs = append(errs, r.Send(ctx))

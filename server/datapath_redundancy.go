@@ -19,15 +19,15 @@ import (
 	"github.com/memgest/memgest/wire"
 )
 
-// release names pieces that are no longer needed: replicas up to a version
-// (or of exactly one version, for a write that did not commit: its release
+// Release names pieces that are no longer needed: replicas up to a version
+// (or of exactly one version, for a write that did not commit: its Release
 // must not touch the committed replicas), or the shards of one split
 // version.
-type release struct {
-	key     []byte
-	scheme  uint16
-	version uint64
-	exact   bool
+type Release struct {
+	Key     []byte
+	Scheme  uint16
+	Version uint64
+	Exact   bool
 	// everywhere sends the release to every up node of the key's shard
 	// placement, not only its current holders: a deletion must also reach
 	// copies left on a node that stood in for a failed one, or recovery
@@ -58,26 +58,26 @@ func livePieces(sch kind.Scheme, targets []kind.Target, pieces []kind.Piece) ([]
 // for every acknowledgement. It returns what was sent, for release on error.
 // Writes that arrive together from different connections share frames
 // (commitGroups).
-func (n *Coordinator) sendRedundancy(ctx context.Context, op *writeOp, v uint64) ([]release, error) {
+func (n *Coordinator) sendRedundancy(ctx context.Context, op *WriteOp, v uint64) ([]Release, error) {
 	sch := op.scheme(n)
-	if op.del || sch.Traits().Immediate {
+	if op.Del || sch.Traits().Immediate {
 		return nil, nil
 	}
 	if p, ok := sch.(kind.Packed); ok {
 		return nil, n.sendPacked(ctx, p, op, v)
 	}
-	targets, pieces, err := planPieces(n.ctl.Map(), sch, op, v)
+	targets, pieces, err := PlanPieces(n.Ctl.Map(), sch, op, v)
 	if err != nil {
 		return nil, err
 	}
-	n.metrics.sentRedundancy(op.entry, piecesBytes(pieces))
+	n.Metrics.SentRedundancy(op.Entry, piecesBytes(pieces))
 	sent := ownPieces(op, v)
 	if faults.Active(faults.BugEarlyAck) {
 		n.sendLate(targets, pieces)
 		return sent, nil
 	}
 	if err := n.groups.send(ctx, n, targets, pieces); err != nil {
-		return sent, notAcknowledged(op.key, err)
+		return sent, notAcknowledged(op.Key, err)
 	}
 	return sent, nil
 }
@@ -97,8 +97,8 @@ func (n *Coordinator) sendLate(targets []kind.Target, pieces []kind.Piece) {
 
 // ownPieces names the pieces a write of op at version v stores, for their
 // release if it does not commit.
-func ownPieces(op *writeOp, v uint64) []release {
-	return []release{{key: op.key, scheme: op.entry.ID, version: v, exact: true}}
+func ownPieces(op *WriteOp, v uint64) []Release {
+	return []Release{{Key: op.Key, Scheme: op.Entry.ID, Version: v, Exact: true}}
 }
 
 // commitGroups is group commit for redundancy: the first write to arrive
@@ -115,11 +115,11 @@ type commitGroups struct {
 	// sends: runtime.Gosched when nil (tests wait for their members).
 	yield func()
 	// sendFn sends a group's batch in tests; nil is Node.sendBatch.
-	sendFn func(b *pieceBatch, owners int) []error
+	sendFn func(b *PieceBatch, owners int) []error
 }
 
 type commitGroup struct {
-	batch  pieceBatch
+	batch  PieceBatch
 	owners int // writes in the group; each member's take the next range of numbers
 	errs   []error
 	done   chan struct{}
@@ -129,11 +129,11 @@ type commitGroup struct {
 // write's error. A large value's pieces go alone: writes that joined its
 // group would wait until all of it was sent.
 func (gs *commitGroups) send(ctx context.Context, n *Coordinator, targets []kind.Target, pieces []kind.Piece) error {
-	fill := func(b *pieceBatch, base int) { b.put(targets, pieces, base) }
+	fill := func(b *PieceBatch, base int) { b.Put(targets, pieces, base) }
 	if piecesBytes(pieces) > transport.PartSize {
-		var b pieceBatch
+		var b PieceBatch
 		fill(&b, 0)
-		return n.sendBatch(ctx, &b, 1)[0]
+		return n.SendBatch(ctx, &b, 1)[0]
 	}
 	return gs.join(ctx, n, 1, fill)[0]
 }
@@ -142,7 +142,7 @@ func (gs *commitGroups) send(ctx context.Context, n *Coordinator, targets []kind
 // fill queues their pieces in the group's batch, numbering the writes from
 // base. The group's leader sends the batch through n. join returns the
 // writes' errors, in their order.
-func (gs *commitGroups) join(ctx context.Context, n *Coordinator, owners int, fill func(b *pieceBatch, base int)) []error {
+func (gs *commitGroups) join(ctx context.Context, n *Coordinator, owners int, fill func(b *PieceBatch, base int)) []error {
 	gs.mu.Lock()
 	g, lead := gs.open, gs.open == nil
 	if lead {
@@ -168,17 +168,17 @@ func (gs *commitGroups) join(ctx context.Context, n *Coordinator, owners int, fi
 	if gs.sendFn != nil {
 		g.errs = gs.sendFn(&g.batch, g.owners)
 	} else {
-		g.errs = n.sendBatch(ctx, &g.batch, g.owners)
+		g.errs = n.SendBatch(ctx, &g.batch, g.owners)
 	}
 	close(g.done)
 	return g.errs[base : base+owners]
 }
 
-// pieceBatch gathers the redundancy pieces of one or more writes by node, so
+// PieceBatch gathers the redundancy pieces of one or more writes by node, so
 // that each node receives all of them in one PutPieces frame and
 // acknowledges them in one reply: a pipeline of R-way SETs costs R−1 frames
 // each way, not R−1 per command.
-type pieceBatch struct {
+type PieceBatch struct {
 	dests []*pieceDest
 	// sizeHint is the payload capacity a node's frame starts with, when
 	// the batch knows roughly what it will hold (0: a small default).
@@ -195,18 +195,18 @@ type pieceDest struct {
 }
 
 // add queues the pieces of op at version v, on behalf of write owner.
-func (b *pieceBatch) add(n *Coordinator, m *cluster.Map, op *writeOp, v uint64, owner int) error {
-	targets, pieces, err := planPieces(m, op.scheme(n), op, v)
+func (b *PieceBatch) add(n *Coordinator, m *cluster.Map, op *WriteOp, v uint64, owner int) error {
+	targets, pieces, err := PlanPieces(m, op.scheme(n), op, v)
 	if err != nil {
 		return err
 	}
-	n.metrics.sentRedundancy(op.entry, piecesBytes(pieces))
-	b.put(targets, pieces, owner)
+	n.Metrics.SentRedundancy(op.Entry, piecesBytes(pieces))
+	b.Put(targets, pieces, owner)
 	return nil
 }
 
-// put queues pieces (one per target) on behalf of write owner.
-func (b *pieceBatch) put(targets []kind.Target, pieces []kind.Piece, owner int) {
+// Put queues pieces (one per target) on behalf of write owner.
+func (b *PieceBatch) Put(targets []kind.Target, pieces []kind.Piece, owner int) {
 	for i, t := range targets {
 		d := b.dest(t.Node)
 		peer.Piece(pieces[i]).SpoolTo(&d.payload)
@@ -214,17 +214,17 @@ func (b *pieceBatch) put(targets []kind.Target, pieces []kind.Piece, owner int) 
 	}
 }
 
-// planPieces returns where op's pieces at version v go under sch, and the
+// PlanPieces returns where op's pieces at version v go under sch, and the
 // pieces.
-func planPieces(m *cluster.Map, sch kind.Scheme, op *writeOp, v uint64) ([]kind.Target, []kind.Piece, error) {
-	targets, err := sch.Targets(m, op.key)
+func PlanPieces(m *cluster.Map, sch kind.Scheme, op *WriteOp, v uint64) ([]kind.Target, []kind.Piece, error) {
+	targets, err := sch.Targets(m, op.Key)
 	if err != nil {
 		return nil, nil, err
 	}
 	if len(targets) == 0 {
 		return nil, nil, nil // none, or rep:1: the primary record is all
 	}
-	base := kind.Piece{Key: op.key, Scheme: op.entry.ID, Version: v, ExpireAt: op.expireAt}
+	base := kind.Piece{Key: op.Key, Scheme: op.Entry.ID, Version: v, ExpireAt: op.ExpireAt}
 	pieces, err := sch.Encode(base, op, targets)
 	if err != nil {
 		return nil, nil, err
@@ -234,7 +234,7 @@ func planPieces(m *cluster.Map, sch kind.Scheme, op *writeOp, v uint64) ([]kind.
 
 // into queues b's pieces in a group's batch g, numbering b's writes from
 // base (a commitGroups.join fill): g takes b's buffers when b comes first.
-func (b *pieceBatch) into(g *pieceBatch, base int) {
+func (b *PieceBatch) into(g *PieceBatch, base int) {
 	if base == 0 {
 		*g = *b
 		return
@@ -243,7 +243,7 @@ func (b *pieceBatch) into(g *pieceBatch, base int) {
 }
 
 // merge queues o's pieces too, its owners numbered from base.
-func (b *pieceBatch) merge(o *pieceBatch, base int) {
+func (b *PieceBatch) merge(o *PieceBatch, base int) {
 	for _, od := range o.dests {
 		d := b.dest(od.node)
 		d.payload.Add(&od.payload, peer.PutPiecesHeader)
@@ -253,7 +253,7 @@ func (b *pieceBatch) merge(o *pieceBatch, base int) {
 	}
 }
 
-func (b *pieceBatch) dest(node cluster.Node) *pieceDest {
+func (b *PieceBatch) dest(node cluster.Node) *pieceDest {
 	for _, d := range b.dests {
 		if d.node.ID == node.ID {
 			return d
@@ -265,22 +265,22 @@ func (b *pieceBatch) dest(node cluster.Node) *pieceDest {
 }
 
 // request is d's PutPieces request, its count filled in.
-func (d *pieceDest) request() peerReq {
+func (d *pieceDest) request() PeerReq {
 	payload, tail := d.payload.Frame()
 	binary.BigEndian.PutUint32(payload, uint32(len(d.owners)))
-	return peerReq{node: d.node, typ: peer.MsgPutPieces, payload: payload, tail: tail}
+	return PeerReq{Node: d.node, Typ: peer.MsgPutPieces, Payload: payload, Tail: tail}
 }
 
-// sendBatch sends every node its pieces at once, waits for the replies, and
+// SendBatch sends every node its pieces at once, waits for the replies, and
 // returns each owner's error (nil when all its pieces were stored).
 // A coordinator whose lease lapsed (it was paused mid-write, say) sends
 // nothing (callEach): another node may coordinate its keys.
-func (n *Coordinator) sendBatch(ctx context.Context, b *pieceBatch, owners int) []error {
-	reqs := make([]peerReq, len(b.dests))
+func (n *Coordinator) SendBatch(ctx context.Context, b *PieceBatch, owners int) []error {
+	reqs := make([]PeerReq, len(b.dests))
 	for i, d := range b.dests {
 		reqs[i] = d.request()
 	}
-	replies, errs := n.callEach(ctx, reqs)
+	replies, errs := n.CallEach(ctx, reqs)
 	out := make([][]error, owners)
 	for i, d := range b.dests {
 		err := errs[i]
@@ -321,9 +321,9 @@ func (n *Coordinator) storePiece(p peer.Piece, owned bool) error {
 	ref := peer.PieceRef{Key: p.Key, Scheme: p.Scheme, Version: p.Version, Versioned: p.Versioned}
 	meta := store.Meta{Version: p.Version, ExpireAt: p.ExpireAt, Scheme: p.Scheme, Flags: p.Index, Aux: p.CRC}
 	k := storeKey(ref)
-	put := n.pieces.PutIfNewer
+	put := n.Pieces.PutIfNewer
 	if owned {
-		put = n.pieces.PutIfNewerOwned
+		put = n.Pieces.PutIfNewerOwned
 	}
 	applied, err := put(k, p.Data, meta)
 	if err != nil || applied {
@@ -332,18 +332,18 @@ func (n *Coordinator) storePiece(p peer.Piece, owned bool) error {
 	// Not newer: a repair (core_repair.go) or a rebuild sends the same
 	// version again, which replaces a copy that fails its checksum or
 	// holds another shard index.
-	old, cur, ok := n.pieces.View(k)
+	old, cur, ok := n.Pieces.View(k)
 	if ok && cur.Version == p.Version && (bigcopy.Checksum(old) != cur.Aux || cur.Flags != p.Index) {
-		return n.pieces.Put(k, p.Data, meta)
+		return n.Pieces.Put(k, p.Data, meta)
 	}
 	return nil
 }
 
 // Piece kinds: the byte after the scheme id in a stored piece's key.
 const (
-	pieceKindReplica   uint8 = 0 // a rep replica, one per key and scheme
-	pieceKindShard     uint8 = 1 // a split shard, stored per version
-	pieceKindDirectory uint8 = 2 // a key directory entry (datapath_directory.go)
+	PieceKindReplica   uint8 = 0 // a rep replica, one per key and scheme
+	PieceKindShard     uint8 = 1 // a split shard, stored per version
+	PieceKindDirectory uint8 = 2 // a key directory entry (datapath_directory.go)
 )
 
 // storeKey is where a node keeps a piece: scheme id, the piece kind, the
@@ -353,18 +353,18 @@ const (
 func storeKey(r peer.PieceRef) []byte {
 	e := wire.Enc(make([]byte, 0, 11+len(r.Key))).U16(r.Scheme)
 	if r.Versioned {
-		e = e.U8(pieceKindShard).U64(r.Version)
+		e = e.U8(PieceKindShard).U64(r.Version)
 	} else {
-		e = e.U8(pieceKindReplica)
+		e = e.U8(PieceKindReplica)
 	}
 	return append(e, r.Key...)
 }
 
-// loadPiece returns a stored piece's bytes after checking its checksum. A
+// LoadPiece returns a stored piece's bytes after checking its checksum. A
 // large piece's bytes are the store's own (store.View), which nothing may
 // modify: they are sent, decoded or compared, never written.
-func (n *Coordinator) loadPiece(r peer.PieceRef) ([]byte, error) {
-	data, meta, ok := n.pieces.View(storeKey(r))
+func (n *Coordinator) LoadPiece(r peer.PieceRef) ([]byte, error) {
+	data, meta, ok := n.Pieces.View(storeKey(r))
 	return n.checkPiece(r, data, meta, ok)
 }
 
@@ -375,7 +375,7 @@ func (n *Coordinator) checkPiece(r peer.PieceRef, data []byte, meta store.Meta, 
 		return nil, kind.ErrPieceGone
 	}
 	if bigcopy.Checksum(data) != meta.Aux {
-		n.health.corrupt.Add(1)
+		n.Health.Corrupt.Add(1)
 		return nil, fmt.Errorf("%w: %q", kind.ErrPieceCorrupt, r.Key)
 	}
 	return data, nil
@@ -385,10 +385,10 @@ func (n *Coordinator) checkPiece(r peer.PieceRef, data []byte, meta store.Meta, 
 // r.Version otherwise.
 func (n *Coordinator) dropPieces(r peer.PieceRef) {
 	if r.Versioned {
-		n.pieces.Delete(storeKey(r))
+		n.Pieces.Delete(storeKey(r))
 		return
 	}
-	n.pieces.DeleteIf(storeKey(r), func(m store.Meta) bool {
+	n.Pieces.DeleteIf(storeKey(r), func(m store.Meta) bool {
 		if r.Exact {
 			return m.Version == r.Version
 		}
@@ -401,18 +401,18 @@ func (n *Coordinator) dropPieces(r peer.PieceRef) {
 // not lost, and a read starts again. Otherwise they went with a failed node
 // (or were never rebuilt on its replacement) and the parity stands in.
 func (n *Coordinator) superseded(key []byte, v uint64) bool {
-	cur, ok := n.primary.Meta(key)
+	cur, ok := n.Primary.Meta(key)
 	return !ok || cur.Version != v
 }
 
 func (n *Coordinator) getPiece(ctx context.Context, node cluster.Node, r peer.PieceRef) ([]byte, error) {
-	if node.ID == n.id {
-		return n.loadPiece(r)
+	if node.ID == n.NodeID {
+		return n.LoadPiece(r)
 	}
 	if node.State == cluster.Failed {
 		return nil, fmt.Errorf("node %s: %w", node.PeerAddr, kind.ErrNodeFailed)
 	}
-	resp, err := n.call(ctx, node, peer.MsgGetPiece, r.Encode(nil))
+	resp, err := n.Call(ctx, node, peer.MsgGetPiece, r.Encode(nil))
 	var re *transport.RemoteError
 	switch {
 	case errors.As(err, &re) && re.Msg == kind.ErrPieceGone.Error():
@@ -423,12 +423,12 @@ func (n *Coordinator) getPiece(ctx context.Context, node cluster.Node, r peer.Pi
 	return resp, err
 }
 
-// releaseAll sends each release to the nodes holding its pieces. With wait
+// ReleaseAll sends each release to the nodes holding its pieces. With wait
 // the caller blocks until all are answered and learns whether any failed;
 // otherwise it runs in the background and answers nil. A lost release
 // leaves garbage (never a wrong read: reads go through the primary record's
 // version), which the next recovery of the shard sweeps (sweepStale).
-func (n *Coordinator) releaseAll(ctx context.Context, rels []release, wait bool) error {
+func (n *Coordinator) ReleaseAll(ctx context.Context, rels []Release, wait bool) error {
 	if len(rels) == 0 {
 		return nil
 	}
@@ -446,28 +446,28 @@ func (n *Coordinator) releaseAll(ctx context.Context, rels []release, wait bool)
 	return nil
 }
 
-func (n *Coordinator) releaseOne(ctx context.Context, r release) error {
-	if !n.leased() {
+func (n *Coordinator) releaseOne(ctx context.Context, r Release) error {
+	if !n.Leased() {
 		return errLeaseGone // see sendBatch
 	}
-	m := n.ctl.Map()
-	entry, ok := m.SchemeByID(r.scheme)
+	m := n.Ctl.Map()
+	entry, ok := m.SchemeByID(r.Scheme)
 	if !ok {
-		return fmt.Errorf("server: releasing %q: unknown scheme id %d", r.key, r.scheme)
+		return fmt.Errorf("server: releasing %q: unknown scheme id %d", r.Key, r.Scheme)
 	}
-	sch := n.kindOf(entry)
-	targets, err := sch.Targets(m, r.key)
+	sch := n.KindOf(entry)
+	targets, err := sch.Targets(m, r.Key)
 	if err != nil {
 		return err
 	}
 	if r.everywhere {
-		targets = kind.PlacementTargets(m, r.key)
+		targets = kind.PlacementTargets(m, r.Key)
 	}
-	ref := peer.PieceRef{Key: r.key, Scheme: r.scheme, Version: r.version, Versioned: sch.Traits().Pieces == kind.Shards, Exact: r.exact}
+	ref := peer.PieceRef{Key: r.Key, Scheme: r.Scheme, Version: r.Version, Versioned: sch.Traits().Pieces == kind.Shards, Exact: r.Exact}
 	var wg sync.WaitGroup
 	errs := make([]error, len(targets))
 	for i, t := range targets {
-		if t.Node.ID == n.id {
+		if t.Node.ID == n.NodeID {
 			n.dropPieces(ref)
 			continue
 		}
@@ -477,8 +477,8 @@ func (n *Coordinator) releaseOne(ctx context.Context, r release) error {
 		wg.Add(1)
 		go func(node cluster.Node) {
 			defer wg.Done()
-			if _, err := n.call(ctx, node, peer.MsgDelPiece, ref.Encode(nil)); err != nil {
-				n.log.Debug("release failed", "key", string(r.key), "node", node.ID, "err", err)
+			if _, err := n.Call(ctx, node, peer.MsgDelPiece, ref.Encode(nil)); err != nil {
+				n.Log.Debug("release failed", "key", string(r.Key), "node", node.ID, "err", err)
 				errs[i] = err
 			}
 		}(t.Node)

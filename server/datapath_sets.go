@@ -9,16 +9,16 @@ import (
 	"github.com/memgest/memgest/server/peer"
 )
 
-// blindWrite is one plain SET (or one MSET pair): it needs no earlier state
+// BlindWrite is one plain SET (or one MSET pair): it needs no earlier state
 // of the key, unless a write of the key is in flight.
-type blindWrite struct {
-	key, value []byte
-	op         *writeOp
+type BlindWrite struct {
+	Key, Value []byte
+	op         *WriteOp
 	p          *pending // set while the write waits for its redundancy
-	err        error
+	Err        error
 }
 
-// writeBlind runs plain SETs together: a pipeline's, or an MSET's keys on
+// WriteBlind runs plain SETs together: a pipeline's, or an MSET's keys on
 // this coordinator. Each key gets Node.set's semantics, but every write
 // takes its version first, the redundancy of all of them goes out in one
 // frame per node (PutPieces for replicas and shards, Stripe for stripe
@@ -27,7 +27,7 @@ type blindWrite struct {
 // key with a write already in flight, repeated in the batch, or held as a
 // rep stub, is written afterwards through Node.set, which waits for that
 // write or fills the stub. began is when the writes began (a monotime).
-func (n *Coordinator) writeBlind(ctx context.Context, ws []blindWrite, began int64) {
+func (n *Coordinator) WriteBlind(ctx context.Context, ws []BlindWrite, began int64) {
 	var later []int
 	for i := range ws {
 		if !n.beginBlind(ctx, &ws[i], began) {
@@ -36,17 +36,17 @@ func (n *Coordinator) writeBlind(ctx context.Context, ws []blindWrite, began int
 	}
 	n.settleBlind(ctx, ws)
 	for _, i := range later {
-		ws[i].err = n.set(ctx, ws[i].key, ws[i].value, 0, false, nil)
+		ws[i].Err = n.Set(ctx, ws[i].Key, ws[i].Value, 0, false, nil)
 	}
 }
 
 // settleBlind sends the redundancy of every begun write of ws (those with
 // a pending version) together, then commits each whose redundancy was
 // acknowledged and aborts the others.
-func (n *Coordinator) settleBlind(ctx context.Context, ws []blindWrite) {
+func (n *Coordinator) settleBlind(ctx context.Context, ws []BlindWrite) {
 	var packed packedBatch
-	m := n.ctl.Map()
-	batch := pieceBatch{sizeHint: replicaFrameSize(n, ws)}
+	m := n.Ctl.Map()
+	batch := PieceBatch{sizeHint: replicaFrameSize(n, ws)}
 	for i := range ws {
 		w := &ws[i]
 		if w.p == nil {
@@ -59,8 +59,8 @@ func (n *Coordinator) settleBlind(ctx context.Context, ws []blindWrite) {
 			err = batch.add(n, m, w.op, w.p.version, i)
 		}
 		if err != nil {
-			n.abort(w.key, w.p) // nothing was appended or sent
-			w.p, w.err = nil, err
+			n.abort(w.Key, w.p) // nothing was appended or sent
+			w.p, w.Err = nil, err
 		}
 	}
 	errs := make([]error, len(ws))
@@ -80,11 +80,11 @@ func (n *Coordinator) settleBlind(ctx context.Context, ws []blindWrite) {
 // values it refers to (spool): what settleBlind's frames start with, so
 // that they are not grown piece by piece. Writes to
 // none (committed already) and to packed schemes add nothing.
-func replicaFrameSize(n *Coordinator, ws []blindWrite) int {
+func replicaFrameSize(n *Coordinator, ws []BlindWrite) int {
 	size := peer.PutPiecesHeader
 	for i := range ws {
-		if w := &ws[i]; w.p != nil && !isPacked(w.op.scheme(n)) {
-			size += peer.Piece{Key: w.key, Data: w.value}.InlineLen()
+		if w := &ws[i]; w.p != nil && !IsPacked(w.op.scheme(n)) {
+			size += peer.Piece{Key: w.Key, Data: w.Value}.InlineLen()
 		}
 	}
 	return size
@@ -100,7 +100,7 @@ type packedBatch struct {
 
 // add places op's object at version v in its packed scheme p on behalf of
 // write owner.
-func (b *packedBatch) add(ctx context.Context, p kind.Packed, op *writeOp, v uint64, owner int) error {
+func (b *packedBatch) add(ctx context.Context, p kind.Packed, op *WriteOp, v uint64, owner int) error {
 	w := op.stage(v)
 	if err := p.Stage(ctx, w); err != nil {
 		return err
@@ -136,42 +136,42 @@ func (b *packedBatch) send(ctx context.Context, errs []error) {
 // write over a stub (false: Node.set handles both). A
 // write in scheme none commits at once; any other takes a version and
 // registers in flight.
-func (n *Coordinator) beginBlind(ctx context.Context, w *blindWrite, began int64) bool {
-	s := n.inflight.shard(w.key)
-	s.mu.Lock()
-	if s.newest(w.key) != nil {
-		s.mu.Unlock()
+func (n *Coordinator) beginBlind(ctx context.Context, w *BlindWrite, began int64) bool {
+	s := n.Inflight.Shard(w.Key)
+	s.Mu.Lock()
+	if s.Newest(w.Key) != nil {
+		s.Mu.Unlock()
 		return false
 	}
-	if op, done, err := n.writeUnpeeked(s, w.key, w.value, began); done {
-		w.op, w.err = op, err
+	if op, done, err := n.writeUnpeeked(s, w.Key, w.Value, began); done {
+		w.op, w.Err = op, err
 		return true
 	}
-	cur, pk := n.peekLocked(w.key)
-	w.op = n.valueOp(cur, w.key, w.value, 0, false, nil)
+	cur, pk := n.peekLocked(w.Key)
+	w.op = n.ValueOp(cur, w.Key, w.Value, 0, false, nil)
 	w.op.began = began
 	if n.overwritesStub(cur, w.op) {
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		return false // Node.set fills the stub first
 	}
 	if w.op.scheme(n).Traits().Immediate {
-		w.err = n.writeLocked(ctx, s, w.op, pk) // commits and unlocks
+		w.Err = n.writeLocked(ctx, s, w.op, pk) // commits and unlocks
 		return true
 	}
-	w.p = s.begin(w.key, n.clock.next())
-	s.mu.Unlock()
+	w.p = s.begin(w.Key, n.Versions.next())
+	s.Mu.Unlock()
 	if err := n.checkMemory(w.op); err != nil {
-		n.abort(w.key, w.p)
-		w.p, w.err = nil, err
+		n.abort(w.Key, w.p)
+		w.p, w.Err = nil, err
 	}
 	return true
 }
 
 // finishBlind commits w if all its pieces were stored (sendErr nil), else
 // aborts it and releases whatever pieces did get stored.
-func (n *Coordinator) finishBlind(ctx context.Context, w *blindWrite, sendErr error) {
+func (n *Coordinator) finishBlind(ctx context.Context, w *BlindWrite, sendErr error) {
 	if sendErr != nil {
-		sendErr = notAcknowledged(w.key, sendErr)
+		sendErr = notAcknowledged(w.Key, sendErr)
 	}
-	w.err = n.settle(ctx, w.p, w.op, ownPieces(w.op, w.p.version), sendErr)
+	w.Err = n.settle(ctx, w.p, w.op, ownPieces(w.op, w.p.version), sendErr)
 }

@@ -21,7 +21,7 @@ func TestUnpeekedSetKeepsAKeysScheme(t *testing.T) {
 	t.Cleanup(func() {
 		rdb.Close()
 		n.Close()
-		os.RemoveAll(n.cfg.DataDir)
+		os.RemoveAll(n.Cfg.DataDir)
 	})
 	ctx := context.Background()
 	schemeOf := func(key string) string {

@@ -26,8 +26,8 @@ func (n *Node) expireCycle(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case key := <-n.expireQ:
-			n.expireKey(ctx, key)
+		case key := <-n.ExpireQ:
+			n.ExpireKey(ctx, key)
 		case <-t.C:
 			n.expireSample(ctx)
 		}
@@ -40,15 +40,15 @@ func (n *Node) expireSample(ctx context.Context) {
 	deadline := time.Now().Add(expireBudget)
 	for time.Now().Before(deadline) {
 		var keys [][]byte
-		n.primary.SampleExpired(nowMs(), expireBatch, func(key []byte, _ store.Meta) {
+		n.Primary.SampleExpired(NowMs(), expireBatch, func(key []byte, _ store.Meta) {
 			keys = append(keys, append([]byte(nil), key...))
 		})
 		for _, k := range keys {
-			n.expireKey(ctx, k)
+			n.ExpireKey(ctx, k)
 		}
 		if len(keys) < expireBatch {
 			break
 		}
 	}
-	n.stripes.SampleExpired(deadline, nowMs, func(key []byte) { n.expireKey(ctx, key) })
+	n.stripes.SampleExpired(deadline, NowMs, func(key []byte) { n.ExpireKey(ctx, key) })
 }

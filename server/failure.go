@@ -56,8 +56,8 @@ var errFenced = resp.Err("CLUSTERDOWN memgest: this node has no fresh lease from
 // lease as soon as it is elected rather than a full interval later.
 func (n *Node) heartbeatLoop(ctx context.Context) {
 	for {
-		wait := n.cfg.HeartbeatInterval
-		if !n.heartbeat(ctx) && !n.lease.fenced.Load() {
+		wait := n.Cfg.HeartbeatInterval
+		if !n.heartbeat(ctx) && !n.Lease.Fenced.Load() {
 			wait = min(wait, retryInterval)
 		}
 		select {
@@ -72,7 +72,7 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 // twenty times per failure timeout, so a node is marked failed at most 5%
 // of the timeout after its silence reaches it.
 func (n *Node) detectLoop(ctx context.Context) {
-	tick := time.NewTicker(max(n.cfg.FailureTimeout/20, time.Millisecond))
+	tick := time.NewTicker(max(n.Cfg.FailureTimeout/20, time.Millisecond))
 	defer tick.Stop()
 	for {
 		select {
@@ -88,9 +88,9 @@ func (n *Node) detectLoop(ctx context.Context) {
 // node as soon as a new map arrives, and retries failed ones every
 // HeartbeatInterval.
 func (n *Node) jobLoop(ctx context.Context) {
-	maps, cancel := n.ctl.Subscribe()
+	maps, cancel := n.Ctl.Subscribe()
 	defer cancel()
-	tick := time.NewTicker(n.cfg.HeartbeatInterval)
+	tick := time.NewTicker(n.Cfg.HeartbeatInterval)
 	defer tick.Stop()
 	for {
 		n.startRecoveries(ctx)
@@ -114,23 +114,23 @@ const retryInterval = 25 * time.Millisecond
 // heartbeat sends one heartbeat and renews the lease if the leader took it;
 // it reports whether it did.
 func (n *Node) heartbeat(ctx context.Context) bool {
-	sent := n.monoNow()
-	m := n.ctl.Map()
-	if n.ctl.IsLeader() {
-		if self, ok := m.Node(n.id); ok && self.State == cluster.Failed {
+	sent := n.MonoNow()
+	m := n.Ctl.Map()
+	if n.Ctl.IsLeader() {
+		if self, ok := m.Node(n.NodeID); ok && self.State == cluster.Failed {
 			n.fence()
-			n.detector.Restarted(n.id, n.incarnation.Load())
+			n.detector.Restarted(n.NodeID, n.incarnation.Load())
 			n.readmit(self)
 			return false
 		}
-		if n.lease.restarted.Load() {
+		if n.Lease.Restarted.Load() {
 			n.failSelf()
 			return false
 		}
-		if n.ctl.VerifyLeader() != nil {
+		if n.Ctl.VerifyLeader() != nil {
 			return false
 		}
-		n.detector.Seen(n.id, n.incarnation.Load(), false)
+		n.detector.Seen(n.NodeID, n.incarnation.Load(), false)
 		n.accepted(sent)
 		return true
 	}
@@ -138,11 +138,11 @@ func (n *Node) heartbeat(ctx context.Context) bool {
 	if !ok {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.FailureTimeout/2)
+	ctx, cancel := context.WithTimeout(ctx, n.Cfg.FailureTimeout/2)
 	defer cancel()
-	req := heartbeatReq{ID: n.id, Incarnation: n.incarnation.Load(), Fresh: n.lease.fresh.Load(),
-		Restarted: n.lease.restarted.Load()}
-	out, err := n.call(ctx, leader, peer.MsgHeartbeat, req.encode(nil))
+	req := heartbeatReq{ID: n.NodeID, Incarnation: n.incarnation.Load(), Fresh: n.Lease.Fresh.Load(),
+		Restarted: n.Lease.Restarted.Load()}
+	out, err := n.Call(ctx, leader, peer.MsgHeartbeat, req.encode(nil))
 	n.noteLeaderHint(err)
 	switch {
 	case err == nil:
@@ -170,9 +170,9 @@ func (n *Node) acceptedAt(ctx context.Context, sent int64, reply []byte) bool {
 	if d.Done() != nil {
 		return false
 	}
-	if n.ctl.Map().Epoch < epoch {
+	if n.Ctl.Map().Epoch < epoch {
 		wctx, cancel := context.WithTimeout(ctx, mapWait)
-		_, err := n.ctl.WaitEpoch(wctx, epoch)
+		_, err := n.Ctl.WaitEpoch(wctx, epoch)
 		cancel()
 		if err != nil {
 			return false // renewed by a later heartbeat, once caught up
@@ -186,16 +186,16 @@ func (n *Node) acceptedAt(ctx context.Context, sent int64, reply []byte) bool {
 // member in good standing, so it is no longer fenced nor fresh, and its
 // lease is renewed.
 func (n *Node) accepted(sent int64) {
-	fenced := n.lease.fenced.Swap(false)
+	fenced := n.Lease.Fenced.Swap(false)
 	if fenced {
-		n.log.Warn("readmitted by the control plane; serving again", "node", n.id)
+		n.Log.Warn("readmitted by the control plane; serving again", "node", n.NodeID)
 	}
-	n.lease.fresh.Store(false)
-	now := n.monoNow()
-	n.metrics.heartbeat.Observe(seconds(now - sent))
-	if prev := n.renew(sent); !fenced && prev > 0 && prev < now {
-		n.metrics.leaseLapses.Inc()
-		n.log.Warn("this node's lease lapsed before a heartbeat renewed it", "node", n.id,
+	n.Lease.Fresh.Store(false)
+	now := n.MonoNow()
+	n.Metrics.Heartbeat.Observe(Seconds(now - sent))
+	if prev := n.Renew(sent); !fenced && prev > 0 && prev < now {
+		n.Metrics.LeaseLapses.Inc()
+		n.Log.Warn("this node's lease lapsed before a heartbeat renewed it", "node", n.NodeID,
 			"lapsed_for", time.Duration(now-prev), "heartbeat_took", time.Duration(now-sent))
 	}
 }
@@ -204,20 +204,20 @@ func (n *Node) accepted(sent int64) {
 // so others hold its keys now. The node wipes its memory once, so that its
 // next heartbeats ask to rejoin as an empty node.
 func (n *Node) fence() {
-	if n.lease.fenced.Swap(true) {
+	if n.Lease.Fenced.Swap(true) {
 		return
 	}
-	n.lease.fences.Add(1)
-	n.lease.notify()
-	n.lease.restarted.Store(false) // the leader knows now
-	n.dropDirectory()              // decided under the lost lease
-	if n.lease.fresh.Load() {
+	n.Lease.Fences.Add(1)
+	n.Lease.Notify()
+	n.Lease.Restarted.Store(false) // the leader knows now
+	n.DropDirectory()              // decided under the lost lease
+	if n.Lease.Fresh.Load() {
 		// Empty since it started: the incarnation the leader has heard
 		// is the one it will readmit.
-		n.log.Warn("the control plane marked this node failed; it rejoins empty", "node", n.id)
+		n.Log.Warn("the control plane marked this node failed; it rejoins empty", "node", n.NodeID)
 		return
 	}
-	n.log.Warn("the control plane marked this node failed; wiping its memory to rejoin", "node", n.id)
+	n.Log.Warn("the control plane marked this node failed; wiping its memory to rejoin", "node", n.NodeID)
 	n.wipe()
 }
 
@@ -225,9 +225,9 @@ func (n *Node) fence() {
 // node held may be stale, and nothing of it is served again.
 func (n *Node) wipe() {
 	n.flushLocal()
-	n.lost.Clear()
+	n.Lost.Clear()
 	n.incarnation.Store(newIncarnation())
-	n.lease.fresh.Store(true)
+	n.Lease.Fresh.Store(true)
 }
 
 // heartbeatReq is a heartbeat's payload. Fresh says the node holds nothing
@@ -260,28 +260,28 @@ func decodeHeartbeat(b []byte) (heartbeatReq, error) {
 // up there is nobody to pass the shards to, and what the restart lost is
 // lost either way: it serves.
 func (n *Node) failSelf() {
-	if n.lease.failingSelf.Swap(true) {
+	if n.Lease.FailingSelf.Swap(true) {
 		return
 	}
 	go func() {
-		defer n.lease.failingSelf.Store(false)
-		if err := n.ctl.Barrier(n.cfg.PeerTimeout); err != nil {
+		defer n.Lease.FailingSelf.Store(false)
+		if err := n.Ctl.Barrier(n.Cfg.PeerTimeout); err != nil {
 			return // retried at the next heartbeat
 		}
-		m := n.ctl.Map()
-		self, known := m.Node(n.id)
+		m := n.Ctl.Map()
+		self, known := m.Node(n.NodeID)
 		switch {
 		case !known || m.State != cluster.OK || self.State == cluster.Failed:
 			return
-		case !slices.ContainsFunc(m.Nodes, func(o cluster.Node) bool { return o.ID != n.id && o.State == cluster.Up }):
-			n.lease.restarted.Store(false)
+		case !slices.ContainsFunc(m.Nodes, func(o cluster.Node) bool { return o.ID != n.NodeID && o.State == cluster.Up }):
+			n.Lease.Restarted.Store(false)
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.PeerTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), n.Cfg.PeerTimeout)
 		defer cancel()
-		n.log.Warn("this node restarted and leads the control plane; marking itself failed", "node", n.id)
-		if _, err := n.ctl.Propose(ctx, cluster.MarkFailed{ID: n.id}); err != nil {
-			n.log.Warn("marking this node failed; retrying", "err", err)
+		n.Log.Warn("this node restarted and leads the control plane; marking itself failed", "node", n.NodeID)
+		if _, err := n.Ctl.Propose(ctx, cluster.MarkFailed{ID: n.NodeID}); err != nil {
+			n.Log.Warn("marking this node failed; retrying", "err", err)
 		}
 	}()
 }
@@ -304,10 +304,10 @@ func (n *Node) onHeartbeat(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !n.ctl.IsLeader() {
-		return nil, n.notLeader()
+	if !n.Ctl.IsLeader() {
+		return nil, n.NotLeader()
 	}
-	if node, ok := n.ctl.Map().Node(h.ID); ok && node.State == cluster.Failed {
+	if node, ok := n.Ctl.Map().Node(h.ID); ok && node.State == cluster.Failed {
 		if h.Fresh {
 			n.detector.Restarted(h.ID, h.Incarnation)
 			n.readmit(node)
@@ -317,7 +317,7 @@ func (n *Node) onHeartbeat(b []byte) ([]byte, error) {
 	// A leader that lost its quorum may not know it yet; only a verified
 	// leader grants leases, so no lease outlives the moment another leader
 	// could be elected (failure-model.md).
-	if err := n.ctl.VerifyLeader(); err != nil {
+	if err := n.Ctl.VerifyLeader(); err != nil {
 		return nil, err
 	}
 	if err := n.detector.Seen(h.ID, h.Incarnation, h.Restarted); err != nil {
@@ -325,29 +325,29 @@ func (n *Node) onHeartbeat(b []byte) ([]byte, error) {
 	}
 	// The epoch the lease is granted under: the node waits to apply it
 	// before serving (acceptedAt).
-	return wire.Enc(nil).U64(n.ctl.Map().Epoch), nil
+	return wire.Enc(nil).U64(n.Ctl.Map().Epoch), nil
 }
 
 // detectFailures proposes MarkFailed for every suspect, on the leader.
 func (n *Node) detectFailures(ctx context.Context) {
-	m := n.ctl.Map()
+	m := n.Ctl.Map()
 	if m.State != cluster.OK {
 		return
 	}
-	if n.ctl.IsLeader() {
+	if n.Ctl.IsLeader() {
 		n.pruneMembers(ctx, m)
 	}
-	for _, id := range n.detector.Suspects(m, n.id, n.ctl.IsLeader(), n.cfg.FailureTimeout) {
+	for _, id := range n.detector.Suspects(m, n.NodeID, n.Ctl.IsLeader(), n.Cfg.FailureTimeout) {
 		go func() {
 			defer n.detector.SetMarking(id, false)
-			pctx, cancel := context.WithTimeout(ctx, n.cfg.PeerTimeout)
+			pctx, cancel := context.WithTimeout(ctx, n.Cfg.PeerTimeout)
 			defer cancel()
-			m, err := n.ctl.Propose(pctx, cluster.MarkFailed{ID: id})
+			m, err := n.Ctl.Propose(pctx, cluster.MarkFailed{ID: id})
 			if err != nil {
-				n.log.Warn("marking a node failed", "node", id, "err", err)
+				n.Log.Warn("marking a node failed", "node", id, "err", err)
 				return
 			}
-			n.log.Warn("node marked failed", "node", id)
+			n.Log.Warn("node marked failed", "node", id)
 			if failed, _ := m.Node(id); failed.Voter {
 				n.replaceVoter(pctx, m, id)
 			}
@@ -361,7 +361,7 @@ func (n *Node) refuseKeys(m *cluster.Map, keys [][]byte) (resp.Reply, bool) {
 	if m.State != cluster.OK {
 		return resp.Reply{}, false
 	}
-	if !n.serving() {
+	if !n.Serving() {
 		return errFenced, true
 	}
 	if m.RecoveringShards() == 0 {
@@ -370,8 +370,8 @@ func (n *Node) refuseKeys(m *cluster.Map, keys [][]byte) (resp.Reply, bool) {
 	for _, k := range keys {
 		slot := keyslot.Of(k)
 		if sh := m.ShardOf(slot); sh != nil && sh.Recovering {
-			if c, ok := m.Coordinator(slot); ok && c.ID == n.id {
-				n.metrics.degradedRequest(degradedRecovering)
+			if c, ok := m.Coordinator(slot); ok && c.ID == n.NodeID {
+				n.Metrics.DegradedRequest(DegradedRecovering)
 				return resp.Errorf("TRYAGAIN memgest: shard %d is recovering after its coordinator failed", sh.ID), true
 			}
 		}
@@ -390,7 +390,7 @@ func nodeStates(m *cluster.Map) map[string]int {
 
 // selfState is this node's state in m ("unknown" before it joined).
 func (n *Node) selfState(m *cluster.Map) string {
-	if self, ok := m.Node(n.id); ok {
+	if self, ok := m.Node(n.NodeID); ok {
 		return self.State.String()
 	}
 	return "unknown"
@@ -402,20 +402,20 @@ func (n *Node) selfState(m *cluster.Map) string {
 func (n *Node) replaceVoter(ctx context.Context, m *cluster.Map, failed cluster.NodeID) {
 	node, ok := n.voterCandidate(m)
 	if !ok {
-		n.log.Warn("no live non-voter to replace a failed voter", "failed", failed)
+		n.Log.Warn("no live non-voter to replace a failed voter", "failed", failed)
 		return
 	}
-	if _, err := n.ctl.ReplaceVoter(ctx, failed, node); err != nil {
-		n.log.Warn("replacing a failed voter", "failed", failed, "with", node.ID, "err", err)
+	if _, err := n.Ctl.ReplaceVoter(ctx, failed, node); err != nil {
+		n.Log.Warn("replacing a failed voter", "failed", failed, "with", node.ID, "err", err)
 		return
 	}
-	n.log.Warn("voter replaced", "failed", failed, "with", node.ID)
+	n.Log.Warn("voter replaced", "failed", failed, "with", node.ID)
 }
 
 // voterCandidate is a live non-voter the detector heard from recently.
 func (n *Node) voterCandidate(m *cluster.Map) (cluster.Node, bool) {
 	for _, node := range m.Nodes {
-		if !node.Voter && (node.State == cluster.Up || node.State == cluster.Spare) && n.detector.Fresh(node.ID, n.cfg.FailureTimeout/2) {
+		if !node.Voter && (node.State == cluster.Up || node.State == cluster.Spare) && n.detector.Fresh(node.ID, n.Cfg.FailureTimeout/2) {
 			return node, true
 		}
 	}
@@ -432,16 +432,16 @@ func (n *Node) readmit(node cluster.Node) {
 	}
 	go func() {
 		defer n.detector.SetMarking(node.ID, false)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.PeerTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*n.Cfg.PeerTimeout)
 		defer cancel()
-		if _, err := n.ctl.AddMember(ctx, cluster.AddNode{Node: node}); err != nil {
-			n.log.Warn("readmitting a node to Raft", "node", node.ID, "err", err)
+		if _, err := n.Ctl.AddMember(ctx, cluster.AddNode{Node: node}); err != nil {
+			n.Log.Warn("readmitting a node to Raft", "node", node.ID, "err", err)
 			return
 		}
-		if _, err := n.ctl.Propose(ctx, cluster.Rejoin{ID: node.ID}); err != nil {
-			n.log.Warn("readmitting a node", "node", node.ID, "err", err)
+		if _, err := n.Ctl.Propose(ctx, cluster.Rejoin{ID: node.ID}); err != nil {
+			n.Log.Warn("readmitting a node", "node", node.ID, "err", err)
 			return
 		}
-		n.log.Warn("node rejoined", "node", node.ID)
+		n.Log.Warn("node rejoined", "node", node.ID)
 	}()
 }

@@ -65,10 +65,10 @@ func TestJudgeWeighsTheDirectoryAgainstReadableVersions(t *testing.T) {
 	lostShards := &candidate{scheme: split, version: 9, shards: map[uint8]bool{1: true}, complete: true}
 	completeReplica := &candidate{scheme: rep, version: 5, shards: map[uint8]bool{1: true}, complete: true}
 	dir := func(s uint16, v uint64, exp int64) map[string]pieceEntry {
-		return map[string]pieceEntry{"k": {Key: []byte("k"), Scheme: s, Version: v, ExpireAt: exp, Kind: pieceKindDirectory}}
+		return map[string]pieceEntry{"k": {Key: []byte("k"), Scheme: s, Version: v, ExpireAt: exp, Kind: PieceKindDirectory}}
 	}
 	tomb := func(v uint64) map[string]pieceEntry {
-		return map[string]pieceEntry{"k": {Key: []byte("k"), Version: v, Kind: pieceKindDirectory, Index: dirTombstoneFlag}}
+		return map[string]pieceEntry{"k": {Key: []byte("k"), Version: v, Kind: PieceKindDirectory, Index: DirTombstoneFlag}}
 	}
 	cases := []struct {
 		name  string
@@ -147,27 +147,27 @@ func TestAnnouncementPrecedesWhatReplacesPieces(t *testing.T) {
 	rep, _ := m.Scheme("rep:3")
 	none := m.DefaultScheme()
 	n := leasedNode(t, m)
-	n.primary = store.New()
+	n.Primary = store.New()
 	key := []byte("k")
-	if _, ok := n.announcement(&writeOp{key: key, entry: none}, 5); ok {
+	if _, ok := n.announcement(&WriteOp{Key: key, Entry: none}, 5); ok {
 		t.Error("creating a key announced an entry")
 	}
-	if err := n.primary.Put(key, []byte("v"), store.Meta{Version: 4, Scheme: none.ID}); err != nil {
+	if err := n.Primary.Put(key, []byte("v"), store.Meta{Version: 4, Scheme: none.ID}); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := n.announcement(&writeOp{key: key, entry: none}, 5); ok {
+	if _, ok := n.announcement(&WriteOp{Key: key, Entry: none}, 5); ok {
 		t.Error("an overwrite in the same scheme announced an entry")
 	}
-	if _, ok := n.announcement(&writeOp{key: key, entry: rep}, 5); ok {
+	if _, ok := n.announcement(&WriteOp{Key: key, Entry: rep}, 5); ok {
 		t.Error("a move to a redundant scheme announced an entry")
 	}
-	if err := n.primary.Put(key, []byte("v"), store.Meta{Version: 4, Scheme: rep.ID}); err != nil {
+	if err := n.Primary.Put(key, []byte("v"), store.Meta{Version: 4, Scheme: rep.ID}); err != nil {
 		t.Fatal(err)
 	}
-	if e, ok := n.announcement(&writeOp{key: key, entry: none}, 5); !ok || e.Kind != dirExists || e.Scheme != none.ID || e.Version != 5 {
+	if e, ok := n.announcement(&WriteOp{Key: key, Entry: none}, 5); !ok || e.Kind != dirExists || e.Scheme != none.ID || e.Version != 5 {
 		t.Errorf("a move to none announced %+v, %v", e, ok)
 	}
-	if e, ok := n.announcement(&writeOp{key: key, del: true}, 6); !ok || e.Kind != dirTombstone || e.Version != 6 {
+	if e, ok := n.announcement(&WriteOp{Key: key, Del: true}, 6); !ok || e.Kind != dirTombstone || e.Version != 6 {
 		t.Errorf("a deletion announced %+v, %v", e, ok)
 	}
 }
@@ -179,19 +179,19 @@ func TestDirChangeSendsOnlyWhatRecoveryNeeds(t *testing.T) {
 	had := store.Meta{Version: 3, Scheme: none.ID}
 	cases := []struct {
 		name string
-		op   writeOp
+		op   WriteOp
 		had  bool
 		send bool
 	}{
-		{"a new key", writeOp{entry: none}, false, true},
-		{"a plain overwrite", writeOp{entry: none}, true, false},
-		{"a new scheme", writeOp{entry: rep}, true, true},
-		{"a new expiry", writeOp{entry: none, expireAt: 99}, true, true},
-		{"a deletion (announced before it commits)", writeOp{del: true}, true, false},
+		{"a new key", WriteOp{Entry: none}, false, true},
+		{"a plain overwrite", WriteOp{Entry: none}, true, false},
+		{"a new scheme", WriteOp{Entry: rep}, true, true},
+		{"a new expiry", WriteOp{Entry: none, ExpireAt: 99}, true, true},
+		{"a deletion (announced before it commits)", WriteOp{Del: true}, true, false},
 	}
 	for _, c := range cases {
-		c.op.key = []byte("k")
-		e, send := dirChange(&c.op, !c.op.del && kindFor(t, c.op.entry).Traits().Immediate, 10, had, c.had)
+		c.op.Key = []byte("k")
+		e, send := dirChange(&c.op, !c.op.Del && kindFor(t, c.op.Entry).Traits().Immediate, 10, had, c.had)
 		if send != c.send || (send && (e.Kind != dirExists || e.Version != 10)) {
 			t.Errorf("%s: %+v send=%v; want send=%v", c.name, e, send, c.send)
 		}

@@ -29,7 +29,7 @@ type httpServer struct {
 }
 
 func (n *Node) startHTTP() (*httpServer, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(n.cfg.Bind, strconv.Itoa(n.cfg.HTTPPort)))
+	l, err := net.Listen("tcp", net.JoinHostPort(n.Cfg.Bind, strconv.Itoa(n.Cfg.HTTPPort)))
 	if err != nil {
 		return nil, errors.New("server: http port: " + err.Error())
 	}
@@ -45,11 +45,11 @@ func (n *Node) startHTTP() (*httpServer, error) {
 func (n *Node) httpRoutes() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(n.collector())
-	n.metrics.register(reg)
+	n.Metrics.Register(reg)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/status", n.withPassword(n.serveStatus))
-	if n.cfg.EnablePprof {
+	if n.Cfg.EnablePprof {
 		mux.HandleFunc("/debug/pprof/", n.withPassword(pprof.Index))
 		mux.HandleFunc("/debug/pprof/profile", n.withPassword(pprof.Profile))
 		mux.HandleFunc("/debug/pprof/trace", n.withPassword(pprof.Trace))
@@ -70,7 +70,7 @@ func (n *Node) withPassword(h http.HandlerFunc) http.HandlerFunc {
 			h(w, r)
 			return
 		}
-		n.metrics.authFailed(authHTTP)
+		n.Metrics.AuthFailed(AuthHTTP)
 		w.Header().Set("WWW-Authenticate", `Basic realm="memgest"`)
 		http.Error(w, "memgest: this endpoint needs the cluster's password (HTTP basic auth, any user name)", http.StatusUnauthorized)
 	}
@@ -148,18 +148,18 @@ func (n *Node) serveStatus(w http.ResponseWriter, r *http.Request) {
 }
 
 func (n *Node) status(ctx context.Context) Status {
-	m := n.ctl.Map()
-	_, leader, _ := n.ctl.Leader()
-	st := Status{Node: string(n.id), Epoch: m.Epoch, State: m.State.String(), Leader: leader, ShardsRebuilding: m.RebuildingShards()}
+	m := n.Ctl.Map()
+	_, leader, _ := n.Ctl.Leader()
+	st := Status{Node: string(n.NodeID), Epoch: m.Epoch, State: m.State.String(), Leader: leader, ShardsRebuilding: m.RebuildingShards()}
 	stats, err := n.clusterStats(ctx)
 	byNode := map[string]nodeStats{}
 	for _, s := range stats {
 		byNode[string(s.Node)] = s
 		st.Lost = append(st.Lost, s.Lost...)
 		st.LostCount += s.LostCount
-		st.Rebuild = st.Rebuild.add(s.Rebuild)
+		st.Rebuild = st.Rebuild.Add(s.Rebuild)
 	}
-	members, _ := n.ctl.Members()
+	members, _ := n.Ctl.Members()
 	for _, node := range m.Nodes {
 		line := StatusNode{ID: string(node.ID), ClientAddr: node.ClientAddr, State: node.State.String(),
 			Phase: m.Phase(node.ID), Voter: node.Voter, Raft: raftPlace(members, node.ID)}
@@ -253,22 +253,22 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	n := c.n
-	ch <- prometheus.MustNewConstMetric(c.commands, prometheus.CounterValue, float64(n.stats.commands.Load()))
-	ch <- prometheus.MustNewConstMetric(c.forwarded, prometheus.CounterValue, float64(n.stats.forwarded.Load()))
-	ch <- prometheus.MustNewConstMetric(c.expired, prometheus.CounterValue, float64(n.stats.expired.Load()))
-	m := n.ctl.Map()
+	ch <- prometheus.MustNewConstMetric(c.commands, prometheus.CounterValue, float64(n.Stats.Commands.Load()))
+	ch <- prometheus.MustNewConstMetric(c.forwarded, prometheus.CounterValue, float64(n.Stats.Forwarded.Load()))
+	ch <- prometheus.MustNewConstMetric(c.expired, prometheus.CounterValue, float64(n.Stats.Expired.Load()))
+	m := n.Ctl.Map()
 	ch <- prometheus.MustNewConstMetric(c.epoch, prometheus.GaugeValue, float64(m.Epoch))
-	ch <- prometheus.MustNewConstMetric(c.serving, prometheus.GaugeValue, gaugeOf(n.serving()))
+	ch <- prometheus.MustNewConstMetric(c.serving, prometheus.GaugeValue, gaugeOf(n.Serving()))
 	ch <- prometheus.MustNewConstMetric(c.recovering, prometheus.GaugeValue, float64(m.RecoveringShards()))
 	ch <- prometheus.MustNewConstMetric(c.rebuilding, prometheus.GaugeValue, float64(m.RebuildingShards()))
-	ch <- prometheus.MustNewConstMetric(c.rebuildKeys, prometheus.GaugeValue, float64(n.rebuild.keysTotal.Load()), "total")
-	ch <- prometheus.MustNewConstMetric(c.rebuildKeys, prometheus.GaugeValue, float64(n.rebuild.keysDone.Load()), "done")
-	ch <- prometheus.MustNewConstMetric(c.rebuildBytes, prometheus.CounterValue, float64(n.rebuild.bytesDone.Load()))
-	ch <- prometheus.MustNewConstMetric(c.corrupt, prometheus.CounterValue, float64(n.health.corrupt.Load()))
-	ch <- prometheus.MustNewConstMetric(c.repaired, prometheus.CounterValue, float64(n.health.repaired.Load()))
-	ch <- prometheus.MustNewConstMetric(c.scrubbed, prometheus.CounterValue, float64(n.health.scrubbed.Load()))
-	ch <- prometheus.MustNewConstMetric(c.swept, prometheus.CounterValue, float64(n.health.swept.Load()))
-	ch <- prometheus.MustNewConstMetric(c.relocated, prometheus.CounterValue, float64(n.stats.relocated.Load()))
+	ch <- prometheus.MustNewConstMetric(c.rebuildKeys, prometheus.GaugeValue, float64(n.Rebuild.KeysTotal.Load()), "total")
+	ch <- prometheus.MustNewConstMetric(c.rebuildKeys, prometheus.GaugeValue, float64(n.Rebuild.KeysDone.Load()), "done")
+	ch <- prometheus.MustNewConstMetric(c.rebuildBytes, prometheus.CounterValue, float64(n.Rebuild.BytesDone.Load()))
+	ch <- prometheus.MustNewConstMetric(c.corrupt, prometheus.CounterValue, float64(n.Health.Corrupt.Load()))
+	ch <- prometheus.MustNewConstMetric(c.repaired, prometheus.CounterValue, float64(n.Health.Repaired.Load()))
+	ch <- prometheus.MustNewConstMetric(c.scrubbed, prometheus.CounterValue, float64(n.Health.Scrubbed.Load()))
+	ch <- prometheus.MustNewConstMetric(c.swept, prometheus.CounterValue, float64(n.Health.Swept.Load()))
+	ch <- prometheus.MustNewConstMetric(c.relocated, prometheus.CounterValue, float64(n.Stats.Relocated.Load()))
 	for state, count := range nodeStates(m) {
 		ch <- prometheus.MustNewConstMetric(c.nodes, prometheus.GaugeValue, float64(count), state)
 	}

@@ -21,10 +21,10 @@ import (
 // listenPeerPort is the listener of the peer port: TCP, or the in-memory
 // network's.
 func (n *Node) listenPeerPort() (net.Listener, error) {
-	if m := n.cfg.InMemory; m != nil {
-		return m.Network.Listen(n.cfg.PeerAddr())
+	if m := n.Cfg.InMemory; m != nil {
+		return m.Network.Listen(n.Cfg.PeerAddr())
 	}
-	return net.Listen("tcp", net.JoinHostPort(n.cfg.Bind, strconv.Itoa(n.cfg.PeerPort)))
+	return net.Listen("tcp", net.JoinHostPort(n.Cfg.Bind, strconv.Itoa(n.Cfg.PeerPort)))
 }
 
 // Do runs one command as a RESP2 client connection of its own would and
@@ -40,7 +40,7 @@ func (n *Node) Do(ctx context.Context, args ...string) resp.Reply {
 }
 
 // Map is the node's current cluster map (read-only).
-func (n *Node) Map() *cluster.Map { return n.ctl.Map() }
+func (n *Node) Map() *cluster.Map { return n.Ctl.Map() }
 
 // IsLeader says whether the node leads the control plane now.
-func (n *Node) IsLeader() bool { return n.ctl.IsLeader() }
+func (n *Node) IsLeader() bool { return n.Ctl.IsLeader() }

@@ -16,10 +16,10 @@ import (
 // jumpClock moves the node's monotonic clock on by d, as if the command
 // running now took that long (a split read on a loaded machine, a huge
 // value, a pause).
-func jumpClock(n *Node, d time.Duration) { n.started = n.started.Add(-d) }
+func jumpClock(n *Node, d time.Duration) { n.Started = n.Started.Add(-d) }
 
 // renew takes an acknowledged heartbeat sent now.
-func renew(n *Node) { n.accepted(n.monoNow()) }
+func renew(n *Node) { n.accepted(n.MonoNow()) }
 
 // TestCommandOutlastingItsLease: a key command this node coordinates keeps
 // its reply when no failover of the node can have come between its start
@@ -61,7 +61,7 @@ func TestCommandOutlastingItsLease(t *testing.T) {
 				t.Fatal(bad)
 			}
 			cmd := &command{run: func(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-				jumpClock(n, 2*n.cfg.FailureTimeout)
+				jumpClock(n, 2*n.Cfg.FailureTimeout)
 				if tc.during != nil {
 					tc.during(n)
 				}
@@ -84,11 +84,11 @@ func TestCommandOutlastingItsLease(t *testing.T) {
 // scheme none, with a short failure timeout.
 func readyNode(t *testing.T) *Node {
 	n := leasedNode(t, testMap(t, 3))
-	n.cfg.FailureTimeout = 200 * time.Millisecond
-	n.lease.until.Store(n.monoNow() + int64(n.cfg.FailureTimeout))
-	n.primary = store.New()
+	n.Cfg.FailureTimeout = 200 * time.Millisecond
+	n.Lease.until.Store(n.MonoNow() + int64(n.Cfg.FailureTimeout))
+	n.Primary = store.New()
 	val := []byte("value")
-	if err := n.primary.Put([]byte("k"), val, store.Meta{Version: 1, Scheme: cluster.NoneID, Aux: bigcopy.Checksum(val)}); err != nil {
+	if err := n.Primary.Put([]byte("k"), val, store.Meta{Version: 1, Scheme: cluster.NoneID, Aux: bigcopy.Checksum(val)}); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -112,11 +112,11 @@ func TestHeartbeatsPassStalledDataFrames(t *testing.T) {
 	leader := cluster.Node{ID: "leader", PeerAddr: serveFrames(t, srv)}
 	t.Cleanup(func() { close(release) }) // before the server closes
 	n := leasedNode(t, testMap(t, 3))
-	go n.call(context.Background(), leader, peer.MsgPutPieces, nil)
+	go n.Call(context.Background(), leader, peer.MsgPutPieces, nil)
 	<-got
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := n.call(ctx, leader, peer.MsgHeartbeat, nil); err != nil {
+	if _, err := n.Call(ctx, leader, peer.MsgHeartbeat, nil); err != nil {
 		t.Fatalf("the heartbeat waited behind the data frame: %v", err)
 	}
 }

@@ -29,7 +29,7 @@ import (
 // map change under way (being marked, being readmitted) waits for the
 // next tick.
 func (n *Node) pruneMembers(ctx context.Context, m *cluster.Map) {
-	members, err := n.ctl.Members()
+	members, err := n.Ctl.Members()
 	if err != nil {
 		return
 	}
@@ -51,45 +51,45 @@ func (n *Node) pruneMembers(ctx context.Context, m *cluster.Map) {
 // hands its vote on.
 func (n *Node) prune(ctx context.Context, m *cluster.Map, mem control.Member) {
 	defer n.detector.SetMarking(mem.ID, false)
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.PeerTimeout)
+	ctx, cancel := context.WithTimeout(ctx, n.Cfg.PeerTimeout)
 	defer cancel()
 	if mem.Voter {
 		n.replaceVoter(ctx, m, mem.ID)
 		return
 	}
-	if err := n.ctl.RemoveMember(ctx, mem.ID); err != nil {
-		n.log.Warn("removing a failed node from Raft", "node", mem.ID, "err", err)
+	if err := n.Ctl.RemoveMember(ctx, mem.ID); err != nil {
+		n.Log.Warn("removing a failed node from Raft", "node", mem.ID, "err", err)
 		return
 	}
-	n.log.Info("failed node removed from Raft", "node", mem.ID)
+	n.Log.Info("failed node removed from Raft", "node", mem.ID)
 }
 
 // heartbeatTarget is where a node that does not lead sends its heartbeat:
 // the leader Raft names; else the address a member named as the leader;
 // else the next of the members it knows, in turn, to learn it.
 func (n *Node) heartbeatTarget(m *cluster.Map) (cluster.Node, bool) {
-	if id, addr, ok := n.ctl.Leader(); ok {
-		n.lease.hint.Store(nil)
+	if id, addr, ok := n.Ctl.Leader(); ok {
+		n.Lease.Hint.Store(nil)
 		return cluster.Node{ID: id, PeerAddr: addr}, true
 	}
-	if hint := n.lease.hint.Load(); hint != nil {
+	if hint := n.Lease.Hint.Load(); hint != nil {
 		return cluster.Node{PeerAddr: *hint}, true
 	}
 	peers := n.knownPeers(m)
 	if len(peers) == 0 {
 		return cluster.Node{}, false
 	}
-	return cluster.Node{PeerAddr: peers[n.lease.probe.Add(1)%uint64(len(peers))]}, true
+	return cluster.Node{PeerAddr: peers[n.Lease.Probe.Add(1)%uint64(len(peers))]}, true
 }
 
 // noteLeaderHint keeps the leader's address a heartbeat's refusal named;
 // any other failure forgets it.
 func (n *Node) noteLeaderHint(err error) {
-	switch hint, ok := leaderHint(err); {
-	case ok && hint != n.cfg.PeerAddr():
-		n.lease.hint.Store(&hint)
+	switch hint, ok := LeaderHint(err); {
+	case ok && hint != n.Cfg.PeerAddr():
+		n.Lease.Hint.Store(&hint)
 	case err != nil:
-		n.lease.hint.Store(nil)
+		n.Lease.Hint.Store(nil)
 	}
 }
 
@@ -98,21 +98,21 @@ func (n *Node) noteLeaderHint(err error) {
 func (n *Node) knownPeers(m *cluster.Map) []string {
 	var out []string
 	for _, node := range m.Nodes {
-		if node.ID != n.id && node.State != cluster.Failed {
+		if node.ID != n.NodeID && node.State != cluster.Failed {
 			out = append(out, node.PeerAddr)
 		}
 	}
-	if members, err := n.ctl.Members(); err == nil {
+	if members, err := n.Ctl.Members(); err == nil {
 		for _, mem := range members {
-			if mem.ID != n.id {
+			if mem.ID != n.NodeID {
 				out = append(out, mem.PeerAddr)
 			}
 		}
 	}
-	if n.cfg.Join != "" {
-		out = append(out, n.cfg.Join)
+	if n.Cfg.Join != "" {
+		out = append(out, n.Cfg.Join)
 	}
 	slices.Sort(out)
 	out = slices.Compact(out)
-	return slices.DeleteFunc(out, func(a string) bool { return a == "" || a == n.cfg.PeerAddr() })
+	return slices.DeleteFunc(out, func(a string) bool { return a == "" || a == n.Cfg.PeerAddr() })
 }

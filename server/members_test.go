@@ -36,15 +36,15 @@ func TestHeartbeatFindsALeaderRaftDoesNotName(t *testing.T) {
 	m := testMapAt(t, []string{"127.0.0.1:1", followerAddr, leaderAddr})
 	epoch = m.Epoch
 	n := leasedNode(t, m)
-	n.id = m.Nodes[0].ID
-	n.cfg.FailureTimeout = time.Second
-	n.lease.until.Store(0) // lapsed
+	n.NodeID = m.Nodes[0].ID
+	n.Cfg.FailureTimeout = time.Second
+	n.Lease.until.Store(0) // lapsed
 	renewed := false
 	for i := 0; i < 4 && !renewed; i++ { // at most: the leader, or the follower then its hint
 		renewed = n.heartbeat(context.Background())
 	}
-	if !renewed || !n.serving() || leaderGot.Load() == 0 {
-		t.Fatalf("renewed %v, serving %v, the leader got %d heartbeats", renewed, n.serving(), leaderGot.Load())
+	if !renewed || !n.Serving() || leaderGot.Load() == 0 {
+		t.Fatalf("renewed %v, serving %v, the leader got %d heartbeats", renewed, n.Serving(), leaderGot.Load())
 	}
 }
 
@@ -58,7 +58,7 @@ func TestOnlyTheLeaderAnswersHeartbeats(t *testing.T) {
 	failed := m.Nodes[2].ID
 	m = mustApply(t, m, cluster.MarkFailed{ID: failed})
 	n := leasedNode(t, m)
-	n.id = m.Nodes[0].ID
+	n.NodeID = m.Nodes[0].ID
 	_, err := n.onHeartbeat(heartbeatReq{ID: failed, Incarnation: 1, Fresh: true}.encode(nil))
 	if err == nil || !strings.HasPrefix(err.Error(), notLeaderPrefix) {
 		t.Fatalf("a follower answered a failed node's heartbeat with %v; want NOTLEADER", err)

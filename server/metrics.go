@@ -26,20 +26,20 @@ var latencyBuckets = prometheus.ExponentialBuckets(25e-6, 2, 17) // 25 µs … 1
 // from other nodes' pieces, a command that first decoded lost stripe
 // chunks holding its key.
 const (
-	degradedRecovering = "recovering"
+	DegradedRecovering = "recovering"
 	degradedRefetched  = "refetched"
-	degradedRestored   = "stripe_restored"
+	DegradedRestored   = "stripe_restored"
 )
 
 // Kinds of refused credentials (memgest_auth_failures_total's label).
 const (
-	authPeer   = "peer"
-	authClient = "client"
-	authHTTP   = "http"
+	AuthPeer   = "peer"
+	AuthClient = "client"
+	AuthHTTP   = "http"
 )
 
-// authFailed counts one refusal of the given kind.
-func (nm *nodeMetrics) authFailed(kind string) { nm.authFailures.WithLabelValues(kind).Inc() }
+// AuthFailed counts one refusal of the given kind.
+func (nm *nodeMetrics) AuthFailed(kind string) { nm.authFailures.WithLabelValues(kind).Inc() }
 
 // Outcomes of a key command whose lease lapsed while it ran
 // (memgest_lease_lapsed_commands_total's label).
@@ -65,11 +65,11 @@ type nodeMetrics struct {
 	degraded       *prometheus.CounterVec   // kind
 	degradedKinds  map[string]prometheus.Counter
 	authFailures   *prometheus.CounterVec // kind: peer, client, http
-	heartbeat      prometheus.Histogram   // send to renewal of an acknowledged heartbeat
-	leaseLapses    prometheus.Counter     // leases that ran out while the node was a member
+	Heartbeat      prometheus.Histogram   // send to renewal of an acknowledged heartbeat
+	LeaseLapses    prometheus.Counter     // leases that ran out while the node was a member
 	lapsed         *prometheus.CounterVec // outcome: commands whose lease lapsed while they ran
 	lapsedKinds    map[string]prometheus.Counter
-	rejectedConns  prometheus.Counter // client connections refused at maxclients
+	RejectedConns  prometheus.Counter // client connections refused at maxclients
 
 	byCommand sync.Map // a command's identity (observeCommand) → prometheus.Observer
 	byScheme  sync.Map // uint16 scheme id → *schemeInstruments
@@ -110,11 +110,11 @@ func newNodeMetrics() *nodeMetrics {
 			Name: "memgest_auth_failures_total",
 			Help: "Connections and requests refused for want of credentials, by kind: peer (a peer connection without the cluster secret or a certificate of the CA), client (a wrong AUTH), http (a wrong or missing password on /status or /debug/pprof).",
 		}, []string{"kind"}),
-		heartbeat: prometheus.NewHistogram(prometheus.HistogramOpts{
+		Heartbeat: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "memgest_heartbeat_duration_seconds", Buckets: latencyBuckets,
 			Help: "Time from sending a heartbeat to the lease it renewed, for acknowledged heartbeats.",
 		}),
-		leaseLapses: prometheus.NewCounter(prometheus.CounterOpts{
+		LeaseLapses: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "memgest_lease_lapses_total",
 			Help: "Times this node's lease ran out before a heartbeat renewed it, the node not having been marked failed.",
 		}),
@@ -125,15 +125,15 @@ func newNodeMetrics() *nodeMetrics {
 				"answered TRYAGAIN), write_unknown (a write answered that it may or may not have taken effect).",
 		}, []string{"outcome"}),
 		lapsedKinds: map[string]prometheus.Counter{},
-		rejectedConns: prometheus.NewCounter(prometheus.CounterOpts{
+		RejectedConns: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "memgest_rejected_connections_total",
 			Help: "Client connections refused because the node served maxclients already (INFO's rejected_connections).",
 		}),
 	}
-	for _, kind := range []string{authPeer, authClient, authHTTP} {
+	for _, kind := range []string{AuthPeer, AuthClient, AuthHTTP} {
 		nm.authFailures.WithLabelValues(kind) // present at zero from the start
 	}
-	for _, kind := range []string{degradedRecovering, degradedRefetched, degradedRestored} {
+	for _, kind := range []string{DegradedRecovering, degradedRefetched, DegradedRestored} {
 		nm.degradedKinds[kind] = nm.degraded.WithLabelValues(kind) // present at zero from the start
 	}
 	for _, o := range []string{lapsedRenewed, lapsedReadRefused, lapsedWriteUnknown} {
@@ -142,36 +142,36 @@ func newNodeMetrics() *nodeMetrics {
 	return nm
 }
 
-// register adds the instruments to reg.
-func (nm *nodeMetrics) register(reg *prometheus.Registry) {
+// Register adds the instruments to reg.
+func (nm *nodeMetrics) Register(reg *prometheus.Registry) {
 	reg.MustRegister(nm.commandLatency, nm.writeLatency, nm.schemeOps, nm.peerBytes, nm.degraded,
-		nm.heartbeat, nm.leaseLapses, nm.lapsed, nm.authFailures, nm.rejectedConns)
+		nm.Heartbeat, nm.LeaseLapses, nm.lapsed, nm.authFailures, nm.RejectedConns)
 }
 
 // clockStart anchors monotime.
 var clockStart = time.Now()
 
-// monotime is the monotonic clock in nanoseconds since the process started:
+// Monotime is the monotonic clock in nanoseconds since the process started:
 // one clock read, where time.Now reads two (wall and monotonic). The
 // command path stamps with it; clock reads were 12% of the CPU of
 // pipelined SETs on one node before (docs/benchmarks/analysis.md).
-func monotime() int64 { return int64(time.Since(clockStart)) }
+func Monotime() int64 { return int64(time.Since(clockStart)) }
 
-// observeCommand records one command's duration under its registry name;
+// ObserveCommand records one command's duration under its registry name;
 // cmd identifies the command (its registry entry), so that the histogram
 // is resolved once per command.
-func (nm *nodeMetrics) observeCommand(cmd any, name string, since int64) {
-	nm.observeCommands(cmd, name, since, 1)
+func (nm *nodeMetrics) ObserveCommand(cmd any, name string, since int64) {
+	nm.ObserveCommands(cmd, name, since, 1)
 }
 
-// observeCommands records count commands that ran together (a blind SET
+// ObserveCommands records count commands that ran together (a blind SET
 // group) and took the time since since (a monotime).
-func (nm *nodeMetrics) observeCommands(cmd any, name string, since int64, count int) {
+func (nm *nodeMetrics) ObserveCommands(cmd any, name string, since int64, count int) {
 	o, ok := nm.byCommand.Load(cmd)
 	if !ok {
 		o, _ = nm.byCommand.LoadOrStore(cmd, nm.commandLatency.WithLabelValues(name))
 	}
-	took := seconds(monotime() - since)
+	took := Seconds(Monotime() - since)
 	for range count {
 		o.(prometheus.Observer).Observe(took)
 	}
@@ -198,23 +198,23 @@ func (nm *nodeMetrics) scheme(e cluster.SchemeEntry) *schemeInstruments {
 func (nm *nodeMetrics) wrote(e cluster.SchemeEntry, since int64) {
 	si := nm.scheme(e)
 	si.writes.Inc()
-	si.write.Observe(seconds(monotime() - since))
+	si.write.Observe(Seconds(Monotime() - since))
 }
 
-func seconds(ns int64) float64 { return float64(ns) / 1e9 }
+func Seconds(ns int64) float64 { return float64(ns) / 1e9 }
 
 // read records a read of a key of scheme e.
 func (nm *nodeMetrics) read(e cluster.SchemeEntry) { nm.scheme(e).reads.Inc() }
 
-// sentRedundancy records b bytes of scheme e's redundancy sent to peers.
-func (nm *nodeMetrics) sentRedundancy(e cluster.SchemeEntry, b int) {
+// SentRedundancy records b bytes of scheme e's redundancy sent to peers.
+func (nm *nodeMetrics) SentRedundancy(e cluster.SchemeEntry, b int) {
 	if b > 0 {
 		nm.scheme(e).redundancyB.Add(float64(b))
 	}
 }
 
-// degradedRequest counts one request of the given kind.
-func (nm *nodeMetrics) degradedRequest(kind string) { nm.degradedKinds[kind].Inc() }
+// DegradedRequest counts one request of the given kind.
+func (nm *nodeMetrics) DegradedRequest(kind string) { nm.degradedKinds[kind].Inc() }
 
 // lapsedCommand counts one command whose lease lapsed, by outcome.
 func (nm *nodeMetrics) lapsedCommand(outcome string) { nm.lapsedKinds[outcome].Inc() }

@@ -77,7 +77,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		started = clock.Now()
 	}
 	n := &Node{
-		Coordinator: newCoordinator(cfg, rateLimited(log), started, clock, peerPoolOptions(cfg, t.guard)),
+		Coordinator: NewCoordinator(cfg, rateLimited(log), started, clock, peerPoolOptions(cfg, t.guard)),
 		trust:       t,
 		detector:    detect.New(clock),
 		failed:      make(chan error, 1),
@@ -87,11 +87,11 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 			return nil, err
 		}
 	}
-	n.stripes = stripe.NewEngine(stripeHost{n}, stripe.Config{PeerTimeout: cfg.PeerTimeout}, n.log)
-	n.kinds, n.packedHeld = kindsFor(n.stripes), n.stripes.InUse
-	n.router = n.newRouter()
+	n.stripes = stripe.NewEngine(stripeHost{n}, stripe.Config{PeerTimeout: cfg.PeerTimeout}, n.Log)
+	n.Kinds, n.PackedHeld = kindsFor(n.stripes), n.stripes.InUse
+	n.Router = n.newRouter()
 	n.incarnation.Store(newIncarnation())
-	n.lease.fresh.Store(true)
+	n.Lease.Fresh.Store(true)
 	if err := n.start(); err != nil {
 		n.Close()
 		return nil, err
@@ -104,8 +104,8 @@ func (n *Node) start() error {
 	if err != nil {
 		return err
 	}
-	n.id = id
-	n.lease.restarted.Store(existed)
+	n.NodeID = id
+	n.Lease.Restarted.Store(existed)
 	if err := n.listenPeers(); err != nil {
 		return err
 	}
@@ -115,14 +115,14 @@ func (n *Node) start() error {
 	// Peer frames are served only once the control plane exists: their
 	// handlers read the map. Connections wait in the listener until then.
 	go n.peerSrv.Serve(n.framesLn)
-	if n.cfg.InMemory != nil {
+	if n.Cfg.InMemory != nil {
 		n.startLoops() // no client or HTTP port: tests call Do
 		return nil
 	}
 	if err := n.listenClients(); err != nil {
 		return err
 	}
-	if n.cfg.HTTPPort != 0 {
+	if n.Cfg.HTTPPort != 0 {
 		if n.http, err = n.startHTTP(); err != nil {
 			return err
 		}
@@ -136,16 +136,16 @@ func (n *Node) startLoops() {
 	ctx, cancel := context.WithCancel(context.Background())
 	n.stop = cancel
 	n.background(ctx, n.expireCycle)
-	n.background(ctx, n.memUsed.refresh(n.Coordinator))
+	n.background(ctx, n.MemUsed.Refresh(n.Coordinator))
 	n.background(ctx, n.heartbeatLoop)
 	n.background(ctx, n.jobLoop)
 	n.background(ctx, n.detectLoop)
-	n.background(ctx, n.directoryLoop)
+	n.background(ctx, n.DirectoryLoop)
 	n.background(ctx, n.scrubLoop)
 	n.background(ctx, n.sweepLoop)
 	n.background(ctx, n.compactLoop)
 	n.background(ctx, n.checkOwnPassword)
-	if n.cfg.Join != "" {
+	if n.Cfg.Join != "" {
 		n.background(ctx, n.joinLoop)
 	}
 }
@@ -160,7 +160,7 @@ func (n *Node) background(ctx context.Context, f func(context.Context)) {
 
 // self is this node as the cluster map records it.
 func (n *Node) self() cluster.Node {
-	return cluster.Node{ID: n.id, ClientAddr: n.cfg.ClientAddr(), PeerAddr: n.cfg.PeerAddr(), HTTPAddr: n.cfg.HTTPAddr()}
+	return cluster.Node{ID: n.NodeID, ClientAddr: n.Cfg.ClientAddr(), PeerAddr: n.Cfg.PeerAddr(), HTTPAddr: n.Cfg.HTTPAddr()}
 }
 
 func (n *Node) listenPeers() error {
@@ -171,7 +171,7 @@ func (n *Node) listenPeers() error {
 	n.mux = transport.NewMux(l, transport.WithGuard(n.trust.guard), transport.WithRefused(n.peerRefused))
 	frames := n.mux.Listener(transport.TagFrames)
 	n.raftLn = n.mux.Listener(transport.TagRaft) // registered before Serve
-	n.peerSrv = transport.NewServer(n.router.Serve, transport.WithMaxPayload(int(n.cfg.MaxValueSize)+64<<10))
+	n.peerSrv = transport.NewServer(n.Router.Serve, transport.WithMaxPayload(int(n.Cfg.MaxValueSize)+64<<10))
 	n.framesLn = frames
 	go n.mux.Serve()
 	return nil
@@ -180,14 +180,14 @@ func (n *Node) listenPeers() error {
 func (n *Node) startControl() error {
 	ccfg := control.DefaultConfig()
 	ccfg.Self = n.self()
-	ccfg.DataDir = filepath.Join(n.cfg.DataDir, "raft")
-	ccfg.Bootstrap = n.cfg.Join == ""
-	ccfg.Expect = n.cfg.BootstrapExpect
-	ccfg.Voters = n.cfg.Voters
-	ccfg.Logger = raftLogger(n.cfg.LogLevel, n.cfg.RaftLogOutput())
+	ccfg.DataDir = filepath.Join(n.Cfg.DataDir, "raft")
+	ccfg.Bootstrap = n.Cfg.Join == ""
+	ccfg.Expect = n.Cfg.BootstrapExpect
+	ccfg.Voters = n.Cfg.Voters
+	ccfg.Logger = raftLogger(n.Cfg.LogLevel, n.Cfg.RaftLogOutput())
 	ccfg.Password = n.ownPassword
-	ccfg.Stream = &raftStream{Listener: n.raftLn, advertise: n.cfg.PeerAddr(), dial: dialOptions(n.cfg, n.trust.guard)}
-	if m := n.cfg.InMemory; m != nil {
+	ccfg.Stream = &raftStream{Listener: n.raftLn, advertise: n.Cfg.PeerAddr(), dial: dialOptions(n.Cfg, n.trust.guard)}
+	if m := n.Cfg.InMemory; m != nil {
 		ccfg.InMemory = true
 		if m.RaftTimeout > 0 {
 			ccfg.HeartbeatTimeout, ccfg.ElectionTimeout, ccfg.LeaderLeaseTimeout = m.RaftTimeout, m.RaftTimeout, m.RaftTimeout
@@ -197,23 +197,23 @@ func (n *Node) startControl() error {
 	if err != nil {
 		return err
 	}
-	n.ctl = ctl
-	n.router.Maps = ctl
+	n.Ctl = ctl
+	n.Router.Maps = ctl
 	return nil
 }
 
 // joinLoop asks the cluster to admit this node until it is in the map.
 func (n *Node) joinLoop(ctx context.Context) {
-	if _, ok := n.ctl.Map().Node(n.id); ok {
+	if _, ok := n.Ctl.Map().Node(n.NodeID); ok {
 		return // restarted member: Raft already has us
 	}
 	if err := n.join(ctx, n.self()); err != nil && ctx.Err() == nil {
-		n.log.Error("join failed", "via", n.cfg.Join, "err", err)
+		n.Log.Error("join failed", "via", n.Cfg.Join, "err", err)
 	}
 }
 
 func (n *Node) listenClients() error {
-	l, err := net.Listen("tcp", net.JoinHostPort(n.cfg.Bind, fmt.Sprint(n.cfg.Port)))
+	l, err := net.Listen("tcp", net.JoinHostPort(n.Cfg.Bind, fmt.Sprint(n.Cfg.Port)))
 	if err != nil {
 		return fmt.Errorf("server: client port: %w", err)
 	}
@@ -226,10 +226,10 @@ func (n *Node) listenClients() error {
 }
 
 // ID is this node's cluster id.
-func (n *Node) ID() cluster.NodeID { return n.id }
+func (n *Node) ID() cluster.NodeID { return n.NodeID }
 
 // ClientAddr is the RESP address clients use.
-func (n *Node) ClientAddr() string { return n.cfg.ClientAddr() }
+func (n *Node) ClientAddr() string { return n.Cfg.ClientAddr() }
 
 // Failed delivers the reason when the node finds it cannot go on (its
 // --requirepass is not the cluster's, say); the caller should Close it.
@@ -248,8 +248,8 @@ func (n *Node) failWith(err error) {
 // (a line of one kind at most every lograte.Every; the error does not
 // count towards a line's kind).
 func (n *Node) peerRefused(err error) {
-	n.metrics.authFailed(authPeer)
-	n.log.Warn("refused a peer connection", "err", err)
+	n.Metrics.AuthFailed(AuthPeer)
+	n.Log.Warn("refused a peer connection", "err", err)
 }
 
 // Close stops serving and releases everything the node holds.
@@ -265,8 +265,8 @@ func (n *Node) Close() error {
 		if n.http != nil {
 			errs = append(errs, n.http.close())
 		}
-		if n.ctl != nil {
-			errs = append(errs, n.ctl.Close())
+		if n.Ctl != nil {
+			errs = append(errs, n.Ctl.Close())
 		}
 		if n.peerSrv != nil {
 			errs = append(errs, n.peerSrv.Close())
@@ -274,7 +274,7 @@ func (n *Node) Close() error {
 		if n.mux != nil {
 			errs = append(errs, n.mux.Close())
 		}
-		errs = append(errs, n.peers.Close(), n.leases.Close())
+		errs = append(errs, n.Peers.Close(), n.Leases.Close())
 		n.bg.Wait()
 		n.closeErr = errors.Join(errs...)
 	})
@@ -284,13 +284,13 @@ func (n *Node) Close() error {
 // nodeID is the node's id: InMemory's, or the one kept in the data
 // directory; existed says the node had it before (a restart).
 func (n *Node) nodeID() (cluster.NodeID, bool, error) {
-	if m := n.cfg.InMemory; m != nil {
+	if m := n.Cfg.InMemory; m != nil {
 		if m.ID != "" {
 			return m.ID, false, nil
 		}
 		return cluster.NewNodeID(), false, nil
 	}
-	return loadNodeID(n.cfg.DataDir)
+	return loadNodeID(n.Cfg.DataDir)
 }
 
 // loadNodeID reads the node id kept in dataDir, creating one on first start

@@ -7,7 +7,7 @@ import (
 // newRouter routes each peer message to the concern that serves it, in
 // the mode it needs (peer.Router).
 func (n *Node) newRouter() *peer.Router {
-	r := peer.NewRouter(func(f func()) { n.workers.Go(f) })
+	r := peer.NewRouter(func(f func()) { n.Workers.Go(f) })
 	for typ, h := range map[uint8]peer.Handler{
 		peer.MsgJoin: n.onJoin, peer.MsgPropose: n.onPropose, peer.MsgHeartbeat: n.onHeartbeat,
 	} {
@@ -15,19 +15,19 @@ func (n *Node) newRouter() *peer.Router {
 	}
 	for typ, h := range map[uint8]peer.Handler{
 		peer.MsgScan: n.onScan, peer.MsgStats: n.onStats, peer.MsgFlush: n.onFlush,
-		peer.MsgListPieces: n.onListPieces, peer.MsgRepair: n.onRepair, peer.MsgAudit: n.onAudit,
+		peer.MsgListPieces: n.onListPieces, peer.MsgRepair: n.OnRepair, peer.MsgAudit: n.onAudit,
 		peer.MsgStripeRead: n.stripes.OnRead, peer.MsgStripeResync: n.stripes.OnResync,
 	} {
 		r.Handle(typ, peer.OffLoop, h)
 	}
 	for typ, h := range map[uint8]peer.Handler{
-		peer.MsgDelPiece: n.onDelPiece, peer.MsgDirectory: n.onDirectory, peer.MsgStripe: n.stripes.OnUpdates,
+		peer.MsgDelPiece: n.OnDelPiece, peer.MsgDirectory: n.OnDirectory, peer.MsgStripe: n.stripes.OnUpdates,
 	} {
 		r.Handle(typ, peer.OnLoop, h)
 	}
-	r.HandleBulk(peer.MsgPutPieces, n.onPutPieces)
+	r.HandleBulk(peer.MsgPutPieces, n.OnPutPieces)
 	r.HandleStream(peer.MsgForward, peer.OffLoop, n.onForward, n.serveForward)
-	r.HandleStream(peer.MsgGetPiece, peer.OnLoop, n.onGetPiece, n.serveRead)
-	r.HandleStream(peer.MsgGetPieces, peer.OnLoop, n.onGetPieces, n.serveRead)
+	r.HandleStream(peer.MsgGetPiece, peer.OnLoop, n.OnGetPiece, n.ServeRead)
+	r.HandleStream(peer.MsgGetPieces, peer.OnLoop, n.OnGetPieces, n.ServeRead)
 	return r
 }

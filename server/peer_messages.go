@@ -13,7 +13,7 @@ type forwardReq struct {
 
 func (f forwardReq) encode(e wire.Enc) wire.Enc {
 	payload, tail := f.spool()
-	return append(e, peerReq{payload: payload, tail: tail}.whole()...)
+	return append(e, PeerReq{Payload: payload, Tail: tail}.Whole()...)
 }
 
 // spool is f's encoding as a frame's payload and tail: a large argument

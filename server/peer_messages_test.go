@@ -27,8 +27,8 @@ func TestPeerPayloadRoundTrips(t *testing.T) {
 func TestListPiecesCodecAndPieceKeys(t *testing.T) {
 	resp := listResp{Next: 9, Entries: []pieceEntry{
 		{Key: []byte("a"), Scheme: 2, Version: 5, Index: 1, ExpireAt: 77},
-		{Key: []byte("b"), Scheme: 3, Version: 6, Kind: pieceKindShard, Index: 4},
-		{Key: []byte("c"), Scheme: 5, Version: 8, Kind: pieceKindDirectory},
+		{Key: []byte("b"), Scheme: 3, Version: 6, Kind: PieceKindShard, Index: 4},
+		{Key: []byte("c"), Scheme: 5, Version: 8, Kind: PieceKindDirectory},
 	}}
 	got, err := decodeListResp(resp.encode(nil))
 	if err != nil || !reflect.DeepEqual(got, resp) {
@@ -43,18 +43,18 @@ func TestListPiecesCodecAndPieceKeys(t *testing.T) {
 		{Key: []byte("key"), Scheme: 9, Versioned: true, Version: 1 << 62},
 		{Key: []byte{}, Scheme: 1},
 	} {
-		back, _, ok := parsePieceKey(storeKey(ref))
+		back, _, ok := ParsePieceKey(storeKey(ref))
 		if !ok || !bytes.Equal(back.Key, ref.Key) || back.Scheme != ref.Scheme || back.Versioned != ref.Versioned || back.Version != ref.Version {
 			t.Fatalf("piece key of %+v parsed as %+v, %v", ref, back, ok)
 		}
 	}
-	if _, _, ok := parsePieceKey([]byte{0, 1, 1, 0}); ok {
+	if _, _, ok := ParsePieceKey([]byte{0, 1, 1, 0}); ok {
 		t.Fatal("a versioned piece key too short for its version parsed")
 	}
-	if back, kind, ok := parsePieceKey(dirKey(nil, []byte("dk"))); !ok || kind != pieceKindDirectory || string(back.Key) != "dk" {
+	if back, kind, ok := ParsePieceKey(dirKey(nil, []byte("dk"))); !ok || kind != PieceKindDirectory || string(back.Key) != "dk" {
 		t.Fatalf("directory key parsed as %+v kind %d, %v", back, kind, ok)
 	}
-	if _, _, ok := parsePieceKey([]byte{0, 1, 3, 'k'}); ok {
+	if _, _, ok := ParsePieceKey([]byte{0, 1, 3, 'k'}); ok {
 		t.Fatal("a piece key of unknown kind parsed")
 	}
 	bad := listResp{Entries: []pieceEntry{{Key: []byte("x"), Kind: 9}}}
@@ -64,7 +64,7 @@ func TestListPiecesCodecAndPieceKeys(t *testing.T) {
 }
 
 func TestDirectoryCodec(t *testing.T) {
-	in := []dirEntry{
+	in := []DirEntry{
 		{Key: []byte("a"), Scheme: 4, Version: 9, ExpireAt: 123},
 		{Key: []byte("b"), Version: 10, Kind: dirTombstone},
 		{Key: []byte("c"), Version: 11, Kind: dirPurge},
@@ -87,8 +87,8 @@ func TestDirectoryCodec(t *testing.T) {
 // FuzzPeerPayloads: no decoder panics on arbitrary bytes, and whatever
 // decodes re-encodes to the same bytes.
 func FuzzPeerPayloads(f *testing.F) {
-	f.Add(encodeDirectory([]dirEntry{{Key: []byte("d"), Scheme: 2, Version: 3}, {Key: []byte("t"), Version: 4, Kind: dirTombstone}}))
-	f.Add(encodeAudit("holder", []auditItem{{Key: []byte("a"), Scheme: 1, Version: 2, Kind: pieceKindShard, Index: 1}}))
+	f.Add(encodeDirectory([]DirEntry{{Key: []byte("d"), Scheme: 2, Version: 3}, {Key: []byte("t"), Version: 4, Kind: dirTombstone}}))
+	f.Add(encodeAudit("holder", []auditItem{{Key: []byte("a"), Scheme: 1, Version: 2, Kind: PieceKindShard, Index: 1}}))
 	f.Add([]byte(forwardReq{Proto: 2, Args: [][]byte{[]byte("GET"), []byte("k")}}.encode(nil)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if r, err := decodeListResp(b); err == nil && !bytes.Equal(r.encode(nil), b) {
@@ -101,7 +101,7 @@ func FuzzPeerPayloads(f *testing.F) {
 			t.Fatal("Audit does not re-encode")
 		}
 		_, _ = decodeListReq(b)
-		_, _, _ = parsePieceKey(b)
+		_, _, _ = ParsePieceKey(b)
 		_, _ = decodeHeartbeat(b)
 		_, _ = decodeForward(b)
 		_, _ = decodeScan(b)

@@ -28,12 +28,12 @@ func BenchmarkReceivePieces(b *testing.B) {
 	}
 	b.SetBytes(perFrame * size)
 	b.ReportAllocs()
-	n := &Node{Coordinator: &Coordinator{pieces: store.New(store.WithMaxValueSize(1 << 20)), metrics: newNodeMetrics()}}
+	n := &Node{Coordinator: &Coordinator{Pieces: store.New(store.WithMaxValueSize(1 << 20)), Metrics: newNodeMetrics()}}
 	for i := 0; b.Loop(); i++ {
 		if i%len(frames) == 0 {
-			n.pieces = store.New(store.WithMaxValueSize(1 << 20))
+			n.Pieces = store.New(store.WithMaxValueSize(1 << 20))
 		}
-		if _, err := n.onPutPieces(frames[i%len(frames)]); err != nil {
+		if _, err := n.OnPutPieces(frames[i%len(frames)]); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -42,7 +42,7 @@ func (n *Node) startRebuilds(ctx context.Context) {
 		},
 		n.rebuildShard,
 		func(sh cluster.Shard) cluster.Command {
-			return cluster.RebuildDone{Shard: sh.ID, By: n.id, Positions: sh.Rebuild, Round: sh.RebuildRound}
+			return cluster.RebuildDone{Shard: sh.ID, By: n.NodeID, Positions: sh.Rebuild, Round: sh.RebuildRound}
 		})
 }
 
@@ -84,7 +84,7 @@ func (n *Node) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	have := held{pieces: map[string][]heldPiece{}, listed: receivers(m, &sh)}
 	err := n.listShard(ctx, m, sh, have.listed, func(node cluster.Node, e pieceEntry) {
 		index := e.Index
-		if e.Kind == pieceKindDirectory {
+		if e.Kind == PieceKindDirectory {
 			index = dirIndex
 		}
 		key := string(e.Key)
@@ -93,15 +93,15 @@ func (n *Node) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	if err != nil {
 		return err
 	}
-	plan := n.rebuildPlan(m, directoryNodes(m, &sh), n.keysInSlots(sh.First, sh.Last), have)
-	n.rebuild.started.CompareAndSwap(0, time.Now().UnixNano())
-	n.rebuild.keysTotal.Add(int64(len(plan)))
+	plan := n.rebuildPlan(m, DirectoryNodes(m, &sh), n.keysInSlots(sh.First, sh.Last), have)
+	n.Rebuild.Started.CompareAndSwap(0, time.Now().UnixNano())
+	n.Rebuild.KeysTotal.Add(int64(len(plan)))
 	start := time.Now()
 	sent, err := n.runRebuild(ctx, plan, have)
 	if err != nil {
 		return err
 	}
-	n.log.Info("shard rebuilt", "shard", sh.ID, "keys", len(plan), "bytes", sent, "took", time.Since(start))
+	n.Log.Info("shard rebuilt", "shard", sh.ID, "keys", len(plan), "bytes", sent, "took", time.Since(start))
 	return nil
 }
 
@@ -153,7 +153,7 @@ func receivers(m *cluster.Map, sh *cluster.Shard) map[cluster.NodeID]bool {
 			}
 		}
 	}
-	for _, node := range directoryNodes(m, sh) {
+	for _, node := range DirectoryNodes(m, sh) {
 		out[node.ID] = true
 	}
 	return out
@@ -162,8 +162,8 @@ func receivers(m *cluster.Map, sh *cluster.Shard) map[cluster.NodeID]bool {
 // resendDirectory sends the directory entries of keys again.
 func (n *Node) resendDirectory(keys [][]byte) {
 	for _, key := range keys {
-		if meta, ok := n.primary.Meta(key); ok {
-			n.enqueueDirectory(entryOf(key, meta))
+		if meta, ok := n.Primary.Meta(key); ok {
+			n.EnqueueDirectory(EntryOf(key, meta))
 		}
 	}
 }
@@ -228,16 +228,16 @@ func (h held) hasEntry(key []byte, node cluster.NodeID) bool {
 // lacks it.
 func (n *Node) rebuildPlan(m *cluster.Map, dirNodes []cluster.Node, keys [][]byte, have held) []rebuildItem {
 	var plan []rebuildItem
-	t := n.schemes(m)
+	t := n.Schemes(m)
 	for _, key := range keys {
-		meta, ok := n.primary.Meta(key)
-		sch, known := t.lookup(meta.Scheme)
+		meta, ok := n.Primary.Meta(key)
+		sch, known := t.Lookup(meta.Scheme)
 		if !ok || !known {
 			continue
 		}
 		for _, d := range dirNodes {
 			if !have.hasEntry(key, d.ID) {
-				n.enqueueDirectory(entryOf(key, meta))
+				n.EnqueueDirectory(EntryOf(key, meta))
 				break
 			}
 		}
@@ -246,7 +246,7 @@ func (n *Node) rebuildPlan(m *cluster.Map, dirNodes []cluster.Node, keys [][]byt
 			continue
 		}
 		missing := 0
-		if isStub(meta) && sch.Traits().ReadsLocally {
+		if IsStub(meta) && sch.Traits().ReadsLocally {
 			missing++ // the coordinator's own copy, lost with the failed one
 		}
 		for _, t := range targets {
@@ -273,11 +273,11 @@ func (n *Node) runRebuild(ctx context.Context, plan []rebuildItem, have held) (i
 	// account records a step of keys and bytes that began at began, and
 	// paces its worker.
 	account := func(keys, bytes int, began time.Time) {
-		n.rebuild.keysDone.Add(int64(keys))
-		n.rebuild.bytesDone.Add(int64(bytes))
+		n.Rebuild.KeysDone.Add(int64(keys))
+		n.Rebuild.BytesDone.Add(int64(bytes))
 		faults.Hit(faults.MidRebuild)
 		n.rest(ctx, time.Since(began))
-		n.pause(ctx, start, sent.Add(int64(bytes)), n.cfg.RebuildRate)
+		n.pause(ctx, start, sent.Add(int64(bytes)), n.Cfg.RebuildRate)
 	}
 	copies, decodes, others := splitPlan(plan)
 	err := forEach(ctx, len(copies), copyWorkers, func(ctx context.Context, i int) error {
@@ -306,7 +306,7 @@ func (n *Node) runRebuild(ctx context.Context, plan []rebuildItem, have held) (i
 	others = append(others, fallback...)
 	err = forEach(ctx, len(others), rebuildWorkers, func(ctx context.Context, i int) error {
 		began := time.Now()
-		b, err := n.rebuildKey(ctx, others[i].key, need)
+		b, err := n.RebuildKey(ctx, others[i].key, need)
 		var lost *kind.LostError
 		if err != nil && !errors.As(err, &lost) { // a lost key is reported, not rebuilt
 			return err
@@ -323,7 +323,7 @@ func (n *Node) runRebuild(ctx context.Context, plan []rebuildItem, have held) (i
 // what the rebuild costs, decodes included, where a byte rate follows only
 // what it sends.
 func (n *Node) rest(ctx context.Context, d time.Duration) {
-	share := n.cfg.RebuildShare
+	share := n.Cfg.RebuildShare
 	if share >= 1 || share <= 0 {
 		return
 	}
@@ -380,8 +380,8 @@ func splitPlan(plan []rebuildItem) (copies, decodes [][]rebuildItem, others []re
 // arrived would outlive it, so once the batch is stored each key is looked
 // at again, and the batch's replica of a key whose record changed is
 // released (exactly that version). It returns the bytes sent.
-func (n *Node) rebuildCopies(ctx context.Context, items []rebuildItem, need pieceFilter) (int, error) {
-	total := n.fillRepStubs(ctx, n.ctl.Map(), items, need)
+func (n *Node) rebuildCopies(ctx context.Context, items []rebuildItem, need PieceFilter) (int, error) {
+	total := n.fillRepStubs(ctx, n.Ctl.Map(), items, need)
 	for len(items) > 0 {
 		b, rest, err := n.copyBatch(ctx, items, need)
 		total += b
@@ -396,11 +396,11 @@ func (n *Node) rebuildCopies(ctx context.Context, items []rebuildItem, need piec
 // copyBatch sends the replicas of items' keys up to copyBatchBytes, checks
 // them again once stored (rebuildCopies), and returns the bytes sent and
 // the items left.
-func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need pieceFilter) (int, []rebuildItem, error) {
-	m := n.ctl.Map()
-	t := n.schemes(m)
-	var b pieceBatch
-	var sent []release
+func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need PieceFilter) (int, []rebuildItem, error) {
+	m := n.Ctl.Map()
+	t := n.Schemes(m)
+	var b PieceBatch
+	var sent []Release
 	bytes := 0
 	var val []byte // a small value is copied into the batch before the next is read
 	for len(items) > 0 && bytes < copyBatchBytes {
@@ -419,21 +419,21 @@ func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need pieceFil
 		if !ok {
 			continue // gone, moved, or corrupt (reads and the scrub repair it)
 		}
-		sch, _ := t.lookup(meta.Scheme)
-		op := &writeOp{key: key, value: val, expireAt: meta.ExpireAt, entry: sch.Entry(), crc: meta.Aux, crcKnown: true}
-		targets, pieces, err := planPieces(m, sch, op, meta.Version)
+		sch, _ := t.Lookup(meta.Scheme)
+		op := &WriteOp{Key: key, Value: val, ExpireAt: meta.ExpireAt, Entry: sch.Entry(), CRC32: meta.Aux, CRCKnown: true}
+		targets, pieces, err := PlanPieces(m, sch, op, meta.Version)
 		if err != nil {
 			return bytes, items, err
 		}
 		for i, t := range targets {
 			if need(key, t, meta.Version) {
-				b.put(targets[i:i+1], pieces[i:i+1], len(sent))
+				b.Put(targets[i:i+1], pieces[i:i+1], len(sent))
 				bytes += len(val)
 			}
 		}
-		sent = append(sent, release{key: key, scheme: meta.Scheme, version: meta.Version, exact: true})
+		sent = append(sent, Release{Key: key, Scheme: meta.Scheme, Version: meta.Version, Exact: true})
 	}
-	for _, err := range n.sendBatch(ctx, &b, len(sent)) {
+	for _, err := range n.SendBatch(ctx, &b, len(sent)) {
 		if err != nil {
 			return bytes, items, fmt.Errorf("server: rebuilding replicas: %w", err)
 		}
@@ -448,16 +448,16 @@ func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need pieceFil
 // over meanwhile: that write stored its own copies), and an error for a stub
 // it could not fill for now: that copy is lost until it is filled, so the
 // shard's rebuild must not end.
-func (n *Node) copySource(ctx context.Context, t *schemeTable, key, buf []byte) ([]byte, store.Meta, bool, error) {
-	val, meta, ok := n.primary.Get(key, buf)
-	sch, known := t.lookup(meta.Scheme)
+func (n *Node) copySource(ctx context.Context, t *SchemeTable, key, buf []byte) ([]byte, store.Meta, bool, error) {
+	val, meta, ok := n.Primary.Get(key, buf)
+	sch, known := t.Lookup(meta.Scheme)
 	if !ok || !known || sch.Traits().Rebuild != kind.RebuildCopy {
 		return val, meta, false, nil
 	}
-	if isStub(meta) {
-		filled, full, err := n.fillStub(ctx, key, meta)
+	if IsStub(meta) {
+		filled, full, err := n.FillStub(ctx, key, meta)
 		var lost *kind.LostError
-		if errors.As(err, &lost) || errors.Is(err, errStubReplaced) {
+		if errors.As(err, &lost) || errors.Is(err, ErrStubReplaced) {
 			return val, meta, false, nil
 		}
 		if err != nil {
@@ -471,14 +471,14 @@ func (n *Node) copySource(ctx context.Context, t *schemeTable, key, buf []byte) 
 // releaseChanged releases, after a bulk batch was stored, the pieces it
 // sent of keys whose committed record changed meanwhile (a deletion or a
 // move may have released that version before the batch's pieces arrived).
-func (n *Node) releaseChanged(ctx context.Context, sent []release) {
-	var stale []release
+func (n *Node) releaseChanged(ctx context.Context, sent []Release) {
+	var stale []Release
 	for _, r := range sent {
-		if cur, ok := n.primary.Meta(r.key); !ok || cur.Version != r.version || cur.Scheme != r.scheme {
+		if cur, ok := n.Primary.Meta(r.Key); !ok || cur.Version != r.Version || cur.Scheme != r.Scheme {
 			stale = append(stale, r)
 		}
 	}
-	n.releaseAll(ctx, stale, true)
+	n.ReleaseAll(ctx, stale, true)
 }
 
 // keysInSlots lists the keys of this node's primary store in a slot range.
@@ -486,7 +486,7 @@ func (n *Node) keysInSlots(first, last int) [][]byte {
 	var out [][]byte
 	var cursor uint64
 	for {
-		cursor = n.primary.Scan(cursor, 1024, func(k []byte, _ store.Meta) bool {
+		cursor = n.Primary.Scan(cursor, 1024, func(k []byte, _ store.Meta) bool {
 			if s := keyslot.Of(k); s >= first && s <= last {
 				out = append(out, append([]byte(nil), k...))
 			}

@@ -43,14 +43,14 @@ type shardFetch struct {
 // bytes sent and the items it could not decode (too few shards listed or
 // fetched), which the caller rebuilds one by one.
 func (n *Node) rebuildDecodes(ctx context.Context, items []rebuildItem, have held) (int, []rebuildItem, error) {
-	m := n.ctl.Map()
-	jobs, left := planDecodes(m, n.schemes(m), n.primary, items, have)
+	m := n.Ctl.Map()
+	jobs, left := planDecodes(m, n.Schemes(m), n.Primary, items, have)
 	fetches := shardFetches(jobs, have)
 	if err := n.fetchShards(ctx, jobs, fetches); err != nil {
 		return 0, nil, err
 	}
-	var b pieceBatch
-	var sent []release
+	var b PieceBatch
+	var sent []Release
 	bytes := 0
 	for _, j := range jobs {
 		pieces, err := j.missingPieces(have)
@@ -59,12 +59,12 @@ func (n *Node) rebuildDecodes(ctx context.Context, items []rebuildItem, have hel
 			continue
 		}
 		for _, p := range pieces {
-			b.put(p.targets, p.pieces, len(sent))
+			b.Put(p.targets, p.pieces, len(sent))
 			bytes += len(p.pieces[0].Data)
 		}
-		sent = append(sent, release{key: j.key, scheme: j.meta.Scheme, version: j.meta.Version, exact: true})
+		sent = append(sent, Release{Key: j.key, Scheme: j.meta.Scheme, Version: j.meta.Version, Exact: true})
 	}
-	for _, err := range n.sendBatch(ctx, &b, len(sent)) {
+	for _, err := range n.SendBatch(ctx, &b, len(sent)) {
 		if err != nil {
 			return bytes, left, fmt.Errorf("server: rebuilding shards: %w", err)
 		}
@@ -76,12 +76,12 @@ func (n *Node) rebuildDecodes(ctx context.Context, items []rebuildItem, have hel
 // planDecodes reads the records of items and returns a job for each split
 // key whose k shards the listing shows on live holders, and the items left
 // for the per-key path.
-func planDecodes(m *cluster.Map, t *schemeTable, primary *store.Store, items []rebuildItem, have held) ([]*decodeJob, []rebuildItem) {
+func planDecodes(m *cluster.Map, t *SchemeTable, primary *store.Store, items []rebuildItem, have held) ([]*decodeJob, []rebuildItem) {
 	var jobs []*decodeJob
 	var left []rebuildItem
 	for _, it := range items {
 		meta, ok := primary.Meta(it.key)
-		sch, known := t.lookup(meta.Scheme)
+		sch, known := t.Lookup(meta.Scheme)
 		if !ok || !known || sch.Traits().Rebuild != kind.RebuildDecode {
 			left = append(left, it)
 			continue
@@ -142,11 +142,11 @@ func shardFetches(jobs []*decodeJob, have held) []*shardFetch {
 // fetchShards sends every node its GetPieces request at once and puts the
 // shards found into their jobs.
 func (n *Node) fetchShards(ctx context.Context, jobs []*decodeJob, fetches []*shardFetch) error {
-	reqs := make([]peerReq, len(fetches))
+	reqs := make([]PeerReq, len(fetches))
 	for i, f := range fetches {
-		reqs[i] = peerReq{node: f.node, typ: peer.MsgGetPieces, payload: peer.EncodeGetPieces(f.refs)}
+		reqs[i] = PeerReq{Node: f.node, Typ: peer.MsgGetPieces, Payload: peer.EncodeGetPieces(f.refs)}
 	}
-	replies, errs := n.callEach(ctx, reqs)
+	replies, errs := n.CallEach(ctx, reqs)
 	for i, f := range fetches {
 		if errs[i] != nil {
 			continue // those jobs fall back to the per-key path

@@ -16,7 +16,7 @@ func TestRebuildReportRateAndETA(t *testing.T) {
 	if (RebuildReport{KeysDone: 100, KeysTotal: 100, Seconds: 5}).ETA() != 0 || (RebuildReport{KeysTotal: 10}).ETA() != 0 {
 		t.Error("a finished or unstarted rebuild has an ETA")
 	}
-	sum := r.add(RebuildReport{KeysDone: 5, KeysTotal: 10, BytesDone: 1, Seconds: 3})
+	sum := r.Add(RebuildReport{KeysDone: 5, KeysTotal: 10, BytesDone: 1, Seconds: 3})
 	if sum.KeysDone != 30 || sum.KeysTotal != 110 || sum.BytesDone != 4<<20+1 || sum.Seconds != 3 {
 		t.Errorf("sum %+v", sum)
 	}

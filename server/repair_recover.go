@@ -72,7 +72,7 @@ func (n *Node) startRecoveries(ctx context.Context) {
 		func(_ *cluster.Map, sh cluster.Shard) bool { return sh.Recovering },
 		n.recoverShard,
 		func(sh cluster.Shard) cluster.Command {
-			return cluster.ShardRecovered{Shard: sh.ID, By: n.id, StripesPending: n.stripes.Pending(sh.ID)}
+			return cluster.ShardRecovered{Shard: sh.ID, By: n.NodeID, StripesPending: n.stripes.Pending(sh.ID)}
 		})
 }
 
@@ -82,22 +82,22 @@ func (n *Node) startRecoveries(ctx context.Context) {
 // is retried at the next call (every heartbeat tick).
 func (n *Node) startShardJobs(ctx context.Context, what string, claims *shardClaims, wants func(*cluster.Map, cluster.Shard) bool,
 	job func(context.Context, *cluster.Map, cluster.Shard) error, done func(cluster.Shard) cluster.Command) {
-	m := n.ctl.Map()
-	if m.State != cluster.OK || !n.serving() {
+	m := n.Ctl.Map()
+	if m.State != cluster.OK || !n.Serving() {
 		return
 	}
 	for _, sh := range m.Shards {
-		if c, ok := m.Coordinator(sh.First); !wants(m, sh) || !ok || c.ID != n.id || !claims.claim(sh.ID) {
+		if c, ok := m.Coordinator(sh.First); !wants(m, sh) || !ok || c.ID != n.NodeID || !claims.claim(sh.ID) {
 			continue
 		}
 		go func(sh cluster.Shard) {
 			defer claims.release(sh.ID)
 			if err := job(ctx, m, sh); err != nil {
-				n.log.Warn("shard "+what+" failed; retrying", "shard", sh.ID, "err", err)
+				n.Log.Warn("shard "+what+" failed; retrying", "shard", sh.ID, "err", err)
 				return
 			}
-			if _, err := n.propose(ctx, done(sh)); err != nil {
-				n.log.Warn("shard "+what+" done, proposal failed; retrying", "shard", sh.ID, "err", err)
+			if _, err := n.Propose(ctx, done(sh)); err != nil {
+				n.Log.Warn("shard "+what+" done, proposal failed; retrying", "shard", sh.ID, "err", err)
 			}
 		}(sh)
 	}
@@ -136,7 +136,7 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	found := map[string][]*candidate{}
 	dir := map[string]pieceEntry{}
 	err := n.listShard(ctx, m, sh, nil, func(node cluster.Node, e pieceEntry) {
-		if e.Kind != pieceKindDirectory {
+		if e.Kind != PieceKindDirectory {
 			addCandidate(found, node, e)
 		} else if old, ok := dir[string(e.Key)]; !ok || e.Version > old.Version {
 			dir[string(e.Key)] = e
@@ -152,7 +152,7 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	for key := range dir {
 		known[keyslot.Tag([]byte(key))] = true
 	}
-	if !directoryIntact(m, &sh) {
+	if !DirectoryIntact(m, &sh) {
 		n.loseUnnamed(sh)
 	}
 	rec, err := n.stripes.Recover(ctx, m, sh, known)
@@ -168,20 +168,20 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 		}
 	}
 	for _, d := range dir {
-		n.clock.observe(d.Version) // a key written again must outrank its tombstone
+		n.Versions.Observe(d.Version) // a key written again must outrank its tombstone
 	}
-	now := nowMs()
+	now := NowMs()
 	var keys []string
 	var picks []*candidate
 	var stale []staleVersion
 	var partial []string
-	var tombstones []dirEntry // purges of the deleted keys' tombstones
-	t := n.schemes(m)
+	var tombstones []DirEntry // purges of the deleted keys' tombstones
+	t := n.Schemes(m)
 	for key, cands := range found {
 		markComplete(t, &sh, cands)
 		best, lost := judge(t, key, cands, dir, now)
 		if lost != nil {
-			n.lost.Add(*lost)
+			n.Lost.Add(*lost)
 			continue
 		}
 		if best != nil && (best.expireAt == 0 || best.expireAt > now) {
@@ -191,8 +191,8 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 			}
 		} else {
 			best = nil // deleted or expired: every version is stale
-			if d, ok := dir[key]; ok && d.Index == dirTombstoneFlag {
-				tombstones = append(tombstones, purgeOf(d.Key, d.Version))
+			if d, ok := dir[key]; ok && d.Index == DirTombstoneFlag {
+				tombstones = append(tombstones, PurgeOf(d.Key, d.Version))
 			}
 		}
 		stale = append(stale, staleVersions(t, key, cands, best)...)
@@ -201,18 +201,18 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	var metaOnly, stripeKeys []string // stubs that hold no bytes; stripe keys
 	var stripePicks []*candidate
 	for i, key := range keys {
-		if sch, ok := t.lookup(picks[i].scheme); ok && isPacked(sch) {
+		if sch, ok := t.Lookup(picks[i].scheme); ok && IsPacked(sch) {
 			stripeKeys, stripePicks = append(stripeKeys, key), append(stripePicks, picks[i])
 			continue
 		}
 		if err := n.writeStub([]byte(key), picks[i]); err != nil {
 			return err
 		}
-		if sch, ok := t.lookup(picks[i].scheme); ok && !sch.Traits().ReadsLocally {
+		if sch, ok := t.Lookup(picks[i].scheme); ok && !sch.Traits().ReadsLocally {
 			metaOnly = append(metaOnly, key)
 		}
 	}
-	if err := n.rehomePacked(ctx, m, packedObjects(stripeKeys, stripePicks)); err != nil {
+	if err := n.RehomePacked(ctx, m, packedObjects(stripeKeys, stripePicks)); err != nil {
 		return err
 	}
 	n.stripes.Defer(sh, rec)
@@ -222,11 +222,11 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	go n.fillStubs(ctx, metaOnly)
 	go func() {
 		if failed := n.sweepStale(ctx, stale); ctx.Err() == nil {
-			n.purgeTombstones(tombstones, failed)
+			n.PurgeTombstones(tombstones, failed)
 		}
 	}()
 	go n.completeVersions(ctx, partial)
-	n.log.Info("shard recovered", "shard", sh.ID, "keys", len(keys), "lost", n.lost.Count(), "stale", len(stale), "stripe_chunks_pending", rec.Deferred())
+	n.Log.Info("shard recovered", "shard", sh.ID, "keys", len(keys), "lost", n.Lost.Count(), "stale", len(stale), "stripe_chunks_pending", rec.Deferred())
 	return nil
 }
 
@@ -242,7 +242,7 @@ type staleVersion struct {
 // by a write that never committed, by a release that a failure cut short,
 // or by a deletion recovery honoured. A rep replica in best's own scheme is
 // the same stored piece as best's, replaced in place, so it is never one.
-func staleVersions(t *schemeTable, key string, cands []*candidate, best *candidate) []staleVersion {
+func staleVersions(t *SchemeTable, key string, cands []*candidate, best *candidate) []staleVersion {
 	var out []staleVersion
 	for _, c := range cands {
 		versioned := shardsOf(t, c.scheme)
@@ -256,8 +256,8 @@ func staleVersions(t *schemeTable, key string, cands []*candidate, best *candida
 }
 
 // shardsOf says whether scheme id keeps its pieces per version (shards).
-func shardsOf(t *schemeTable, id uint16) bool {
-	sch, ok := t.lookup(id)
+func shardsOf(t *SchemeTable, id uint16) bool {
+	sch, ok := t.Lookup(id)
 	return ok && sch.Traits().Pieces == kind.Shards
 }
 
@@ -268,15 +268,15 @@ func shardsOf(t *schemeTable, id uint16) bool {
 func (n *Node) sweepStale(ctx context.Context, stale []staleVersion) map[string]bool {
 	failed := map[string]bool{}
 	for _, s := range stale {
-		reqs := make([]peerReq, 0, len(s.holders))
+		reqs := make([]PeerReq, 0, len(s.holders))
 		for _, h := range s.holders {
-			reqs = append(reqs, peerReq{node: h, typ: peer.MsgDelPiece, payload: s.ref.Encode(nil)})
+			reqs = append(reqs, PeerReq{Node: h, Typ: peer.MsgDelPiece, Payload: s.ref.Encode(nil)})
 		}
-		if _, errs := n.callEach(ctx, reqs); ctx.Err() != nil {
+		if _, errs := n.CallEach(ctx, reqs); ctx.Err() != nil {
 			return failed
 		} else if err := errors.Join(errs...); err != nil {
 			failed[string(s.ref.Key)] = true
-			n.log.Debug("stale pieces not released", "key", string(s.ref.Key), "err", err)
+			n.Log.Debug("stale pieces not released", "key", string(s.ref.Key), "err", err)
 		}
 	}
 	return failed
@@ -290,13 +290,13 @@ func (n *Node) sweepStale(ctx context.Context, stale []staleVersion) map[string]
 // nothing. A tombstone says the key was deleted at its version: the
 // versions before it are dead, and only a newer one (the key written
 // again) can be restored, or found lost.
-func judge(t *schemeTable, key string, cands []*candidate, dir map[string]pieceEntry, now int64) (*candidate, *kind.LostKey) {
-	m := t.m
+func judge(t *SchemeTable, key string, cands []*candidate, dir map[string]pieceEntry, now int64) (*candidate, *kind.LostKey) {
+	m := t.M
 	d, hasDir := dir[key]
 	if hasDir && d.ExpireAt != 0 && d.ExpireAt <= now {
 		hasDir = false
 	}
-	if hasDir && d.Index == dirTombstoneFlag {
+	if hasDir && d.Index == DirTombstoneFlag {
 		cands = slices.DeleteFunc(slices.Clone(cands), func(c *candidate) bool { return c.version < d.Version })
 		if len(cands) == 0 {
 			return nil, nil // deleted
@@ -364,10 +364,10 @@ func addCandidate(found map[string][]*candidate, node cluster.Node, e pieceEntry
 // failure can lose (the robustness suite's "two kills 1 s apart" found a
 // rep:3/split:3+2 key lost that way), and is never needed: no client
 // was told it succeeded, and no reader saw it.
-func newestReadable(t *schemeTable, cands []*candidate) *candidate {
+func newestReadable(t *SchemeTable, cands []*candidate) *candidate {
 	var best, bestComplete *candidate
 	for _, c := range cands {
-		sch, ok := t.lookup(c.scheme)
+		sch, ok := t.Lookup(c.scheme)
 		if !ok || (sch.Traits().Pieces == kind.Shards && len(c.shards) < sch.Traits().Quorum) {
 			continue // too few shards to decode
 		}
@@ -388,14 +388,14 @@ func newestReadable(t *schemeTable, cands []*candidate) *candidate {
 // position of sh's placement for its scheme whose holder is up and not
 // listed for rebuild (a split shard at its own index; a rep replica on the
 // holder, the new coordinator's own included).
-func markComplete(t *schemeTable, sh *cluster.Shard, cands []*candidate) {
+func markComplete(t *SchemeTable, sh *cluster.Shard, cands []*candidate) {
 	for _, c := range cands {
-		sch, ok := t.lookup(c.scheme)
+		sch, ok := t.Lookup(c.scheme)
 		c.complete = ok
-		if !ok || isPacked(sch) {
+		if !ok || IsPacked(sch) {
 			continue // a packed object comes whole, from its decoded chunk
 		}
-		for p, h := range t.m.Holders(sh, sch.Entry().Spec.Nodes()) {
+		for p, h := range t.M.Holders(sh, sch.Entry().Spec.Nodes()) {
 			if h.State != cluster.Up || slices.Contains(sh.Rebuild, p) {
 				continue
 			}
@@ -418,8 +418,8 @@ func markComplete(t *schemeTable, sh *cluster.Shard, cands []*candidate) {
 // shard) and keeps it if it has none of that version.
 func (n *Node) completeVersions(ctx context.Context, keys []string) {
 	for _, k := range keys {
-		if _, err := n.rebuildKey(ctx, []byte(k), everyPiece); err != nil && ctx.Err() == nil {
-			n.log.Debug("restored version not completed", "key", k, "err", err)
+		if _, err := n.RebuildKey(ctx, []byte(k), EveryPiece); err != nil && ctx.Err() == nil {
+			n.Log.Debug("restored version not completed", "key", k, "err", err)
 		}
 	}
 }
@@ -458,10 +458,10 @@ func (n *Node) listPieces(ctx context.Context, node cluster.Node, first, last in
 	for {
 		var b []byte
 		var err error
-		if node.ID == n.id {
+		if node.ID == n.NodeID {
 			b, err = n.onListPieces(req.encode(nil))
 		} else {
-			b, err = n.call(ctx, node, peer.MsgListPieces, req.encode(nil))
+			b, err = n.Call(ctx, node, peer.MsgListPieces, req.encode(nil))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("server: listing the pieces of %s: %w", node.PeerAddr, err)
@@ -514,7 +514,7 @@ func decodeListResp(b []byte) (listResp, error) {
 	}
 	for i := 0; i < count && d.Err() == nil; i++ {
 		p := pieceEntry{Key: d.Bytes(), Scheme: d.U16(), Version: d.U64(), Kind: d.U8()}
-		if p.Kind > pieceKindDirectory {
+		if p.Kind > PieceKindDirectory {
 			return r, wire.ErrMalformed
 		}
 		p.Index, p.ExpireAt, p.CRC = d.U8(), d.I64(), d.U32()
@@ -534,15 +534,15 @@ func (n *Node) onListPieces(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	var out listResp
-	out.Next = n.pieces.Scan(req.Cursor, listPageSize, func(k []byte, meta store.Meta) bool {
-		ref, kind, ok := parsePieceKey(k)
+	out.Next = n.Pieces.Scan(req.Cursor, listPageSize, func(k []byte, meta store.Meta) bool {
+		ref, kind, ok := ParsePieceKey(k)
 		if !ok {
 			return true
 		}
 		if slot := keyslot.Of(ref.Key); slot < int(req.First) || slot > int(req.Last) {
 			return true
 		}
-		if kind == pieceKindDirectory {
+		if kind == PieceKindDirectory {
 			ref.Scheme = uint16(meta.Aux) // one entry per key, its scheme in the metadata
 		}
 		out.Entries = append(out.Entries, pieceEntry{Key: append([]byte(nil), ref.Key...), Scheme: ref.Scheme,
@@ -571,7 +571,7 @@ func lostReport(m *cluster.Map, key string, cands []*candidate) kind.LostKey {
 // that kept its key directory (directoryIntact), so a key whose pieces all
 // died with them is named by nothing.
 func (n *Node) loseUnnamed(sh cluster.Shard) {
-	n.lost.AddRange(sh.First, sh.Last, kind.LostKey{Cause: "its shard's coordinator failed together with every node of the shard's key directory"})
-	n.log.Error("a shard's coordinator and key directory failed together: every key of its slots the node does not hold answers -LOST",
+	n.Lost.AddRange(sh.First, sh.Last, kind.LostKey{Cause: "its shard's coordinator failed together with every node of the shard's key directory"})
+	n.Log.Error("a shard's coordinator and key directory failed together: every key of its slots the node does not hold answers -LOST",
 		"shard", sh.ID, "first", sh.First, "last", sh.Last)
 }

@@ -40,12 +40,12 @@ const scrubRecordCost = 256
 // scrubLoop checks the CRC32C of everything this node stores, over and
 // over, at cfg.ScrubRate bytes per second.
 func (n *Node) scrubLoop(ctx context.Context) {
-	if n.cfg.ScrubRate <= 0 {
+	if n.Cfg.ScrubRate <= 0 {
 		return
 	}
 	for ctx.Err() == nil {
-		n.scrubStore(ctx, n.primary, n.scrubPrimary)
-		n.scrubStore(ctx, n.pieces, n.scrubPiece)
+		n.scrubStore(ctx, n.Primary, n.scrubPrimary)
+		n.scrubStore(ctx, n.Pieces, n.scrubPiece)
 		// A pass over a small store is instant: rest between passes so
 		// that an idle node does not spin.
 		select {
@@ -71,11 +71,11 @@ func (n *Node) scrubStore(ctx context.Context, st *store.Store, check func(conte
 				// values is scrubbed at a bounded number of records too.
 				cost := int64(len(k) + len(val) + scrubRecordCost)
 				total += cost
-				n.health.scrubbed.Add(int64(len(val)))
+				n.Health.Scrubbed.Add(int64(len(val)))
 				check(ctx, k, val, meta)
 			}
 		}
-		n.pause(ctx, start, total, n.cfg.ScrubRate)
+		n.pause(ctx, start, total, n.Cfg.ScrubRate)
 		if cursor == 0 || ctx.Err() != nil {
 			return
 		}
@@ -86,36 +86,36 @@ func (n *Node) scrubStore(ctx context.Context, st *store.Store, check func(conte
 // rep: kind.Scheme.ReadsLocally) against its CRC32C; a corrupt one is
 // read through its scheme, which repairs it where it keeps another copy.
 func (n *Node) scrubPrimary(ctx context.Context, key, val []byte, meta store.Meta) {
-	sch, ok := n.schemes(n.ctl.Map()).lookup(meta.Scheme)
-	if !ok || !sch.Traits().ReadsLocally || isStub(meta) || bigcopy.Checksum(val) == meta.Aux {
+	sch, ok := n.Schemes(n.Ctl.Map()).Lookup(meta.Scheme)
+	if !ok || !sch.Traits().ReadsLocally || IsStub(meta) || bigcopy.Checksum(val) == meta.Aux {
 		return
 	}
 	if _, err := sch.Read(ctx, key, meta, val); err != nil {
-		n.log.Warn("scrub: corrupt record", "key", string(key), "err", err)
+		n.Log.Warn("scrub: corrupt record", "key", string(key), "err", err)
 	}
 }
 
 // scrubPiece checks one piece; a corrupt one is dropped and its key's
 // coordinator asked to store the key's pieces again.
 func (n *Node) scrubPiece(ctx context.Context, k, val []byte, meta store.Meta) {
-	ref, kind, ok := parsePieceKey(k)
-	if !ok || kind == pieceKindDirectory || bigcopy.Checksum(val) == meta.Aux {
+	ref, kind, ok := ParsePieceKey(k)
+	if !ok || kind == PieceKindDirectory || bigcopy.Checksum(val) == meta.Aux {
 		return
 	}
-	n.health.corrupt.Add(1)
-	n.pieces.DeleteIf(k, func(m store.Meta) bool { return m.Version == meta.Version })
-	m := n.ctl.Map()
+	n.Health.Corrupt.Add(1)
+	n.Pieces.DeleteIf(k, func(m store.Meta) bool { return m.Version == meta.Version })
+	m := n.Ctl.Map()
 	coord, ok := m.Coordinator(keyslot.Of(ref.Key))
 	if !ok {
 		return
 	}
 	var err error
-	if coord.ID == n.id {
-		err = n.repairKey(ctx, ref.Key)
+	if coord.ID == n.NodeID {
+		err = n.RepairKey(ctx, ref.Key)
 	} else {
-		_, err = n.call(ctx, coord, peer.MsgRepair, wire.Enc(nil).Bytes(ref.Key))
+		_, err = n.Call(ctx, coord, peer.MsgRepair, wire.Enc(nil).Bytes(ref.Key))
 	}
-	n.log.Warn("scrub: corrupt piece dropped, repair asked", "key", string(ref.Key), "coordinator", coord.ID, "err", err)
+	n.Log.Warn("scrub: corrupt piece dropped, repair asked", "key", string(ref.Key), "coordinator", coord.ID, "err", err)
 }
 
 // pause sleeps as long as handling done bytes since start has outrun rate

@@ -31,9 +31,9 @@ const stubWorkers = 16
 
 // writeStub records key's recovered version as a stub.
 func (n *Node) writeStub(key []byte, c *candidate) error {
-	meta := store.Meta{Version: c.version, ExpireAt: c.expireAt, Scheme: c.scheme, Flags: recordStub, Aux: c.crc}
-	n.clock.observe(c.version)
-	if _, err := n.primary.PutIfNewer(key, nil, meta); err != nil {
+	meta := store.Meta{Version: c.version, ExpireAt: c.expireAt, Scheme: c.scheme, Flags: RecordStub, Aux: c.crc}
+	n.Versions.Observe(c.version)
+	if _, err := n.Primary.PutIfNewer(key, nil, meta); err != nil {
 		return fmt.Errorf("server: recovering %q: %w", key, err)
 	}
 	return nil
@@ -49,7 +49,7 @@ const stubFetchKeys = 128
 // to stubFetchKeys keys; a holder the listing shows lacking the piece
 // (need) is not asked. It returns the bytes restored. A stub it could not
 // fill stays one, for copyBatch to fill key by key (fillStub).
-func (n *Node) fillRepStubs(ctx context.Context, m *cluster.Map, items []rebuildItem, need pieceFilter) int {
+func (n *Node) fillRepStubs(ctx context.Context, m *cluster.Map, items []rebuildItem, need PieceFilter) int {
 	bytes := 0
 	for len(items) > 0 {
 		chunk := items[:min(len(items), stubFetchKeys)]
@@ -70,34 +70,34 @@ type stubWant struct {
 // and reports whether it stored it.
 func (n *Node) fill(w stubWant, value []byte) bool {
 	full := w.meta
-	full.Flags &^= recordStub
+	full.Flags &^= RecordStub
 	if bigcopy.Checksum(value) != w.meta.Aux {
 		return false
 	}
-	stored, err := n.completeStub(w.key, w.meta, w.sch, value, full)
+	stored, err := n.CompleteStub(w.key, w.meta, w.sch, value, full)
 	return stored && err == nil
 }
 
 // fillStubChunk is fillRepStubs for one chunk.
-func (n *Node) fillStubChunk(ctx context.Context, m *cluster.Map, chunk []rebuildItem, need pieceFilter) int {
+func (n *Node) fillStubChunk(ctx context.Context, m *cluster.Map, chunk []rebuildItem, need PieceFilter) int {
 	bytes := 0
 	byNode := map[cluster.NodeID]int{}
-	var reqs []peerReq
+	var reqs []PeerReq
 	var wants [][]stubWant
-	t := n.schemes(m)
+	t := n.Schemes(m)
 	for _, it := range chunk {
-		meta, ok := n.primary.Meta(it.key)
-		sch, known := t.lookup(meta.Scheme)
-		if !ok || !known || !isStub(meta) || sch.Traits().Rebuild != kind.RebuildCopy {
+		meta, ok := n.Primary.Meta(it.key)
+		sch, known := t.Lookup(meta.Scheme)
+		if !ok || !known || !IsStub(meta) || sch.Traits().Rebuild != kind.RebuildCopy {
 			continue
 		}
 		w := stubWant{key: it.key, meta: meta, sch: sch}
-		data, err := n.loadPiece(peer.PieceRef{Key: it.key, Scheme: meta.Scheme, Version: meta.Version})
+		data, err := n.LoadPiece(peer.PieceRef{Key: it.key, Scheme: meta.Scheme, Version: meta.Version})
 		if err == nil && n.fill(w, data) {
 			bytes += len(data)
 			continue // this node held the replica (of that very value)
 		}
-		holder, ok := stubHolder(n.id, m, it.key, sch, meta.Version, need)
+		holder, ok := stubHolder(n.NodeID, m, it.key, sch, meta.Version, need)
 		if !ok {
 			continue
 		}
@@ -105,7 +105,7 @@ func (n *Node) fillStubChunk(ctx context.Context, m *cluster.Map, chunk []rebuil
 		if !seen {
 			i = len(reqs)
 			byNode[holder.ID] = i
-			reqs = append(reqs, peerReq{node: holder, typ: peer.MsgGetPieces})
+			reqs = append(reqs, PeerReq{Node: holder, Typ: peer.MsgGetPieces})
 			wants = append(wants, nil)
 		}
 		wants[i] = append(wants[i], w)
@@ -115,9 +115,9 @@ func (n *Node) fillStubChunk(ctx context.Context, m *cluster.Map, chunk []rebuil
 		for j, w := range wants[i] {
 			refs[j] = peer.PieceRef{Key: w.key, Scheme: w.meta.Scheme, Version: w.meta.Version}
 		}
-		reqs[i].payload = peer.EncodeGetPieces(refs)
+		reqs[i].Payload = peer.EncodeGetPieces(refs)
 	}
-	replies, errs := n.callEach(ctx, reqs)
+	replies, errs := n.CallEach(ctx, reqs)
 	for i := range reqs {
 		if errs[i] != nil {
 			continue // copyBatch fills these key by key
@@ -138,7 +138,7 @@ func (n *Node) fillStubChunk(ctx context.Context, m *cluster.Map, chunk []rebuil
 // stubHolder picks the node to fetch key's replica from: the first live
 // holder other than this node that the rebuild's listing does not show
 // lacking it.
-func stubHolder(self cluster.NodeID, m *cluster.Map, key []byte, sch kind.Scheme, v uint64, need pieceFilter) (cluster.Node, bool) {
+func stubHolder(self cluster.NodeID, m *cluster.Map, key []byte, sch kind.Scheme, v uint64, need PieceFilter) (cluster.Node, bool) {
 	targets, err := sch.Targets(m, key)
 	if err != nil {
 		return cluster.Node{}, false
@@ -161,12 +161,12 @@ func (n *Node) fillStubs(ctx context.Context, keys []string) {
 		key := []byte(keys[i])
 		began := time.Now()
 		defer func() { n.rest(ctx, time.Since(began)) }() // paced as the rebuild is
-		if meta, ok := n.primary.Meta(key); ok && isStub(meta) {
-			if _, _, err := n.fillStub(ctx, key, meta); err != nil {
+		if meta, ok := n.Primary.Meta(key); ok && IsStub(meta) {
+			if _, _, err := n.FillStub(ctx, key, meta); err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err() // stopped: reported once below
 				}
-				n.log.Warn("recovery: a key's value could not be fetched", "key", keys[i], "err", err)
+				n.Log.Warn("recovery: a key's value could not be fetched", "key", keys[i], "err", err)
 				return nil
 			}
 			filled.Add(1)
@@ -174,7 +174,7 @@ func (n *Node) fillStubs(ctx context.Context, keys []string) {
 		return nil
 	})
 	if err != nil {
-		n.log.Warn("recovery: filling values stopped", "err", err)
+		n.Log.Warn("recovery: filling values stopped", "err", err)
 	}
-	n.log.Info("recovery: values fetched", "keys", filled.Load())
+	n.Log.Info("recovery: values fetched", "keys", filled.Load())
 }

@@ -32,8 +32,8 @@ type fakeHolder struct {
 
 func startFakeHolder(t *testing.T) *fakeHolder {
 	t.Helper()
-	h := &fakeHolder{n: &Node{Coordinator: &Coordinator{pieces: store.New(), log: slog.New(slog.DiscardHandler), metrics: newNodeMetrics()}}}
-	h.n.router = h.n.newRouter()
+	h := &fakeHolder{n: &Node{Coordinator: &Coordinator{Pieces: store.New(), Log: slog.New(slog.DiscardHandler), Metrics: newNodeMetrics()}}}
+	h.n.Router = h.n.newRouter()
 	srv := transport.NewServer(func(req transport.Frame, reply func(transport.Frame)) {
 		switch {
 		case h.failAll.Load():
@@ -43,7 +43,7 @@ func startFakeHolder(t *testing.T) *fakeHolder {
 		case h.refuseReleases.Load() && req.Type == peer.MsgDelPiece:
 			reply(peer.ErrFrame(errors.New("server: busy")))
 		default:
-			h.n.router.ServeNow(req, reply)
+			h.n.Router.ServeNow(req, reply)
 		}
 	})
 	h.addr = serveFrames(t, srv)
@@ -52,7 +52,7 @@ func startFakeHolder(t *testing.T) *fakeHolder {
 
 // replica returns the value h holds for key in scheme, or nil.
 func (h *fakeHolder) replica(key []byte, schemeID uint16) []byte {
-	data, err := h.n.loadPiece(peer.PieceRef{Key: key, Scheme: schemeID})
+	data, err := h.n.LoadPiece(peer.PieceRef{Key: key, Scheme: schemeID})
 	if err != nil {
 		return nil
 	}
@@ -88,15 +88,15 @@ func newStubFixture(t *testing.T, key []byte) stubFixture {
 	rep := schemeID(t, m, "rep:3")
 	coord, _ := m.Coordinator(m.ShardOf(keyslot.Of(key)).First)
 	n := leasedNode(t, m)
-	n.id = coord.ID
-	n.primary, n.pieces, n.inflight = store.New(), store.New(), newInflight()
+	n.NodeID = coord.ID
+	n.Primary, n.Pieces, n.Inflight = store.New(), store.New(), newInflight()
 	n.directory.wake = make(chan struct{}, 1)
 	entry, _ := m.SchemeByID(rep)
 	targets, _ := kindFor(t, entry).Targets(m, key)
 	f := stubFixture{n: n, rep: rep, byID: map[cluster.NodeID]*fakeHolder{}}
 	for _, node := range m.Nodes {
 		for i, a := range addrs {
-			if a == node.PeerAddr && node.ID != n.id {
+			if a == node.PeerAddr && node.ID != n.NodeID {
 				f.byID[node.ID] = fakes[i]
 			}
 		}
@@ -110,8 +110,8 @@ func newStubFixture(t *testing.T, key []byte) stubFixture {
 // stub records key as recovery does: metadata first, value elsewhere.
 func (f stubFixture) stub(t *testing.T, key []byte, v uint64, value string) store.Meta {
 	t.Helper()
-	meta := store.Meta{Version: v, Scheme: f.rep, Flags: recordStub, Aux: bigcopy.Checksum([]byte(value))}
-	if err := f.n.primary.Put(key, nil, meta); err != nil {
+	meta := store.Meta{Version: v, Scheme: f.rep, Flags: RecordStub, Aux: bigcopy.Checksum([]byte(value))}
+	if err := f.n.Primary.Put(key, nil, meta); err != nil {
 		t.Fatal(err)
 	}
 	return meta
@@ -129,30 +129,30 @@ func TestStubWithNoReplicaLeftIsLost(t *testing.T) {
 	f.holders[0].store(t, key, f.rep, 12, "a later write's") // another version
 	f.holders[1].failAll.Store(true)
 
-	_, _, err := f.n.fillStub(ctx, key, meta)
+	_, _, err := f.n.FillStub(ctx, key, meta)
 	if err == nil || errors.Is(err, kind.ErrNoCopy) {
 		t.Fatalf("a holder that did not answer: fillStub err %v, want a plain error", err)
 	}
-	if _, lost := f.n.lost.Get(key); lost {
+	if _, lost := f.n.Lost.Get(key); lost {
 		t.Fatal("a key was reported lost while a holder had not answered")
 	}
-	if _, _, ok, err := f.n.copySource(ctx, f.n.schemes(f.n.ctl.Map()), key, nil); ok || err == nil {
+	if _, _, ok, err := f.n.copySource(ctx, f.n.Schemes(f.n.Ctl.Map()), key, nil); ok || err == nil {
 		t.Fatalf("copySource of an unfillable stub: ok %v err %v; want the rebuild to retry", ok, err)
 	}
 
 	f.holders[1].failAll.Store(false) // it answers: it has no copy
-	_, _, err = f.n.fillStub(ctx, key, meta)
+	_, _, err = f.n.FillStub(ctx, key, meta)
 	var lost *kind.LostError
 	if !errors.As(err, &lost) {
 		t.Fatalf("every holder answered without the value: fillStub err %v, want a lost error", err)
 	}
-	if _, ok := f.n.lost.Get(key); !ok {
+	if _, ok := f.n.Lost.Get(key); !ok {
 		t.Fatal("the key is not in the lost set")
 	}
-	if _, err := f.n.get(ctx, key); !errors.As(err, &lost) {
+	if _, err := f.n.Get(ctx, key); !errors.As(err, &lost) {
 		t.Fatalf("read of the lost key: err %v, want LOST", err)
 	}
-	if _, _, ok, err := f.n.copySource(ctx, f.n.schemes(f.n.ctl.Map()), key, nil); ok || err != nil {
+	if _, _, ok, err := f.n.copySource(ctx, f.n.Schemes(f.n.Ctl.Map()), key, nil); ok || err != nil {
 		t.Fatalf("copySource of a lost stub: ok %v err %v; want it skipped", ok, err)
 	}
 }
@@ -165,11 +165,11 @@ func TestStubIsFilledFromAReplicaOfItsVersion(t *testing.T) {
 	meta := f.stub(t, key, 10, "committed")
 	f.holders[0].store(t, key, f.rep, 12, "a later write's")
 	f.holders[1].store(t, key, f.rep, 10, "committed")
-	cur, err := f.n.get(context.Background(), key)
-	if err != nil || string(cur.value) != "committed" {
-		t.Fatalf("read %q, %v; want the stub's value", cur.value, err)
+	cur, err := f.n.Get(context.Background(), key)
+	if err != nil || string(cur.Value) != "committed" {
+		t.Fatalf("read %q, %v; want the stub's value", cur.Value, err)
 	}
-	if got, _ := f.n.primary.Meta(key); isStub(got) || got.Version != meta.Version {
+	if got, _ := f.n.Primary.Meta(key); IsStub(got) || got.Version != meta.Version {
 		t.Fatalf("record after the read: %+v; want the filled version 10", got)
 	}
 }
@@ -189,11 +189,11 @@ func TestSetOverAStubFillsItFirst(t *testing.T) {
 	}
 	f.holders[1].refusePuts.Store(true)
 
-	if err := f.n.set(ctx, key, []byte("new"), 0, false, nil); err == nil {
+	if err := f.n.Set(ctx, key, []byte("new"), 0, false, nil); err == nil {
 		t.Fatal("a SET that one holder refused was acknowledged")
 	}
-	val, meta, ok := f.n.primary.Get(key, nil)
-	if !ok || isStub(meta) || meta.Version != 10 || string(val) != "committed" {
+	val, meta, ok := f.n.Primary.Get(key, nil)
+	if !ok || IsStub(meta) || meta.Version != 10 || string(val) != "committed" {
 		t.Fatalf("record after the failed SET: %q %+v; want the committed value, filled", val, meta)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -209,13 +209,13 @@ func TestSetOverAStubFillsItFirst(t *testing.T) {
 	lostKey := []byte("k") // a fresh fixture: nothing holds a copy
 	f2 := newStubFixture(t, lostKey)
 	f2.stub(t, lostKey, 10, "gone")
-	if err := f2.n.set(ctx, lostKey, []byte("fresh"), 0, false, nil); err != nil {
+	if err := f2.n.Set(ctx, lostKey, []byte("fresh"), 0, false, nil); err != nil {
 		t.Fatalf("SET over a lost stub: %v", err)
 	}
-	if cur, err := f2.n.get(ctx, lostKey); err != nil || string(cur.value) != "fresh" {
-		t.Fatalf("read after the SET: %q, %v", cur.value, err)
+	if cur, err := f2.n.Get(ctx, lostKey); err != nil || string(cur.Value) != "fresh" {
+		t.Fatalf("read after the SET: %q, %v", cur.Value, err)
 	}
-	if _, lost := f2.n.lost.Get(lostKey); lost {
+	if _, lost := f2.n.Lost.Get(lostKey); lost {
 		t.Fatal("the key is still reported lost after a SET")
 	}
 }
@@ -224,7 +224,7 @@ func TestSetOverAStubFillsItFirst(t *testing.T) {
 func queuedPurge(n *Node, key []byte, v uint64) bool {
 	n.directory.mu.Lock()
 	defer n.directory.mu.Unlock()
-	return slices.ContainsFunc(n.directory.queue, func(e dirEntry) bool {
+	return slices.ContainsFunc(n.directory.queue, func(e DirEntry) bool {
 		return e.Kind == dirPurge && string(e.Key) == string(key) && e.Version == v
 	})
 }
@@ -238,7 +238,7 @@ func TestUnfinishedDeletionIsPurgedOnceReleased(t *testing.T) {
 	f := newStubFixture(t, key)
 	ctx := context.Background()
 	value := []byte("committed")
-	if err := f.n.primary.Put(key, value, store.Meta{Version: 10, Scheme: f.rep, Aux: bigcopy.Checksum(value)}); err != nil {
+	if err := f.n.Primary.Put(key, value, store.Meta{Version: 10, Scheme: f.rep, Aux: bigcopy.Checksum(value)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, h := range f.holders {
@@ -262,12 +262,12 @@ func TestUnfinishedDeletionIsPurgedOnceReleased(t *testing.T) {
 		t.Fatal("a purge was queued though a release failed")
 	}
 
-	f.n.finishDeletions(ctx) // still refused: kept
+	f.n.FinishDeletions(ctx) // still refused: kept
 	if f.n.unfinished.size() != 1 || queuedPurge(f.n, key, v) {
 		t.Fatal("a deletion whose release failed again was dropped or purged")
 	}
 	f.holders[1].refuseReleases.Store(false)
-	f.n.finishDeletions(ctx)
+	f.n.FinishDeletions(ctx)
 	if f.n.unfinished.size() != 0 || !queuedPurge(f.n, key, v) {
 		t.Fatalf("after the release succeeded: %d unfinished, purge queued %v", f.n.unfinished.size(), queuedPurge(f.n, key, v))
 	}
@@ -284,7 +284,7 @@ func TestUnfinishedDeletionIsPurgedOnceReleased(t *testing.T) {
 func TestSplitReadFindsShardsOnFormerStandIns(t *testing.T) {
 	key := []byte("k")
 	f := newStubFixture(t, key)
-	m := f.n.ctl.Map()
+	m := f.n.Ctl.Map()
 	entry, _ := m.Scheme("split:2+1")
 	targets, err := kindFor(t, entry).Targets(m, key)
 	if err != nil {
@@ -312,11 +312,11 @@ func TestSplitReadFindsShardsOnFormerStandIns(t *testing.T) {
 	storeShard(f.byID[others[0].ID], targets[missing].Index)
 	meta := commitSplitRecord(t, f.n, key, entry.ID)
 
-	v, err := f.n.kindOf(entry).Read(context.Background(), key, meta, nil)
+	v, err := f.n.KindOf(entry).Read(context.Background(), key, meta, nil)
 	if err != nil || string(v) != "value" {
 		t.Fatalf("read %q, %v; want the value from the stand-in's shard", v, err)
 	}
-	if _, lost := f.n.lost.Get(key); lost {
+	if _, lost := f.n.Lost.Get(key); lost {
 		t.Fatal("the key was reported lost")
 	}
 }
@@ -325,7 +325,7 @@ func TestSplitReadFindsShardsOnFormerStandIns(t *testing.T) {
 func commitSplitRecord(t *testing.T, n *Node, key []byte, schemeID uint16) store.Meta {
 	t.Helper()
 	meta := store.Meta{Version: 10, Scheme: schemeID, Aux: 5}
-	if err := n.primary.Put(key, nil, meta); err != nil {
+	if err := n.Primary.Put(key, nil, meta); err != nil {
 		t.Fatal(err)
 	}
 	return meta
@@ -335,8 +335,8 @@ func commitSplitRecord(t *testing.T, n *Node, key []byte, schemeID uint16) store
 // the first one's releases, and the later version.
 func TestUnfinishedDeletionsMerge(t *testing.T) {
 	var u unfinishedDeletions
-	u.add([]byte("k"), 5, []release{{key: []byte("k"), version: 3}})
-	u.add([]byte("k"), 9, []release{{key: []byte("k"), version: 7}})
+	u.add([]byte("k"), 5, []Release{{Key: []byte("k"), Version: 3}})
+	u.add([]byte("k"), 9, []Release{{Key: []byte("k"), Version: 7}})
 	got := u.take(10)["k"]
 	if got.version != 9 || len(got.rels) != 2 {
 		t.Fatalf("merged deletion %+v; want version 9 and both releases", got)

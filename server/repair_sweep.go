@@ -52,7 +52,7 @@ func (a auditItem) encode(e wire.Enc) wire.Enc {
 
 func readAuditItem(d *wire.Dec) auditItem {
 	a := auditItem{Key: d.Bytes(), Scheme: d.U16(), Version: d.U64(), Kind: d.U8(), Index: d.U8()}
-	if a.Kind > pieceKindShard {
+	if a.Kind > PieceKindShard {
 		d.Fail()
 	}
 	return a
@@ -77,10 +77,10 @@ func decodeAudit(b []byte) (cluster.NodeID, []auditItem, error) {
 // starting over when it reaches the end, and retries the releases of
 // unfinished deletions (repair_purge.go) at the same pace.
 func (n *Node) sweepLoop(ctx context.Context) {
-	if n.cfg.SweepInterval <= 0 {
+	if n.Cfg.SweepInterval <= 0 {
 		return
 	}
-	t := time.NewTicker(n.cfg.SweepInterval)
+	t := time.NewTicker(n.Cfg.SweepInterval)
 	defer t.Stop()
 	var cursor uint64
 	for {
@@ -89,9 +89,9 @@ func (n *Node) sweepLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if n.serving() {
+		if n.Serving() {
 			cursor = n.sweepStep(ctx, cursor)
-			n.finishDeletions(ctx)
+			n.FinishDeletions(ctx)
 			n.stripes.Resend(ctx)
 		}
 	}
@@ -106,12 +106,12 @@ type heldPieceRow struct {
 // sweepStep audits one page of pieces from cursor and returns the next
 // cursor (0 at the end of a pass).
 func (n *Node) sweepStep(ctx context.Context, cursor uint64) uint64 {
-	m := n.ctl.Map()
+	m := n.Ctl.Map()
 	byNode := map[cluster.NodeID][]heldPieceRow{}
 	nodes := map[cluster.NodeID]cluster.Node{}
-	next := n.pieces.Scan(cursor, sweepPage, func(k []byte, meta store.Meta) bool {
-		ref, kind, ok := parsePieceKey(k)
-		if !ok || kind == pieceKindDirectory {
+	next := n.Pieces.Scan(cursor, sweepPage, func(k []byte, meta store.Meta) bool {
+		ref, kind, ok := ParsePieceKey(k)
+		if !ok || kind == PieceKindDirectory {
 			return true
 		}
 		coord, ok := m.Coordinator(keyslot.Of(ref.Key))
@@ -131,19 +131,19 @@ func (n *Node) sweepStep(ctx context.Context, cursor uint64) uint64 {
 		}
 		drop, epoch, err := n.askAudit(ctx, nodes[id], items)
 		if err != nil {
-			n.log.Debug("piece audit failed", "coordinator", id, "err", err)
+			n.Log.Debug("piece audit failed", "coordinator", id, "err", err)
 			continue
 		}
-		if n.ctl.Map().Epoch != epoch {
+		if n.Ctl.Map().Epoch != epoch {
 			continue // placements may have moved since the verdicts: ask again next pass
 		}
 		for i, r := range rows {
 			if drop[i] {
 				it := r.item
-				if n.pieces.DeleteIf(r.storeKey, func(meta store.Meta) bool {
-					return meta.Version == it.Version && (it.Kind != pieceKindShard || meta.Flags == it.Index)
+				if n.Pieces.DeleteIf(r.storeKey, func(meta store.Meta) bool {
+					return meta.Version == it.Version && (it.Kind != PieceKindShard || meta.Flags == it.Index)
 				}) {
-					n.health.swept.Add(1)
+					n.Health.Swept.Add(1)
 				}
 			}
 		}
@@ -155,11 +155,11 @@ func (n *Node) sweepStep(ctx context.Context, cursor uint64) uint64 {
 // node's pieces items it should drop, and returns the map epoch the
 // verdicts were given under.
 func (n *Node) askAudit(ctx context.Context, node cluster.Node, items []auditItem) ([]bool, uint64, error) {
-	if node.ID == n.id {
-		drop, epoch := n.auditVerdicts(n.id, items)
+	if node.ID == n.NodeID {
+		drop, epoch := n.auditVerdicts(n.NodeID, items)
 		return drop, epoch, nil
 	}
-	resp, err := n.call(ctx, node, peer.MsgAudit, encodeAudit(n.id, items))
+	resp, err := n.Call(ctx, node, peer.MsgAudit, encodeAudit(n.NodeID, items))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -200,8 +200,8 @@ func (n *Node) onAudit(b []byte) ([]byte, error) {
 // that its keys are gone); anything else is kept.
 func (n *Node) auditVerdicts(holder cluster.NodeID, items []auditItem) ([]bool, uint64) {
 	drop := make([]bool, len(items))
-	m := n.ctl.Map()
-	if !n.leased() || time.Since(n.started) < 2*n.cfg.FailureTimeout {
+	m := n.Ctl.Map()
+	if !n.Leased() || time.Since(n.Started) < 2*n.Cfg.FailureTimeout {
 		return drop, m.Epoch
 	}
 	for i, it := range items {
@@ -215,33 +215,33 @@ func (n *Node) auditVerdicts(holder cluster.NodeID, items []auditItem) ([]bool, 
 func (n *Node) isGarbage(m *cluster.Map, holder cluster.NodeID, it auditItem) bool {
 	sh := m.ShardOf(keyslot.Of(it.Key))
 	coord, ok := m.Coordinator(keyslot.Of(it.Key))
-	if sh == nil || !ok || coord.ID != n.id || sh.Recovering || len(sh.Rebuild) > 0 {
+	if sh == nil || !ok || coord.ID != n.NodeID || sh.Recovering || len(sh.Rebuild) > 0 {
 		return false
 	}
-	if n.lost.Named(it.Key) {
+	if n.Lost.Named(it.Key) {
 		return false
 	}
-	s := n.inflight.shard(it.Key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.newest(it.Key) != nil {
+	s := n.Inflight.Shard(it.Key)
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	if s.Newest(it.Key) != nil {
 		return false
 	}
-	meta, exists := n.primary.Meta(it.Key)
+	meta, exists := n.Primary.Meta(it.Key)
 	switch {
 	case !exists:
 		return true // deleted, or never committed
-	case isStub(meta):
+	case IsStub(meta):
 		return false // its value is being fetched from pieces like this one
 	case it.Scheme != meta.Scheme:
 		return true // the key moved to another scheme
 	}
-	sch, ok := n.schemes(m).lookup(meta.Scheme)
+	sch, ok := n.Schemes(m).Lookup(meta.Scheme)
 	if !ok {
 		return false
 	}
 	if sch.Traits().Pieces == kind.Shards && it.Version != meta.Version {
 		return true // shards are per version; the committed one is another
 	}
-	return sch.Misplaced(m, it.Key, int(it.Index), holder, n.id)
+	return sch.Misplaced(m, it.Key, int(it.Index), holder, n.NodeID)
 }

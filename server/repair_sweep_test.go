@@ -20,8 +20,8 @@ func TestAuditVerdicts(t *testing.T) {
 	sh := m.ShardOf(keyslot.Of(key))
 	coord, _ := m.Coordinator(sh.First)
 	n := leasedNode(t, m)
-	n.id = coord.ID
-	n.primary, n.pieces, n.inflight = store.New(), store.New(), newInflight()
+	n.NodeID = coord.ID
+	n.Primary, n.Pieces, n.Inflight = store.New(), store.New(), newInflight()
 	repSpec, _ := m.SchemeByID(rep)
 	targets, _ := kindFor(t, repSpec).Targets(m, key)
 	replicaHolder := targets[0].Node.ID
@@ -35,7 +35,7 @@ func TestAuditVerdicts(t *testing.T) {
 	shards, _ := kindFor(t, splitSpec).Targets(m, key)
 
 	commit := func(scheme uint16, v uint64, flags uint8) {
-		if err := n.primary.Put(key, []byte("v"), store.Meta{Version: v, Scheme: scheme, Flags: flags}); err != nil {
+		if err := n.Primary.Put(key, []byte("v"), store.Meta{Version: v, Scheme: scheme, Flags: flags}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -44,9 +44,9 @@ func TestAuditVerdicts(t *testing.T) {
 		drop, _ := n.auditVerdicts(holder, []auditItem{it})
 		return drop[0]
 	}
-	replica := func(v uint64) auditItem { return auditItem{Scheme: rep, Version: v, Kind: pieceKindReplica} }
+	replica := func(v uint64) auditItem { return auditItem{Scheme: rep, Version: v, Kind: PieceKindReplica} }
 	shard := func(v uint64, i int) auditItem {
-		return auditItem{Scheme: split, Version: v, Kind: pieceKindShard, Index: uint8(i)}
+		return auditItem{Scheme: split, Version: v, Kind: PieceKindShard, Index: uint8(i)}
 	}
 
 	if !verdict(replicaHolder, replica(5)) {
@@ -82,27 +82,27 @@ func TestAuditVerdicts(t *testing.T) {
 	})
 
 	// In doubt, keep: a write in flight, a stub, a lease gone.
-	s := n.inflight.shard(key)
-	s.mu.Lock()
+	s := n.Inflight.Shard(key)
+	s.Mu.Lock()
 	p := s.begin(key, 9)
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if verdict(shards[1].Node.ID, shard(6, 1)) {
 		t.Error("a piece was dropped while a write of its key was in flight")
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	s.end(key, p)
-	s.mu.Unlock()
-	commit(split, 7, recordStub)
+	s.Mu.Unlock()
+	commit(split, 7, RecordStub)
 	if verdict(shards[1].Node.ID, shard(6, 1)) {
 		t.Error("a piece was dropped while the key's record is a stub")
 	}
 	commit(split, 7, 0)
-	n.cfg.FailureTimeout = time.Hour
+	n.Cfg.FailureTimeout = time.Hour
 	if verdict(shards[1].Node.ID, shard(6, 1)) {
 		t.Error("a node that started less than two failure timeouts ago gave a verdict")
 	}
-	n.cfg.FailureTimeout = 0
-	n.lease.until.Store(0)
+	n.Cfg.FailureTimeout = 0
+	n.Lease.until.Store(0)
 	if verdict(shards[1].Node.ID, shard(6, 1)) {
 		t.Error("a coordinator without a lease gave a verdict")
 	}
@@ -120,7 +120,7 @@ func slicesContainsNode(ts []kind.Target, id cluster.NodeID) bool {
 // TestAuditCodec: the audit request and reply survive the wire, and a
 // truncated request is refused.
 func TestAuditCodec(t *testing.T) {
-	in := []auditItem{{Key: []byte("a"), Scheme: 3, Version: 9, Kind: pieceKindShard, Index: 2}, {Key: []byte("b"), Version: 1}}
+	in := []auditItem{{Key: []byte("a"), Scheme: 3, Version: 9, Kind: PieceKindShard, Index: 2}, {Key: []byte("b"), Version: 1}}
 	b := encodeList(in)
 	got, err := wire.DecodeList(b, readAuditItem)
 	if err != nil || len(got) != 2 || string(got[0].Key) != "a" || got[0].Index != 2 || got[1].Version != 1 {

@@ -11,16 +11,16 @@ import (
 	"github.com/memgest/memgest/store"
 )
 
-// schemeTable is the node's bound schemes for one map: one kind.Scheme per
+// SchemeTable is the node's bound schemes for one map: one kind.Scheme per
 // catalogue entry, indexed by scheme id, and what the whole catalogue
 // says about routing (runsLocally).
-type schemeTable struct {
-	m    *cluster.Map
+type SchemeTable struct {
+	M    *cluster.Map
 	byID []kind.Scheme
-	// allImmediate: every scheme's writes commit as they begin.
-	allImmediate bool
-	// allLocalReads: every scheme reads from the coordinator's record.
-	allLocalReads bool
+	// AllImmediate: every scheme's writes commit as they begin.
+	AllImmediate bool
+	// AllLocalReads: every scheme reads from the coordinator's record.
+	AllLocalReads bool
 	// packed are the schemes whose objects live in chunks of their own
 	// (kind.Packed), where a read that misses the primary store looks.
 	packed []kind.Packed
@@ -29,26 +29,26 @@ type schemeTable struct {
 // boundSchemes keeps the table of the newest map a lookup saw; a scheme
 // whose entry did not change keeps its binding across maps.
 type boundSchemes struct {
-	cur atomic.Pointer[schemeTable]
+	cur atomic.Pointer[SchemeTable]
 	mu  sync.Mutex // serialises rebuilding the table
 }
 
-// schemes returns the table for m, building it if m is newer than the
+// Schemes returns the table for m, building it if m is newer than the
 // one it has.
-func (n *Coordinator) schemes(m *cluster.Map) *schemeTable {
-	if t := n.bound.cur.Load(); t != nil && t.m == m {
+func (n *Coordinator) Schemes(m *cluster.Map) *SchemeTable {
+	if t := n.bound.cur.Load(); t != nil && t.M == m {
 		return t
 	}
 	n.bound.mu.Lock()
 	defer n.bound.mu.Unlock()
 	old := n.bound.cur.Load()
-	if old != nil && old.m == m {
+	if old != nil && old.M == m {
 		return old
 	}
-	t := bindTable(n.kinds, m, old, schemeEnv{n}, func(e cluster.SchemeEntry, err error) {
-		n.log.Error("a scheme of the catalogue cannot be served", "scheme", e.Name(), "err", err)
+	t := bindTable(n.Kinds, m, old, schemeEnv{n}, func(e cluster.SchemeEntry, err error) {
+		n.Log.Error("a scheme of the catalogue cannot be served", "scheme", e.Name(), "err", err)
 	})
-	if old == nil || old.m.Epoch <= m.Epoch {
+	if old == nil || old.M.Epoch <= m.Epoch {
 		n.bound.cur.Store(t)
 	}
 	return t
@@ -57,8 +57,8 @@ func (n *Coordinator) schemes(m *cluster.Map) *schemeTable {
 // bindTable binds every scheme of m's catalogue to env with kinds,
 // keeping old's binding of an entry that did not change, and reports
 // (refused) an entry no kind package serves.
-func bindTable(kinds kind.Registry, m *cluster.Map, old *schemeTable, env kind.Env, refused func(cluster.SchemeEntry, error)) *schemeTable {
-	t := &schemeTable{m: m, allImmediate: true, allLocalReads: true}
+func bindTable(kinds kind.Registry, m *cluster.Map, old *SchemeTable, env kind.Env, refused func(cluster.SchemeEntry, error)) *SchemeTable {
+	t := &SchemeTable{M: m, AllImmediate: true, AllLocalReads: true}
 	for _, e := range m.Schemes {
 		s := old.reuse(e)
 		if s == nil {
@@ -75,14 +75,14 @@ func bindTable(kinds kind.Registry, m *cluster.Map, old *schemeTable, env kind.E
 		if p, ok := s.(kind.Packed); ok {
 			t.packed = append(t.packed, p)
 		}
-		t.allImmediate = t.allImmediate && s.Traits().Immediate
-		t.allLocalReads = t.allLocalReads && s.Traits().ReadsLocally
+		t.AllImmediate = t.AllImmediate && s.Traits().Immediate
+		t.AllLocalReads = t.AllLocalReads && s.Traits().ReadsLocally
 	}
 	return t
 }
 
 // reuse returns t's binding of entry e if it has one for that very entry.
-func (t *schemeTable) reuse(e cluster.SchemeEntry) kind.Scheme {
+func (t *SchemeTable) reuse(e cluster.SchemeEntry) kind.Scheme {
 	if t == nil || int(e.ID) >= len(t.byID) || t.byID[e.ID] == nil || t.byID[e.ID].Entry() != e {
 		return nil
 	}
@@ -90,22 +90,22 @@ func (t *schemeTable) reuse(e cluster.SchemeEntry) kind.Scheme {
 }
 
 // of returns the bound scheme with id, or nil.
-func (t *schemeTable) of(id uint16) kind.Scheme {
+func (t *SchemeTable) of(id uint16) kind.Scheme {
 	if int(id) < len(t.byID) {
 		return t.byID[id]
 	}
 	return nil
 }
 
-// kindOf returns entry's bound scheme: from the current map's table, or
+// KindOf returns entry's bound scheme: from the current map's table, or
 // bound afresh when entry is not in it (a scheme the map has dropped). A
 // scheme id is never reused and its spec never changes (cluster.Map), so
 // the id alone finds the binding.
-func (n *Coordinator) kindOf(entry cluster.SchemeEntry) kind.Scheme {
-	if s := n.schemes(n.ctl.Map()).of(entry.ID); s != nil {
+func (n *Coordinator) KindOf(entry cluster.SchemeEntry) kind.Scheme {
+	if s := n.Schemes(n.Ctl.Map()).of(entry.ID); s != nil {
 		return s
 	}
-	s, err := n.kinds.Bind(entry, schemeEnv{n})
+	s, err := n.Kinds.Bind(entry, schemeEnv{n})
 	if err != nil {
 		return unsupported{entry: entry, err: err}
 	}
@@ -115,14 +115,14 @@ func (n *Coordinator) kindOf(entry cluster.SchemeEntry) kind.Scheme {
 // schemeEnv is the node as its schemes see it (kind.Env).
 type schemeEnv struct{ n *Coordinator }
 
-func (e schemeEnv) Self() cluster.NodeID { return e.n.id }
-func (e schemeEnv) Map() *cluster.Map    { return e.n.ctl.Map() }
-func (e schemeEnv) Corrupt()             { e.n.health.corrupt.Add(1) }
+func (e schemeEnv) Self() cluster.NodeID { return e.n.NodeID }
+func (e schemeEnv) Map() *cluster.Map    { return e.n.Ctl.Map() }
+func (e schemeEnv) Corrupt()             { e.n.Health.Corrupt.Add(1) }
 func (e schemeEnv) RepairLater(key []byte) {
 	e.n.repairLater(key)
 }
 
-func (e schemeEnv) LoadPiece(r kind.PieceRef) ([]byte, error) { return e.n.loadPiece(peer.PieceRef(r)) }
+func (e schemeEnv) LoadPiece(r kind.PieceRef) ([]byte, error) { return e.n.LoadPiece(peer.PieceRef(r)) }
 
 func (e schemeEnv) GetPiece(ctx context.Context, node cluster.Node, r kind.PieceRef) ([]byte, error) {
 	return e.n.getPiece(ctx, node, peer.PieceRef(r))
@@ -135,7 +135,7 @@ func (e schemeEnv) RepairRecord(key []byte, meta store.Meta, stored []byte) erro
 }
 
 func (e schemeEnv) ReportLost(k kind.LostKey) error {
-	e.n.lost.Add(k)
+	e.n.Lost.Add(k)
 	return k.Err()
 }
 
@@ -167,15 +167,15 @@ func (u unsupported) Fill(context.Context, []byte, store.Meta) ([]byte, []byte, 
 	return nil, nil, 0, u.err
 }
 
-// isPacked says whether sch keeps its objects in chunks of its own
+// IsPacked says whether sch keeps its objects in chunks of its own
 // (kind.Packed).
-func isPacked(sch kind.Scheme) bool {
+func IsPacked(sch kind.Scheme) bool {
 	_, ok := sch.(kind.Packed)
 	return ok
 }
 
-// lookup returns the bound scheme with id, if the table's map has it.
-func (t *schemeTable) lookup(id uint16) (kind.Scheme, bool) {
+// Lookup returns the bound scheme with id, if the table's map has it.
+func (t *SchemeTable) Lookup(id uint16) (kind.Scheme, bool) {
 	s := t.of(id)
 	return s, s != nil
 }

@@ -19,32 +19,32 @@ import (
 // stripeHost is the node as its stripe engine sees it.
 type stripeHost struct{ n *Node }
 
-func (h stripeHost) Self() cluster.NodeID { return h.n.id }
-func (h stripeHost) Map() *cluster.Map    { return h.n.ctl.Map() }
-func (h stripeHost) Fences() uint64       { return h.n.lease.fences.Load() }
+func (h stripeHost) Self() cluster.NodeID { return h.n.NodeID }
+func (h stripeHost) Map() *cluster.Map    { return h.n.Ctl.Map() }
+func (h stripeHost) Fences() uint64       { return h.n.Lease.Fences.Load() }
 
 func (h stripeHost) Call(ctx context.Context, node cluster.Node, msg stripe.Msg, payload []byte) ([]byte, error) {
-	return h.n.call(ctx, node, stripeFrame(msg), payload)
+	return h.n.Call(ctx, node, stripeFrame(msg), payload)
 }
 
 func (h stripeHost) CallEach(ctx context.Context, reqs []stripe.Request, fences uint64) ([][]byte, []error) {
-	out := make([]peerReq, len(reqs))
+	out := make([]PeerReq, len(reqs))
 	for i, r := range reqs {
-		out[i] = peerReq{node: r.Node, typ: stripeFrame(r.Msg), payload: r.Payload}
+		out[i] = PeerReq{Node: r.Node, Typ: stripeFrame(r.Msg), Payload: r.Payload}
 	}
-	return h.n.callEachSince(ctx, out, fences)
+	return h.n.CallEachSince(ctx, out, fences)
 }
 
-func (h stripeHost) SentParity(e cluster.SchemeEntry, b int) { h.n.metrics.sentRedundancy(e, b) }
-func (h stripeHost) RestoredOnDemand()                       { h.n.metrics.degradedRequest(degradedRestored) }
-func (h stripeHost) LoseTags(tags []uint32, k kind.LostKey)  { h.n.lost.AddTags(tags, k) }
+func (h stripeHost) SentParity(e cluster.SchemeEntry, b int) { h.n.Metrics.SentRedundancy(e, b) }
+func (h stripeHost) RestoredOnDemand()                       { h.n.Metrics.DegradedRequest(DegradedRestored) }
+func (h stripeHost) LoseTags(tags []uint32, k kind.LostKey)  { h.n.Lost.AddTags(tags, k) }
 func (h stripeHost) LoseRange(first, last int, k kind.LostKey) {
-	h.n.lost.AddRange(first, last, k)
+	h.n.Lost.AddRange(first, last, k)
 }
 
 func (h stripeHost) Rehome(ctx context.Context, m *cluster.Map, objects map[uint16][]stripe.Object) error {
-	keys, picks := newestLive(h.n.schemes(m), packedCandidates(objects))
-	return h.n.rehomePacked(ctx, m, packedObjects(keys, picks))
+	keys, picks := newestLive(h.n.Schemes(m), packedCandidates(objects))
+	return h.n.RehomePacked(ctx, m, packedObjects(keys, picks))
 }
 
 // stripeFrame is the peer frame type of a stripe engine message.
@@ -70,7 +70,7 @@ func (n *Node) startStripeRestores(ctx context.Context) {
 			faults.Hit(faults.BeforeStripeRestore)
 			return n.stripes.RestoreShard(ctx, sh.ID)
 		},
-		func(sh cluster.Shard) cluster.Command { return cluster.StripesRestored{Shard: sh.ID, By: n.id} })
+		func(sh cluster.Shard) cluster.Command { return cluster.StripesRestored{Shard: sh.ID, By: n.NodeID} })
 }
 
 // packedCandidates makes recovered objects, by scheme id, recovery
@@ -89,18 +89,18 @@ func packedCandidates(objects map[uint16][]stripe.Object) map[string][]*candidat
 
 // packedObjects are the objects of keys at the versions picks chose,
 // for rehomePacked.
-func packedObjects(keys []string, picks []*candidate) []packedObject {
-	out := make([]packedObject, len(keys))
+func packedObjects(keys []string, picks []*candidate) []PackedObject {
+	out := make([]PackedObject, len(keys))
 	for i, c := range picks {
-		out[i] = packedObject{key: keys[i], value: c.value, version: c.version, expireAt: c.expireAt, scheme: c.scheme}
+		out[i] = PackedObject{Key: keys[i], Value: c.value, Version: c.version, ExpireAt: c.expireAt, Scheme: c.scheme}
 	}
 	return out
 }
 
 // newestLive picks each key's newest candidate (newestReadable), leaving
 // out expired ones.
-func newestLive(t *schemeTable, cands map[string][]*candidate) ([]string, []*candidate) {
-	now := nowMs()
+func newestLive(t *SchemeTable, cands map[string][]*candidate) ([]string, []*candidate) {
+	now := NowMs()
 	var keys []string
 	var picks []*candidate
 	for key, cs := range cands {

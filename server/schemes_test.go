@@ -9,7 +9,7 @@ import (
 
 // tableOf binds m's catalogue without a node: for the kinds' properties,
 // placement and encoding, which need no environment.
-func tableOf(t *testing.T, m *cluster.Map) *schemeTable {
+func tableOf(t *testing.T, m *cluster.Map) *SchemeTable {
 	t.Helper()
 	return bindTable(kindsFor(nil), m, nil, nil, func(e cluster.SchemeEntry, err error) { t.Fatalf("%s: %v", e.Name(), err) })
 }
@@ -31,16 +31,16 @@ func TestSchemeTableBindsTheCatalogue(t *testing.T) {
 	m := testMap(t, 4)
 	tab := tableOf(t, m)
 	for _, e := range m.Schemes {
-		s, ok := tab.lookup(e.ID)
+		s, ok := tab.Lookup(e.ID)
 		if !ok || s.Entry() != e {
 			t.Fatalf("scheme %s: bound %v, %v", e.Name(), s, ok)
 		}
 	}
-	if _, ok := tab.lookup(999); ok {
+	if _, ok := tab.Lookup(999); ok {
 		t.Fatal("an id the catalogue lacks was found")
 	}
-	if tab.allImmediate || tab.allLocalReads {
-		t.Fatalf("a catalogue with rep and split: allImmediate %v, allLocalReads %v", tab.allImmediate, tab.allLocalReads)
+	if tab.AllImmediate || tab.AllLocalReads {
+		t.Fatalf("a catalogue with rep and split: allImmediate %v, allLocalReads %v", tab.AllImmediate, tab.AllLocalReads)
 	}
 	next := bindTable(kindsFor(nil), m, tab, nil, nil)
 	for _, e := range m.Schemes {

@@ -64,14 +64,14 @@ func (u *schemeUsage) add(o *schemeUsage) {
 
 // localStats reads this node's stores' per-scheme counters.
 func (n *Node) localStats() nodeStats {
-	p, q := n.primary.Stats(), n.pieces.Stats()
-	st := nodeStats{Node: n.id, Keys: int64(p.Keys), Schemes: map[uint16]*schemeUsage{},
+	p, q := n.Primary.Stats(), n.Pieces.Stats()
+	st := nodeStats{Node: n.NodeID, Keys: int64(p.Keys), Schemes: map[uint16]*schemeUsage{},
 		PrimaryBytes: p.MemoryBytes(), PieceBytes: q.MemoryBytes(), OverheadPerKey: p.IndexHeaderPerKey(),
-		Serving: n.serving(), Commands: n.stats.commands.Load()}
-	st.Lost, st.LostCount = n.lost.List(lostListMax)
-	st.Rebuild = n.rebuild.report()
-	m := n.ctl.Map()
-	t := n.schemes(m)
+		Serving: n.Serving(), Commands: n.Stats.Commands.Load()}
+	st.Lost, st.LostCount = n.Lost.List(lostListMax)
+	st.Rebuild = n.Rebuild.Report()
+	m := n.Ctl.Map()
+	t := n.Schemes(m)
 	usage := func(id uint16) *schemeUsage {
 		if st.Schemes[id] == nil {
 			st.Schemes[id] = &schemeUsage{}
@@ -81,13 +81,13 @@ func (n *Node) localStats() nodeStats {
 	for id, s := range p.ByScheme {
 		u := usage(id)
 		u.Keys = int64(s.Keys)
-		u.Logical = int64(s.KeyBytes+s.ValueBytes) + n.stats.detachedBytes(id).Load()
-		if sch, ok := t.lookup(id); !ok || sch.Traits().ReadsLocally {
+		u.Logical = int64(s.KeyBytes+s.ValueBytes) + n.Stats.DetachedBytes(id).Load()
+		if sch, ok := t.Lookup(id); !ok || sch.Traits().ReadsLocally {
 			u.Stored += int64(s.KeyBytes + s.ValueBytes) // a copy, not metadata only
 		}
 	}
 	for id, s := range q.ByScheme {
-		if id == dirSchemeID {
+		if id == DirSchemeID {
 			continue // the key directory is the node's overhead, in PieceBytes
 		}
 		usage(id).Stored += int64(s.KeyBytes + s.ValueBytes)
@@ -105,7 +105,7 @@ func (n *Node) localStats() nodeStats {
 }
 
 func (n *Node) onStats([]byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.PeerTimeout*4/5)
+	ctx, cancel := context.WithTimeout(context.Background(), n.Cfg.PeerTimeout*4/5)
 	defer cancel()
 	if err := n.stripes.RestoreAll(ctx); err != nil { // the key counts must include them
 		return nil, err
@@ -117,17 +117,17 @@ func (n *Node) onStats([]byte) ([]byte, error) {
 // nodes hold nothing that counts). It returns what the nodes that answered
 // within the failure timeout reported, and an error naming the others.
 func (n *Node) clusterStats(ctx context.Context) ([]nodeStats, error) {
-	m := n.ctl.Map()
+	m := n.Ctl.Map()
 	out := make([]nodeStats, len(m.Nodes))
 	errs := make([]error, len(m.Nodes))
-	ctx, cancel := context.WithTimeout(ctx, min(n.cfg.PeerTimeout, n.cfg.FailureTimeout))
+	ctx, cancel := context.WithTimeout(ctx, min(n.Cfg.PeerTimeout, n.Cfg.FailureTimeout))
 	defer cancel()
 	var wg sync.WaitGroup
 	for i, node := range m.Nodes {
 		switch {
 		case node.State == cluster.Failed || node.State == cluster.Left:
 			errs[i] = errSkipped
-		case node.ID == n.id:
+		case node.ID == n.NodeID:
 			if errs[i] = n.stripes.RestoreAll(ctx); errs[i] == nil {
 				out[i] = n.localStats()
 			}
@@ -135,7 +135,7 @@ func (n *Node) clusterStats(ctx context.Context) ([]nodeStats, error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				b, err := n.call(ctx, node, peer.MsgStats, nil)
+				b, err := n.Call(ctx, node, peer.MsgStats, nil)
 				if err == nil {
 					err = json.Unmarshal(b, &out[i])
 				}
