@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/resp"
 )
 
@@ -69,7 +70,7 @@ func (n *Node) authenticate(cs *connState, user, pass string) resp.Reply {
 	case p == nil:
 		return resp.Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 	case user != "default" || !p.Matches(pass):
-		n.Metrics.AuthFailed(AuthClient)
+		n.Metrics.AuthFailed(core.AuthClient)
 		return resp.Err("WRONGPASS invalid username-password pair or user is disabled.")
 	}
 	cs.authed = true

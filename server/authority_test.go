@@ -14,6 +14,7 @@ import (
 	"github.com/memgest/memgest/cluster/control"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/stripe"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/transport"
 )
@@ -68,14 +69,16 @@ func (p *authorityPeer) frames() []uint64 {
 
 // leasedNode is a node with a fresh lease under m, enough to send frames.
 func leasedNode(t *testing.T, m *cluster.Map) *Node {
-	n := &Node{Coordinator: &Coordinator{Cfg: Config{PeerTimeout: 2 * time.Second}, Ctl: control.NewStatic(m), Peers: transport.NewPool(), Metrics: newNodeMetrics(),
-		Started: time.Now(), Log: slog.New(slog.DiscardHandler), Leases: transport.NewPool()}}
+	// No failure timeout: the node counts as long started (auditVerdicts).
+	cfg := Config{PeerTimeout: 2 * time.Second, MaxValueSize: DefaultConfig().MaxValueSize}
+	n := &Node{Coordinator: core.NewCoordinator(cfg, slog.New(slog.DiscardHandler), time.Now(), nil, nil)}
+	n.Ctl = control.NewStatic(m)
 	t.Cleanup(func() { n.Peers.Close(); n.Leases.Close() })
 	n.stripes = stripe.NewEngine(stripeHost{n}, stripe.Config{PeerTimeout: n.Cfg.PeerTimeout}, n.Log)
 	n.Kinds, n.PackedHeld = kindsFor(n.stripes), n.stripes.InUse
 	n.Router = n.newRouter()
 	n.Router.Maps = n.Ctl
-	n.Lease.until.Store(n.MonoNow() + int64(time.Hour))
+	n.Lease.Until.Store(n.MonoNow() + int64(time.Hour))
 	n.Lease.Fresh.Store(true) // fence() then wipes nothing
 	return n
 }
@@ -97,9 +100,9 @@ func TestAuthorityFramesKeepTheirEpoch(t *testing.T) {
 	}{
 		{"pieces, lease held", peer.MsgPutPieces, func(*Node) {}, true},
 		{"pieces, fenced", peer.MsgPutPieces, func(n *Node) { n.fence() }, false},
-		{"release, lease lapsed", peer.MsgDelPiece, func(n *Node) { n.Lease.until.Store(0) }, false},
+		{"release, lease lapsed", peer.MsgDelPiece, func(n *Node) { n.Lease.Until.Store(0) }, false},
 		{"directory, fenced and readmitted", peer.MsgDirectory, func(n *Node) { n.fence(); n.accepted(n.MonoNow()) }, false},
-		{"forwarded command, lease lapsed", peer.MsgForward, func(n *Node) { n.Lease.until.Store(0) }, true},
+		{"forwarded command, lease lapsed", peer.MsgForward, func(n *Node) { n.Lease.Until.Store(0) }, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -117,8 +120,8 @@ func TestAuthorityFramesKeepTheirEpoch(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, errLeaseGone) || len(got) != 1 {
-				t.Fatalf("want one frame and errLeaseGone; got %v, err %v", got, err)
+			if !errors.Is(err, core.ErrLeaseGone) || len(got) != 1 {
+				t.Fatalf("want one frame and core.ErrLeaseGone; got %v, err %v", got, err)
 			}
 		})
 	}
@@ -130,10 +133,10 @@ func TestCallEachSendsNoAuthorityWithoutALease(t *testing.T) {
 	m := testMap(t, 3)
 	other := startAuthorityPeer(t, 0, func() {})
 	n := leasedNode(t, m)
-	n.Lease.until.Store(0)
+	n.Lease.Until.Store(0)
 	to := cluster.Node{ID: "peer", PeerAddr: other.addr}
-	_, errs := n.CallEach(context.Background(), []PeerReq{{Node: to, Typ: peer.MsgPutPieces}, {Node: to, Typ: peer.MsgStats}})
-	if !errors.Is(errs[0], errLeaseGone) || errs[1] != nil {
+	_, errs := n.CallEach(context.Background(), []core.PeerReq{{Node: to, Typ: peer.MsgPutPieces}, {Node: to, Typ: peer.MsgStats}})
+	if !errors.Is(errs[0], core.ErrLeaseGone) || errs[1] != nil {
 		t.Fatalf("errors %v", errs)
 	}
 	if got := other.frames(); len(got) != 1 {
@@ -146,36 +149,35 @@ func TestCallEachSendsNoAuthorityWithoutALease(t *testing.T) {
 // which doubled the queue every round), and never survive a fence.
 func TestDirectoryRequeueUnderALapsedLease(t *testing.T) {
 	n := leasedNode(t, testMap(t, 6))
-	n.directory.wake = make(chan struct{}, 1)
-	n.Lease.until.Store(0) // lapsed, not fenced
-	batch := []DirEntry{{Key: []byte("a"), Scheme: 1, Version: 1}, {Key: []byte("b"), Scheme: 1, Version: 2}}
-	take := func() ([]DirEntry, uint64) {
-		d := &n.directory
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		q, f := d.queue, d.fences
-		d.queue = nil
+	n.Lease.Until.Store(0) // lapsed, not fenced
+	batch := []core.DirEntry{{Key: []byte("a"), Scheme: 1, Version: 1}, {Key: []byte("b"), Scheme: 1, Version: 2}}
+	take := func() ([]core.DirEntry, uint64) {
+		d := &n.Directory
+		d.Mu.Lock()
+		defer d.Mu.Unlock()
+		q, f := d.Queue, d.Fences
+		d.Queue = nil
 		return q, f
 	}
-	n.sendDirectory(batch, 0)
+	n.SendDirectory(batch, 0)
 	for round := range 3 {
 		q, f := take()
 		if len(q) != len(batch) || f != 0 {
 			t.Fatalf("round %d: %d entries queued again at fence count %d, want %d at 0", round, len(q), f, len(batch))
 		}
-		n.sendDirectory(q, f)
+		n.SendDirectory(q, f)
 	}
 	n.fence() // fresh: no wipe
 	if q, _ := take(); len(q) != 0 {
 		t.Fatalf("%d entries still queued after a fence", len(q))
 	}
 	n.accepted(n.MonoNow()) // readmitted, leased again
-	n.sendDirectory(batch, 0)
+	n.SendDirectory(batch, 0)
 	if q, _ := take(); len(q) != 0 {
 		t.Fatalf("entries decided before the fence were queued again after it: %d", len(q))
 	}
 	if _, errs := n.CallEachSince(context.Background(),
-		[]PeerReq{{Node: n.Ctl.Map().Nodes[1], Typ: peer.MsgDirectory}}, 0); !errors.Is(errs[0], errLeaseGone) {
-		t.Fatalf("a directory frame decided before the fence: %v, want errLeaseGone", errs[0])
+		[]core.PeerReq{{Node: n.Ctl.Map().Nodes[1], Typ: peer.MsgDirectory}}, 0); !errors.Is(errs[0], core.ErrLeaseGone) {
+		t.Fatalf("a directory frame decided before the fence: %v, want core.ErrLeaseGone", errs[0])
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/memgest/memgest/internal/faults"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
 )
@@ -58,13 +59,13 @@ func cmdDebug(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.R
 // tests and operators looking for garbage.
 func (n *Node) listOwnPieces() resp.Reply {
 	m := n.Ctl.Map()
-	kinds := [...]string{PieceKindReplica: "replica", PieceKindShard: "shard", PieceKindDirectory: "directory"}
+	kinds := [...]string{core.PieceKindReplica: "replica", core.PieceKindShard: "shard", core.PieceKindDirectory: "directory"}
 	var out []resp.Reply
 	var cursor uint64
 	for {
 		cursor = n.Pieces.Scan(cursor, 1024, func(k []byte, meta store.Meta) bool {
-			ref, kind, ok := ParsePieceKey(k)
-			if !ok || kind == PieceKindDirectory {
+			ref, kind, ok := core.ParsePieceKey(k)
+			if !ok || kind == core.PieceKindDirectory {
 				return true
 			}
 			name := strconv.Itoa(int(ref.Scheme))
@@ -107,7 +108,7 @@ func (n *Node) flipCopies(key []byte) int {
 	for {
 		var match [][]byte
 		cursor = n.Pieces.Scan(cursor, 1024, func(k []byte, _ store.Meta) bool {
-			if ref, _, ok := ParsePieceKey(k); ok && string(ref.Key) == string(key) {
+			if ref, _, ok := core.ParsePieceKey(k); ok && string(ref.Key) == string(key) {
 				match = append(match, append([]byte(nil), k...))
 			}
 			return true

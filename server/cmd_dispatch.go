@@ -6,6 +6,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
@@ -78,7 +79,7 @@ func (n *Node) executeParsed(ctx context.Context, cs *connState, args [][]byte, 
 			return r
 		}
 	}
-	start := Monotime()
+	start := core.Monotime()
 	r := n.dispatch(ctx, cs, cmd, args, p)
 	n.Metrics.ObserveCommand(cmd, name, start)
 	return r
@@ -204,7 +205,7 @@ func coordinatorOf(m *cluster.Map, keys [][]byte) (owner cluster.Node, slot int,
 // themselves, which would apply an INCR twice.
 func (n *Node) forward(ctx context.Context, cs *connState, owner cluster.Node, args [][]byte) resp.Reply {
 	payload, tail := forwardReq{Proto: cs.proto, Args: args}.spool()
-	out, err := n.CallUnder(ctx, PeerReq{Node: owner, Typ: peer.MsgForward, Payload: payload, Tail: tail}, nil)
+	out, err := n.CallUnder(ctx, core.PeerReq{Node: owner, Typ: peer.MsgForward, Payload: payload, Tail: tail}, nil)
 	if errors.Is(err, transport.ErrNotSent) {
 		// Safe to retry: the coordinator never saw the command.
 		return resp.Errorf("TRYAGAIN memgest: coordinator %s unreachable; the command was not sent: %v", owner.ClientAddr, err)

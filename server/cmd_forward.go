@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/memgest/memgest/internal/bigcopy"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/transport"
@@ -45,7 +46,7 @@ func (n *Node) runForwarded(b []byte) (head, body []byte, err error) {
 	}
 	// Finish (or give up) before the forwarding node stops waiting
 	// (callUnder).
-	budget := n.Cfg.PeerTimeout*4/5 + TransferTime(ForwardWork*len(b))
+	budget := n.Cfg.PeerTimeout*4/5 + core.TransferTime(core.ForwardWork*len(b))
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	cs := &connState{proto: f.Proto, authed: true, forwarded: true}

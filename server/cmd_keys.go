@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/resp"
 )
 
@@ -42,12 +43,12 @@ func cmdDel(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Rep
 // deletion whose redundancy is released before it is acknowledged.
 func (n *Node) del(ctx context.Context, key []byte) (bool, error) {
 	var existed bool
-	err := n.RMWMeta(ctx, key, func(cur Current) (*WriteOp, error) {
+	err := n.RMWMeta(ctx, key, func(cur core.Current) (*core.WriteOp, error) {
 		existed = cur.Exists
 		if !cur.Exists {
 			return nil, nil
 		}
-		return &WriteOp{Key: key, Del: true, Entry: cur.Entry}, nil
+		return &core.WriteOp{Key: key, Del: true, Entry: cur.Entry}, nil
 	})
 	return existed, err
 }
@@ -77,7 +78,7 @@ func fanCount(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.R
 
 func cmdType(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	meta, ok := n.KeyMeta(args[1])
-	if !ok || (meta.ExpireAt != 0 && meta.ExpireAt <= NowMs()) {
+	if !ok || (meta.ExpireAt != 0 && meta.ExpireAt <= core.NowMs()) {
 		return resp.Simple("none")
 	}
 	return resp.Simple("string")
@@ -86,7 +87,7 @@ func cmdType(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Re
 // cmdExpire is EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT with Redis 7's NX,
 // XX, GT and LT conditions (the parser reads the unit from the name).
 func cmdExpire(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	now := NowMs()
+	now := core.NowMs()
 	a, bad := resp.ParseExpire(args, now)
 	if bad.IsError() {
 		return bad
@@ -96,7 +97,7 @@ func cmdExpire(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.
 		at = now
 	}
 	var set bool
-	err := n.RMW(ctx, args[1], func(cur Current) (*WriteOp, error) {
+	err := n.RMW(ctx, args[1], func(cur core.Current) (*core.WriteOp, error) {
 		set = cur.Exists && expireAllowed(a, cur.Meta.ExpireAt, at)
 		if !set {
 			return nil, nil
@@ -128,7 +129,7 @@ func expireAllowed(a resp.ExpireArgs, current, next int64) bool {
 func ttlCmd(unit int64) handler {
 	return func(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 		meta, ok := n.KeyMeta(args[1])
-		now := NowMs()
+		now := core.NowMs()
 		switch {
 		case !ok || (meta.ExpireAt != 0 && meta.ExpireAt <= now):
 			return resp.Int(-2)
@@ -142,7 +143,7 @@ func ttlCmd(unit int64) handler {
 
 func cmdPersist(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	var changed bool
-	err := n.RMW(ctx, args[1], func(cur Current) (*WriteOp, error) {
+	err := n.RMW(ctx, args[1], func(cur core.Current) (*core.WriteOp, error) {
 		changed = cur.Exists && cur.Meta.ExpireAt != 0
 		if !changed {
 			return nil, nil

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/server/resp"
 )
@@ -206,7 +207,7 @@ func (n *Node) dropKeys(ctx context.Context, keys [][]byte, deleted *int64) erro
 // key reported lost included, and says whether there was one.
 func (n *Node) dropKey(ctx context.Context, key []byte) (bool, error) {
 	var existed bool
-	err := n.RMWMeta(ctx, key, func(cur Current) (*WriteOp, error) {
+	err := n.RMWMeta(ctx, key, func(cur core.Current) (*core.WriteOp, error) {
 		entry := cur.Entry
 		if !cur.Exists {
 			meta, ok := n.KeyMeta(key) // expired, not yet deleted
@@ -218,7 +219,7 @@ func (n *Node) dropKey(ctx context.Context, key []byte) (bool, error) {
 			}
 		}
 		existed = true
-		return &WriteOp{Key: key, Del: true, Entry: entry}, nil
+		return &core.WriteOp{Key: key, Del: true, Entry: entry}, nil
 	})
 	return existed, err
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/resp"
 )
 
@@ -106,13 +107,13 @@ func cmdMSet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Re
 		}
 	}
 	last := lastOccurrence(args)
-	ws := make([]BlindWrite, 0, len(args)/2)
+	ws := make([]core.BlindWrite, 0, len(args)/2)
 	for i := 1; i < len(args); i += 2 {
 		if last[string(args[i])] == i { // a later pair sets this key: Redis keeps the last
-			ws = append(ws, BlindWrite{Key: args[i], Value: args[i+1]})
+			ws = append(ws, core.BlindWrite{Key: args[i], Value: args[i+1]})
 		}
 	}
-	n.WriteBlind(ctx, ws, Monotime())
+	n.WriteBlind(ctx, ws, core.Monotime())
 	for _, w := range ws {
 		if w.Err != nil {
 			return errReply(w.Err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
@@ -112,7 +113,7 @@ func (n *Node) scanLocal(req scanReq) scanResp {
 	if count <= 0 {
 		count = 10
 	}
-	now := NowMs()
+	now := core.NowMs()
 	m := n.Ctl.Map()
 	var out scanResp
 	typeOK := req.Type == "" || strings.EqualFold(req.Type, "string")

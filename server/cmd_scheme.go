@@ -10,6 +10,7 @@ import (
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/stripe"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/resp"
 )
 
@@ -186,7 +187,7 @@ func cmdSchemeOf(n *Node, ctx context.Context, cs *connState, args [][]byte) res
 	pieces, down := n.describePieces(m, args[1], cur)
 	ttl := int64(-1)
 	if cur.Meta.ExpireAt != 0 {
-		ttl = cur.Meta.ExpireAt - NowMs()
+		ttl = cur.Meta.ExpireAt - core.NowMs()
 	}
 	return resp.Map(
 		resp.BulkString("scheme"), resp.BulkString(cur.Entry.Name()),
@@ -202,7 +203,7 @@ func cmdSchemeOf(n *Node, ctx context.Context, cs *connState, args [][]byte) res
 
 // describePieces lists where key's pieces live and counts those on nodes
 // that are not up.
-func (n *Node) describePieces(m *cluster.Map, key []byte, cur Current) ([]resp.Reply, int) {
+func (n *Node) describePieces(m *cluster.Map, key []byte, cur core.Current) ([]resp.Reply, int) {
 	self, _ := m.Node(n.NodeID)
 	out := []resp.Reply{pieceInfo("primary", 0, self)}
 	sch := n.KindOf(cur.Entry)
@@ -233,13 +234,13 @@ func cmdSchemeMove(n *Node, ctx context.Context, cs *connState, args [][]byte) r
 		return errReply(err)
 	}
 	var existed, moved bool
-	err = n.RMW(ctx, args[1], func(cur Current) (*WriteOp, error) {
+	err = n.RMW(ctx, args[1], func(cur core.Current) (*core.WriteOp, error) {
 		existed = cur.Exists
 		moved = cur.Exists && cur.Entry.ID != target.ID
 		if !moved {
 			return nil, nil
 		}
-		return &WriteOp{Key: args[1], Value: cur.Value, ExpireAt: cur.Meta.ExpireAt, Entry: target,
+		return &core.WriteOp{Key: args[1], Value: cur.Value, ExpireAt: cur.Meta.ExpireAt, Entry: target,
 			Shrinks: target.Spec.Overhead() <= cur.Entry.Spec.Overhead()}, nil
 	})
 	switch {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/resp"
 )
 
@@ -14,7 +15,7 @@ import (
 // it before any command that must see those writes: a command on one of its
 // keys, a session command, or the end of the pipeline.
 type setGroup struct {
-	writes []BlindWrite
+	writes []core.BlindWrite
 	at     []int               // each write's position in the pipeline
 	keys   map[uint64]struct{} // hashes of the keys: a collision only flushes early
 }
@@ -58,7 +59,7 @@ func (g *setGroup) add(at int, key, value []byte) {
 		g.keys = make(map[uint64]struct{})
 	}
 	g.keys[maphash.Bytes(groupSeed, key)] = struct{}{}
-	g.writes = append(g.writes, BlindWrite{Key: key, Value: value})
+	g.writes = append(g.writes, core.BlindWrite{Key: key, Value: value})
 	g.at = append(g.at, at)
 }
 
@@ -77,7 +78,7 @@ func (g *setGroup) flush(n *Node, ctx context.Context, cs *connState, replies []
 	if len(g.writes) == 0 {
 		return
 	}
-	start := Monotime()
+	start := core.Monotime()
 	a := n.TakeAuthority()
 	ok := errFenced // lapsed since the SETs joined: none runs
 	if a.Ok {

@@ -9,6 +9,7 @@ import (
 	"github.com/memgest/memgest/internal/bigcopy"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/resp"
 )
 
@@ -56,7 +57,7 @@ func cmdSet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Rep
 	if r, ok := n.checkValueSize(args[2]); !ok {
 		return r
 	}
-	expireAt, ok := a.ExpireAt(NowMs())
+	expireAt, ok := a.ExpireAt(core.NowMs())
 	if !ok {
 		return resp.ErrInvalidExpire("set")
 	}
@@ -83,7 +84,7 @@ func cmdSet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Rep
 func (n *Node) setConditional(ctx context.Context, key, value []byte, expireAt int64, a resp.SetArgs, entry *cluster.SchemeEntry) resp.Reply {
 	var old []byte
 	var existed, wrote bool
-	err := n.RMW(ctx, key, func(cur Current) (*WriteOp, error) {
+	err := n.RMW(ctx, key, func(cur core.Current) (*core.WriteOp, error) {
 		old, existed, wrote = cur.Value, cur.Exists, false
 		if (a.NX && cur.Exists) || (a.XX && !cur.Exists) {
 			return nil, nil
@@ -107,12 +108,12 @@ func (n *Node) setConditional(ctx context.Context, key, value []byte, expireAt i
 func cmdGetDel(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	var old []byte
 	var existed bool
-	err := n.RMW(ctx, args[1], func(cur Current) (*WriteOp, error) {
+	err := n.RMW(ctx, args[1], func(cur core.Current) (*core.WriteOp, error) {
 		old, existed = cur.Value, cur.Exists
 		if !cur.Exists {
 			return nil, nil
 		}
-		return &WriteOp{Key: args[1], Del: true, Entry: cur.Entry}, nil
+		return &core.WriteOp{Key: args[1], Del: true, Entry: cur.Entry}, nil
 	})
 	if err != nil {
 		return errReply(err)
@@ -133,14 +134,14 @@ func cmdGetEx(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.R
 	}
 	var val []byte
 	var existed bool
-	err := n.RMW(ctx, args[1], func(cur Current) (*WriteOp, error) {
+	err := n.RMW(ctx, args[1], func(cur core.Current) (*core.WriteOp, error) {
 		val, existed = cur.Value, cur.Exists
 		if !cur.Exists {
 			return nil, nil
 		}
 		// Redis checks the expiry only once the key is found.
 		var expireAt int64
-		if expireAt, bad = a.ExpireAt(NowMs()); bad.IsError() {
+		if expireAt, bad = a.ExpireAt(core.NowMs()); bad.IsError() {
 			return nil, nil
 		}
 		return n.RetimeOp(cur, args[1], expireAt), nil
@@ -159,7 +160,7 @@ func cmdGetEx(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.R
 
 func cmdAppend(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	var newLen int
-	err := n.RMW(ctx, args[1], func(cur Current) (*WriteOp, error) {
+	err := n.RMW(ctx, args[1], func(cur core.Current) (*core.WriteOp, error) {
 		v := bigcopy.Append(bigcopy.Append(make([]byte, 0, len(cur.Value)+len(args[2])), cur.Value), args[2])
 		if int64(len(v)) > n.Cfg.MaxValueSize {
 			return nil, errTooBig
@@ -201,7 +202,7 @@ const minInt64 = -1 << 63
 
 func (n *Node) incr(ctx context.Context, key []byte, delta int64) resp.Reply {
 	var result int64
-	err := n.RMW(ctx, key, func(cur Current) (*WriteOp, error) {
+	err := n.RMW(ctx, key, func(cur core.Current) (*core.WriteOp, error) {
 		var v int64
 		if cur.Exists {
 			var ok bool
@@ -232,8 +233,8 @@ func errReply(err error) resp.Reply {
 		return resp.Err(lost.Error())
 	case errors.Is(err, errNotInt), errors.Is(err, errOverflow), errors.Is(err, errTooBig):
 		return resp.Err(err.Error())
-	case errors.Is(err, ErrOOM):
-		return resp.Err(ErrOOM.Error())
+	case errors.Is(err, core.ErrOOM):
+		return resp.Err(core.ErrOOM.Error())
 	case errors.Is(err, scheme.ErrSpec), errors.Is(err, scheme.ErrAlias):
 		return resp.Err("ERR " + err.Error())
 	case errors.Is(err, context.DeadlineExceeded):

@@ -7,6 +7,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/resp"
 )
 
@@ -25,7 +26,7 @@ func cmdSchemeVerify(n *Node, ctx context.Context, cs *connState, args [][]byte)
 	key := args[1]
 	var rep verifyReport
 	var found bool
-	err := n.RMW(ctx, key, func(cur Current) (*WriteOp, error) {
+	err := n.RMW(ctx, key, func(cur core.Current) (*core.WriteOp, error) {
 		if found = cur.Exists; found {
 			rep = n.verifyPieces(ctx, n.Ctl.Map(), key, cur)
 		}
@@ -84,7 +85,7 @@ type verifyReport struct {
 // verifyPieces checks key's pieces against cur, its committed state (whose
 // primary record readCommitted has already checked against its CRC32C, or
 // decoded), through its scheme (kind.Scheme.Verify).
-func (n *Node) verifyPieces(ctx context.Context, m *cluster.Map, key []byte, cur Current) verifyReport {
+func (n *Node) verifyPieces(ctx context.Context, m *cluster.Map, key []byte, cur core.Current) verifyReport {
 	r := verifyReport{scheme: cur.Entry.Name(), version: cur.Meta.Version}
 	sch := n.KindOf(cur.Entry)
 	if _, err := sch.Targets(m, key); err != nil {

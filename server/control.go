@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
 )
 
@@ -67,7 +68,7 @@ func (n *Node) join(ctx context.Context, self cluster.Node) error {
 			_, err = n.Ctl.WaitEpoch(ctx, epoch)
 			return err
 		}
-		if hint, ok := LeaderHint(err); ok {
+		if hint, ok := core.LeaderHint(err); ok {
 			addr = hint
 		}
 		n.Log.Debug("join retry", "addr", addr, "err", err)

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme/stripe"
+	"github.com/memgest/memgest/server/core"
 )
 
 // This file is the node's half of stripe compaction (decision 0003;
@@ -57,7 +59,7 @@ func (n *Node) compactLoop(ctx context.Context) {
 		for _, r := range work {
 			for objs := r.Objects; len(objs) > 0; {
 				k := min(len(objs), compactBatch)
-				n.Relocate(ctx, r.Scheme, objs[:k])
+				n.Relocate(ctx, relocations(r.Scheme, objs[:k]))
 				objs = objs[k:]
 			}
 		}
@@ -73,4 +75,14 @@ func (n *Node) compactLoop(ctx context.Context) {
 // working on.
 func compactable(m *cluster.Map) bool {
 	return m.State == cluster.OK && m.RecoveringShards() == 0 && m.RebuildingShards() == 0
+}
+
+// relocations are compaction's victim objects of the stripe scheme with id
+// scheme, as the core relocates them.
+func relocations(scheme uint16, objs []stripe.Object) []core.PackedObject {
+	out := make([]core.PackedObject, len(objs))
+	for i, o := range objs {
+		out[i] = core.PackedObject{Key: o.Key, Value: o.Value, Version: o.Version, ExpireAt: o.ExpireAt, Scheme: scheme}
+	}
+	return out
 }

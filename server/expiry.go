@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/store"
 )
 
@@ -40,7 +41,7 @@ func (n *Node) expireSample(ctx context.Context) {
 	deadline := time.Now().Add(expireBudget)
 	for time.Now().Before(deadline) {
 		var keys [][]byte
-		n.Primary.SampleExpired(NowMs(), expireBatch, func(key []byte, _ store.Meta) {
+		n.Primary.SampleExpired(core.NowMs(), expireBatch, func(key []byte, _ store.Meta) {
 			keys = append(keys, append([]byte(nil), key...))
 		})
 		for _, k := range keys {
@@ -50,5 +51,5 @@ func (n *Node) expireSample(ctx context.Context) {
 			break
 		}
 	}
-	n.stripes.SampleExpired(deadline, NowMs, func(key []byte) { n.ExpireKey(ctx, key) })
+	n.stripes.SampleExpired(deadline, core.NowMs, func(key []byte) { n.ExpireKey(ctx, key) })
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/transport"
@@ -192,7 +193,7 @@ func (n *Node) accepted(sent int64) {
 	}
 	n.Lease.Fresh.Store(false)
 	now := n.MonoNow()
-	n.Metrics.Heartbeat.Observe(Seconds(now - sent))
+	n.Metrics.Heartbeat.Observe(core.Seconds(now - sent))
 	if prev := n.Renew(sent); !fenced && prev > 0 && prev < now {
 		n.Metrics.LeaseLapses.Inc()
 		n.Log.Warn("this node's lease lapsed before a heartbeat renewed it", "node", n.NodeID,
@@ -371,7 +372,7 @@ func (n *Node) refuseKeys(m *cluster.Map, keys [][]byte) (resp.Reply, bool) {
 		slot := keyslot.Of(k)
 		if sh := m.ShardOf(slot); sh != nil && sh.Recovering {
 			if c, ok := m.Coordinator(slot); ok && c.ID == n.NodeID {
-				n.Metrics.DegradedRequest(DegradedRecovering)
+				n.Metrics.DegradedRequest(core.DegradedRecovering)
 				return resp.Errorf("TRYAGAIN memgest: shard %d is recovering after its coordinator failed", sh.ID), true
 			}
 		}

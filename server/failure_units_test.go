@@ -9,6 +9,7 @@ import (
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/store"
 )
 
@@ -65,10 +66,10 @@ func TestJudgeWeighsTheDirectoryAgainstReadableVersions(t *testing.T) {
 	lostShards := &candidate{scheme: split, version: 9, shards: map[uint8]bool{1: true}, complete: true}
 	completeReplica := &candidate{scheme: rep, version: 5, shards: map[uint8]bool{1: true}, complete: true}
 	dir := func(s uint16, v uint64, exp int64) map[string]pieceEntry {
-		return map[string]pieceEntry{"k": {Key: []byte("k"), Scheme: s, Version: v, ExpireAt: exp, Kind: PieceKindDirectory}}
+		return map[string]pieceEntry{"k": {Key: []byte("k"), Scheme: s, Version: v, ExpireAt: exp, Kind: core.PieceKindDirectory}}
 	}
 	tomb := func(v uint64) map[string]pieceEntry {
-		return map[string]pieceEntry{"k": {Key: []byte("k"), Version: v, Kind: PieceKindDirectory, Index: DirTombstoneFlag}}
+		return map[string]pieceEntry{"k": {Key: []byte("k"), Version: v, Kind: core.PieceKindDirectory, Index: core.DirTombstoneFlag}}
 	}
 	cases := []struct {
 		name  string
@@ -149,25 +150,25 @@ func TestAnnouncementPrecedesWhatReplacesPieces(t *testing.T) {
 	n := leasedNode(t, m)
 	n.Primary = store.New()
 	key := []byte("k")
-	if _, ok := n.announcement(&WriteOp{Key: key, Entry: none}, 5); ok {
+	if _, ok := n.Announcement(&core.WriteOp{Key: key, Entry: none}, 5); ok {
 		t.Error("creating a key announced an entry")
 	}
 	if err := n.Primary.Put(key, []byte("v"), store.Meta{Version: 4, Scheme: none.ID}); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := n.announcement(&WriteOp{Key: key, Entry: none}, 5); ok {
+	if _, ok := n.Announcement(&core.WriteOp{Key: key, Entry: none}, 5); ok {
 		t.Error("an overwrite in the same scheme announced an entry")
 	}
-	if _, ok := n.announcement(&WriteOp{Key: key, Entry: rep}, 5); ok {
+	if _, ok := n.Announcement(&core.WriteOp{Key: key, Entry: rep}, 5); ok {
 		t.Error("a move to a redundant scheme announced an entry")
 	}
 	if err := n.Primary.Put(key, []byte("v"), store.Meta{Version: 4, Scheme: rep.ID}); err != nil {
 		t.Fatal(err)
 	}
-	if e, ok := n.announcement(&WriteOp{Key: key, Entry: none}, 5); !ok || e.Kind != dirExists || e.Scheme != none.ID || e.Version != 5 {
+	if e, ok := n.Announcement(&core.WriteOp{Key: key, Entry: none}, 5); !ok || e.Kind != core.DirExists || e.Scheme != none.ID || e.Version != 5 {
 		t.Errorf("a move to none announced %+v, %v", e, ok)
 	}
-	if e, ok := n.announcement(&WriteOp{Key: key, Del: true}, 6); !ok || e.Kind != dirTombstone || e.Version != 6 {
+	if e, ok := n.Announcement(&core.WriteOp{Key: key, Del: true}, 6); !ok || e.Kind != core.DirTombstone || e.Version != 6 {
 		t.Errorf("a deletion announced %+v, %v", e, ok)
 	}
 }
@@ -179,20 +180,20 @@ func TestDirChangeSendsOnlyWhatRecoveryNeeds(t *testing.T) {
 	had := store.Meta{Version: 3, Scheme: none.ID}
 	cases := []struct {
 		name string
-		op   WriteOp
+		op   core.WriteOp
 		had  bool
 		send bool
 	}{
-		{"a new key", WriteOp{Entry: none}, false, true},
-		{"a plain overwrite", WriteOp{Entry: none}, true, false},
-		{"a new scheme", WriteOp{Entry: rep}, true, true},
-		{"a new expiry", WriteOp{Entry: none, ExpireAt: 99}, true, true},
-		{"a deletion (announced before it commits)", WriteOp{Del: true}, true, false},
+		{"a new key", core.WriteOp{Entry: none}, false, true},
+		{"a plain overwrite", core.WriteOp{Entry: none}, true, false},
+		{"a new scheme", core.WriteOp{Entry: rep}, true, true},
+		{"a new expiry", core.WriteOp{Entry: none, ExpireAt: 99}, true, true},
+		{"a deletion (announced before it commits)", core.WriteOp{Del: true}, true, false},
 	}
 	for _, c := range cases {
 		c.op.Key = []byte("k")
-		e, send := dirChange(&c.op, !c.op.Del && kindFor(t, c.op.Entry).Traits().Immediate, 10, had, c.had)
-		if send != c.send || (send && (e.Kind != dirExists || e.Version != 10)) {
+		e, send := core.DirChange(&c.op, !c.op.Del && kindFor(t, c.op.Entry).Traits().Immediate, 10, had, c.had)
+		if send != c.send || (send && (e.Kind != core.DirExists || e.Version != 10)) {
 			t.Errorf("%s: %+v send=%v; want send=%v", c.name, e, send, c.send)
 		}
 	}
@@ -211,13 +212,13 @@ func TestLivePiecesSkipFailedPositions(t *testing.T) {
 		t.Fatalf("targets %+v, %v; want three, the last on the failed node (no stand-in on 3 nodes)", targets, err)
 	}
 	pieces := make([]kind.Piece, len(targets))
-	kept, _, err := livePieces(sch, targets, pieces)
+	kept, _, err := core.LivePieces(sch, targets, pieces)
 	if err != nil || len(kept) != 2 {
 		t.Fatalf("live pieces %d, %v; want 2 (reduced tolerance)", len(kept), err)
 	}
 	m, _ = cluster.Apply(m, cluster.MarkFailed{ID: sh.Placement[1]})
 	targets, _ = sch.Targets(m, key)
-	if _, _, err := livePieces(sch, targets, make([]kind.Piece, len(targets))); err == nil {
+	if _, _, err := core.LivePieces(sch, targets, make([]kind.Piece, len(targets))); err == nil {
 		t.Fatal("a split:2+1 write with one node up was placed")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/cluster/control"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/server/core"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -70,7 +71,7 @@ func (n *Node) withPassword(h http.HandlerFunc) http.HandlerFunc {
 			h(w, r)
 			return
 		}
-		n.Metrics.AuthFailed(AuthHTTP)
+		n.Metrics.AuthFailed(core.AuthHTTP)
 		w.Header().Set("WWW-Authenticate", `Basic realm="memgest"`)
 		http.Error(w, "memgest: this endpoint needs the cluster's password (HTTP basic auth, any user name)", http.StatusUnauthorized)
 	}
@@ -106,8 +107,8 @@ type Status struct {
 	LostCount int            `json:"lost_count,omitempty"`
 	// Rebuild sums the nodes' rebuild progress; ShardsRebuilding counts
 	// the shards with lost pieces still to re-create.
-	Rebuild          RebuildReport `json:"rebuild"`
-	ShardsRebuilding int           `json:"shards_rebuilding"`
+	Rebuild          core.RebuildReport `json:"rebuild"`
+	ShardsRebuilding int                `json:"shards_rebuilding"`
 }
 
 // StatusNode is one node's line of the status.

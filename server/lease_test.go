@@ -7,6 +7,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/bigcopy"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/store"
@@ -27,7 +28,7 @@ func renew(n *Node) { n.accepted(n.MonoNow()) }
 // after, without a fence). Otherwise a read answers TRYAGAIN, since it
 // changed nothing, and only a write answers that its outcome is unknown.
 // The lease runs out during each command (the clock jumps past it); before,
-// every such command answered errLeaseLapsed, reads included (issue 23,
+// every such command answered core.ErrLeaseLapsed, reads included (issue 23,
 // item 6: split GETs on a loaded machine).
 func TestCommandOutlastingItsLease(t *testing.T) {
 	cases := []struct {
@@ -40,12 +41,12 @@ func TestCommandOutlastingItsLease(t *testing.T) {
 	}{
 		{"read, lease renewed while it ran", false, renew, nil, "value"},
 		{"read, lease renewed after it ran", false, nil, renew, "value"},
-		{"read, node fenced after it ran", false, nil, (*Node).fence, errReadLapsed.Text()},
-		{"read, lease never renewed", false, nil, nil, errReadLapsed.Text()},
+		{"read, node fenced after it ran", false, nil, (*Node).fence, core.ErrReadLapsed.Text()},
+		{"read, lease never renewed", false, nil, nil, core.ErrReadLapsed.Text()},
 		{"write, lease renewed while it ran", true, renew, nil, "OK"},
 		{"write, lease renewed after it ran", true, nil, renew, "OK"},
-		{"write, node fenced after it ran", true, nil, (*Node).fence, errLeaseLapsed.Text()},
-		{"write, lease never renewed", true, nil, nil, errLeaseLapsed.Text()},
+		{"write, node fenced after it ran", true, nil, (*Node).fence, core.ErrLeaseLapsed.Text()},
+		{"write, lease never renewed", true, nil, nil, core.ErrLeaseLapsed.Text()},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,7 +86,7 @@ func TestCommandOutlastingItsLease(t *testing.T) {
 func readyNode(t *testing.T) *Node {
 	n := leasedNode(t, testMap(t, 3))
 	n.Cfg.FailureTimeout = 200 * time.Millisecond
-	n.Lease.until.Store(n.MonoNow() + int64(n.Cfg.FailureTimeout))
+	n.Lease.Until.Store(n.MonoNow() + int64(n.Cfg.FailureTimeout))
 	n.Primary = store.New()
 	val := []byte("value")
 	if err := n.Primary.Put([]byte("k"), val, store.Meta{Version: 1, Scheme: cluster.NoneID, Aux: bigcopy.Checksum(val)}); err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/cluster/control"
+	"github.com/memgest/memgest/server/core"
 )
 
 // This file keeps the Raft configuration to the nodes the map counts on
@@ -85,7 +86,7 @@ func (n *Node) heartbeatTarget(m *cluster.Map) (cluster.Node, bool) {
 // noteLeaderHint keeps the leader's address a heartbeat's refusal named;
 // any other failure forgets it.
 func (n *Node) noteLeaderHint(err error) {
-	switch hint, ok := LeaderHint(err); {
+	switch hint, ok := core.LeaderHint(err); {
 	case ok && hint != n.Cfg.PeerAddr():
 		n.Lease.Hint.Store(&hint)
 	case err != nil:

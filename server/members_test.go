@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/transport"
 	"github.com/memgest/memgest/wire"
@@ -24,7 +25,7 @@ func TestHeartbeatFindsALeaderRaftDoesNotName(t *testing.T) {
 	var leaderGot atomic.Int64
 	var leaderAddr string
 	follower := transport.NewServer(func(req transport.Frame, reply func(transport.Frame)) {
-		reply(peer.ErrFrame(errors.New(notLeaderPrefix + leaderAddr)))
+		reply(peer.ErrFrame(errors.New(core.NotLeaderPrefix + leaderAddr)))
 	})
 	var epoch uint64
 	leader := transport.NewServer(func(req transport.Frame, reply func(transport.Frame)) {
@@ -38,7 +39,7 @@ func TestHeartbeatFindsALeaderRaftDoesNotName(t *testing.T) {
 	n := leasedNode(t, m)
 	n.NodeID = m.Nodes[0].ID
 	n.Cfg.FailureTimeout = time.Second
-	n.Lease.until.Store(0) // lapsed
+	n.Lease.Until.Store(0) // lapsed
 	renewed := false
 	for i := 0; i < 4 && !renewed; i++ { // at most: the leader, or the follower then its hint
 		renewed = n.heartbeat(context.Background())
@@ -60,7 +61,7 @@ func TestOnlyTheLeaderAnswersHeartbeats(t *testing.T) {
 	n := leasedNode(t, m)
 	n.NodeID = m.Nodes[0].ID
 	_, err := n.onHeartbeat(heartbeatReq{ID: failed, Incarnation: 1, Fresh: true}.encode(nil))
-	if err == nil || !strings.HasPrefix(err.Error(), notLeaderPrefix) {
+	if err == nil || !strings.HasPrefix(err.Error(), core.NotLeaderPrefix) {
 		t.Fatalf("a follower answered a failed node's heartbeat with %v; want NOTLEADER", err)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/internal/lograte"
 	"github.com/memgest/memgest/scheme/stripe"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/detect"
 	"github.com/memgest/memgest/transport"
 )
@@ -32,7 +33,7 @@ var Version = "0.3.0-dev"
 // Node is one running memgest server: the composition root that wires the
 // stores, the control plane, the peer transport and the RESP listener.
 type Node struct {
-	*Coordinator
+	*core.Coordinator
 
 	clients     clientRegistry
 	incarnation atomic.Uint64    // this run of the node, new after a wipe (failure.go)
@@ -77,7 +78,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		started = clock.Now()
 	}
 	n := &Node{
-		Coordinator: NewCoordinator(cfg, rateLimited(log), started, clock, peerPoolOptions(cfg, t.guard)),
+		Coordinator: core.NewCoordinator(cfg, rateLimited(log), started, clock, peerPoolOptions(cfg, t.guard)),
 		trust:       t,
 		detector:    detect.New(clock),
 		failed:      make(chan error, 1),
@@ -248,7 +249,7 @@ func (n *Node) failWith(err error) {
 // (a line of one kind at most every lograte.Every; the error does not
 // count towards a line's kind).
 func (n *Node) peerRefused(err error) {
-	n.Metrics.AuthFailed(AuthPeer)
+	n.Metrics.AuthFailed(core.AuthPeer)
 	n.Log.Warn("refused a peer connection", "err", err)
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/wire"
 )
 
@@ -13,7 +14,7 @@ type forwardReq struct {
 
 func (f forwardReq) encode(e wire.Enc) wire.Enc {
 	payload, tail := f.spool()
-	return append(e, PeerReq{Payload: payload, Tail: tail}.Whole()...)
+	return append(e, core.PeerReq{Payload: payload, Tail: tail}.Whole()...)
 }
 
 // spool is f's encoding as a frame's payload and tail: a large argument

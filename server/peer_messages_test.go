@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
 )
 
@@ -27,8 +28,8 @@ func TestPeerPayloadRoundTrips(t *testing.T) {
 func TestListPiecesCodecAndPieceKeys(t *testing.T) {
 	resp := listResp{Next: 9, Entries: []pieceEntry{
 		{Key: []byte("a"), Scheme: 2, Version: 5, Index: 1, ExpireAt: 77},
-		{Key: []byte("b"), Scheme: 3, Version: 6, Kind: PieceKindShard, Index: 4},
-		{Key: []byte("c"), Scheme: 5, Version: 8, Kind: PieceKindDirectory},
+		{Key: []byte("b"), Scheme: 3, Version: 6, Kind: core.PieceKindShard, Index: 4},
+		{Key: []byte("c"), Scheme: 5, Version: 8, Kind: core.PieceKindDirectory},
 	}}
 	got, err := decodeListResp(resp.encode(nil))
 	if err != nil || !reflect.DeepEqual(got, resp) {
@@ -43,18 +44,18 @@ func TestListPiecesCodecAndPieceKeys(t *testing.T) {
 		{Key: []byte("key"), Scheme: 9, Versioned: true, Version: 1 << 62},
 		{Key: []byte{}, Scheme: 1},
 	} {
-		back, _, ok := ParsePieceKey(storeKey(ref))
+		back, _, ok := core.ParsePieceKey(core.StoreKey(ref))
 		if !ok || !bytes.Equal(back.Key, ref.Key) || back.Scheme != ref.Scheme || back.Versioned != ref.Versioned || back.Version != ref.Version {
 			t.Fatalf("piece key of %+v parsed as %+v, %v", ref, back, ok)
 		}
 	}
-	if _, _, ok := ParsePieceKey([]byte{0, 1, 1, 0}); ok {
+	if _, _, ok := core.ParsePieceKey([]byte{0, 1, 1, 0}); ok {
 		t.Fatal("a versioned piece key too short for its version parsed")
 	}
-	if back, kind, ok := ParsePieceKey(dirKey(nil, []byte("dk"))); !ok || kind != PieceKindDirectory || string(back.Key) != "dk" {
+	if back, kind, ok := core.ParsePieceKey(core.DirKey(nil, []byte("dk"))); !ok || kind != core.PieceKindDirectory || string(back.Key) != "dk" {
 		t.Fatalf("directory key parsed as %+v kind %d, %v", back, kind, ok)
 	}
-	if _, _, ok := ParsePieceKey([]byte{0, 1, 3, 'k'}); ok {
+	if _, _, ok := core.ParsePieceKey([]byte{0, 1, 3, 'k'}); ok {
 		t.Fatal("a piece key of unknown kind parsed")
 	}
 	bad := listResp{Entries: []pieceEntry{{Key: []byte("x"), Kind: 9}}}
@@ -64,22 +65,22 @@ func TestListPiecesCodecAndPieceKeys(t *testing.T) {
 }
 
 func TestDirectoryCodec(t *testing.T) {
-	in := []DirEntry{
+	in := []core.DirEntry{
 		{Key: []byte("a"), Scheme: 4, Version: 9, ExpireAt: 123},
-		{Key: []byte("b"), Version: 10, Kind: dirTombstone},
-		{Key: []byte("c"), Version: 11, Kind: dirPurge},
+		{Key: []byte("b"), Version: 10, Kind: core.DirTombstone},
+		{Key: []byte("c"), Version: 11, Kind: core.DirPurge},
 	}
-	b := encodeDirectory(in)
-	got, err := decodeDirectory(b)
+	b := core.EncodeDirectory(in)
+	got, err := core.DecodeDirectory(b)
 	if err != nil || !reflect.DeepEqual(got, in) {
 		t.Fatalf("directory round trip: %+v, %v", got, err)
 	}
 	for i := range b {
-		if _, err := decodeDirectory(b[:i]); err == nil {
+		if _, err := core.DecodeDirectory(b[:i]); err == nil {
 			t.Fatalf("a directory message cut at byte %d decoded", i)
 		}
 	}
-	if _, err := decodeDirectory(append(b, 0)); err == nil {
+	if _, err := core.DecodeDirectory(append(b, 0)); err == nil {
 		t.Fatal("a directory message with a trailing byte decoded")
 	}
 }
@@ -87,21 +88,21 @@ func TestDirectoryCodec(t *testing.T) {
 // FuzzPeerPayloads: no decoder panics on arbitrary bytes, and whatever
 // decodes re-encodes to the same bytes.
 func FuzzPeerPayloads(f *testing.F) {
-	f.Add(encodeDirectory([]DirEntry{{Key: []byte("d"), Scheme: 2, Version: 3}, {Key: []byte("t"), Version: 4, Kind: dirTombstone}}))
-	f.Add(encodeAudit("holder", []auditItem{{Key: []byte("a"), Scheme: 1, Version: 2, Kind: PieceKindShard, Index: 1}}))
+	f.Add(core.EncodeDirectory([]core.DirEntry{{Key: []byte("d"), Scheme: 2, Version: 3}, {Key: []byte("t"), Version: 4, Kind: core.DirTombstone}}))
+	f.Add(encodeAudit("holder", []auditItem{{Key: []byte("a"), Scheme: 1, Version: 2, Kind: core.PieceKindShard, Index: 1}}))
 	f.Add([]byte(forwardReq{Proto: 2, Args: [][]byte{[]byte("GET"), []byte("k")}}.encode(nil)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if r, err := decodeListResp(b); err == nil && !bytes.Equal(r.encode(nil), b) {
 			t.Fatal("ListPieces reply does not re-encode")
 		}
-		if d, err := decodeDirectory(b); err == nil && !bytes.Equal(encodeDirectory(d), b) {
+		if d, err := core.DecodeDirectory(b); err == nil && !bytes.Equal(core.EncodeDirectory(d), b) {
 			t.Fatal("Directory does not re-encode")
 		}
 		if h, items, err := decodeAudit(b); err == nil && !bytes.Equal(encodeAudit(h, items), b) {
 			t.Fatal("Audit does not re-encode")
 		}
 		_, _ = decodeListReq(b)
-		_, _, _ = ParsePieceKey(b)
+		_, _, _ = core.ParsePieceKey(b)
 		_, _ = decodeHeartbeat(b)
 		_, _ = decodeForward(b)
 		_, _ = decodeScan(b)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/memgest/memgest/internal/bigcopy"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/store"
 )
@@ -28,7 +29,7 @@ func BenchmarkReceivePieces(b *testing.B) {
 	}
 	b.SetBytes(perFrame * size)
 	b.ReportAllocs()
-	n := &Node{Coordinator: &Coordinator{Pieces: store.New(store.WithMaxValueSize(1 << 20)), Metrics: newNodeMetrics()}}
+	n := &Node{Coordinator: &core.Coordinator{Pieces: store.New(store.WithMaxValueSize(1 << 20)), Metrics: core.NewMetrics()}}
 	for i := 0; b.Loop(); i++ {
 		if i%len(frames) == 0 {
 			n.Pieces = store.New(store.WithMaxValueSize(1 << 20))

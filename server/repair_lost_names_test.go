@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/server/core"
 )
 
 // failed returns m with the nodes at positions of shard 0's placement
@@ -37,7 +38,7 @@ func TestDirectoryIntactNeedsALiveDirectoryNode(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := failed(t, testMap(t, 6), c.failed...)
-			if got := DirectoryIntact(m, &m.Shards[0]); got != c.intact {
+			if got := core.DirectoryIntact(m, &m.Shards[0]); got != c.intact {
 				t.Fatalf("directoryIntact = %v, want %v (rebuild %v)", got, c.intact, m.Shards[0].Rebuild)
 			}
 		})
@@ -52,10 +53,10 @@ func TestDirectoryIntactNeedsALiveDirectoryNode(t *testing.T) {
 	if len(m.Shards[0].Rebuild) != 0 {
 		t.Fatalf("rebuild still lists %v", m.Shards[0].Rebuild)
 	}
-	if m = failed(t, m, 0, 4); !DirectoryIntact(m, &m.Shards[0]) {
+	if m = failed(t, m, 0, 4); !core.DirectoryIntact(m, &m.Shards[0]) {
 		t.Fatal("the rebuilt directory node (position 3) was not counted")
 	}
-	if m = failed(t, m, 3); DirectoryIntact(m, &m.Shards[0]) {
+	if m = failed(t, m, 3); core.DirectoryIntact(m, &m.Shards[0]) {
 		t.Fatal("intact with every directory node failed")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/wire"
 )
@@ -84,7 +85,7 @@ func (n *Node) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	have := held{pieces: map[string][]heldPiece{}, listed: receivers(m, &sh)}
 	err := n.listShard(ctx, m, sh, have.listed, func(node cluster.Node, e pieceEntry) {
 		index := e.Index
-		if e.Kind == PieceKindDirectory {
+		if e.Kind == core.PieceKindDirectory {
 			index = dirIndex
 		}
 		key := string(e.Key)
@@ -93,7 +94,7 @@ func (n *Node) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	if err != nil {
 		return err
 	}
-	plan := n.rebuildPlan(m, DirectoryNodes(m, &sh), n.keysInSlots(sh.First, sh.Last), have)
+	plan := n.rebuildPlan(m, core.DirectoryNodes(m, &sh), n.keysInSlots(sh.First, sh.Last), have)
 	n.Rebuild.Started.CompareAndSwap(0, time.Now().UnixNano())
 	n.Rebuild.KeysTotal.Add(int64(len(plan)))
 	start := time.Now()
@@ -153,7 +154,7 @@ func receivers(m *cluster.Map, sh *cluster.Shard) map[cluster.NodeID]bool {
 			}
 		}
 	}
-	for _, node := range DirectoryNodes(m, sh) {
+	for _, node := range core.DirectoryNodes(m, sh) {
 		out[node.ID] = true
 	}
 	return out
@@ -163,7 +164,7 @@ func receivers(m *cluster.Map, sh *cluster.Shard) map[cluster.NodeID]bool {
 func (n *Node) resendDirectory(keys [][]byte) {
 	for _, key := range keys {
 		if meta, ok := n.Primary.Meta(key); ok {
-			n.EnqueueDirectory(EntryOf(key, meta))
+			n.EnqueueDirectory(core.EntryOf(key, meta))
 		}
 	}
 }
@@ -237,7 +238,7 @@ func (n *Node) rebuildPlan(m *cluster.Map, dirNodes []cluster.Node, keys [][]byt
 		}
 		for _, d := range dirNodes {
 			if !have.hasEntry(key, d.ID) {
-				n.EnqueueDirectory(EntryOf(key, meta))
+				n.EnqueueDirectory(core.EntryOf(key, meta))
 				break
 			}
 		}
@@ -246,7 +247,7 @@ func (n *Node) rebuildPlan(m *cluster.Map, dirNodes []cluster.Node, keys [][]byt
 			continue
 		}
 		missing := 0
-		if IsStub(meta) && sch.Traits().ReadsLocally {
+		if core.IsStub(meta) && sch.Traits().ReadsLocally {
 			missing++ // the coordinator's own copy, lost with the failed one
 		}
 		for _, t := range targets {
@@ -380,7 +381,7 @@ func splitPlan(plan []rebuildItem) (copies, decodes [][]rebuildItem, others []re
 // arrived would outlive it, so once the batch is stored each key is looked
 // at again, and the batch's replica of a key whose record changed is
 // released (exactly that version). It returns the bytes sent.
-func (n *Node) rebuildCopies(ctx context.Context, items []rebuildItem, need PieceFilter) (int, error) {
+func (n *Node) rebuildCopies(ctx context.Context, items []rebuildItem, need core.PieceFilter) (int, error) {
 	total := n.fillRepStubs(ctx, n.Ctl.Map(), items, need)
 	for len(items) > 0 {
 		b, rest, err := n.copyBatch(ctx, items, need)
@@ -396,11 +397,11 @@ func (n *Node) rebuildCopies(ctx context.Context, items []rebuildItem, need Piec
 // copyBatch sends the replicas of items' keys up to copyBatchBytes, checks
 // them again once stored (rebuildCopies), and returns the bytes sent and
 // the items left.
-func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need PieceFilter) (int, []rebuildItem, error) {
+func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need core.PieceFilter) (int, []rebuildItem, error) {
 	m := n.Ctl.Map()
 	t := n.Schemes(m)
-	var b PieceBatch
-	var sent []Release
+	var b core.PieceBatch
+	var sent []core.Release
 	bytes := 0
 	var val []byte // a small value is copied into the batch before the next is read
 	for len(items) > 0 && bytes < copyBatchBytes {
@@ -420,8 +421,8 @@ func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need PieceFil
 			continue // gone, moved, or corrupt (reads and the scrub repair it)
 		}
 		sch, _ := t.Lookup(meta.Scheme)
-		op := &WriteOp{Key: key, Value: val, ExpireAt: meta.ExpireAt, Entry: sch.Entry(), CRC32: meta.Aux, CRCKnown: true}
-		targets, pieces, err := PlanPieces(m, sch, op, meta.Version)
+		op := &core.WriteOp{Key: key, Value: val, ExpireAt: meta.ExpireAt, Entry: sch.Entry(), CRC32: meta.Aux, CRCKnown: true}
+		targets, pieces, err := core.PlanPieces(m, sch, op, meta.Version)
 		if err != nil {
 			return bytes, items, err
 		}
@@ -431,7 +432,7 @@ func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need PieceFil
 				bytes += len(val)
 			}
 		}
-		sent = append(sent, Release{Key: key, Scheme: meta.Scheme, Version: meta.Version, Exact: true})
+		sent = append(sent, core.Release{Key: key, Scheme: meta.Scheme, Version: meta.Version, Exact: true})
 	}
 	for _, err := range n.SendBatch(ctx, &b, len(sent)) {
 		if err != nil {
@@ -448,16 +449,16 @@ func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need PieceFil
 // over meanwhile: that write stored its own copies), and an error for a stub
 // it could not fill for now: that copy is lost until it is filled, so the
 // shard's rebuild must not end.
-func (n *Node) copySource(ctx context.Context, t *SchemeTable, key, buf []byte) ([]byte, store.Meta, bool, error) {
+func (n *Node) copySource(ctx context.Context, t *core.SchemeTable, key, buf []byte) ([]byte, store.Meta, bool, error) {
 	val, meta, ok := n.Primary.Get(key, buf)
 	sch, known := t.Lookup(meta.Scheme)
 	if !ok || !known || sch.Traits().Rebuild != kind.RebuildCopy {
 		return val, meta, false, nil
 	}
-	if IsStub(meta) {
+	if core.IsStub(meta) {
 		filled, full, err := n.FillStub(ctx, key, meta)
 		var lost *kind.LostError
-		if errors.As(err, &lost) || errors.Is(err, ErrStubReplaced) {
+		if errors.As(err, &lost) || errors.Is(err, core.ErrStubReplaced) {
 			return val, meta, false, nil
 		}
 		if err != nil {
@@ -471,8 +472,8 @@ func (n *Node) copySource(ctx context.Context, t *SchemeTable, key, buf []byte) 
 // releaseChanged releases, after a bulk batch was stored, the pieces it
 // sent of keys whose committed record changed meanwhile (a deletion or a
 // move may have released that version before the batch's pieces arrived).
-func (n *Node) releaseChanged(ctx context.Context, sent []Release) {
-	var stale []Release
+func (n *Node) releaseChanged(ctx context.Context, sent []core.Release) {
+	var stale []core.Release
 	for _, r := range sent {
 		if cur, ok := n.Primary.Meta(r.Key); !ok || cur.Version != r.Version || cur.Scheme != r.Scheme {
 			stale = append(stale, r)

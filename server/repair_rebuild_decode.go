@@ -8,6 +8,7 @@ import (
 	"github.com/memgest/memgest/internal/bigcopy"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/split"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/store"
 )
@@ -49,8 +50,8 @@ func (n *Node) rebuildDecodes(ctx context.Context, items []rebuildItem, have hel
 	if err := n.fetchShards(ctx, jobs, fetches); err != nil {
 		return 0, nil, err
 	}
-	var b PieceBatch
-	var sent []Release
+	var b core.PieceBatch
+	var sent []core.Release
 	bytes := 0
 	for _, j := range jobs {
 		pieces, err := j.missingPieces(have)
@@ -62,7 +63,7 @@ func (n *Node) rebuildDecodes(ctx context.Context, items []rebuildItem, have hel
 			b.Put(p.targets, p.pieces, len(sent))
 			bytes += len(p.pieces[0].Data)
 		}
-		sent = append(sent, Release{Key: j.key, Scheme: j.meta.Scheme, Version: j.meta.Version, Exact: true})
+		sent = append(sent, core.Release{Key: j.key, Scheme: j.meta.Scheme, Version: j.meta.Version, Exact: true})
 	}
 	for _, err := range n.SendBatch(ctx, &b, len(sent)) {
 		if err != nil {
@@ -76,7 +77,7 @@ func (n *Node) rebuildDecodes(ctx context.Context, items []rebuildItem, have hel
 // planDecodes reads the records of items and returns a job for each split
 // key whose k shards the listing shows on live holders, and the items left
 // for the per-key path.
-func planDecodes(m *cluster.Map, t *SchemeTable, primary *store.Store, items []rebuildItem, have held) ([]*decodeJob, []rebuildItem) {
+func planDecodes(m *cluster.Map, t *core.SchemeTable, primary *store.Store, items []rebuildItem, have held) ([]*decodeJob, []rebuildItem) {
 	var jobs []*decodeJob
 	var left []rebuildItem
 	for _, it := range items {
@@ -142,9 +143,9 @@ func shardFetches(jobs []*decodeJob, have held) []*shardFetch {
 // fetchShards sends every node its GetPieces request at once and puts the
 // shards found into their jobs.
 func (n *Node) fetchShards(ctx context.Context, jobs []*decodeJob, fetches []*shardFetch) error {
-	reqs := make([]PeerReq, len(fetches))
+	reqs := make([]core.PeerReq, len(fetches))
 	for i, f := range fetches {
-		reqs[i] = PeerReq{Node: f.node, Typ: peer.MsgGetPieces, Payload: peer.EncodeGetPieces(f.refs)}
+		reqs[i] = core.PeerReq{Node: f.node, Typ: peer.MsgGetPieces, Payload: peer.EncodeGetPieces(f.refs)}
 	}
 	replies, errs := n.CallEach(ctx, reqs)
 	for i, f := range fetches {

@@ -11,6 +11,7 @@ import (
 	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/wire"
@@ -136,7 +137,7 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	found := map[string][]*candidate{}
 	dir := map[string]pieceEntry{}
 	err := n.listShard(ctx, m, sh, nil, func(node cluster.Node, e pieceEntry) {
-		if e.Kind != PieceKindDirectory {
+		if e.Kind != core.PieceKindDirectory {
 			addCandidate(found, node, e)
 		} else if old, ok := dir[string(e.Key)]; !ok || e.Version > old.Version {
 			dir[string(e.Key)] = e
@@ -152,7 +153,7 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	for key := range dir {
 		known[keyslot.Tag([]byte(key))] = true
 	}
-	if !DirectoryIntact(m, &sh) {
+	if !core.DirectoryIntact(m, &sh) {
 		n.loseUnnamed(sh)
 	}
 	rec, err := n.stripes.Recover(ctx, m, sh, known)
@@ -170,12 +171,12 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	for _, d := range dir {
 		n.Versions.Observe(d.Version) // a key written again must outrank its tombstone
 	}
-	now := NowMs()
+	now := core.NowMs()
 	var keys []string
 	var picks []*candidate
 	var stale []staleVersion
 	var partial []string
-	var tombstones []DirEntry // purges of the deleted keys' tombstones
+	var tombstones []core.DirEntry // purges of the deleted keys' tombstones
 	t := n.Schemes(m)
 	for key, cands := range found {
 		markComplete(t, &sh, cands)
@@ -191,8 +192,8 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 			}
 		} else {
 			best = nil // deleted or expired: every version is stale
-			if d, ok := dir[key]; ok && d.Index == DirTombstoneFlag {
-				tombstones = append(tombstones, PurgeOf(d.Key, d.Version))
+			if d, ok := dir[key]; ok && d.Index == core.DirTombstoneFlag {
+				tombstones = append(tombstones, core.PurgeOf(d.Key, d.Version))
 			}
 		}
 		stale = append(stale, staleVersions(t, key, cands, best)...)
@@ -201,7 +202,7 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 	var metaOnly, stripeKeys []string // stubs that hold no bytes; stripe keys
 	var stripePicks []*candidate
 	for i, key := range keys {
-		if sch, ok := t.Lookup(picks[i].scheme); ok && IsPacked(sch) {
+		if sch, ok := t.Lookup(picks[i].scheme); ok && core.IsPacked(sch) {
 			stripeKeys, stripePicks = append(stripeKeys, key), append(stripePicks, picks[i])
 			continue
 		}
@@ -242,7 +243,7 @@ type staleVersion struct {
 // by a write that never committed, by a release that a failure cut short,
 // or by a deletion recovery honoured. A rep replica in best's own scheme is
 // the same stored piece as best's, replaced in place, so it is never one.
-func staleVersions(t *SchemeTable, key string, cands []*candidate, best *candidate) []staleVersion {
+func staleVersions(t *core.SchemeTable, key string, cands []*candidate, best *candidate) []staleVersion {
 	var out []staleVersion
 	for _, c := range cands {
 		versioned := shardsOf(t, c.scheme)
@@ -256,7 +257,7 @@ func staleVersions(t *SchemeTable, key string, cands []*candidate, best *candida
 }
 
 // shardsOf says whether scheme id keeps its pieces per version (shards).
-func shardsOf(t *SchemeTable, id uint16) bool {
+func shardsOf(t *core.SchemeTable, id uint16) bool {
 	sch, ok := t.Lookup(id)
 	return ok && sch.Traits().Pieces == kind.Shards
 }
@@ -268,9 +269,9 @@ func shardsOf(t *SchemeTable, id uint16) bool {
 func (n *Node) sweepStale(ctx context.Context, stale []staleVersion) map[string]bool {
 	failed := map[string]bool{}
 	for _, s := range stale {
-		reqs := make([]PeerReq, 0, len(s.holders))
+		reqs := make([]core.PeerReq, 0, len(s.holders))
 		for _, h := range s.holders {
-			reqs = append(reqs, PeerReq{Node: h, Typ: peer.MsgDelPiece, Payload: s.ref.Encode(nil)})
+			reqs = append(reqs, core.PeerReq{Node: h, Typ: peer.MsgDelPiece, Payload: s.ref.Encode(nil)})
 		}
 		if _, errs := n.CallEach(ctx, reqs); ctx.Err() != nil {
 			return failed
@@ -290,13 +291,13 @@ func (n *Node) sweepStale(ctx context.Context, stale []staleVersion) map[string]
 // nothing. A tombstone says the key was deleted at its version: the
 // versions before it are dead, and only a newer one (the key written
 // again) can be restored, or found lost.
-func judge(t *SchemeTable, key string, cands []*candidate, dir map[string]pieceEntry, now int64) (*candidate, *kind.LostKey) {
+func judge(t *core.SchemeTable, key string, cands []*candidate, dir map[string]pieceEntry, now int64) (*candidate, *kind.LostKey) {
 	m := t.M
 	d, hasDir := dir[key]
 	if hasDir && d.ExpireAt != 0 && d.ExpireAt <= now {
 		hasDir = false
 	}
-	if hasDir && d.Index == DirTombstoneFlag {
+	if hasDir && d.Index == core.DirTombstoneFlag {
 		cands = slices.DeleteFunc(slices.Clone(cands), func(c *candidate) bool { return c.version < d.Version })
 		if len(cands) == 0 {
 			return nil, nil // deleted
@@ -364,7 +365,7 @@ func addCandidate(found map[string][]*candidate, node cluster.Node, e pieceEntry
 // failure can lose (the robustness suite's "two kills 1 s apart" found a
 // rep:3/split:3+2 key lost that way), and is never needed: no client
 // was told it succeeded, and no reader saw it.
-func newestReadable(t *SchemeTable, cands []*candidate) *candidate {
+func newestReadable(t *core.SchemeTable, cands []*candidate) *candidate {
 	var best, bestComplete *candidate
 	for _, c := range cands {
 		sch, ok := t.Lookup(c.scheme)
@@ -388,11 +389,11 @@ func newestReadable(t *SchemeTable, cands []*candidate) *candidate {
 // position of sh's placement for its scheme whose holder is up and not
 // listed for rebuild (a split shard at its own index; a rep replica on the
 // holder, the new coordinator's own included).
-func markComplete(t *SchemeTable, sh *cluster.Shard, cands []*candidate) {
+func markComplete(t *core.SchemeTable, sh *cluster.Shard, cands []*candidate) {
 	for _, c := range cands {
 		sch, ok := t.Lookup(c.scheme)
 		c.complete = ok
-		if !ok || IsPacked(sch) {
+		if !ok || core.IsPacked(sch) {
 			continue // a packed object comes whole, from its decoded chunk
 		}
 		for p, h := range t.M.Holders(sh, sch.Entry().Spec.Nodes()) {
@@ -418,7 +419,7 @@ func markComplete(t *SchemeTable, sh *cluster.Shard, cands []*candidate) {
 // shard) and keeps it if it has none of that version.
 func (n *Node) completeVersions(ctx context.Context, keys []string) {
 	for _, k := range keys {
-		if _, err := n.RebuildKey(ctx, []byte(k), EveryPiece); err != nil && ctx.Err() == nil {
+		if _, err := n.RebuildKey(ctx, []byte(k), core.EveryPiece); err != nil && ctx.Err() == nil {
 			n.Log.Debug("restored version not completed", "key", k, "err", err)
 		}
 	}
@@ -514,7 +515,7 @@ func decodeListResp(b []byte) (listResp, error) {
 	}
 	for i := 0; i < count && d.Err() == nil; i++ {
 		p := pieceEntry{Key: d.Bytes(), Scheme: d.U16(), Version: d.U64(), Kind: d.U8()}
-		if p.Kind > PieceKindDirectory {
+		if p.Kind > core.PieceKindDirectory {
 			return r, wire.ErrMalformed
 		}
 		p.Index, p.ExpireAt, p.CRC = d.U8(), d.I64(), d.U32()
@@ -535,14 +536,14 @@ func (n *Node) onListPieces(b []byte) ([]byte, error) {
 	}
 	var out listResp
 	out.Next = n.Pieces.Scan(req.Cursor, listPageSize, func(k []byte, meta store.Meta) bool {
-		ref, kind, ok := ParsePieceKey(k)
+		ref, kind, ok := core.ParsePieceKey(k)
 		if !ok {
 			return true
 		}
 		if slot := keyslot.Of(ref.Key); slot < int(req.First) || slot > int(req.Last) {
 			return true
 		}
-		if kind == PieceKindDirectory {
+		if kind == core.PieceKindDirectory {
 			ref.Scheme = uint16(meta.Aux) // one entry per key, its scheme in the metadata
 		}
 		out.Entries = append(out.Entries, pieceEntry{Key: append([]byte(nil), ref.Key...), Scheme: ref.Scheme,

@@ -6,6 +6,7 @@ import (
 
 	"github.com/memgest/memgest/internal/bigcopy"
 	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/wire"
@@ -87,7 +88,7 @@ func (n *Node) scrubStore(ctx context.Context, st *store.Store, check func(conte
 // read through its scheme, which repairs it where it keeps another copy.
 func (n *Node) scrubPrimary(ctx context.Context, key, val []byte, meta store.Meta) {
 	sch, ok := n.Schemes(n.Ctl.Map()).Lookup(meta.Scheme)
-	if !ok || !sch.Traits().ReadsLocally || IsStub(meta) || bigcopy.Checksum(val) == meta.Aux {
+	if !ok || !sch.Traits().ReadsLocally || core.IsStub(meta) || bigcopy.Checksum(val) == meta.Aux {
 		return
 	}
 	if _, err := sch.Read(ctx, key, meta, val); err != nil {
@@ -98,8 +99,8 @@ func (n *Node) scrubPrimary(ctx context.Context, key, val []byte, meta store.Met
 // scrubPiece checks one piece; a corrupt one is dropped and its key's
 // coordinator asked to store the key's pieces again.
 func (n *Node) scrubPiece(ctx context.Context, k, val []byte, meta store.Meta) {
-	ref, kind, ok := ParsePieceKey(k)
-	if !ok || kind == PieceKindDirectory || bigcopy.Checksum(val) == meta.Aux {
+	ref, kind, ok := core.ParsePieceKey(k)
+	if !ok || kind == core.PieceKindDirectory || bigcopy.Checksum(val) == meta.Aux {
 		return
 	}
 	n.Health.Corrupt.Add(1)

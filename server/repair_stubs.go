@@ -9,6 +9,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/bigcopy"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/store"
 )
@@ -31,7 +32,7 @@ const stubWorkers = 16
 
 // writeStub records key's recovered version as a stub.
 func (n *Node) writeStub(key []byte, c *candidate) error {
-	meta := store.Meta{Version: c.version, ExpireAt: c.expireAt, Scheme: c.scheme, Flags: RecordStub, Aux: c.crc}
+	meta := store.Meta{Version: c.version, ExpireAt: c.expireAt, Scheme: c.scheme, Flags: core.RecordStub, Aux: c.crc}
 	n.Versions.Observe(c.version)
 	if _, err := n.Primary.PutIfNewer(key, nil, meta); err != nil {
 		return fmt.Errorf("server: recovering %q: %w", key, err)
@@ -49,7 +50,7 @@ const stubFetchKeys = 128
 // to stubFetchKeys keys; a holder the listing shows lacking the piece
 // (need) is not asked. It returns the bytes restored. A stub it could not
 // fill stays one, for copyBatch to fill key by key (fillStub).
-func (n *Node) fillRepStubs(ctx context.Context, m *cluster.Map, items []rebuildItem, need PieceFilter) int {
+func (n *Node) fillRepStubs(ctx context.Context, m *cluster.Map, items []rebuildItem, need core.PieceFilter) int {
 	bytes := 0
 	for len(items) > 0 {
 		chunk := items[:min(len(items), stubFetchKeys)]
@@ -70,7 +71,7 @@ type stubWant struct {
 // and reports whether it stored it.
 func (n *Node) fill(w stubWant, value []byte) bool {
 	full := w.meta
-	full.Flags &^= RecordStub
+	full.Flags &^= core.RecordStub
 	if bigcopy.Checksum(value) != w.meta.Aux {
 		return false
 	}
@@ -79,16 +80,16 @@ func (n *Node) fill(w stubWant, value []byte) bool {
 }
 
 // fillStubChunk is fillRepStubs for one chunk.
-func (n *Node) fillStubChunk(ctx context.Context, m *cluster.Map, chunk []rebuildItem, need PieceFilter) int {
+func (n *Node) fillStubChunk(ctx context.Context, m *cluster.Map, chunk []rebuildItem, need core.PieceFilter) int {
 	bytes := 0
 	byNode := map[cluster.NodeID]int{}
-	var reqs []PeerReq
+	var reqs []core.PeerReq
 	var wants [][]stubWant
 	t := n.Schemes(m)
 	for _, it := range chunk {
 		meta, ok := n.Primary.Meta(it.key)
 		sch, known := t.Lookup(meta.Scheme)
-		if !ok || !known || !IsStub(meta) || sch.Traits().Rebuild != kind.RebuildCopy {
+		if !ok || !known || !core.IsStub(meta) || sch.Traits().Rebuild != kind.RebuildCopy {
 			continue
 		}
 		w := stubWant{key: it.key, meta: meta, sch: sch}
@@ -105,7 +106,7 @@ func (n *Node) fillStubChunk(ctx context.Context, m *cluster.Map, chunk []rebuil
 		if !seen {
 			i = len(reqs)
 			byNode[holder.ID] = i
-			reqs = append(reqs, PeerReq{Node: holder, Typ: peer.MsgGetPieces})
+			reqs = append(reqs, core.PeerReq{Node: holder, Typ: peer.MsgGetPieces})
 			wants = append(wants, nil)
 		}
 		wants[i] = append(wants[i], w)
@@ -138,7 +139,7 @@ func (n *Node) fillStubChunk(ctx context.Context, m *cluster.Map, chunk []rebuil
 // stubHolder picks the node to fetch key's replica from: the first live
 // holder other than this node that the rebuild's listing does not show
 // lacking it.
-func stubHolder(self cluster.NodeID, m *cluster.Map, key []byte, sch kind.Scheme, v uint64, need PieceFilter) (cluster.Node, bool) {
+func stubHolder(self cluster.NodeID, m *cluster.Map, key []byte, sch kind.Scheme, v uint64, need core.PieceFilter) (cluster.Node, bool) {
 	targets, err := sch.Targets(m, key)
 	if err != nil {
 		return cluster.Node{}, false
@@ -161,7 +162,7 @@ func (n *Node) fillStubs(ctx context.Context, keys []string) {
 		key := []byte(keys[i])
 		began := time.Now()
 		defer func() { n.rest(ctx, time.Since(began)) }() // paced as the rebuild is
-		if meta, ok := n.Primary.Meta(key); ok && IsStub(meta) {
+		if meta, ok := n.Primary.Meta(key); ok && core.IsStub(meta) {
 			if _, _, err := n.FillStub(ctx, key, meta); err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err() // stopped: reported once below

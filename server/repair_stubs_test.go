@@ -14,6 +14,7 @@ import (
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/split"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/transport"
@@ -32,7 +33,7 @@ type fakeHolder struct {
 
 func startFakeHolder(t *testing.T) *fakeHolder {
 	t.Helper()
-	h := &fakeHolder{n: &Node{Coordinator: &Coordinator{Pieces: store.New(), Log: slog.New(slog.DiscardHandler), Metrics: newNodeMetrics()}}}
+	h := &fakeHolder{n: &Node{Coordinator: core.NewCoordinator(DefaultConfig(), slog.New(slog.DiscardHandler), time.Now(), nil, nil)}}
 	h.n.Router = h.n.newRouter()
 	srv := transport.NewServer(func(req transport.Frame, reply func(transport.Frame)) {
 		switch {
@@ -61,7 +62,7 @@ func (h *fakeHolder) replica(key []byte, schemeID uint16) []byte {
 
 func (h *fakeHolder) store(t *testing.T, key []byte, schemeID uint16, v uint64, value string) {
 	t.Helper()
-	err := h.n.storePiece(peer.Piece{Key: key, Scheme: schemeID, Version: v, CRC: bigcopy.Checksum([]byte(value)), Data: []byte(value)}, false)
+	err := h.n.StorePiece(peer.Piece{Key: key, Scheme: schemeID, Version: v, CRC: bigcopy.Checksum([]byte(value)), Data: []byte(value)}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,8 +90,7 @@ func newStubFixture(t *testing.T, key []byte) stubFixture {
 	coord, _ := m.Coordinator(m.ShardOf(keyslot.Of(key)).First)
 	n := leasedNode(t, m)
 	n.NodeID = coord.ID
-	n.Primary, n.Pieces, n.Inflight = store.New(), store.New(), newInflight()
-	n.directory.wake = make(chan struct{}, 1)
+	n.Primary, n.Pieces, n.Inflight = store.New(), store.New(), core.NewInflight()
 	entry, _ := m.SchemeByID(rep)
 	targets, _ := kindFor(t, entry).Targets(m, key)
 	f := stubFixture{n: n, rep: rep, byID: map[cluster.NodeID]*fakeHolder{}}
@@ -110,7 +110,7 @@ func newStubFixture(t *testing.T, key []byte) stubFixture {
 // stub records key as recovery does: metadata first, value elsewhere.
 func (f stubFixture) stub(t *testing.T, key []byte, v uint64, value string) store.Meta {
 	t.Helper()
-	meta := store.Meta{Version: v, Scheme: f.rep, Flags: RecordStub, Aux: bigcopy.Checksum([]byte(value))}
+	meta := store.Meta{Version: v, Scheme: f.rep, Flags: core.RecordStub, Aux: bigcopy.Checksum([]byte(value))}
 	if err := f.n.Primary.Put(key, nil, meta); err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestStubIsFilledFromAReplicaOfItsVersion(t *testing.T) {
 	if err != nil || string(cur.Value) != "committed" {
 		t.Fatalf("read %q, %v; want the stub's value", cur.Value, err)
 	}
-	if got, _ := f.n.Primary.Meta(key); IsStub(got) || got.Version != meta.Version {
+	if got, _ := f.n.Primary.Meta(key); core.IsStub(got) || got.Version != meta.Version {
 		t.Fatalf("record after the read: %+v; want the filled version 10", got)
 	}
 }
@@ -193,7 +193,7 @@ func TestSetOverAStubFillsItFirst(t *testing.T) {
 		t.Fatal("a SET that one holder refused was acknowledged")
 	}
 	val, meta, ok := f.n.Primary.Get(key, nil)
-	if !ok || IsStub(meta) || meta.Version != 10 || string(val) != "committed" {
+	if !ok || core.IsStub(meta) || meta.Version != 10 || string(val) != "committed" {
 		t.Fatalf("record after the failed SET: %q %+v; want the committed value, filled", val, meta)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -222,10 +222,10 @@ func TestSetOverAStubFillsItFirst(t *testing.T) {
 
 // queuedPurge says whether a purge of key's tombstone at v is queued.
 func queuedPurge(n *Node, key []byte, v uint64) bool {
-	n.directory.mu.Lock()
-	defer n.directory.mu.Unlock()
-	return slices.ContainsFunc(n.directory.queue, func(e DirEntry) bool {
-		return e.Kind == dirPurge && string(e.Key) == string(key) && e.Version == v
+	n.Directory.Mu.Lock()
+	defer n.Directory.Mu.Unlock()
+	return slices.ContainsFunc(n.Directory.Queue, func(e core.DirEntry) bool {
+		return e.Kind == core.DirPurge && string(e.Key) == string(key) && e.Version == v
 	})
 }
 
@@ -249,27 +249,27 @@ func TestUnfinishedDeletionIsPurgedOnceReleased(t *testing.T) {
 	if err != nil || !existed {
 		t.Fatalf("DEL: existed %v, err %v", existed, err)
 	}
-	if f.n.unfinished.size() != 1 {
-		t.Fatalf("%d unfinished deletions after a refused release, want 1", f.n.unfinished.size())
+	if unfinishedCount(f.n) != 1 {
+		t.Fatalf("%d unfinished deletions after a refused release, want 1", unfinishedCount(f.n))
 	}
 	if f.holders[1].replica(key, f.rep) == nil {
 		t.Fatal("the refusing holder lost its replica anyway; the test proves nothing")
 	}
-	f.n.unfinished.mu.Lock()
-	v := f.n.unfinished.m[string(key)].version
-	f.n.unfinished.mu.Unlock()
+	f.n.Unfinished.Mu.Lock()
+	v := f.n.Unfinished.M[string(key)].Version
+	f.n.Unfinished.Mu.Unlock()
 	if queuedPurge(f.n, key, v) {
 		t.Fatal("a purge was queued though a release failed")
 	}
 
 	f.n.FinishDeletions(ctx) // still refused: kept
-	if f.n.unfinished.size() != 1 || queuedPurge(f.n, key, v) {
+	if unfinishedCount(f.n) != 1 || queuedPurge(f.n, key, v) {
 		t.Fatal("a deletion whose release failed again was dropped or purged")
 	}
 	f.holders[1].refuseReleases.Store(false)
 	f.n.FinishDeletions(ctx)
-	if f.n.unfinished.size() != 0 || !queuedPurge(f.n, key, v) {
-		t.Fatalf("after the release succeeded: %d unfinished, purge queued %v", f.n.unfinished.size(), queuedPurge(f.n, key, v))
+	if unfinishedCount(f.n) != 0 || !queuedPurge(f.n, key, v) {
+		t.Fatalf("after the release succeeded: %d unfinished, purge queued %v", unfinishedCount(f.n), queuedPurge(f.n, key, v))
 	}
 	if f.holders[1].replica(key, f.rep) != nil {
 		t.Fatal("the holder still has its replica")
@@ -299,7 +299,7 @@ func TestSplitReadFindsShardsOnFormerStandIns(t *testing.T) {
 		t.Fatal(err)
 	}
 	storeShard := func(h *fakeHolder, index int) {
-		err := h.n.storePiece(peer.Piece{Key: key, Scheme: entry.ID, Version: 10, Index: uint8(index),
+		err := h.n.StorePiece(peer.Piece{Key: key, Scheme: entry.ID, Version: 10, Index: uint8(index),
 			Versioned: true, CRC: bigcopy.Checksum(shards[index]), Data: shards[index]}, false)
 		if err != nil {
 			t.Fatal(err)
@@ -331,21 +331,9 @@ func commitSplitRecord(t *testing.T, n *Node, key []byte, schemeID uint16) store
 	return meta
 }
 
-// TestUnfinishedDeletionsMerge: a second unfinished deletion of a key keeps
-// the first one's releases, and the later version.
-func TestUnfinishedDeletionsMerge(t *testing.T) {
-	var u unfinishedDeletions
-	u.add([]byte("k"), 5, []Release{{Key: []byte("k"), Version: 3}})
-	u.add([]byte("k"), 9, []Release{{Key: []byte("k"), Version: 7}})
-	got := u.take(10)["k"]
-	if got.version != 9 || len(got.rels) != 2 {
-		t.Fatalf("merged deletion %+v; want version 9 and both releases", got)
-	}
-}
-
-// size is how many deletions wait.
-func (u *unfinishedDeletions) size() int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return len(u.m)
+// unfinishedCount is how many deletions wait on n.
+func unfinishedCount(n *Node) int {
+	n.Unfinished.Mu.Lock()
+	defer n.Unfinished.Mu.Unlock()
+	return len(n.Unfinished.M)
 }

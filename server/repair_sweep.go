@@ -8,6 +8,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/wire"
@@ -52,7 +53,7 @@ func (a auditItem) encode(e wire.Enc) wire.Enc {
 
 func readAuditItem(d *wire.Dec) auditItem {
 	a := auditItem{Key: d.Bytes(), Scheme: d.U16(), Version: d.U64(), Kind: d.U8(), Index: d.U8()}
-	if a.Kind > PieceKindShard {
+	if a.Kind > core.PieceKindShard {
 		d.Fail()
 	}
 	return a
@@ -110,8 +111,8 @@ func (n *Node) sweepStep(ctx context.Context, cursor uint64) uint64 {
 	byNode := map[cluster.NodeID][]heldPieceRow{}
 	nodes := map[cluster.NodeID]cluster.Node{}
 	next := n.Pieces.Scan(cursor, sweepPage, func(k []byte, meta store.Meta) bool {
-		ref, kind, ok := ParsePieceKey(k)
-		if !ok || kind == PieceKindDirectory {
+		ref, kind, ok := core.ParsePieceKey(k)
+		if !ok || kind == core.PieceKindDirectory {
 			return true
 		}
 		coord, ok := m.Coordinator(keyslot.Of(ref.Key))
@@ -141,7 +142,7 @@ func (n *Node) sweepStep(ctx context.Context, cursor uint64) uint64 {
 			if drop[i] {
 				it := r.item
 				if n.Pieces.DeleteIf(r.storeKey, func(meta store.Meta) bool {
-					return meta.Version == it.Version && (it.Kind != PieceKindShard || meta.Flags == it.Index)
+					return meta.Version == it.Version && (it.Kind != core.PieceKindShard || meta.Flags == it.Index)
 				}) {
 					n.Health.Swept.Add(1)
 				}
@@ -231,7 +232,7 @@ func (n *Node) isGarbage(m *cluster.Map, holder cluster.NodeID, it auditItem) bo
 	switch {
 	case !exists:
 		return true // deleted, or never committed
-	case IsStub(meta):
+	case core.IsStub(meta):
 		return false // its value is being fetched from pieces like this one
 	case it.Scheme != meta.Scheme:
 		return true // the key moved to another scheme

@@ -7,6 +7,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/wire"
 )
@@ -21,7 +22,7 @@ func TestAuditVerdicts(t *testing.T) {
 	coord, _ := m.Coordinator(sh.First)
 	n := leasedNode(t, m)
 	n.NodeID = coord.ID
-	n.Primary, n.Pieces, n.Inflight = store.New(), store.New(), newInflight()
+	n.Primary, n.Pieces, n.Inflight = store.New(), store.New(), core.NewInflight()
 	repSpec, _ := m.SchemeByID(rep)
 	targets, _ := kindFor(t, repSpec).Targets(m, key)
 	replicaHolder := targets[0].Node.ID
@@ -44,9 +45,9 @@ func TestAuditVerdicts(t *testing.T) {
 		drop, _ := n.auditVerdicts(holder, []auditItem{it})
 		return drop[0]
 	}
-	replica := func(v uint64) auditItem { return auditItem{Scheme: rep, Version: v, Kind: PieceKindReplica} }
+	replica := func(v uint64) auditItem { return auditItem{Scheme: rep, Version: v, Kind: core.PieceKindReplica} }
 	shard := func(v uint64, i int) auditItem {
-		return auditItem{Scheme: split, Version: v, Kind: PieceKindShard, Index: uint8(i)}
+		return auditItem{Scheme: split, Version: v, Kind: core.PieceKindShard, Index: uint8(i)}
 	}
 
 	if !verdict(replicaHolder, replica(5)) {
@@ -84,15 +85,15 @@ func TestAuditVerdicts(t *testing.T) {
 	// In doubt, keep: a write in flight, a stub, a lease gone.
 	s := n.Inflight.Shard(key)
 	s.Mu.Lock()
-	p := s.begin(key, 9)
+	p := s.Begin(key, 9)
 	s.Mu.Unlock()
 	if verdict(shards[1].Node.ID, shard(6, 1)) {
 		t.Error("a piece was dropped while a write of its key was in flight")
 	}
 	s.Mu.Lock()
-	s.end(key, p)
+	s.End(key, p)
 	s.Mu.Unlock()
-	commit(split, 7, RecordStub)
+	commit(split, 7, core.RecordStub)
 	if verdict(shards[1].Node.ID, shard(6, 1)) {
 		t.Error("a piece was dropped while the key's record is a stub")
 	}
@@ -102,7 +103,7 @@ func TestAuditVerdicts(t *testing.T) {
 		t.Error("a node that started less than two failure timeouts ago gave a verdict")
 	}
 	n.Cfg.FailureTimeout = 0
-	n.Lease.until.Store(0)
+	n.Lease.Until.Store(0)
 	if verdict(shards[1].Node.ID, shard(6, 1)) {
 		t.Error("a coordinator without a lease gave a verdict")
 	}
@@ -120,7 +121,7 @@ func slicesContainsNode(ts []kind.Target, id cluster.NodeID) bool {
 // TestAuditCodec: the audit request and reply survive the wire, and a
 // truncated request is refused.
 func TestAuditCodec(t *testing.T) {
-	in := []auditItem{{Key: []byte("a"), Scheme: 3, Version: 9, Kind: PieceKindShard, Index: 2}, {Key: []byte("b"), Version: 1}}
+	in := []auditItem{{Key: []byte("a"), Scheme: 3, Version: 9, Kind: core.PieceKindShard, Index: 2}, {Key: []byte("b"), Version: 1}}
 	b := encodeList(in)
 	got, err := wire.DecodeList(b, readAuditItem)
 	if err != nil || len(got) != 2 || string(got[0].Key) != "a" || got[0].Index != 2 || got[1].Version != 1 {

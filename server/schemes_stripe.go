@@ -8,6 +8,7 @@ import (
 	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/stripe"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
 )
 
@@ -28,15 +29,15 @@ func (h stripeHost) Call(ctx context.Context, node cluster.Node, msg stripe.Msg,
 }
 
 func (h stripeHost) CallEach(ctx context.Context, reqs []stripe.Request, fences uint64) ([][]byte, []error) {
-	out := make([]PeerReq, len(reqs))
+	out := make([]core.PeerReq, len(reqs))
 	for i, r := range reqs {
-		out[i] = PeerReq{Node: r.Node, Typ: stripeFrame(r.Msg), Payload: r.Payload}
+		out[i] = core.PeerReq{Node: r.Node, Typ: stripeFrame(r.Msg), Payload: r.Payload}
 	}
 	return h.n.CallEachSince(ctx, out, fences)
 }
 
 func (h stripeHost) SentParity(e cluster.SchemeEntry, b int) { h.n.Metrics.SentRedundancy(e, b) }
-func (h stripeHost) RestoredOnDemand()                       { h.n.Metrics.DegradedRequest(DegradedRestored) }
+func (h stripeHost) RestoredOnDemand()                       { h.n.Metrics.DegradedRequest(core.DegradedRestored) }
 func (h stripeHost) LoseTags(tags []uint32, k kind.LostKey)  { h.n.Lost.AddTags(tags, k) }
 func (h stripeHost) LoseRange(first, last int, k kind.LostKey) {
 	h.n.Lost.AddRange(first, last, k)
@@ -89,18 +90,18 @@ func packedCandidates(objects map[uint16][]stripe.Object) map[string][]*candidat
 
 // packedObjects are the objects of keys at the versions picks chose,
 // for rehomePacked.
-func packedObjects(keys []string, picks []*candidate) []PackedObject {
-	out := make([]PackedObject, len(keys))
+func packedObjects(keys []string, picks []*candidate) []core.PackedObject {
+	out := make([]core.PackedObject, len(keys))
 	for i, c := range picks {
-		out[i] = PackedObject{Key: keys[i], Value: c.value, Version: c.version, ExpireAt: c.expireAt, Scheme: c.scheme}
+		out[i] = core.PackedObject{Key: []byte(keys[i]), Value: c.value, Version: c.version, ExpireAt: c.expireAt, Scheme: c.scheme}
 	}
 	return out
 }
 
 // newestLive picks each key's newest candidate (newestReadable), leaving
 // out expired ones.
-func newestLive(t *SchemeTable, cands map[string][]*candidate) ([]string, []*candidate) {
-	now := NowMs()
+func newestLive(t *core.SchemeTable, cands map[string][]*candidate) ([]string, []*candidate) {
+	now := core.NowMs()
 	var keys []string
 	var picks []*candidate
 	for key, cs := range cands {

@@ -5,13 +5,14 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/server/core"
 )
 
 // tableOf binds m's catalogue without a node: for the kinds' properties,
 // placement and encoding, which need no environment.
-func tableOf(t *testing.T, m *cluster.Map) *SchemeTable {
+func tableOf(t *testing.T, m *cluster.Map) *core.SchemeTable {
 	t.Helper()
-	return bindTable(kindsFor(nil), m, nil, nil, func(e cluster.SchemeEntry, err error) { t.Fatalf("%s: %v", e.Name(), err) })
+	return core.BindTable(kindsFor(nil), m, nil, nil, func(e cluster.SchemeEntry, err error) { t.Fatalf("%s: %v", e.Name(), err) })
 }
 
 // kindFor binds one entry without a node (see tableOf).
@@ -42,9 +43,9 @@ func TestSchemeTableBindsTheCatalogue(t *testing.T) {
 	if tab.AllImmediate || tab.AllLocalReads {
 		t.Fatalf("a catalogue with rep and split: allImmediate %v, allLocalReads %v", tab.AllImmediate, tab.AllLocalReads)
 	}
-	next := bindTable(kindsFor(nil), m, tab, nil, nil)
+	next := core.BindTable(kindsFor(nil), m, tab, nil, nil)
 	for _, e := range m.Schemes {
-		if a, b := tab.of(e.ID), next.of(e.ID); a != b {
+		if a, b := tab.Of(e.ID), next.Of(e.ID); a != b {
 			t.Fatalf("scheme %s bound anew though its entry did not change", e.Name())
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/stripe"
+	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
 )
 
@@ -30,7 +31,7 @@ type nodeStats struct {
 	Lost      []kind.LostKey `json:"lost,omitempty"`
 	LostCount int            `json:"lost_count,omitempty"`
 	// Rebuild is the node's rebuild progress.
-	Rebuild RebuildReport `json:"rebuild"`
+	Rebuild core.RebuildReport `json:"rebuild"`
 	// Commands counts the client commands the node has processed.
 	Commands int64 `json:"commands"`
 }
@@ -87,7 +88,7 @@ func (n *Node) localStats() nodeStats {
 		}
 	}
 	for id, s := range q.ByScheme {
-		if id == DirSchemeID {
+		if id == core.DirSchemeID {
 			continue // the key directory is the node's overhead, in PieceBytes
 		}
 		usage(id).Stored += int64(s.KeyBytes + s.ValueBytes)

@@ -55,6 +55,17 @@ var rules = []rule{
 		refuses: func(rel string) bool { return under(rel, "server") || under(rel, "cluster/control") },
 	},
 	{
+		// The coordinator core reaches every scheme through scheme/kind
+		// and the registry the node hands it (decision 0007): a kind
+		// package is the node's to import, so adding a kind never touches
+		// the core.
+		name: "the coordinator core imports no scheme kind package",
+		from: func(dir string) bool { return under(dir, "server/core") },
+		refuses: func(rel string) bool {
+			return under(rel, "scheme") && rel != "scheme" && !under(rel, "scheme/kind")
+		},
+	},
+	{
 		// internal/simcluster imports the node, so it is no leaf; it is a
 		// harness for tests and stays out of the binary.
 		name:    "the binary does not import the in-process test cluster",
@@ -111,13 +122,15 @@ func TestEveryRuleCatchesAPlantedViolation(t *testing.T) {
 		rules[0].name: {{"ec", "cluster"}, {"transport", "server"}},
 		rules[1].name: {{"server", "tests"}, {"cluster", "cmd/memgest"}},
 		rules[2].name: {{"scheme/stripe", "server"}, {"scheme/rep", "cluster/control"}},
-		rules[3].name: {{"cmd/memgest", "internal/simcluster"}},
+		rules[3].name: {{"server/core", "scheme/rep"}, {"server/core", "scheme/stripe"}, {"server/core", "scheme/hybrid"}},
+		rules[4].name: {{"cmd/memgest", "internal/simcluster"}},
 	}
 	allowed := map[string][]imp{
 		rules[0].name: {{"store", "internal/bigcopy"}},
 		rules[1].name: {{"server", "store"}},
 		rules[2].name: {{"scheme/rep", "cluster"}, {"scheme/split", "scheme/kind"}},
-		rules[3].name: {{"cmd/memgest", "server"}},
+		rules[3].name: {{"server/core", "scheme/kind"}, {"server/core", "scheme"}, {"server", "scheme/stripe"}},
+		rules[4].name: {{"cmd/memgest", "server"}},
 	}
 	for _, r := range rules {
 		if len(planted[r.name]) == 0 || len(allowed[r.name]) == 0 {

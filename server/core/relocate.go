@@ -1,23 +1,22 @@
-package server
+package core
 
 import (
 	"context"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
-	"github.com/memgest/memgest/scheme/stripe"
 )
 
-// Relocate rewrites objs, current objects of victim chunks of the stripe
-// scheme with id schemeID, into open chunks together. An object whose key was written since, is being
-// written, or has expired stays: a client write moves it anyway, and an
-// expired one is queued for deletion.
-func (n *Coordinator) Relocate(ctx context.Context, schemeID uint16, objs []stripe.Object) {
+// Relocate rewrites objs, current objects of a packed scheme's victim
+// chunks (compaction), into open chunks together. An object whose key was
+// written since, is being written, or has expired stays: a client write
+// moves it anyway, and an expired one is queued for deletion.
+func (n *Coordinator) Relocate(ctx context.Context, objs []PackedObject) {
 	ws := make([]BlindWrite, 0, len(objs))
 	m := n.Ctl.Map()
 	for _, o := range objs {
 		w := BlindWrite{Key: o.Key, Value: o.Value}
-		if n.beginRelocation(m, schemeID, &w, o) {
+		if n.beginRelocation(m, &w, o) {
 			ws = append(ws, w)
 		}
 	}
@@ -33,8 +32,8 @@ func (n *Coordinator) Relocate(ctx context.Context, schemeID uint16, objs []stri
 
 // beginRelocation begins w, the rewrite of o, if this node coordinates
 // its key, no write of it is in flight, and o is still its current,
-// unexpired object in scheme schemeID.
-func (n *Coordinator) beginRelocation(m *cluster.Map, schemeID uint16, w *BlindWrite, o stripe.Object) bool {
+// unexpired object in its scheme.
+func (n *Coordinator) beginRelocation(m *cluster.Map, w *BlindWrite, o PackedObject) bool {
 	if c, ok := m.Coordinator(keyslot.Of(o.Key)); !ok || c.ID != n.NodeID {
 		return false
 	}
@@ -49,10 +48,10 @@ func (n *Coordinator) beginRelocation(m *cluster.Map, schemeID uint16, w *BlindW
 		return false
 	}
 	cur, _ := n.peekLocked(o.Key)
-	if !cur.Exists || cur.Entry.ID != schemeID || cur.Meta.Version != o.Version {
+	if !cur.Exists || cur.Entry.ID != o.Scheme || cur.Meta.Version != o.Version {
 		return false
 	}
 	w.op = &WriteOp{Key: o.Key, Value: o.Value, ExpireAt: cur.Meta.ExpireAt, Entry: cur.Entry, Shrinks: true, relocate: true}
-	w.p = sh.begin(o.Key, n.Versions.next())
+	w.p = sh.Begin(o.Key, n.Versions.next())
 	return true
 }

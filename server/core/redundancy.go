@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"context"
@@ -35,10 +35,10 @@ type Release struct {
 	everywhere bool
 }
 
-// livePieces drops the targets (and their pieces) on failed nodes, which no
+// LivePieces drops the targets (and their pieces) on failed nodes, which no
 // survivor could stand in for: the write goes ahead with reduced tolerance,
 // as long as sch's quorum of pieces is stored.
-func livePieces(sch kind.Scheme, targets []kind.Target, pieces []kind.Piece) ([]kind.Target, []kind.Piece, error) {
+func LivePieces(sch kind.Scheme, targets []kind.Target, pieces []kind.Piece) ([]kind.Target, []kind.Piece, error) {
 	keep := 0
 	for i, t := range targets {
 		if t.Node.State == cluster.Failed {
@@ -229,7 +229,7 @@ func PlanPieces(m *cluster.Map, sch kind.Scheme, op *WriteOp, v uint64) ([]kind.
 	if err != nil {
 		return nil, nil, err
 	}
-	return livePieces(sch, targets, pieces)
+	return LivePieces(sch, targets, pieces)
 }
 
 // into queues b's pieces in a group's batch g, numbering b's writes from
@@ -310,17 +310,17 @@ func notAcknowledged(key []byte, err error) error {
 	return fmt.Errorf("server: write of %q not acknowledged: %w", key, err)
 }
 
-// storePiece keeps a piece sent by a coordinator (or by this node to
+// StorePiece keeps a piece sent by a coordinator (or by this node to
 // itself). It stores the piece's CRC32C as sent without computing it again:
 // the frame's own CRC covered the piece in transit, the sender computed it
 // from the value it committed (or checked it against the record it copies),
 // and every read and the scrub check it against the stored bytes. With
 // owned, p.Data becomes the store's as it is (a large piece is not copied
 // again: store.PutIfNewerOwned), and nothing may change it afterwards.
-func (n *Coordinator) storePiece(p peer.Piece, owned bool) error {
+func (n *Coordinator) StorePiece(p peer.Piece, owned bool) error {
 	ref := peer.PieceRef{Key: p.Key, Scheme: p.Scheme, Version: p.Version, Versioned: p.Versioned}
 	meta := store.Meta{Version: p.Version, ExpireAt: p.ExpireAt, Scheme: p.Scheme, Flags: p.Index, Aux: p.CRC}
-	k := storeKey(ref)
+	k := StoreKey(ref)
 	put := n.Pieces.PutIfNewer
 	if owned {
 		put = n.Pieces.PutIfNewerOwned
@@ -346,11 +346,11 @@ const (
 	PieceKindDirectory uint8 = 2 // a key directory entry (datapath_directory.go)
 )
 
-// storeKey is where a node keeps a piece: scheme id, the piece kind, the
+// StoreKey is where a node keeps a piece: scheme id, the piece kind, the
 // version for versioned pieces, then the key, so one node can hold pieces of
 // the same key in two schemes (during a move) or two versions (split), and
 // a directory entry beside them.
-func storeKey(r peer.PieceRef) []byte {
+func StoreKey(r peer.PieceRef) []byte {
 	e := wire.Enc(make([]byte, 0, 11+len(r.Key))).U16(r.Scheme)
 	if r.Versioned {
 		e = e.U8(PieceKindShard).U64(r.Version)
@@ -364,7 +364,7 @@ func storeKey(r peer.PieceRef) []byte {
 // large piece's bytes are the store's own (store.View), which nothing may
 // modify: they are sent, decoded or compared, never written.
 func (n *Coordinator) LoadPiece(r peer.PieceRef) ([]byte, error) {
-	data, meta, ok := n.Pieces.View(storeKey(r))
+	data, meta, ok := n.Pieces.View(StoreKey(r))
 	return n.checkPiece(r, data, meta, ok)
 }
 
@@ -385,10 +385,10 @@ func (n *Coordinator) checkPiece(r peer.PieceRef, data []byte, meta store.Meta, 
 // r.Version otherwise.
 func (n *Coordinator) dropPieces(r peer.PieceRef) {
 	if r.Versioned {
-		n.Pieces.Delete(storeKey(r))
+		n.Pieces.Delete(StoreKey(r))
 		return
 	}
-	n.Pieces.DeleteIf(storeKey(r), func(m store.Meta) bool {
+	n.Pieces.DeleteIf(StoreKey(r), func(m store.Meta) bool {
 		if r.Exact {
 			return m.Version == r.Version
 		}
@@ -448,7 +448,7 @@ func (n *Coordinator) ReleaseAll(ctx context.Context, rels []Release, wait bool)
 
 func (n *Coordinator) releaseOne(ctx context.Context, r Release) error {
 	if !n.Leased() {
-		return errLeaseGone // see sendBatch
+		return ErrLeaseGone // see sendBatch
 	}
 	m := n.Ctl.Map()
 	entry, ok := m.SchemeByID(r.Scheme)

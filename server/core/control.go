@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"context"
@@ -13,9 +13,9 @@ import (
 	"github.com/memgest/memgest/server/peer"
 )
 
-// notLeaderPrefix starts the error a non-leader returns for a control
+// NotLeaderPrefix starts the error a non-leader returns for a control
 // request; the leader's peer address follows when known.
-const notLeaderPrefix = "NOTLEADER "
+const NotLeaderPrefix = "NOTLEADER "
 
 // Propose applies a map change through the Raft leader and returns the new
 // map once this node has applied it too.
@@ -55,9 +55,9 @@ func (n *Coordinator) toLeader(ctx context.Context, typ uint8, payload []byte) (
 		} else if _, addr, ok := n.Ctl.Leader(); ok {
 			out, err = n.CallAddr(ctx, addr, typ, payload)
 		} else {
-			err = errors.New(notLeaderPrefix)
+			err = errors.New(NotLeaderPrefix)
 		}
-		if err == nil || !strings.Contains(err.Error(), notLeaderPrefix) {
+		if err == nil || !strings.Contains(err.Error(), NotLeaderPrefix) {
 			return out, unwrapRemote(err)
 		}
 		select {
@@ -80,17 +80,17 @@ func LeaderHint(err error) (string, bool) {
 		return "", false
 	}
 	msg := err.Error()
-	i := strings.Index(msg, notLeaderPrefix)
+	i := strings.Index(msg, NotLeaderPrefix)
 	if i < 0 {
 		return "", false
 	}
-	hint := msg[i+len(notLeaderPrefix):]
+	hint := msg[i+len(NotLeaderPrefix):]
 	return hint, hint != ""
 }
 
 func (n *Coordinator) NotLeader() error {
 	_, addr, _ := n.Ctl.Leader()
-	return errors.New(notLeaderPrefix + addr)
+	return errors.New(NotLeaderPrefix + addr)
 }
 
 // ResolveScheme finds a scheme by alias or spec. A valid spec that is not

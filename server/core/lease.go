@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"context"
@@ -24,7 +24,7 @@ const leaseFraction = 0.95
 // lease is a node's permission to serve its keys, in nanoseconds of the
 // node's monotonic clock (time since start).
 type lease struct {
-	until  atomic.Int64
+	Until  atomic.Int64
 	Fenced atomic.Bool // the leader said this node was marked failed
 	// Fresh is set while the node holds nothing it could serve stale:
 	// from its start, or a wipe, until the leader first takes a
@@ -87,11 +87,11 @@ func (n *Coordinator) leaseLength() int64 {
 func (n *Coordinator) Renew(sent int64) int64 {
 	until := sent + n.leaseLength()
 	for {
-		cur := n.Lease.until.Load()
+		cur := n.Lease.Until.Load()
 		if until <= cur {
 			return -1
 		}
-		if n.Lease.until.CompareAndSwap(cur, until) {
+		if n.Lease.Until.CompareAndSwap(cur, until) {
 			n.Lease.Notify()
 			return cur
 		}
@@ -101,24 +101,24 @@ func (n *Coordinator) Renew(sent int64) int64 {
 // Serving says whether this node may serve the keys it coordinates: its
 // lease is fresh and the control plane has not marked it failed.
 func (n *Coordinator) Serving() bool {
-	return !n.Lease.Fenced.Load() && n.MonoNow() < n.Lease.until.Load()
+	return !n.Lease.Fenced.Load() && n.MonoNow() < n.Lease.Until.Load()
 }
 
-// errLeaseLapsed replaces the reply of a write this node ran as
+// ErrLeaseLapsed replaces the reply of a write this node ran as
 // coordinator when its lease ran out before the write ended (it was paused,
 // say) and no heartbeat renewed it since: another node may have taken its
 // keys over meanwhile, so the write's outcome is unknown. It is not a
 // CLUSTERDOWN: that says nothing ran.
-var errLeaseLapsed = resp.Err("ERR memgest: this node's lease lapsed while the command ran " +
+var ErrLeaseLapsed = resp.Err("ERR memgest: this node's lease lapsed while the command ran " +
 	"(paused or partitioned); a write may or may not have taken effect")
 
-// errReadLapsed replaces the reply of a read in the same case: a read
+// ErrReadLapsed replaces the reply of a read in the same case: a read
 // changed nothing, so it may simply be sent again.
-var errReadLapsed = resp.Err("TRYAGAIN memgest: this node's lease lapsed while the read ran " +
+var ErrReadLapsed = resp.Err("TRYAGAIN memgest: this node's lease lapsed while the read ran " +
 	"and was not renewed; nothing was changed")
 
-// errLeaseGone fails redundancy a coordinator would send without a lease.
-var errLeaseGone = errors.New("server: this node's lease lapsed; it sends no redundancy")
+// ErrLeaseGone fails redundancy a coordinator would send without a lease.
+var ErrLeaseGone = errors.New("server: this node's lease lapsed; it sends no redundancy")
 
 // Leased says whether this node may act as a coordinator towards others
 // now: its lease holds (a node of a forming cluster has none yet, and needs
@@ -177,10 +177,10 @@ func (n *Coordinator) WithinLease(ctx context.Context, a authority, read bool, r
 	}
 	if read {
 		n.Metrics.lapsedCommand(lapsedReadRefused)
-		return errReadLapsed
+		return ErrReadLapsed
 	}
 	n.Metrics.lapsedCommand(lapsedWriteUnknown)
-	return errLeaseLapsed
+	return ErrLeaseLapsed
 }
 
 // awaitLease waits until the lease holds again under authority a (true),

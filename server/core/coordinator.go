@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"log/slog"
@@ -7,6 +7,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/cluster/control"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/server/config"
 	"github.com/memgest/memgest/server/lostkeys"
 	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/store"
@@ -21,13 +22,13 @@ import (
 // node (Node) embeds it and adds what composes a server around it:
 // listeners, heartbeats, failure detection, repair and the commands.
 type Coordinator struct {
-	Cfg     Config
+	Cfg     config.Config
 	Log     *slog.Logger
 	NodeID  cluster.NodeID
 	Started time.Time // on failureClock: leases count from it
 	// failureClock decides leases and failure detection (Config.InMemory's
 	// Clock in tests; nil for the system clock).
-	failureClock Clock
+	failureClock config.Clock
 
 	Ctl      *control.Plane
 	Primary  *store.Store // records of the keys this node coordinates
@@ -47,8 +48,8 @@ type Coordinator struct {
 	Lease      lease               // permission to serve, renewed by heartbeats
 	Rebuild    rebuildProgress     // the rebuild this node runs, for /status and INFO
 	Lost       lostkeys.Set        // keys recovery found beyond their scheme's tolerance
-	unfinished unfinishedDeletions // deletions whose releases failed (core_purge.go)
-	directory  directorySender
+	Unfinished UnfinishedDeletions // deletions whose releases failed (core_purge.go)
+	Directory  directorySender
 	Router     *peer.Router // who serves each peer message (peer.go)
 	bound      boundSchemes // the catalogue's schemes bound to their kinds (schemes.go)
 	moves      packedMoves  // keys moving between the primary store and packed schemes (datapath_packed.go)
@@ -66,16 +67,16 @@ type Coordinator struct {
 
 // NewCoordinator builds a node's core for cfg; the node sets its id, its
 // control plane and its router while it starts.
-func NewCoordinator(cfg Config, log *slog.Logger, started time.Time, clock Clock, pool []transport.Option) *Coordinator {
+func NewCoordinator(cfg config.Config, log *slog.Logger, started time.Time, clock config.Clock, pool []transport.Option) *Coordinator {
 	return &Coordinator{Cfg: cfg, Log: log, Started: started, failureClock: clock,
-		Inflight:  newInflight(),
+		Inflight:  NewInflight(),
 		Workers:   newWorkerPool(),
 		ExpireQ:   make(chan []byte, expireQueueSize),
 		Primary:   store.New(store.WithMaxValueSize(int(cfg.MaxValueSize))),
 		Pieces:    store.New(store.WithMaxValueSize(int(cfg.MaxValueSize) + 1024)),
 		Peers:     transport.NewPool(pool...),
 		Leases:    transport.NewPool(pool...),
-		directory: directorySender{wake: make(chan struct{}, 1)},
-		Metrics:   newNodeMetrics(),
+		Directory: directorySender{wake: make(chan struct{}, 1)},
+		Metrics:   NewMetrics(),
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"context"
@@ -158,7 +158,7 @@ func (n *Coordinator) beginBlind(ctx context.Context, w *BlindWrite, began int64
 		w.Err = n.writeLocked(ctx, s, w.op, pk) // commits and unlocks
 		return true
 	}
-	w.p = s.begin(w.Key, n.Versions.next())
+	w.p = s.Begin(w.Key, n.Versions.next())
 	s.Mu.Unlock()
 	if err := n.checkMemory(w.op); err != nil {
 		n.abort(w.Key, w.p)

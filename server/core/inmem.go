@@ -1,4 +1,4 @@
-package server
+package core
 
 import "time"
 
@@ -7,7 +7,7 @@ import "time"
 // A harness moving a fake clock on waits for it to pass the clock's
 // reading, so that no live node falls silent in the detector's eyes.
 func (n *Coordinator) LeaseRenewedAt() time.Time {
-	until := n.Lease.until.Load()
+	until := n.Lease.Until.Load()
 	if until == 0 {
 		return time.Time{}
 	}

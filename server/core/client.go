@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"context"
@@ -56,7 +56,7 @@ func (n *Coordinator) CallUnder(ctx context.Context, r PeerReq, auth *authority)
 				auth = &a
 			}
 			if !n.stillHolds(*auth) {
-				return nil, errLeaseGone
+				return nil, ErrLeaseGone
 			}
 		}
 		resp, err := n.poolFor(typ).Get(node.PeerAddr).CallUntilIdle(ctx, req, n.Cfg.PeerTimeout)
@@ -164,7 +164,7 @@ func (n *Coordinator) CallEachSince(ctx context.Context, reqs []PeerReq, fences 
 	waiting, bytes := 0, 0
 	for i, r := range reqs {
 		if carriesAuthority(r.Typ) && !auth.Ok {
-			errs[i], answered[i] = errLeaseGone, true
+			errs[i], answered[i] = ErrLeaseGone, true
 			continue
 		}
 		if r.Node.ID == n.NodeID {

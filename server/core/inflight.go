@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"context"
@@ -66,7 +66,7 @@ type inflightShard struct {
 	m  map[string][]*pending
 }
 
-func newInflight() *inflight {
+func NewInflight() *inflight {
 	t := &inflight{seed: maphash.MakeSeed()}
 	for i := range t.shards {
 		t.shards[i].m = make(map[string][]*pending)
@@ -78,9 +78,9 @@ func (t *inflight) Shard(key []byte) *inflightShard {
 	return &t.shards[maphash.Bytes(t.seed, key)&255]
 }
 
-// begin registers a write at version v. Blind writes (SET without options,
-// MSET) begin at once: they need not see earlier writes.
-func (s *inflightShard) begin(key []byte, v uint64) *pending {
+// Begin registers a write at version v. Blind writes (SET without options,
+// MSET) Begin at once: they need not see earlier writes.
+func (s *inflightShard) Begin(key []byte, v uint64) *pending {
 	p := &pending{version: v, done: make(chan struct{}), began: Monotime()}
 	s.m[string(key)] = append(s.m[string(key)], p)
 	return p
@@ -97,8 +97,8 @@ func (s *inflightShard) Newest(key []byte) *pending {
 	return top
 }
 
-// end removes p; the caller holds s.mu and closes p.done after unlocking.
-func (s *inflightShard) end(key []byte, p *pending) {
+// End removes p; the caller holds s.mu and closes p.done after unlocking.
+func (s *inflightShard) End(key []byte, p *pending) {
 	list := s.m[string(key)]
 	for i, q := range list {
 		if q == p {

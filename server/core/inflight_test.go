@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"context"
@@ -40,15 +40,15 @@ func TestVersionClockIsStrictlyIncreasing(t *testing.T) {
 // only when no write of its key is in flight, and writes of other keys do
 // not hold it up.
 func TestWaitQuietWaitsForEveryWriteInFlight(t *testing.T) {
-	tab := newInflight()
+	tab := NewInflight()
 	key := []byte("k")
 	s := tab.Shard(key)
 	s.Mu.Lock()
-	p1, p2 := s.begin(key, 1), s.begin(key, 2)
+	p1, p2 := s.Begin(key, 1), s.Begin(key, 2)
 	s.Mu.Unlock()
 	other := tab.Shard([]byte("other"))
 	other.Mu.Lock()
-	other.begin([]byte("other"), 3) // never finishes
+	other.Begin([]byte("other"), 3) // never finishes
 	other.Mu.Unlock()
 	done := make(chan struct{})
 	go func() {
@@ -65,7 +65,7 @@ func TestWaitQuietWaitsForEveryWriteInFlight(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 		s.Mu.Lock()
-		s.end(key, p)
+		s.End(key, p)
 		s.Mu.Unlock()
 		close(p.done)
 	}

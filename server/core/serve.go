@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"errors"
@@ -65,7 +65,7 @@ func (n *Coordinator) OnPutPieces(b []byte) ([]byte, error) {
 	}
 	refusals := make([]string, len(pieces))
 	for i, p := range pieces {
-		if err := n.storePiece(p, 2*len(p.Data) >= len(b)); err != nil {
+		if err := n.StorePiece(p, 2*len(p.Data) >= len(b)); err != nil {
 			refusals[i] = err.Error()
 		}
 	}
@@ -117,7 +117,7 @@ func (n *Coordinator) viewPieces(refs []peer.PieceRef) ([]pieceView, int) {
 	size := 0
 	for i, r := range refs {
 		v := &views[i]
-		v.data, v.meta, v.ok = n.Pieces.View(storeKey(r))
+		v.data, v.meta, v.ok = n.Pieces.View(StoreKey(r))
 		size += len(v.data)
 	}
 	return views, size

@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func (n *Coordinator) Schemes(m *cluster.Map) *SchemeTable {
 	if old != nil && old.M == m {
 		return old
 	}
-	t := bindTable(n.Kinds, m, old, schemeEnv{n}, func(e cluster.SchemeEntry, err error) {
+	t := BindTable(n.Kinds, m, old, schemeEnv{n}, func(e cluster.SchemeEntry, err error) {
 		n.Log.Error("a scheme of the catalogue cannot be served", "scheme", e.Name(), "err", err)
 	})
 	if old == nil || old.M.Epoch <= m.Epoch {
@@ -54,10 +54,10 @@ func (n *Coordinator) Schemes(m *cluster.Map) *SchemeTable {
 	return t
 }
 
-// bindTable binds every scheme of m's catalogue to env with kinds,
+// BindTable binds every scheme of m's catalogue to env with kinds,
 // keeping old's binding of an entry that did not change, and reports
 // (refused) an entry no kind package serves.
-func bindTable(kinds kind.Registry, m *cluster.Map, old *SchemeTable, env kind.Env, refused func(cluster.SchemeEntry, error)) *SchemeTable {
+func BindTable(kinds kind.Registry, m *cluster.Map, old *SchemeTable, env kind.Env, refused func(cluster.SchemeEntry, error)) *SchemeTable {
 	t := &SchemeTable{M: m, AllImmediate: true, AllLocalReads: true}
 	for _, e := range m.Schemes {
 		s := old.reuse(e)
@@ -89,8 +89,8 @@ func (t *SchemeTable) reuse(e cluster.SchemeEntry) kind.Scheme {
 	return t.byID[e.ID]
 }
 
-// of returns the bound scheme with id, or nil.
-func (t *SchemeTable) of(id uint16) kind.Scheme {
+// Of returns the bound scheme with id, or nil.
+func (t *SchemeTable) Of(id uint16) kind.Scheme {
 	if int(id) < len(t.byID) {
 		return t.byID[id]
 	}
@@ -102,7 +102,7 @@ func (t *SchemeTable) of(id uint16) kind.Scheme {
 // scheme id is never reused and its spec never changes (cluster.Map), so
 // the id alone finds the binding.
 func (n *Coordinator) KindOf(entry cluster.SchemeEntry) kind.Scheme {
-	if s := n.Schemes(n.Ctl.Map()).of(entry.ID); s != nil {
+	if s := n.Schemes(n.Ctl.Map()).Of(entry.ID); s != nil {
 		return s
 	}
 	s, err := n.Kinds.Bind(entry, schemeEnv{n})
@@ -176,7 +176,7 @@ func IsPacked(sch kind.Scheme) bool {
 
 // Lookup returns the bound scheme with id, if the table's map has it.
 func (t *SchemeTable) Lookup(id uint16) (kind.Scheme, bool) {
-	s := t.of(id)
+	s := t.Of(id)
 	return s, s != nil
 }
 func (u unsupported) Verify(context.Context, []byte, store.Meta, []byte) kind.Check {

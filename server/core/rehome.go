@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"context"
@@ -8,10 +8,12 @@ import (
 	"github.com/memgest/memgest/cluster"
 )
 
-// PackedObject is one object recovery re-homes into this node's packed
-// schemes: a key at the version recovery chose for it.
+// PackedObject is one object of a packed scheme that the core writes
+// again as this node's own: a key recovery found, at the version it chose
+// (RehomePacked), or a live object of a chunk compaction empties
+// (Relocate).
 type PackedObject struct {
-	Key      string
+	Key      []byte
 	Value    []byte
 	Version  uint64
 	ExpireAt int64
@@ -42,7 +44,7 @@ func (n *Coordinator) RehomePacked(ctx context.Context, m *cluster.Map, objs []P
 				break
 			}
 			n.Versions.Observe(c.Version)
-			op := &WriteOp{Key: []byte(c.Key), Value: c.Value, ExpireAt: c.ExpireAt, Entry: entry}
+			op := &WriteOp{Key: c.Key, Value: c.Value, ExpireAt: c.ExpireAt, Entry: entry}
 			p, packed := op.packedOf(n)
 			if !packed {
 				err = fmt.Errorf("server: recovering %q: scheme %s keeps no chunks", c.Key, entry.Name())

@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"context"
@@ -40,14 +40,14 @@ import (
 type dirKind uint8
 
 const (
-	// dirExists: the key exists in Scheme since Version.
-	dirExists dirKind = iota
-	// dirTombstone: the key is deleted as of Version, so recovery restores
+	// DirExists: the key exists in Scheme since Version.
+	DirExists dirKind = iota
+	// DirTombstone: the key is deleted as of Version, so recovery restores
 	// none of its versions up to it, whatever pieces a failure left behind.
-	dirTombstone
-	// dirPurge: the deletion at Version is complete, every piece of the key
+	DirTombstone
+	// DirPurge: the deletion at Version is complete, every piece of the key
 	// released; the tombstone can go.
-	dirPurge
+	DirPurge
 )
 
 // DirTombstoneFlag marks a stored directory entry as a tombstone
@@ -67,16 +67,16 @@ func (e DirEntry) encode(b wire.Enc) wire.Enc {
 	return b.Bytes(e.Key).U16(e.Scheme).U64(e.Version).I64(e.ExpireAt).U8(uint8(e.Kind))
 }
 
-func encodeDirectory(entries []DirEntry) []byte {
+func EncodeDirectory(entries []DirEntry) []byte {
 	return wire.EncodeList(entries, func(e wire.Enc, d DirEntry) wire.Enc { return d.encode(e) })
 }
 
-func decodeDirectory(b []byte) ([]DirEntry, error) { return wire.DecodeList(b, readDirEntry) }
+func DecodeDirectory(b []byte) ([]DirEntry, error) { return wire.DecodeList(b, readDirEntry) }
 
 // readDirEntry reads what dirEntry.encode wrote.
 func readDirEntry(d *wire.Dec) DirEntry {
 	x := DirEntry{Key: d.Bytes(), Scheme: d.U16(), Version: d.U64(), ExpireAt: d.I64(), Kind: dirKind(d.U8())}
-	if x.Kind > dirPurge {
+	if x.Kind > DirPurge {
 		d.Fail()
 	}
 	return x
@@ -88,11 +88,11 @@ func readDirEntry(d *wire.Dec) DirEntry {
 // count up from 0 and never reach it.
 const DirSchemeID = 0xFFFF
 
-// dirKey is where a node keeps a key's directory entry among its pieces:
+// DirKey is where a node keeps a key's directory entry among its pieces:
 // scheme field 0 and kind byte 2, so a key has one entry whatever its
 // scheme (kept in the entry's metadata), apart from its replica and shards.
 // It is appended to buf[:0].
-func dirKey(buf, key []byte) []byte {
+func DirKey(buf, key []byte) []byte {
 	return append(wire.Enc(buf[:0]).U16(0).U8(PieceKindDirectory), key...)
 }
 
@@ -100,19 +100,19 @@ func dirKey(buf, key []byte) []byte {
 // a tombstone replaces an older one of the key; a purge removes a
 // tombstone (or entry) up to its version.
 func (n *Coordinator) OnDirectory(b []byte) ([]byte, error) {
-	entries, err := decodeDirectory(b)
+	entries, err := DecodeDirectory(b)
 	if err != nil {
 		return nil, err
 	}
 	var k []byte
 	for _, x := range entries {
-		k = dirKey(k, x.Key)
-		if x.Kind == dirPurge {
+		k = DirKey(k, x.Key)
+		if x.Kind == DirPurge {
 			n.Pieces.DeleteIf(k, func(m store.Meta) bool { return m.Version <= x.Version })
 			continue
 		}
 		meta := store.Meta{Version: x.Version, ExpireAt: x.ExpireAt, Scheme: DirSchemeID, Aux: uint32(x.Scheme)}
-		if x.Kind == dirTombstone {
+		if x.Kind == DirTombstone {
 			meta.Flags = DirTombstoneFlag
 		}
 		if _, err := n.Pieces.PutIfNewer(k, nil, meta); err != nil {
@@ -177,12 +177,12 @@ func DirectoryIntact(m *cluster.Map, sh *cluster.Shard) bool {
 	return false
 }
 
-// dirChange says what directory entry, if any, a commit of op at version v
+// DirChange says what directory entry, if any, a commit of op at version v
 // that replaced prev (had) sends after it: one when the key appears,
 // changes scheme or changes expiry. Deletions and moves to a scheme whose
 // writes commit at once (immediate: none, which leaves nothing recovery
 // could find) send theirs before they commit (announcement).
-func dirChange(op *WriteOp, immediate bool, v uint64, prev store.Meta, had bool) (DirEntry, bool) {
+func DirChange(op *WriteOp, immediate bool, v uint64, prev store.Meta, had bool) (DirEntry, bool) {
 	switch {
 	case op.Del, had && prev.Scheme != op.Entry.ID && immediate:
 		return DirEntry{}, false
@@ -192,7 +192,7 @@ func dirChange(op *WriteOp, immediate bool, v uint64, prev store.Meta, had bool)
 	return DirEntry{}, false
 }
 
-// announcement is the directory entry a write of op at version v must
+// Announcement is the directory entry a write of op at version v must
 // store before it commits, if any: a tombstone for a deletion, the entry
 // of a move to none. Both replace a record whose pieces the commit then
 // releases, with nothing recovery could find. Were the entry sent after
@@ -211,15 +211,15 @@ func dirChange(op *WriteOp, immediate bool, v uint64, prev store.Meta, had bool)
 // A move to a redundant scheme needs none of this: its committed version
 // is complete, so recovery prefers it to the old one (newestReadable). And
 // announcing it would cost more than a round trip: a coordinator cut off
-// after the announcement cannot withdraw it, and recovery would report
+// after the Announcement cannot withdraw it, and recovery would report
 // the key lost though its old version is whole (the suite found that too).
 // A move to none cut off that way leaves the key lost, which none allows.
 //
 // The caller holds the key's write slot, so the committed record read here
 // is the one replaced.
-func (n *Coordinator) announcement(op *WriteOp, v uint64) (DirEntry, bool) {
+func (n *Coordinator) Announcement(op *WriteOp, v uint64) (DirEntry, bool) {
 	if op.Del {
-		return DirEntry{Key: op.Key, Version: v, Kind: dirTombstone}, true
+		return DirEntry{Key: op.Key, Version: v, Kind: DirTombstone}, true
 	}
 	prev, had := n.Primary.Meta(op.Key)
 	if had && prev.Scheme != op.Entry.ID && op.scheme(n).Traits().Immediate {
@@ -235,7 +235,7 @@ func (n *Coordinator) announce(ctx context.Context, e DirEntry) error {
 	if sh == nil {
 		return nil
 	}
-	payload := encodeDirectory([]DirEntry{e})
+	payload := EncodeDirectory([]DirEntry{e})
 	var reqs []PeerReq
 	for _, node := range DirectoryNodes(m, sh) {
 		reqs = append(reqs, PeerReq{Node: node, Typ: peer.MsgDirectory, Payload: payload})
@@ -260,7 +260,7 @@ func (n *Coordinator) withdraw(key []byte, v uint64) {
 // PurgeOf is the directory entry that removes key's entries up to version
 // v: a deletion's tombstone once its releases are done, or an announcement
 // withdrawn.
-func PurgeOf(key []byte, v uint64) DirEntry { return DirEntry{Key: key, Version: v, Kind: dirPurge} }
+func PurgeOf(key []byte, v uint64) DirEntry { return DirEntry{Key: key, Version: v, Kind: DirPurge} }
 
 // EntryOf is the directory entry of a key with primary record meta.
 func EntryOf(key []byte, meta store.Meta) DirEntry {
@@ -274,12 +274,12 @@ const dirWindow = 20 * time.Millisecond
 // directorySender batches directory entries and sends them in the
 // background.
 type directorySender struct {
-	mu    sync.Mutex
-	queue []DirEntry
-	// fences is the node's fence count when queue was filled: entries
+	Mu    sync.Mutex
+	Queue []DirEntry
+	// Fences is the node's fence count when queue was filled: entries
 	// decided before a fence are never sent after it (the node was
 	// failed over, and others keep its keys' directory since).
-	fences uint64
+	Fences uint64
 	wake   chan struct{} // capacity 1
 }
 
@@ -292,20 +292,20 @@ func (n *Coordinator) EnqueueDirectory(entries ...DirEntry) {
 // queueDirectory adds entries decided when the fence count was fences;
 // entries of another fence count than those queued drop the older ones.
 func (n *Coordinator) queueDirectory(fences uint64, entries []DirEntry) {
-	d := &n.directory
-	d.mu.Lock()
-	if fences != d.fences {
-		if fences < d.fences {
-			d.mu.Unlock()
+	d := &n.Directory
+	d.Mu.Lock()
+	if fences != d.Fences {
+		if fences < d.Fences {
+			d.Mu.Unlock()
 			return // decided before a fence: void
 		}
-		d.queue, d.fences = nil, fences
+		d.Queue, d.Fences = nil, fences
 	}
 	for _, x := range entries {
 		x.Key = append([]byte(nil), x.Key...) // it outlives the request that named it
-		d.queue = append(d.queue, x)
+		d.Queue = append(d.Queue, x)
 	}
-	d.mu.Unlock()
+	d.Mu.Unlock()
 	select {
 	case d.wake <- struct{}{}:
 	default:
@@ -314,15 +314,15 @@ func (n *Coordinator) queueDirectory(fences uint64, entries []DirEntry) {
 
 // DropDirectory forgets the queued entries (the node was fenced).
 func (n *Coordinator) DropDirectory() {
-	d := &n.directory
-	d.mu.Lock()
-	d.queue = nil
-	d.mu.Unlock()
+	d := &n.Directory
+	d.Mu.Lock()
+	d.Queue = nil
+	d.Mu.Unlock()
 }
 
 // DirectoryLoop sends queued entries until ctx ends.
 func (n *Coordinator) DirectoryLoop(ctx context.Context) {
-	d := &n.directory
+	d := &n.Directory
 	for {
 		select {
 		case <-ctx.Done():
@@ -330,20 +330,20 @@ func (n *Coordinator) DirectoryLoop(ctx context.Context) {
 		case <-d.wake:
 		}
 		time.Sleep(dirWindow)
-		d.mu.Lock()
-		batch, fences := d.queue, d.fences
-		d.queue = nil
-		d.mu.Unlock()
-		n.sendDirectory(batch, fences)
+		d.Mu.Lock()
+		batch, fences := d.Queue, d.Fences
+		d.Queue = nil
+		d.Mu.Unlock()
+		n.SendDirectory(batch, fences)
 	}
 }
 
-// sendDirectory sends each entry to its key's directory node under the
+// SendDirectory sends each entry to its key's directory node under the
 // current map, one frame per node, on the authority the node had at fence
 // count fences. A send that fails is logged and dropped: the directory is
 // best effort (see the file comment). A batch held back because the lease
 // lapsed is queued again, once, unless the node was fenced since.
-func (n *Coordinator) sendDirectory(batch []DirEntry, fences uint64) {
+func (n *Coordinator) SendDirectory(batch []DirEntry, fences uint64) {
 	m := n.Ctl.Map()
 	byNode := map[cluster.NodeID][]DirEntry{}
 	nodes := map[cluster.NodeID]cluster.Node{}
@@ -365,7 +365,7 @@ func (n *Coordinator) sendDirectory(batch []DirEntry, fences uint64) {
 	}
 	reqs := make([]PeerReq, 0, len(byNode))
 	for id, entries := range byNode {
-		reqs = append(reqs, PeerReq{Node: nodes[id], Typ: peer.MsgDirectory, Payload: encodeDirectory(entries)})
+		reqs = append(reqs, PeerReq{Node: nodes[id], Typ: peer.MsgDirectory, Payload: EncodeDirectory(entries)})
 	}
 	_, errs := n.CallEachSince(context.Background(), reqs, fences)
 	for i, err := range errs {
@@ -373,7 +373,7 @@ func (n *Coordinator) sendDirectory(batch []DirEntry, fences uint64) {
 			n.Log.Debug("directory entries not sent", "node", reqs[i].Node.ID, "err", err)
 		}
 	}
-	if slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, errLeaseGone) }) &&
+	if slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, ErrLeaseGone) }) &&
 		!n.Lease.Fenced.Load() && n.Lease.Fences.Load() == fences {
 		n.queueDirectory(fences, batch) // the lease lapsed, no fence: later
 	}

@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"sync"
@@ -83,7 +83,7 @@ type schemeInstruments struct {
 	redundancyB prometheus.Counter
 }
 
-func newNodeMetrics() *nodeMetrics {
+func NewMetrics() *nodeMetrics {
 	nm := &nodeMetrics{
 		commandLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "memgest_command_duration_seconds", Buckets: latencyBuckets,

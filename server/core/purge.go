@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"context"
@@ -30,43 +30,43 @@ const finishPerTick = 64
 
 // unfinishedDeletion is a committed deletion with releases still to do.
 type unfinishedDeletion struct {
-	version uint64 // the deletion's, which its tombstone carries
+	Version uint64 // the deletion's, which its tombstone carries
 	rels    []Release
 }
 
-// unfinishedDeletions is the coordinator's list of them, by key.
-type unfinishedDeletions struct {
-	mu sync.Mutex
-	m  map[string]unfinishedDeletion
+// UnfinishedDeletions is the coordinator's list of them, by key.
+type UnfinishedDeletions struct {
+	Mu sync.Mutex
+	M  map[string]unfinishedDeletion
 }
 
 // add records key's deletion at version, whose releases rels failed. A
 // key with a deletion waiting already keeps both's releases, and the later
 // version: its tombstone may be purged only once every older piece is gone.
-func (u *unfinishedDeletions) add(key []byte, version uint64, rels []Release) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.m == nil {
-		u.m = map[string]unfinishedDeletion{}
+func (u *UnfinishedDeletions) add(key []byte, version uint64, rels []Release) {
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
+	if u.M == nil {
+		u.M = map[string]unfinishedDeletion{}
 	}
-	prev, waiting := u.m[string(key)]
-	if !waiting && len(u.m) >= maxUnfinishedDeletions {
+	prev, waiting := u.M[string(key)]
+	if !waiting && len(u.M) >= maxUnfinishedDeletions {
 		return
 	}
-	u.m[string(key)] = unfinishedDeletion{version: max(version, prev.version), rels: append(prev.rels, rels...)}
+	u.M[string(key)] = unfinishedDeletion{Version: max(version, prev.Version), rels: append(prev.rels, rels...)}
 }
 
 // take removes and returns up to limit deletions.
-func (u *unfinishedDeletions) take(limit int) map[string]unfinishedDeletion {
-	u.mu.Lock()
-	defer u.mu.Unlock()
+func (u *UnfinishedDeletions) take(limit int) map[string]unfinishedDeletion {
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
 	out := map[string]unfinishedDeletion{}
-	for k, d := range u.m {
+	for k, d := range u.M {
 		if len(out) == limit {
 			break
 		}
 		out[k] = d
-		delete(u.m, k)
+		delete(u.M, k)
 	}
 	return out
 }
@@ -77,15 +77,15 @@ func (u *unfinishedDeletions) take(limit int) map[string]unfinishedDeletion {
 // recovery finishes it. One that fails again goes back on the list.
 func (n *Coordinator) FinishDeletions(ctx context.Context) {
 	m := n.Ctl.Map()
-	for key, d := range n.unfinished.take(finishPerTick) {
+	for key, d := range n.Unfinished.take(finishPerTick) {
 		if coord, ok := m.Coordinator(keyslot.Of([]byte(key))); !ok || coord.ID != n.NodeID {
 			continue
 		}
 		if err := n.ReleaseAll(ctx, d.rels, true); err != nil {
-			n.unfinished.add([]byte(key), d.version, d.rels)
+			n.Unfinished.add([]byte(key), d.Version, d.rels)
 			continue
 		}
-		n.EnqueueDirectory(PurgeOf([]byte(key), d.version))
+		n.EnqueueDirectory(PurgeOf([]byte(key), d.Version))
 	}
 }
 

@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"context"
@@ -166,7 +166,7 @@ func (n *Coordinator) commitPackedLocked(op *WriteOp, v uint64) ([]Release, erro
 		if _, _, _, err := n.Primary.Exchange(op.Key, stored, next); err != nil {
 			return nil, fmt.Errorf("server: storing %q: %w", op.Key, err)
 		}
-		if e, ok := dirChange(op, !op.Del && op.scheme(n).Traits().Immediate, v, store.Meta{}, false); ok {
+		if e, ok := DirChange(op, !op.Del && op.scheme(n).Traits().Immediate, v, store.Meta{}, false); ok {
 			n.EnqueueDirectory(e) // the key leaves a packed scheme, which keeps no entry
 		}
 	}

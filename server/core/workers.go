@@ -1,4 +1,4 @@
-package server
+package core
 
 const maxWorkers = 1024
 

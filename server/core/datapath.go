@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"context"
@@ -217,7 +217,7 @@ func (n *Coordinator) rmwWith(ctx context.Context, key []byte, read readFunc, fn
 	if err != nil {
 		return err
 	}
-	p := s.begin(key, n.Versions.next())
+	p := s.Begin(key, n.Versions.next())
 	s.Mu.Unlock()
 	cur, err := read(ctx, key)
 	if errors.Is(err, kind.ErrPieceGone) {
@@ -251,7 +251,7 @@ func (n *Coordinator) writeLocked(ctx context.Context, s *inflightShard, op *Wri
 		n.sendRemovalsLater(op)
 		return err
 	}
-	p := s.begin(op.Key, n.Versions.next())
+	p := s.Begin(op.Key, n.Versions.next())
 	s.Mu.Unlock()
 	return n.apply(ctx, p, op)
 }
@@ -308,7 +308,7 @@ func (n *Coordinator) apply(ctx context.Context, p *pending, op *WriteOp) error 
 		return err
 	}
 	faults.Hit(faults.BeforeRedundancy)
-	e, announce := n.announcement(op, p.version)
+	e, announce := n.Announcement(op, p.version)
 	if announce {
 		if err := n.announce(ctx, e); err != nil {
 			n.abort(op.Key, p)
@@ -389,7 +389,7 @@ func (n *Coordinator) commit(ctx context.Context, p *pending, op *WriteOp, sent 
 		// nothing tells the purge when it has arrived.
 		n.Log.Debug("stripe removal not acknowledged; the deletion's tombstone stays", "key", string(op.Key), "err", stripeErr)
 	case op.Del:
-		n.unfinished.add(op.Key, p.version, rel)
+		n.Unfinished.add(op.Key, p.version, rel)
 	}
 	faults.Hit(faults.AfterCommit)
 	return nil
@@ -399,7 +399,7 @@ func (n *Coordinator) commit(ctx context.Context, p *pending, op *WriteOp, sent 
 func (n *Coordinator) abort(key []byte, p *pending) {
 	s := n.Inflight.Shard(key)
 	s.Mu.Lock()
-	s.end(key, p)
+	s.End(key, p)
 	s.Mu.Unlock()
 	close(p.done)
 }
@@ -424,7 +424,7 @@ func (n *Coordinator) commitLocked(s *inflightShard, op *WriteOp, v uint64, p *p
 // commitRecordLocked is commitLocked less the metrics.
 func (n *Coordinator) commitRecordLocked(s *inflightShard, op *WriteOp, v uint64, p *pending) ([]Release, error) {
 	if p != nil {
-		s.end(op.Key, p)
+		s.End(op.Key, p)
 	}
 	if _, toPacked := op.packedOf(n); toPacked && !op.Del || n.inPacked(op.Key) {
 		n.Lost.Forget(op.Key, op.Del) // written or deleted: no longer reported lost
@@ -450,7 +450,7 @@ func (n *Coordinator) commitRecordLocked(s *inflightShard, op *WriteOp, v uint64
 	m := n.Ctl.Map()
 	if applied {
 		n.accountDetached(m, prev, had, next)
-		if e, ok := dirChange(op, !op.Del && op.scheme(n).Traits().Immediate, v, prev, had); ok {
+		if e, ok := DirChange(op, !op.Del && op.scheme(n).Traits().Immediate, v, prev, had); ok {
 			n.EnqueueDirectory(e)
 		}
 		if had && n.needsRelease(m, prev.Scheme, op) {
