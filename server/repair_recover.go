@@ -29,7 +29,7 @@ import (
 //   - each key is judged: the newest version that can still be read wins
 //     (a rep version any live node holds a replica of, or a split version
 //     with at least k distinct shards), unless its directory entry is newer,
-//     and then the key is reported lost (datapath_directory.go), `none` keys of the
+//     and then the key is reported lost (server/core/directory.go), `none` keys of the
 //     dead coordinator included;
 //   - each surviving key gets a stub record (repair_stubs.go): its value is fetched
 //     when first needed, or by a background pass;

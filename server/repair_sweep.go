@@ -76,7 +76,7 @@ func decodeAudit(b []byte) (cluster.NodeID, []auditItem, error) {
 
 // sweepLoop audits this node's pieces, one page every --sweep-interval,
 // starting over when it reaches the end, and retries the releases of
-// unfinished deletions (repair_purge.go) at the same pace.
+// unfinished deletions (server/core/purge.go) at the same pace.
 func (n *Node) sweepLoop(ctx context.Context) {
 	if n.Cfg.SweepInterval <= 0 {
 		return

@@ -15,7 +15,7 @@ import (
 // This file is the node's peer client: one request (call), or a fan-out
 // to several nodes answered together (callEach), under the epoch and, for
 // messages that act on this node's authority as a coordinator, the lease
-// they were decided under (core_lease.go); and how long a request of a
+// they were decided under (lease.go); and how long a request of a
 // given size may take.
 
 // Call sends one request to node under the current epoch. If the peer has a

@@ -48,11 +48,11 @@ type Coordinator struct {
 	Lease      lease               // permission to serve, renewed by heartbeats
 	Rebuild    rebuildProgress     // the rebuild this node runs, for /status and INFO
 	Lost       lostkeys.Set        // keys recovery found beyond their scheme's tolerance
-	Unfinished UnfinishedDeletions // deletions whose releases failed (core_purge.go)
+	Unfinished UnfinishedDeletions // deletions whose releases failed (purge.go)
 	Directory  directorySender
 	Router     *peer.Router // who serves each peer message (peer.go)
 	bound      boundSchemes // the catalogue's schemes bound to their kinds (schemes.go)
-	moves      packedMoves  // keys moving between the primary store and packed schemes (datapath_packed.go)
+	moves      packedMoves  // keys moving between the primary store and packed schemes (packed.go)
 	Health     integrity    // checksum failures found and repaired
 	MemUsed    memGauge
 	ExpireQ    chan []byte

@@ -53,7 +53,7 @@ type WriteOp struct {
 	CRC32    uint32
 	CRCKnown bool
 	// staged is a packed scheme's write of op's object, placed from
-	// Stage until it commits or aborts (Place set; datapath_packed.go).
+	// Stage until it commits or aborts (Place set; packed.go).
 	staged kind.Staged
 	// flushing is staged alone, for Flush without allocating a slice.
 	flushing [1]*kind.Staged
@@ -69,7 +69,7 @@ type WriteOp struct {
 	// commitLocked returns errPeekNeeded and changes nothing.
 	unpeeked bool
 	// removals remove the object a commit replaced or deleted from a
-	// packed scheme's chunks; commit sends them (datapath_packed.go).
+	// packed scheme's chunks; commit sends them (packed.go).
 	removals []kind.Pending
 	// bound is entry's bound scheme once scheme has looked it up.
 	bound kind.Scheme
@@ -374,7 +374,7 @@ func (n *Coordinator) commit(ctx context.Context, p *pending, op *WriteOp, sent 
 	// A deletion, or a move to another scheme, is acknowledged once the
 	// old redundancy is released, so that no piece outlives it. A deletion
 	// whose every release was acknowledged needs its tombstone no more; one
-	// with a release still to do is finished later (core_purge.go).
+	// with a release still to do is finished later (purge.go).
 	err = n.ReleaseAll(ctx, rel, op.Del || len(rel) > 0 && rel[0].Scheme != op.Entry.ID)
 	var stripeErr error
 	if op.Del {

@@ -8,7 +8,7 @@ import (
 )
 
 // This file finishes deletions whose releases failed. A deletion stores a
-// tombstone on its key's directory nodes before it commits (datapath_directory.go),
+// tombstone on its key's directory nodes before it commits (directory.go),
 // so that no recovery brings back a version older than it, and purges the
 // tombstone once every piece of the key has been released. When a release
 // fails (a node unreachable for a moment), the tombstone must stay, but

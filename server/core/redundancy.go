@@ -329,7 +329,7 @@ func (n *Coordinator) StorePiece(p peer.Piece, owned bool) error {
 	if err != nil || applied {
 		return err
 	}
-	// Not newer: a repair (core_repair.go) or a rebuild sends the same
+	// Not newer: a repair (repair.go) or a rebuild sends the same
 	// version again, which replaces a copy that fails its checksum or
 	// holds another shard index.
 	old, cur, ok := n.Pieces.View(k)
@@ -343,7 +343,7 @@ func (n *Coordinator) StorePiece(p peer.Piece, owned bool) error {
 const (
 	PieceKindReplica   uint8 = 0 // a rep replica, one per key and scheme
 	PieceKindShard     uint8 = 1 // a split shard, stored per version
-	PieceKindDirectory uint8 = 2 // a key directory entry (datapath_directory.go)
+	PieceKindDirectory uint8 = 2 // a key directory entry (directory.go)
 )
 
 // StoreKey is where a node keeps a piece: scheme id, the piece kind, the

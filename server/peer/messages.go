@@ -28,7 +28,7 @@ const (
 	MsgFlush                         // drop every key and piece of a node
 	MsgHeartbeat                     // a node reports to the Raft leader (server/failure.go)
 	MsgListPieces                    // one page of the pieces held for a slot range (server/repair_recover.go)
-	MsgDirectory                     // key directory entries for a node to keep (server/datapath_directory.go)
+	MsgDirectory                     // key directory entries for a node to keep (server/core/directory.go)
 	MsgRepair                        // a holder found a corrupt piece of a key: store its pieces again (server/repair_scrub.go)
 	MsgGetPieces                     // read many pieces at once (bulk split rebuild, server/repair_rebuild.go)
 	MsgAudit                         // which of these pieces are garbage? (the sweep, server/repair_sweep.go)
