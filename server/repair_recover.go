@@ -31,7 +31,7 @@ import (
 //     with at least k distinct shards), unless its directory entry is newer,
 //     and then the key is reported lost (server/core/directory.go), `none` keys of the
 //     dead coordinator included;
-//   - each surviving key gets a stub record (repair_stubs.go): its value is fetched
+//   - each surviving key gets a stub record (repair_value_fill.go): its value is fetched
 //     when first needed, or by a background pass;
 //   - the version clock moves past every recovered version, then the node
 //     proposes ShardRecovered and serves the shard.
@@ -217,7 +217,7 @@ func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shar
 		return err
 	}
 	n.stripes.Defer(sh, rec)
-	// Values follow, metadata first (repair_stubs.go): rep values come back with
+	// Values follow, metadata first (repair_value_fill.go): rep values come back with
 	// the shard's rebuild, which lists the stubs as lost copies; split
 	// stubs hold no bytes, and a background pass checks their shards.
 	go n.fillStubs(ctx, metaOnly)
