@@ -76,6 +76,7 @@ func leasedNode(t *testing.T, m *cluster.Map) *Node {
 	t.Cleanup(func() { n.Peers.Close(); n.Leases.Close() })
 	n.stripes = stripe.NewEngine(stripeHost{n}, stripe.Config{PeerTimeout: n.Cfg.PeerTimeout}, n.Log)
 	n.Kinds, n.PackedHeld = kindsFor(n.stripes), n.stripes.InUse
+	n.repair = newRepairer(n.Coordinator, n.stripes)
 	n.Router = n.newRouter()
 	n.Router.Maps = n.Ctl
 	n.Lease.Until.Store(n.MonoNow() + int64(time.Hour))

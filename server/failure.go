@@ -85,30 +85,6 @@ func (n *Node) detectLoop(ctx context.Context) {
 	}
 }
 
-// jobLoop starts the shard jobs (recoveries, rebuilds) the map hands this
-// node as soon as a new map arrives, and retries failed ones every
-// HeartbeatInterval.
-func (n *Node) jobLoop(ctx context.Context) {
-	maps, cancel := n.Ctl.Subscribe()
-	defer cancel()
-	tick := time.NewTicker(n.Cfg.HeartbeatInterval)
-	defer tick.Stop()
-	for {
-		n.startRecoveries(ctx)
-		n.startStripeRestores(ctx)
-		n.startRebuilds(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case _, ok := <-maps:
-			if !ok {
-				return
-			}
-		case <-tick.C:
-		}
-	}
-}
-
 // retryInterval is how soon a heartbeat that renewed nothing is retried.
 const retryInterval = 25 * time.Millisecond
 

@@ -36,7 +36,7 @@ import (
 // map entry lists lost positions, once no recovery is under way: a
 // recovery is what keeps a failed coordinator's keys unavailable, so it
 // gets the CPU first, and rebuilds wait for it (well under a second).
-func (n *Node) startRebuilds(ctx context.Context) {
+func (n *Repairer) startRebuilds(ctx context.Context) {
 	n.startShardJobs(ctx, "rebuild", &n.rebuilding,
 		func(m *cluster.Map, sh cluster.Shard) bool {
 			return len(sh.Rebuild) > 0 && !sh.Recovering && !recoveryUnderway(m)
@@ -72,7 +72,7 @@ const rebuildWorkers = 16
 // recovery does), so a rebuild that starts again, here or on the node that
 // took the shard over after this one failed, resumes: keys whose pieces are
 // all in place are skipped. Keys with the least redundancy left go first.
-func (n *Node) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.Shard) error {
+func (n *Repairer) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.Shard) error {
 	if err := n.stripes.Rebuild(ctx, m, sh); err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func receivers(m *cluster.Map, sh *cluster.Shard) map[cluster.NodeID]bool {
 }
 
 // resendDirectory sends the directory entries of keys again.
-func (n *Node) resendDirectory(keys [][]byte) {
+func (n *Repairer) resendDirectory(keys [][]byte) {
 	for _, key := range keys {
 		if meta, ok := n.Primary.Meta(key); ok {
 			n.EnqueueDirectory(core.EntryOf(key, meta))
@@ -227,7 +227,7 @@ func (h held) hasEntry(key []byte, node cluster.NodeID) bool {
 // first. On the way it sends a key's directory entry again where one of
 // the shard's directory nodes (dirNodes, which a failure may have changed)
 // lacks it.
-func (n *Node) rebuildPlan(m *cluster.Map, dirNodes []cluster.Node, keys [][]byte, have held) []rebuildItem {
+func (n *Repairer) rebuildPlan(m *cluster.Map, dirNodes []cluster.Node, keys [][]byte, have held) []rebuildItem {
 	var plan []rebuildItem
 	t := n.Schemes(m)
 	for _, key := range keys {
@@ -267,7 +267,7 @@ func (n *Node) rebuildPlan(m *cluster.Map, dirNodes []cluster.Node, keys [][]byt
 // --rebuild-rate, and returns the bytes sent: rep and split keys in bulk
 // batches (rebuildCopies, rebuildDecodes), the others rebuildWorkers at a
 // time (rebuildKey).
-func (n *Node) runRebuild(ctx context.Context, plan []rebuildItem, have held) (int64, error) {
+func (n *Repairer) runRebuild(ctx context.Context, plan []rebuildItem, have held) (int64, error) {
 	need := have.lacks
 	start := time.Now()
 	var sent atomic.Int64
@@ -323,7 +323,7 @@ func (n *Node) runRebuild(ctx context.Context, plan []rebuildItem, have held) (i
 // the time. A step slowed by load earns a longer rest, so the bound follows
 // what the rebuild costs, decodes included, where a byte rate follows only
 // what it sends.
-func (n *Node) rest(ctx context.Context, d time.Duration) {
+func (n *Repairer) rest(ctx context.Context, d time.Duration) {
 	share := n.Cfg.RebuildShare
 	if share >= 1 || share <= 0 {
 		return
@@ -381,7 +381,7 @@ func splitPlan(plan []rebuildItem) (copies, decodes [][]rebuildItem, others []re
 // arrived would outlive it, so once the batch is stored each key is looked
 // at again, and the batch's replica of a key whose record changed is
 // released (exactly that version). It returns the bytes sent.
-func (n *Node) rebuildCopies(ctx context.Context, items []rebuildItem, need core.PieceFilter) (int, error) {
+func (n *Repairer) rebuildCopies(ctx context.Context, items []rebuildItem, need core.PieceFilter) (int, error) {
 	total := n.fillRepStubs(ctx, n.Ctl.Map(), items, need)
 	for len(items) > 0 {
 		b, rest, err := n.copyBatch(ctx, items, need)
@@ -397,7 +397,7 @@ func (n *Node) rebuildCopies(ctx context.Context, items []rebuildItem, need core
 // copyBatch sends the replicas of items' keys up to copyBatchBytes, checks
 // them again once stored (rebuildCopies), and returns the bytes sent and
 // the items left.
-func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need core.PieceFilter) (int, []rebuildItem, error) {
+func (n *Repairer) copyBatch(ctx context.Context, items []rebuildItem, need core.PieceFilter) (int, []rebuildItem, error) {
 	m := n.Ctl.Map()
 	t := n.Schemes(m)
 	var b core.PieceBatch
@@ -449,7 +449,7 @@ func (n *Node) copyBatch(ctx context.Context, items []rebuildItem, need core.Pie
 // over meanwhile: that write stored its own copies), and an error for a stub
 // it could not fill for now: that copy is lost until it is filled, so the
 // shard's rebuild must not end.
-func (n *Node) copySource(ctx context.Context, t *core.SchemeTable, key, buf []byte) ([]byte, store.Meta, bool, error) {
+func (n *Repairer) copySource(ctx context.Context, t *core.SchemeTable, key, buf []byte) ([]byte, store.Meta, bool, error) {
 	val, meta, ok := n.Primary.Get(key, buf)
 	sch, known := t.Lookup(meta.Scheme)
 	if !ok || !known || sch.Traits().Rebuild != kind.RebuildCopy {
@@ -472,7 +472,7 @@ func (n *Node) copySource(ctx context.Context, t *core.SchemeTable, key, buf []b
 // releaseChanged releases, after a bulk batch was stored, the pieces it
 // sent of keys whose committed record changed meanwhile (a deletion or a
 // move may have released that version before the batch's pieces arrived).
-func (n *Node) releaseChanged(ctx context.Context, sent []core.Release) {
+func (n *Repairer) releaseChanged(ctx context.Context, sent []core.Release) {
 	var stale []core.Release
 	for _, r := range sent {
 		if cur, ok := n.Primary.Meta(r.Key); !ok || cur.Version != r.Version || cur.Scheme != r.Scheme {
@@ -483,7 +483,7 @@ func (n *Node) releaseChanged(ctx context.Context, sent []core.Release) {
 }
 
 // keysInSlots lists the keys of this node's primary store in a slot range.
-func (n *Node) keysInSlots(first, last int) [][]byte {
+func (n *Repairer) keysInSlots(first, last int) [][]byte {
 	var out [][]byte
 	var cursor uint64
 	for {

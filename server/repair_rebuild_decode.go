@@ -43,7 +43,7 @@ type shardFetch struct {
 // rebuildDecodes rebuilds a batch of split keys in bulk and returns the
 // bytes sent and the items it could not decode (too few shards listed or
 // fetched), which the caller rebuilds one by one.
-func (n *Node) rebuildDecodes(ctx context.Context, items []rebuildItem, have held) (int, []rebuildItem, error) {
+func (n *Repairer) rebuildDecodes(ctx context.Context, items []rebuildItem, have held) (int, []rebuildItem, error) {
 	m := n.Ctl.Map()
 	jobs, left := planDecodes(m, n.Schemes(m), n.Primary, items, have)
 	fetches := shardFetches(jobs, have)
@@ -142,7 +142,7 @@ func shardFetches(jobs []*decodeJob, have held) []*shardFetch {
 
 // fetchShards sends every node its GetPieces request at once and puts the
 // shards found into their jobs.
-func (n *Node) fetchShards(ctx context.Context, jobs []*decodeJob, fetches []*shardFetch) error {
+func (n *Repairer) fetchShards(ctx context.Context, jobs []*decodeJob, fetches []*shardFetch) error {
 	reqs := make([]core.PeerReq, len(fetches))
 	for i, f := range fetches {
 		reqs[i] = core.PeerReq{Node: f.node, Typ: peer.MsgGetPieces, Payload: peer.EncodeGetPieces(f.refs)}

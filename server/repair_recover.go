@@ -68,7 +68,7 @@ func (r *shardClaims) release(shard int) {
 
 // startRecoveries begins recovering every shard the map has handed to this
 // node; a recovery that fails is retried at the next call.
-func (n *Node) startRecoveries(ctx context.Context) {
+func (n *Repairer) startRecoveries(ctx context.Context) {
 	n.startShardJobs(ctx, "recovery", &n.recovering,
 		func(_ *cluster.Map, sh cluster.Shard) bool { return sh.Recovering },
 		n.recoverShard,
@@ -81,7 +81,7 @@ func (n *Node) startRecoveries(ctx context.Context) {
 // it and that this node coordinates, one job per shard at a time (claims),
 // and proposes done(shard) when the job succeeds. A failed job or proposal
 // is retried at the next call (every heartbeat tick).
-func (n *Node) startShardJobs(ctx context.Context, what string, claims *shardClaims, wants func(*cluster.Map, cluster.Shard) bool,
+func (n *Repairer) startShardJobs(ctx context.Context, what string, claims *shardClaims, wants func(*cluster.Map, cluster.Shard) bool,
 	job func(context.Context, *cluster.Map, cluster.Shard) error, done func(cluster.Shard) cluster.Command) {
 	m := n.Ctl.Map()
 	if m.State != cluster.OK || !n.Serving() {
@@ -133,7 +133,7 @@ type candidate struct {
 
 // recoverShard rebuilds the primary records of sh's keys from the pieces
 // (and directory entries) of its live placement nodes.
-func (n *Node) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shard) error {
+func (n *Repairer) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shard) error {
 	found := map[string][]*candidate{}
 	dir := map[string]pieceEntry{}
 	err := n.listShard(ctx, m, sh, nil, func(node cluster.Node, e pieceEntry) {
@@ -266,7 +266,7 @@ func shardsOf(t *core.SchemeTable, id uint16) bool {
 // the background of a recovered shard: they cost memory, never a wrong
 // read (reads go through the primary record's version). It returns the
 // keys with a release that failed.
-func (n *Node) sweepStale(ctx context.Context, stale []staleVersion) map[string]bool {
+func (n *Repairer) sweepStale(ctx context.Context, stale []staleVersion) map[string]bool {
 	failed := map[string]bool{}
 	for _, s := range stale {
 		reqs := make([]core.PeerReq, 0, len(s.holders))
@@ -417,7 +417,7 @@ func markComplete(t *core.SchemeTable, sh *cluster.Shard, cands []*candidate) {
 // one was readable), so that they regain their scheme's tolerance: every
 // target is sent the piece of the committed version (its replica, or its
 // shard) and keeps it if it has none of that version.
-func (n *Node) completeVersions(ctx context.Context, keys []string) {
+func (n *Repairer) completeVersions(ctx context.Context, keys []string) {
 	for _, k := range keys {
 		if _, err := n.RebuildKey(ctx, []byte(k), core.EveryPiece); err != nil && ctx.Err() == nil {
 			n.Log.Debug("restored version not completed", "key", k, "err", err)
@@ -428,7 +428,7 @@ func (n *Node) completeVersions(ctx context.Context, keys []string) {
 // listShard lists every piece (and directory entry) the live nodes of sh's
 // placement (only those in only, unless it is nil) hold for its slots,
 // asking them all at once, and calls fn for each, in placement order.
-func (n *Node) listShard(ctx context.Context, m *cluster.Map, sh cluster.Shard, only map[cluster.NodeID]bool, fn func(cluster.Node, pieceEntry)) error {
+func (n *Repairer) listShard(ctx context.Context, m *cluster.Map, sh cluster.Shard, only map[cluster.NodeID]bool, fn func(cluster.Node, pieceEntry)) error {
 	var nodes []cluster.Node
 	for _, id := range sh.Placement {
 		if node, ok := m.Node(id); ok && node.State != cluster.Failed && (only == nil || only[id]) {
@@ -453,7 +453,7 @@ func (n *Node) listShard(ctx context.Context, m *cluster.Map, sh cluster.Shard, 
 }
 
 // listPieces asks node for every piece it holds in slots first..last.
-func (n *Node) listPieces(ctx context.Context, node cluster.Node, first, last int) ([]pieceEntry, error) {
+func (n *Repairer) listPieces(ctx context.Context, node cluster.Node, first, last int) ([]pieceEntry, error) {
 	var out []pieceEntry
 	req := listReq{First: uint16(first), Last: uint16(last)}
 	for {
@@ -529,7 +529,7 @@ const listPageSize = 16384
 
 // onListPieces serves one page of the pieces this node holds whose keys
 // fall in a slot range.
-func (n *Node) onListPieces(b []byte) ([]byte, error) {
+func (n *Repairer) onListPieces(b []byte) ([]byte, error) {
 	req, err := decodeListReq(b)
 	if err != nil {
 		return nil, err
@@ -571,7 +571,7 @@ func lostReport(m *cluster.Map, key string, cands []*candidate) kind.LostKey {
 // (lostkeys.Set.AddRange): sh's coordinator failed together with every node
 // that kept its key directory (directoryIntact), so a key whose pieces all
 // died with them is named by nothing.
-func (n *Node) loseUnnamed(sh cluster.Shard) {
+func (n *Repairer) loseUnnamed(sh cluster.Shard) {
 	n.Lost.AddRange(sh.First, sh.Last, kind.LostKey{Cause: "its shard's coordinator failed together with every node of the shard's key directory"})
 	n.Log.Error("a shard's coordinator and key directory failed together: every key of its slots the node does not hold answers -LOST",
 		"shard", sh.ID, "first", sh.First, "last", sh.Last)

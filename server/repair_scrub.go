@@ -40,7 +40,7 @@ const scrubRecordCost = 256
 
 // scrubLoop checks the CRC32C of everything this node stores, over and
 // over, at cfg.ScrubRate bytes per second.
-func (n *Node) scrubLoop(ctx context.Context) {
+func (n *Repairer) scrubLoop(ctx context.Context) {
 	if n.Cfg.ScrubRate <= 0 {
 		return
 	}
@@ -57,7 +57,7 @@ func (n *Node) scrubLoop(ctx context.Context) {
 }
 
 // scrubStore runs check on every record of st, paced.
-func (n *Node) scrubStore(ctx context.Context, st *store.Store, check func(context.Context, []byte, []byte, store.Meta)) {
+func (n *Repairer) scrubStore(ctx context.Context, st *store.Store, check func(context.Context, []byte, []byte, store.Meta)) {
 	start, total := time.Now(), int64(0)
 	var cursor uint64
 	for {
@@ -86,7 +86,7 @@ func (n *Node) scrubStore(ctx context.Context, st *store.Store, check func(conte
 // scrubPrimary checks one primary record that keeps its value (none,
 // rep: kind.Scheme.ReadsLocally) against its CRC32C; a corrupt one is
 // read through its scheme, which repairs it where it keeps another copy.
-func (n *Node) scrubPrimary(ctx context.Context, key, val []byte, meta store.Meta) {
+func (n *Repairer) scrubPrimary(ctx context.Context, key, val []byte, meta store.Meta) {
 	sch, ok := n.Schemes(n.Ctl.Map()).Lookup(meta.Scheme)
 	if !ok || !sch.Traits().ReadsLocally || core.IsStub(meta) || bigcopy.Checksum(val) == meta.Aux {
 		return
@@ -98,7 +98,7 @@ func (n *Node) scrubPrimary(ctx context.Context, key, val []byte, meta store.Met
 
 // scrubPiece checks one piece; a corrupt one is dropped and its key's
 // coordinator asked to store the key's pieces again.
-func (n *Node) scrubPiece(ctx context.Context, k, val []byte, meta store.Meta) {
+func (n *Repairer) scrubPiece(ctx context.Context, k, val []byte, meta store.Meta) {
 	ref, kind, ok := core.ParsePieceKey(k)
 	if !ok || kind == core.PieceKindDirectory || bigcopy.Checksum(val) == meta.Aux {
 		return
@@ -121,7 +121,7 @@ func (n *Node) scrubPiece(ctx context.Context, k, val []byte, meta store.Meta) {
 
 // pause sleeps as long as handling done bytes since start has outrun rate
 // bytes per second (0: no bound).
-func (n *Node) pause(ctx context.Context, start time.Time, done, rate int64) {
+func (n *Repairer) pause(ctx context.Context, start time.Time, done, rate int64) {
 	if rate <= 0 {
 		return
 	}

@@ -77,7 +77,7 @@ func decodeAudit(b []byte) (cluster.NodeID, []auditItem, error) {
 // sweepLoop audits this node's pieces, one page every --sweep-interval,
 // starting over when it reaches the end, and retries the releases of
 // unfinished deletions (server/core/purge.go) at the same pace.
-func (n *Node) sweepLoop(ctx context.Context) {
+func (n *Repairer) sweepLoop(ctx context.Context) {
 	if n.Cfg.SweepInterval <= 0 {
 		return
 	}
@@ -106,7 +106,7 @@ type heldPieceRow struct {
 
 // sweepStep audits one page of pieces from cursor and returns the next
 // cursor (0 at the end of a pass).
-func (n *Node) sweepStep(ctx context.Context, cursor uint64) uint64 {
+func (n *Repairer) sweepStep(ctx context.Context, cursor uint64) uint64 {
 	m := n.Ctl.Map()
 	byNode := map[cluster.NodeID][]heldPieceRow{}
 	nodes := map[cluster.NodeID]cluster.Node{}
@@ -155,7 +155,7 @@ func (n *Node) sweepStep(ctx context.Context, cursor uint64) uint64 {
 // askAudit asks node (the coordinator of items' keys) which of this
 // node's pieces items it should drop, and returns the map epoch the
 // verdicts were given under.
-func (n *Node) askAudit(ctx context.Context, node cluster.Node, items []auditItem) ([]bool, uint64, error) {
+func (n *Repairer) askAudit(ctx context.Context, node cluster.Node, items []auditItem) ([]bool, uint64, error) {
 	if node.ID == n.NodeID {
 		drop, epoch := n.auditVerdicts(n.NodeID, items)
 		return drop, epoch, nil
@@ -177,7 +177,7 @@ func (n *Node) askAudit(ctx context.Context, node cluster.Node, items []auditIte
 // onAudit answers a holder's peer.MsgAudit (the holder's id, then the pieces):
 // the map epoch of the verdicts, a count, then one byte per piece, 1 to
 // drop it.
-func (n *Node) onAudit(b []byte) ([]byte, error) {
+func (n *Repairer) onAudit(b []byte) ([]byte, error) {
 	holder, items, err := decodeAudit(b)
 	if err != nil {
 		return nil, err
@@ -199,7 +199,7 @@ func (n *Node) onAudit(b []byte) ([]byte, error) {
 // coordinates in its own map, under a fresh lease, once it has run for two
 // failure timeouts (a node restarted empty must be failed over, not believed
 // that its keys are gone); anything else is kept.
-func (n *Node) auditVerdicts(holder cluster.NodeID, items []auditItem) ([]bool, uint64) {
+func (n *Repairer) auditVerdicts(holder cluster.NodeID, items []auditItem) ([]bool, uint64) {
 	drop := make([]bool, len(items))
 	m := n.Ctl.Map()
 	if !n.Leased() || time.Since(n.Started) < 2*n.Cfg.FailureTimeout {
@@ -213,7 +213,7 @@ func (n *Node) auditVerdicts(holder cluster.NodeID, items []auditItem) ([]bool, 
 
 // isGarbage is the verdict on one piece held by holder; see the file
 // comment. The caller holds a lease.
-func (n *Node) isGarbage(m *cluster.Map, holder cluster.NodeID, it auditItem) bool {
+func (n *Repairer) isGarbage(m *cluster.Map, holder cluster.NodeID, it auditItem) bool {
 	sh := m.ShardOf(keyslot.Of(it.Key))
 	coord, ok := m.Coordinator(keyslot.Of(it.Key))
 	if sh == nil || !ok || coord.ID != n.NodeID || sh.Recovering || len(sh.Rebuild) > 0 {

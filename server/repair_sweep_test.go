@@ -42,7 +42,7 @@ func TestAuditVerdicts(t *testing.T) {
 	}
 	verdict := func(holder cluster.NodeID, it auditItem) bool {
 		it.Key = key
-		drop, _ := n.auditVerdicts(holder, []auditItem{it})
+		drop, _ := n.repair.auditVerdicts(holder, []auditItem{it})
 		return drop[0]
 	}
 	replica := func(v uint64) auditItem { return auditItem{Scheme: rep, Version: v, Kind: core.PieceKindReplica} }

@@ -31,7 +31,7 @@ import (
 const stubWorkers = 16
 
 // writeStub records key's recovered version as a stub.
-func (n *Node) writeStub(key []byte, c *candidate) error {
+func (n *Repairer) writeStub(key []byte, c *candidate) error {
 	meta := store.Meta{Version: c.version, ExpireAt: c.expireAt, Scheme: c.scheme, Flags: core.RecordStub, Aux: c.crc}
 	n.Versions.Observe(c.version)
 	if _, err := n.Primary.PutIfNewer(key, nil, meta); err != nil {
@@ -50,7 +50,7 @@ const stubFetchKeys = 128
 // to stubFetchKeys keys; a holder the listing shows lacking the piece
 // (need) is not asked. It returns the bytes restored. A stub it could not
 // fill stays one, for copyBatch to fill key by key (fillStub).
-func (n *Node) fillRepStubs(ctx context.Context, m *cluster.Map, items []rebuildItem, need core.PieceFilter) int {
+func (n *Repairer) fillRepStubs(ctx context.Context, m *cluster.Map, items []rebuildItem, need core.PieceFilter) int {
 	bytes := 0
 	for len(items) > 0 {
 		chunk := items[:min(len(items), stubFetchKeys)]
@@ -69,7 +69,7 @@ type stubWant struct {
 
 // fill completes w's stub with value if value is the stub's (its CRC32C)
 // and reports whether it stored it.
-func (n *Node) fill(w stubWant, value []byte) bool {
+func (n *Repairer) fill(w stubWant, value []byte) bool {
 	full := w.meta
 	full.Flags &^= core.RecordStub
 	if bigcopy.Checksum(value) != w.meta.Aux {
@@ -80,7 +80,7 @@ func (n *Node) fill(w stubWant, value []byte) bool {
 }
 
 // fillStubChunk is fillRepStubs for one chunk.
-func (n *Node) fillStubChunk(ctx context.Context, m *cluster.Map, chunk []rebuildItem, need core.PieceFilter) int {
+func (n *Repairer) fillStubChunk(ctx context.Context, m *cluster.Map, chunk []rebuildItem, need core.PieceFilter) int {
 	bytes := 0
 	byNode := map[cluster.NodeID]int{}
 	var reqs []core.PeerReq
@@ -156,7 +156,7 @@ func stubHolder(self cluster.NodeID, m *cluster.Map, key []byte, sch kind.Scheme
 // of keys that no read or write has filled yet, paced by --rebuild-share:
 // it only records their length (a read fills a stub first anyway), so it
 // must not cost clients more than the rebuild does.
-func (n *Node) fillStubs(ctx context.Context, keys []string) {
+func (n *Repairer) fillStubs(ctx context.Context, keys []string) {
 	var filled atomic.Int64
 	err := forEach(ctx, len(keys), stubWorkers, func(ctx context.Context, i int) error {
 		key := []byte(keys[i])

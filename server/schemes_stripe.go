@@ -2,10 +2,8 @@ package server
 
 import (
 	"context"
-	"slices"
 
 	"github.com/memgest/memgest/cluster"
-	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/server/core"
@@ -44,8 +42,7 @@ func (h stripeHost) LoseRange(first, last int, k kind.LostKey) {
 }
 
 func (h stripeHost) Rehome(ctx context.Context, m *cluster.Map, objects map[uint16][]stripe.Object) error {
-	keys, picks := newestLive(h.n.Schemes(m), packedCandidates(objects))
-	return h.n.RehomePacked(ctx, m, packedObjects(keys, picks))
+	return h.n.repair.Rehome(ctx, m, objects)
 }
 
 // stripeFrame is the peer frame type of a stripe engine message.
@@ -59,56 +56,4 @@ func stripeFrame(m stripe.Msg) uint8 {
 		return peer.MsgStripeResync
 	}
 	return 0 // no such frame: the peer refuses it
-}
-
-// startStripeRestores runs the background pass of every shard this node
-// coordinates that is served with stripe keys pending, and proposes
-// StripesRestored when none is left.
-func (n *Node) startStripeRestores(ctx context.Context) {
-	n.startShardJobs(ctx, "stripe restore", &n.restoring,
-		func(_ *cluster.Map, sh cluster.Shard) bool { return sh.StripesPending && !sh.Recovering },
-		func(ctx context.Context, _ *cluster.Map, sh cluster.Shard) error {
-			faults.Hit(faults.BeforeStripeRestore)
-			return n.stripes.RestoreShard(ctx, sh.ID)
-		},
-		func(sh cluster.Shard) cluster.Command { return cluster.StripesRestored{Shard: sh.ID, By: n.NodeID} })
-}
-
-// packedCandidates makes recovered objects, by scheme id, recovery
-// candidates with their values.
-func packedCandidates(objects map[uint16][]stripe.Object) map[string][]*candidate {
-	out := map[string][]*candidate{}
-	for id, objs := range objects {
-		for _, o := range objs {
-			key := string(o.Key)
-			out[key] = append(out[key], &candidate{scheme: id, version: o.Version, expireAt: o.ExpireAt,
-				complete: true, value: slices.Clone(o.Value)})
-		}
-	}
-	return out
-}
-
-// packedObjects are the objects of keys at the versions picks chose,
-// for rehomePacked.
-func packedObjects(keys []string, picks []*candidate) []core.PackedObject {
-	out := make([]core.PackedObject, len(keys))
-	for i, c := range picks {
-		out[i] = core.PackedObject{Key: []byte(keys[i]), Value: c.value, Version: c.version, ExpireAt: c.expireAt, Scheme: c.scheme}
-	}
-	return out
-}
-
-// newestLive picks each key's newest candidate (newestReadable), leaving
-// out expired ones.
-func newestLive(t *core.SchemeTable, cands map[string][]*candidate) ([]string, []*candidate) {
-	now := core.NowMs()
-	var keys []string
-	var picks []*candidate
-	for key, cs := range cands {
-		best := newestReadable(t, cs)
-		if best != nil && (best.expireAt == 0 || best.expireAt > now) {
-			keys, picks = append(keys, key), append(picks, best)
-		}
-	}
-	return keys, picks
 }
