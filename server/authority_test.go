@@ -16,6 +16,7 @@ import (
 	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
+	"github.com/memgest/memgest/server/repair"
 	"github.com/memgest/memgest/transport"
 )
 
@@ -76,7 +77,7 @@ func leasedNode(t *testing.T, m *cluster.Map) *Node {
 	t.Cleanup(func() { n.Peers.Close(); n.Leases.Close() })
 	n.stripes = stripe.NewEngine(stripeHost{n}, stripe.Config{PeerTimeout: n.Cfg.PeerTimeout}, n.Log)
 	n.Kinds, n.PackedHeld = kindsFor(n.stripes), n.stripes.InUse
-	n.repair = newRepairer(n.Coordinator, n.stripes)
+	n.repair = repair.New(n.Coordinator, n.stripes)
 	n.Router = n.newRouter()
 	n.Router.Maps = n.Ctl
 	n.Lease.Until.Store(n.MonoNow() + int64(time.Hour))

@@ -24,6 +24,7 @@ import (
 	"github.com/memgest/memgest/scheme/stripe"
 	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/detect"
+	"github.com/memgest/memgest/server/repair"
 	"github.com/memgest/memgest/transport"
 )
 
@@ -38,7 +39,7 @@ type Node struct {
 	clients     clientRegistry
 	incarnation atomic.Uint64    // this run of the node, new after a wipe (failure.go)
 	detector    *detect.Detector // the leader's failure detector
-	repair      *Repairer        // recovery, rebuild, sweep and scrub
+	repair      *repair.Repairer // recovery, rebuild, sweep and scrub
 	stripes     *stripe.Engine   // stripe:K+M chunks and parity, and the chunks recovery deferred
 
 	trust       trust             // cluster secret and TLS (trust.go)
@@ -87,7 +88,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		}
 	}
 	n.stripes = stripe.NewEngine(stripeHost{n}, stripe.Config{PeerTimeout: cfg.PeerTimeout}, n.Log)
-	n.repair = newRepairer(n.Coordinator, n.stripes)
+	n.repair = repair.New(n.Coordinator, n.stripes)
 	n.Kinds, n.PackedHeld = kindsFor(n.stripes), n.stripes.InUse
 	n.Router = n.newRouter()
 	n.incarnation.Store(newIncarnation())
@@ -138,11 +139,11 @@ func (n *Node) startLoops() {
 	n.background(ctx, n.expireCycle)
 	n.background(ctx, n.MemUsed.Refresh(n.Coordinator))
 	n.background(ctx, n.heartbeatLoop)
-	n.background(ctx, n.repair.jobLoop)
+	n.background(ctx, n.repair.JobLoop)
 	n.background(ctx, n.detectLoop)
 	n.background(ctx, n.DirectoryLoop)
-	n.background(ctx, n.repair.scrubLoop)
-	n.background(ctx, n.repair.sweepLoop)
+	n.background(ctx, n.repair.ScrubLoop)
+	n.background(ctx, n.repair.SweepLoop)
 	n.background(ctx, n.compactLoop)
 	n.background(ctx, n.checkOwnPassword)
 	if n.Cfg.Join != "" {

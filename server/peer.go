@@ -15,7 +15,7 @@ func (n *Node) newRouter() *peer.Router {
 	}
 	for typ, h := range map[uint8]peer.Handler{
 		peer.MsgScan: n.onScan, peer.MsgStats: n.onStats, peer.MsgFlush: n.onFlush,
-		peer.MsgListPieces: n.repair.onListPieces, peer.MsgRepair: n.OnRepair, peer.MsgAudit: n.repair.onAudit,
+		peer.MsgListPieces: n.repair.OnListPieces, peer.MsgRepair: n.OnRepair, peer.MsgAudit: n.repair.OnAudit,
 		peer.MsgStripeRead: n.stripes.OnRead, peer.MsgStripeResync: n.stripes.OnResync,
 	} {
 		r.Handle(typ, peer.OffLoop, h)

@@ -84,8 +84,3 @@ func decodeScanResp(b []byte) (scanResp, error) {
 	}
 	return s, d.Done()
 }
-
-// encodeList is wire.EncodeList for items that encode themselves.
-func encodeList[T interface{ encode(wire.Enc) wire.Enc }](items []T) wire.Enc {
-	return wire.EncodeList(items, func(e wire.Enc, x T) wire.Enc { return x.encode(e) })
-}

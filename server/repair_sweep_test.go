@@ -8,8 +8,8 @@ import (
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/server/core"
+	"github.com/memgest/memgest/server/repair"
 	"github.com/memgest/memgest/store"
-	"github.com/memgest/memgest/wire"
 )
 
 // TestAuditVerdicts: the coordinator drops exactly the pieces no committed
@@ -40,14 +40,16 @@ func TestAuditVerdicts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	verdict := func(holder cluster.NodeID, it auditItem) bool {
+	verdict := func(holder cluster.NodeID, it repair.AuditItem) bool {
 		it.Key = key
-		drop, _ := n.repair.auditVerdicts(holder, []auditItem{it})
+		drop, _ := n.repair.AuditVerdicts(holder, []repair.AuditItem{it})
 		return drop[0]
 	}
-	replica := func(v uint64) auditItem { return auditItem{Scheme: rep, Version: v, Kind: core.PieceKindReplica} }
-	shard := func(v uint64, i int) auditItem {
-		return auditItem{Scheme: split, Version: v, Kind: core.PieceKindShard, Index: uint8(i)}
+	replica := func(v uint64) repair.AuditItem {
+		return repair.AuditItem{Scheme: rep, Version: v, Kind: core.PieceKindReplica}
+	}
+	shard := func(v uint64, i int) repair.AuditItem {
+		return repair.AuditItem{Scheme: split, Version: v, Kind: core.PieceKindShard, Index: uint8(i)}
 	}
 
 	if !verdict(replicaHolder, replica(5)) {
@@ -56,7 +58,7 @@ func TestAuditVerdicts(t *testing.T) {
 	type verdictCase struct {
 		name   string
 		holder cluster.NodeID
-		it     auditItem
+		it     repair.AuditItem
 		drop   bool
 	}
 	check := func(cases []verdictCase) {
@@ -116,20 +118,4 @@ func slicesContainsNode(ts []kind.Target, id cluster.NodeID) bool {
 		}
 	}
 	return false
-}
-
-// TestAuditCodec: the audit request and reply survive the wire, and a
-// truncated request is refused.
-func TestAuditCodec(t *testing.T) {
-	in := []auditItem{{Key: []byte("a"), Scheme: 3, Version: 9, Kind: core.PieceKindShard, Index: 2}, {Key: []byte("b"), Version: 1}}
-	b := encodeList(in)
-	got, err := wire.DecodeList(b, readAuditItem)
-	if err != nil || len(got) != 2 || string(got[0].Key) != "a" || got[0].Index != 2 || got[1].Version != 1 {
-		t.Fatalf("audit round trip: %+v, %v", got, err)
-	}
-	for i := range b {
-		if _, err := wire.DecodeList(b[:i], readAuditItem); err == nil {
-			t.Fatalf("an audit request cut at byte %d decoded", i)
-		}
-	}
 }

@@ -136,7 +136,7 @@ func TestStubWithNoReplicaLeftIsLost(t *testing.T) {
 	if _, lost := f.n.Lost.Get(key); lost {
 		t.Fatal("a key was reported lost while a holder had not answered")
 	}
-	if _, _, ok, err := f.n.repair.copySource(ctx, f.n.Schemes(f.n.Ctl.Map()), key, nil); ok || err == nil {
+	if _, _, ok, err := f.n.repair.CopySource(ctx, f.n.Schemes(f.n.Ctl.Map()), key, nil); ok || err == nil {
 		t.Fatalf("copySource of an unfillable stub: ok %v err %v; want the rebuild to retry", ok, err)
 	}
 
@@ -152,7 +152,7 @@ func TestStubWithNoReplicaLeftIsLost(t *testing.T) {
 	if _, err := f.n.Get(ctx, key); !errors.As(err, &lost) {
 		t.Fatalf("read of the lost key: err %v, want LOST", err)
 	}
-	if _, _, ok, err := f.n.repair.copySource(ctx, f.n.Schemes(f.n.Ctl.Map()), key, nil); ok || err != nil {
+	if _, _, ok, err := f.n.repair.CopySource(ctx, f.n.Schemes(f.n.Ctl.Map()), key, nil); ok || err != nil {
 		t.Fatalf("copySource of a lost stub: ok %v err %v; want it skipped", ok, err)
 	}
 }

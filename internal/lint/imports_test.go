@@ -66,6 +66,15 @@ var rules = []rule{
 		},
 	},
 	{
+		// The node's rooms layer downward: config < peer < core < repair
+		// < the node (server), which composes them.
+		name: "the coordinator core and the repair path import no room above them",
+		from: func(dir string) bool { return under(dir, "server/core") || under(dir, "server/repair") },
+		refuses: func(rel string) bool {
+			return rel == "server" || rel == "server/repair" || rel == "server/commands"
+		},
+	},
+	{
 		// internal/simcluster imports the node, so it is no leaf; it is a
 		// harness for tests and stays out of the binary.
 		name:    "the binary does not import the in-process test cluster",
@@ -123,14 +132,16 @@ func TestEveryRuleCatchesAPlantedViolation(t *testing.T) {
 		rules[1].name: {{"server", "tests"}, {"cluster", "cmd/memgest"}},
 		rules[2].name: {{"scheme/stripe", "server"}, {"scheme/rep", "cluster/control"}},
 		rules[3].name: {{"server/core", "scheme/rep"}, {"server/core", "scheme/stripe"}, {"server/core", "scheme/hybrid"}},
-		rules[4].name: {{"cmd/memgest", "internal/simcluster"}},
+		rules[4].name: {{"server/core", "server/repair"}, {"server/core", "server"}, {"server/repair", "server"}},
+		rules[5].name: {{"cmd/memgest", "internal/simcluster"}},
 	}
 	allowed := map[string][]imp{
 		rules[0].name: {{"store", "internal/bigcopy"}},
 		rules[1].name: {{"server", "store"}},
 		rules[2].name: {{"scheme/rep", "cluster"}, {"scheme/split", "scheme/kind"}},
 		rules[3].name: {{"server/core", "scheme/kind"}, {"server/core", "scheme"}, {"server", "scheme/stripe"}},
-		rules[4].name: {{"cmd/memgest", "server"}},
+		rules[4].name: {{"server/core", "server/peer"}, {"server/repair", "server/core"}, {"server", "server/repair"}},
+		rules[5].name: {{"cmd/memgest", "server"}},
 	}
 	for _, r := range rules {
 		if len(planted[r.name]) == 0 || len(allowed[r.name]) == 0 {

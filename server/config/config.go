@@ -98,14 +98,14 @@ type Config struct {
 	RebuildRate int64
 	// RebuildShare bounds the share of the time each rebuild worker works,
 	// in (0, 1]; 1 is no bound. Bytes measure a rep copy's cost but not a
-	// split decode's; time measures both (repair_rebuild.go, rest).
+	// split decode's; time measures both (server/repair/rebuild.go, rest).
 	RebuildShare float64
 	// ScrubRate bounds the bytes per second a node reads to check the
 	// CRC32C of what it stores (0: no scrub).
 	ScrubRate int64
 	// SweepInterval is how often a node audits one page of the pieces it
 	// holds with their coordinators and drops the garbage failures left
-	// (repair_sweep.go; 0: no sweep).
+	// (server/repair/sweep.go; 0: no sweep).
 	SweepInterval time.Duration
 	// CompactRate bounds the bytes of stripe chunks per second that
 	// compaction empties by relocating their objects (datapath_compact.go;

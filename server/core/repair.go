@@ -68,7 +68,7 @@ type integrity struct {
 	Corrupt  atomic.Int64 // corrupt copies found, by reads and the scrub
 	Repaired atomic.Int64 // keys whose redundancy was stored again
 	Scrubbed atomic.Int64 // bytes the scrub has checked
-	Swept    atomic.Int64 // garbage pieces the sweep dropped (repair_sweep.go)
+	Swept    atomic.Int64 // garbage pieces the sweep dropped (server/repair/sweep.go)
 }
 
 // repairRecord replaces key's corrupt primary record, if it is still at

@@ -10,7 +10,7 @@ import (
 	"github.com/memgest/memgest/store"
 )
 
-// This file is the record side of stubs (server/repair_value_fill.go fills them in
+// This file is the record side of stubs (server/repair/value_fill.go fills them in
 // bulk): a primary record whose value recovery has not fetched yet, how a
 // read or a write fills one (fillStub, completeStub), and a stub whose
 // value is gone for good (loseStub).

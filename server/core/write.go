@@ -58,7 +58,7 @@ func (n *Coordinator) Set(ctx context.Context, key, value []byte, expireAt int64
 }
 
 // overwritesStub says whether op would send copies (rep replicas) over
-// those of a stub (repair_value_fill.go) whose value this node has not fetched yet. A
+// those of a stub (server/repair/value_fill.go) whose value this node has not fetched yet. A
 // copy slot holds one version per key and scheme, so the write's copies
 // replace the committed ones as they arrive; should the write then fail,
 // nothing would be left to put them back (undoReplicas restores from the

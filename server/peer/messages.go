@@ -27,11 +27,11 @@ const (
 	MsgScan                          // one SCAN step over a node's coordinated keys
 	MsgFlush                         // drop every key and piece of a node
 	MsgHeartbeat                     // a node reports to the Raft leader (server/failure.go)
-	MsgListPieces                    // one page of the pieces held for a slot range (server/repair_recover.go)
+	MsgListPieces                    // one page of the pieces held for a slot range (server/repair/recover.go)
 	MsgDirectory                     // key directory entries for a node to keep (server/core/directory.go)
-	MsgRepair                        // a holder found a corrupt piece of a key: store its pieces again (server/repair_scrub.go)
-	MsgGetPieces                     // read many pieces at once (bulk split rebuild, server/repair_rebuild.go)
-	MsgAudit                         // which of these pieces are garbage? (the sweep, server/repair_sweep.go)
+	MsgRepair                        // a holder found a corrupt piece of a key: store its pieces again (server/repair/scrub.go)
+	MsgGetPieces                     // read many pieces at once (bulk split rebuild, server/repair/rebuild.go)
+	MsgAudit                         // which of these pieces are garbage? (the sweep, server/repair/sweep.go)
 	MsgStripe                        // chunk updates for a stripe scheme's parity holder (stripe.Engine.OnUpdates)
 	MsgStripeRead                    // read a data chunk, a parity chunk or an open chunk's copy (stripe.Engine.OnRead)
 	MsgStripeResync                  // send a list's chunks whole to one parity holder (stripe.Engine.OnResync)

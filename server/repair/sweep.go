@@ -1,4 +1,4 @@
-package server
+package repair
 
 import (
 	"context"
@@ -38,8 +38,8 @@ import (
 // sweepPage is how many pieces one audit step looks at.
 const sweepPage = 1024
 
-// auditItem names one piece a holder asks its key's coordinator about.
-type auditItem struct {
+// AuditItem names one piece a holder asks its key's coordinator about.
+type AuditItem struct {
 	Key     []byte
 	Scheme  uint16
 	Version uint64
@@ -47,12 +47,17 @@ type auditItem struct {
 	Index   uint8 // a shard's index
 }
 
-func (a auditItem) encode(e wire.Enc) wire.Enc {
+// encodeAuditItems is the wire form of items.
+func encodeAuditItems(items []AuditItem) []byte {
+	return wire.EncodeList(items, func(e wire.Enc, a AuditItem) wire.Enc { return a.encode(e) })
+}
+
+func (a AuditItem) encode(e wire.Enc) wire.Enc {
 	return e.Bytes(a.Key).U16(a.Scheme).U64(a.Version).U8(a.Kind).U8(a.Index)
 }
 
-func readAuditItem(d *wire.Dec) auditItem {
-	a := auditItem{Key: d.Bytes(), Scheme: d.U16(), Version: d.U64(), Kind: d.U8(), Index: d.U8()}
+func readAuditItem(d *wire.Dec) AuditItem {
+	a := AuditItem{Key: d.Bytes(), Scheme: d.U16(), Version: d.U64(), Kind: d.U8(), Index: d.U8()}
 	if a.Kind > core.PieceKindShard {
 		d.Fail()
 	}
@@ -60,11 +65,11 @@ func readAuditItem(d *wire.Dec) auditItem {
 }
 
 // encodeAudit is a peer.MsgAudit payload: the holder's id, then its pieces.
-func encodeAudit(holder cluster.NodeID, items []auditItem) []byte {
-	return append(wire.Enc(nil).Bytes([]byte(holder)), encodeList(items)...)
+func encodeAudit(holder cluster.NodeID, items []AuditItem) []byte {
+	return append(wire.Enc(nil).Bytes([]byte(holder)), encodeAuditItems(items)...)
 }
 
-func decodeAudit(b []byte) (cluster.NodeID, []auditItem, error) {
+func decodeAudit(b []byte) (cluster.NodeID, []AuditItem, error) {
 	d := wire.NewDec(b)
 	holder := cluster.NodeID(d.Bytes())
 	if d.Err() != nil {
@@ -74,10 +79,10 @@ func decodeAudit(b []byte) (cluster.NodeID, []auditItem, error) {
 	return holder, items, err
 }
 
-// sweepLoop audits this node's pieces, one page every --sweep-interval,
+// SweepLoop audits this node's pieces, one page every --sweep-interval,
 // starting over when it reaches the end, and retries the releases of
 // unfinished deletions (server/core/purge.go) at the same pace.
-func (n *Repairer) sweepLoop(ctx context.Context) {
+func (n *Repairer) SweepLoop(ctx context.Context) {
 	if n.Cfg.SweepInterval <= 0 {
 		return
 	}
@@ -101,7 +106,7 @@ func (n *Repairer) sweepLoop(ctx context.Context) {
 // heldPieceRow is one piece of this node's store, as the sweep found it.
 type heldPieceRow struct {
 	storeKey []byte
-	item     auditItem
+	item     AuditItem
 }
 
 // sweepStep audits one page of pieces from cursor and returns the next
@@ -120,13 +125,13 @@ func (n *Repairer) sweepStep(ctx context.Context, cursor uint64) uint64 {
 			return true
 		}
 		row := heldPieceRow{storeKey: append([]byte(nil), k...),
-			item: auditItem{Key: append([]byte(nil), ref.Key...), Scheme: ref.Scheme, Version: meta.Version, Kind: kind, Index: meta.Flags}}
+			item: AuditItem{Key: append([]byte(nil), ref.Key...), Scheme: ref.Scheme, Version: meta.Version, Kind: kind, Index: meta.Flags}}
 		byNode[coord.ID] = append(byNode[coord.ID], row)
 		nodes[coord.ID] = coord
 		return true
 	})
 	for id, rows := range byNode {
-		items := make([]auditItem, len(rows))
+		items := make([]AuditItem, len(rows))
 		for i, r := range rows {
 			items[i] = r.item
 		}
@@ -155,9 +160,9 @@ func (n *Repairer) sweepStep(ctx context.Context, cursor uint64) uint64 {
 // askAudit asks node (the coordinator of items' keys) which of this
 // node's pieces items it should drop, and returns the map epoch the
 // verdicts were given under.
-func (n *Repairer) askAudit(ctx context.Context, node cluster.Node, items []auditItem) ([]bool, uint64, error) {
+func (n *Repairer) askAudit(ctx context.Context, node cluster.Node, items []AuditItem) ([]bool, uint64, error) {
 	if node.ID == n.NodeID {
-		drop, epoch := n.auditVerdicts(n.NodeID, items)
+		drop, epoch := n.AuditVerdicts(n.NodeID, items)
 		return drop, epoch, nil
 	}
 	resp, err := n.Call(ctx, node, peer.MsgAudit, encodeAudit(n.NodeID, items))
@@ -174,15 +179,15 @@ func (n *Repairer) askAudit(ctx context.Context, node cluster.Node, items []audi
 	return drop, binary.BigEndian.Uint64(resp), nil
 }
 
-// onAudit answers a holder's peer.MsgAudit (the holder's id, then the pieces):
+// OnAudit answers a holder's peer.MsgAudit (the holder's id, then the pieces):
 // the map epoch of the verdicts, a count, then one byte per piece, 1 to
 // drop it.
-func (n *Repairer) onAudit(b []byte) ([]byte, error) {
+func (n *Repairer) OnAudit(b []byte) ([]byte, error) {
 	holder, items, err := decodeAudit(b)
 	if err != nil {
 		return nil, err
 	}
-	verdicts, epoch := n.auditVerdicts(holder, items)
+	verdicts, epoch := n.AuditVerdicts(holder, items)
 	out := make([]byte, 12+len(items))
 	binary.BigEndian.PutUint64(out, epoch)
 	binary.BigEndian.PutUint32(out[8:], uint32(len(items)))
@@ -194,12 +199,12 @@ func (n *Repairer) onAudit(b []byte) ([]byte, error) {
 	return out, nil
 }
 
-// auditVerdicts decides which of holder's pieces items are garbage, and
+// AuditVerdicts decides which of holder's pieces items are garbage, and
 // returns the map epoch it decided under. The node answers for the keys it
 // coordinates in its own map, under a fresh lease, once it has run for two
 // failure timeouts (a node restarted empty must be failed over, not believed
 // that its keys are gone); anything else is kept.
-func (n *Repairer) auditVerdicts(holder cluster.NodeID, items []auditItem) ([]bool, uint64) {
+func (n *Repairer) AuditVerdicts(holder cluster.NodeID, items []AuditItem) ([]bool, uint64) {
 	drop := make([]bool, len(items))
 	m := n.Ctl.Map()
 	if !n.Leased() || time.Since(n.Started) < 2*n.Cfg.FailureTimeout {
@@ -213,7 +218,7 @@ func (n *Repairer) auditVerdicts(holder cluster.NodeID, items []auditItem) ([]bo
 
 // isGarbage is the verdict on one piece held by holder; see the file
 // comment. The caller holds a lease.
-func (n *Repairer) isGarbage(m *cluster.Map, holder cluster.NodeID, it auditItem) bool {
+func (n *Repairer) isGarbage(m *cluster.Map, holder cluster.NodeID, it AuditItem) bool {
 	sh := m.ShardOf(keyslot.Of(it.Key))
 	coord, ok := m.Coordinator(keyslot.Of(it.Key))
 	if sh == nil || !ok || coord.ID != n.NodeID || sh.Recovering || len(sh.Rebuild) > 0 {

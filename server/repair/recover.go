@@ -1,4 +1,4 @@
-package server
+package repair
 
 import (
 	"context"
@@ -31,7 +31,7 @@ import (
 //     with at least k distinct shards), unless its directory entry is newer,
 //     and then the key is reported lost (server/core/directory.go), `none` keys of the
 //     dead coordinator included;
-//   - each surviving key gets a stub record (repair_value_fill.go): its value is fetched
+//   - each surviving key gets a stub record (server/repair/value_fill.go): its value is fetched
 //     when first needed, or by a background pass;
 //   - the version clock moves past every recovered version, then the node
 //     proposes ShardRecovered and serves the shard.
@@ -217,7 +217,7 @@ func (n *Repairer) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.
 		return err
 	}
 	n.stripes.Defer(sh, rec)
-	// Values follow, metadata first (repair_value_fill.go): rep values come back with
+	// Values follow, metadata first (server/repair/value_fill.go): rep values come back with
 	// the shard's rebuild, which lists the stubs as lost copies; split
 	// stubs hold no bytes, and a background pass checks their shards.
 	go n.fillStubs(ctx, metaOnly)
@@ -460,7 +460,7 @@ func (n *Repairer) listPieces(ctx context.Context, node cluster.Node, first, las
 		var b []byte
 		var err error
 		if node.ID == n.NodeID {
-			b, err = n.onListPieces(req.encode(nil))
+			b, err = n.OnListPieces(req.encode(nil))
 		} else {
 			b, err = n.Call(ctx, node, peer.MsgListPieces, req.encode(nil))
 		}
@@ -527,9 +527,9 @@ func decodeListResp(b []byte) (listResp, error) {
 // listPageSize is how many pieces one ListPieces reply visits.
 const listPageSize = 16384
 
-// onListPieces serves one page of the pieces this node holds whose keys
+// OnListPieces serves one page of the pieces this node holds whose keys
 // fall in a slot range.
-func (n *Repairer) onListPieces(b []byte) ([]byte, error) {
+func (n *Repairer) OnListPieces(b []byte) ([]byte, error) {
 	req, err := decodeListReq(b)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package server
+package repair
 
 import (
 	"context"
@@ -24,15 +24,15 @@ type Repairer struct {
 	restoring  shardClaims // shards whose pending stripe keys are being restored
 }
 
-// newRepairer is the repair path of the node whose core is c.
-func newRepairer(c *core.Coordinator, stripes *stripe.Engine) *Repairer {
+// New is the repair path of the node whose core is c.
+func New(c *core.Coordinator, stripes *stripe.Engine) *Repairer {
 	return &Repairer{Coordinator: c, stripes: stripes}
 }
 
-// jobLoop starts the shard jobs (recoveries, rebuilds) the map hands this
+// JobLoop starts the shard jobs (recoveries, rebuilds) the map hands this
 // node as soon as a new map arrives, and retries failed ones every
 // HeartbeatInterval.
-func (n *Repairer) jobLoop(ctx context.Context) {
+func (n *Repairer) JobLoop(ctx context.Context) {
 	maps, cancel := n.Ctl.Subscribe()
 	defer cancel()
 	tick := time.NewTicker(n.Cfg.HeartbeatInterval)

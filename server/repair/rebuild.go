@@ -1,4 +1,4 @@
-package server
+package repair
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 // the live holders have, then re-creates what they lack, the keys with the
 // least redundancy left first, paced by --rebuild-rate: rep replicas copied
 // in bulk frames (rebuildCopies), split keys decoded in bulk batches
-// (rebuildDecodes, repair_rebuild_decode.go), the rest one read-modify-write per
+// (rebuildDecodes, rebuild_decode.go), the rest one read-modify-write per
 // key (rebuildKey). Because the listing comes first, a rebuild that starts
 // again (after an error, or on the node that took the shard over when the
 // rebuilding coordinator failed) skips the keys already done. When the
@@ -413,7 +413,7 @@ func (n *Repairer) copyBatch(ctx context.Context, items []rebuildItem, need core
 		if len(val) >= wire.SpoolMin {
 			val = nil // the batch refers to a large one: never write over it
 		}
-		val, meta, ok, err = n.copySource(ctx, t, key, val)
+		val, meta, ok, err = n.CopySource(ctx, t, key, val)
 		if err != nil {
 			return bytes, items, err // the shard's rebuild is tried again
 		}
@@ -443,13 +443,13 @@ func (n *Repairer) copyBatch(ctx context.Context, items []rebuildItem, need core
 	return bytes, items, nil
 }
 
-// copySource reads key's rep record into buf for copyBatch, filling it
+// CopySource reads key's rep record into buf for copyBatch, filling it
 // first if it is a stub. It reports false for a key that is gone, no
 // longer rep, corrupt, or lost (a stub no replica can fill, or one written
 // over meanwhile: that write stored its own copies), and an error for a stub
 // it could not fill for now: that copy is lost until it is filled, so the
 // shard's rebuild must not end.
-func (n *Repairer) copySource(ctx context.Context, t *core.SchemeTable, key, buf []byte) ([]byte, store.Meta, bool, error) {
+func (n *Repairer) CopySource(ctx context.Context, t *core.SchemeTable, key, buf []byte) ([]byte, store.Meta, bool, error) {
 	val, meta, ok := n.Primary.Get(key, buf)
 	sch, known := t.Lookup(meta.Scheme)
 	if !ok || !known || sch.Traits().Rebuild != kind.RebuildCopy {

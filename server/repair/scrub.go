@@ -1,4 +1,4 @@
-package server
+package repair
 
 import (
 	"context"
@@ -38,9 +38,9 @@ const scrubPage = 256
 // much as reading that many bytes more.
 const scrubRecordCost = 256
 
-// scrubLoop checks the CRC32C of everything this node stores, over and
+// ScrubLoop checks the CRC32C of everything this node stores, over and
 // over, at cfg.ScrubRate bytes per second.
-func (n *Repairer) scrubLoop(ctx context.Context) {
+func (n *Repairer) ScrubLoop(ctx context.Context) {
 	if n.Cfg.ScrubRate <= 0 {
 		return
 	}
