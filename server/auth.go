@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/server/core"
@@ -21,7 +20,7 @@ import (
 // node has applied the cluster's first entry, else this node's own. known is
 // false for a joining node without a password of its own that has not
 // heard from the cluster yet: it cannot tell whether a password applies.
-func (n *Node) clientPassword() (p *cluster.Password, known bool) {
+func (n *Server) clientPassword() (p *cluster.Password, known bool) {
 	if m := n.Ctl.Map(); m.Expect != 0 {
 		return m.Password, true
 	}
@@ -32,7 +31,7 @@ func (n *Node) clientPassword() (p *cluster.Password, known bool) {
 }
 
 // authRequired says whether a new connection must AUTH before anything else.
-func (n *Node) authRequired() bool {
+func (n *Server) authRequired() bool {
 	p, known := n.clientPassword()
 	return p != nil || !known
 }
@@ -46,7 +45,7 @@ var errAuthUnknown = resp.Err("CLUSTERDOWN memgest: this node has not heard from
 // password. The answer is checked at each command, not fixed when the
 // connection was accepted: a joining node learns only from the map whether
 // a password applies, and its early connections must not stay refused.
-func (n *Node) admit(cs *connState) resp.Reply {
+func (n *Server) admit(cs *connState) resp.Reply {
 	if cs.authed {
 		return resp.Reply{}
 	}
@@ -62,7 +61,7 @@ func (n *Node) admit(cs *connState) resp.Reply {
 
 // authenticate checks a password against the cluster's (user "default"
 // only, as Redis without ACLs).
-func (n *Node) authenticate(cs *connState, user, pass string) resp.Reply {
+func (n *Server) authenticate(cs *connState, user, pass string) resp.Reply {
 	p, known := n.clientPassword()
 	switch {
 	case !known:
@@ -77,29 +76,12 @@ func (n *Node) authenticate(cs *connState, user, pass string) resp.Reply {
 	return resp.OK()
 }
 
-// checkOwnPassword stops the node when its --requirepass is not the
-// cluster's: once the map is in, every node enforces the map's password, and
-// one given another would mislead whoever configured it.
-func (n *Node) checkOwnPassword(ctx context.Context) {
-	if n.Cfg.RequirePass == "" {
-		return
-	}
-	m, err := n.Ctl.WaitEpoch(ctx, 1)
-	if err != nil {
-		return // closing
-	}
-	if m.Password == nil || !m.Password.Matches(n.Cfg.RequirePass) {
-		n.failWith(fmt.Errorf("server: --requirepass is not the cluster's password (set by its founding node or CONFIG SET requirepass); " +
-			"start this node without --requirepass to use the cluster's, or change the cluster's with CONFIG SET requirepass"))
-	}
-}
-
 // maskedPassword is what CONFIG GET requirepass answers when the cluster
 // has a password: nodes hold only its digest.
 const maskedPassword = "********"
 
 // configPassword is CONFIG GET requirepass's answer.
-func (n *Node) configPassword() string {
+func (n *Server) configPassword() string {
 	if p, _ := n.clientPassword(); p != nil {
 		return maskedPassword
 	}
@@ -109,7 +91,7 @@ func (n *Node) configPassword() string {
 // setPassword is CONFIG SET requirepass: the new password goes into the map
 // for every node; "" removes it. Connections already authenticated stay
 // so, as in Redis.
-func (n *Node) setPassword(ctx context.Context, pass string) resp.Reply {
+func (n *Server) setPassword(ctx context.Context, pass string) resp.Reply {
 	var p *cluster.Password
 	if pass != "" {
 		var err error

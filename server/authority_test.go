@@ -78,6 +78,7 @@ func leasedNode(t *testing.T, m *cluster.Map) *Node {
 	n.stripes = stripe.NewEngine(stripeHost{n}, stripe.Config{PeerTimeout: n.Cfg.PeerTimeout}, n.Log)
 	n.Kinds, n.PackedHeld = kindsFor(n.stripes), n.stripes.InUse
 	n.repair = repair.New(n.Coordinator, n.stripes)
+	n.cmds = newServer(n.Coordinator, n.stripes, nil, Version)
 	n.Router = n.newRouter()
 	n.Router.Maps = n.Ctl
 	n.Lease.Until.Store(n.MonoNow() + int64(time.Hour))

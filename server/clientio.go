@@ -26,7 +26,7 @@ import (
 // goroutine until the node closes it. It serves at most the node's
 // MaxClients at once: one more is refused as Redis refuses it.
 type clientServer struct {
-	n     *Node
+	n *Server
 	ln    net.Listener
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
@@ -45,7 +45,7 @@ const (
 	closing
 )
 
-func newClientServer(n *Node, ln net.Listener) *clientServer {
+func newClientServer(n *Server, ln net.Listener) *clientServer {
 	return &clientServer{n: n, ln: ln, conns: make(map[net.Conn]struct{})}
 }
 
@@ -143,7 +143,7 @@ func (s *clientServer) Close() error {
 
 // openClients is the number of client connections open, as maxclients
 // counts them.
-func (n *Node) openClients() int {
+func (n *Server) openClients() int {
 	if n.resp == nil {
 		return len(n.clients.list())
 	}
@@ -152,7 +152,7 @@ func (n *Node) openClients() int {
 
 // serveClient runs one connection: protected mode, then pipelines until
 // the client leaves, sends QUIT, is killed or breaks the protocol.
-func (n *Node) serveClient(c net.Conn) {
+func (n *Server) serveClient(c net.Conn) {
 	cs, ok := n.accept(c)
 	if !ok {
 		return

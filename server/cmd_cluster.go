@@ -21,9 +21,9 @@ func init() {
 	register("readwrite", &command{run: cmdOK})
 }
 
-func cmdOK(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply { return resp.OK() }
+func cmdOK(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply { return resp.OK() }
 
-func cmdCluster(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdCluster(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	m := n.Ctl.Map()
 	switch sub := strings.ToUpper(string(args[1])); sub {
 	case "SLOTS":

@@ -23,7 +23,7 @@ func init() {
 
 // cmdPing answers PONG or its one argument. The table's arity (-1) is
 // Redis's; like Redis's pingCommand it refuses more than one argument.
-func cmdPing(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdPing(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	switch len(args) {
 	case 1:
 		return resp.Simple("PONG")
@@ -33,11 +33,11 @@ func cmdPing(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Re
 	return resp.ErrWrongArity("ping")
 }
 
-func cmdEcho(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdEcho(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	return resp.Bulk(args[1])
 }
 
-func cmdHello(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdHello(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	a, bad := resp.ParseHello(args)
 	if bad.IsError() {
 		return bad
@@ -73,7 +73,7 @@ func cmdHello(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.R
 // use it to pick features (HELLO, INFO server).
 const redisVersion = "7.2.0"
 
-func cmdAuth(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdAuth(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	user, pass := "default", string(args[1])
 	if len(args) == 3 {
 		user, pass = string(args[1]), string(args[2])
@@ -83,7 +83,7 @@ func cmdAuth(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Re
 	return n.authenticate(cs, user, pass)
 }
 
-func cmdSelect(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdSelect(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	db, ok := resp.ParseInt(args[1])
 	if !ok {
 		return resp.Err("ERR value is not an integer or out of range")
@@ -94,7 +94,7 @@ func cmdSelect(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.
 	return resp.OK()
 }
 
-func cmdClient(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdClient(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	switch sub := strings.ToUpper(string(args[1])); sub {
 	case "ID":
 		return resp.Int(cs.id)
@@ -149,7 +149,7 @@ func clientLine(cs *connState, now time.Time) string {
 // clientList is CLIENT LIST [TYPE type | ID id [id ...]], parsed as Redis 7
 // parses it: every memgest client is of type normal, and IDs list their
 // clients in the order given.
-func (n *Node) clientList(args [][]byte) resp.Reply {
+func (n *Server) clientList(args [][]byte) resp.Reply {
 	clients := n.clients.list()
 	switch {
 	case len(args) == 4 && strings.EqualFold(string(args[2]), "type"):
@@ -226,7 +226,7 @@ type killFilter struct {
 // clientKill is CLIENT KILL: the old form closes the client at an address
 // and answers OK; the filter form closes every matching client and counts
 // them. A client killing itself gets its reply, then is closed.
-func (n *Node) clientKill(cs *connState, args [][]byte) resp.Reply {
+func (n *Server) clientKill(cs *connState, args [][]byte) resp.Reply {
 	if len(args) == 3 {
 		for _, c := range n.clients.list() {
 			if c.addr == string(args[2]) {

@@ -19,7 +19,7 @@ import (
 // primary record and its pieces) and answers how many it changed. DEBUG
 // FAILPOINT and DEBUG LINK inject faults in binaries built with the
 // failpoints tag (internal/faults); others refuse them.
-func cmdDebug(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdDebug(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	if !n.Cfg.EnableDebugCommand {
 		return resp.Err("ERR DEBUG command not allowed: start the node with --enable-debug-command")
 	}
@@ -57,7 +57,7 @@ func cmdDebug(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.R
 // listOwnPieces answers DEBUG PIECES: one [key, scheme, version, kind,
 // index] entry per piece this node holds (directory entries excluded), for
 // tests and operators looking for garbage.
-func (n *Node) listOwnPieces() resp.Reply {
+func (n *Server) listOwnPieces() resp.Reply {
 	m := n.Ctl.Map()
 	kinds := [...]string{core.PieceKindReplica: "replica", core.PieceKindShard: "shard", core.PieceKindDirectory: "directory"}
 	var out []resp.Reply
@@ -91,7 +91,7 @@ func faultReply(err error) resp.Reply {
 
 // flipCopies corrupts every non-empty copy of key on this node, keeping its
 // recorded checksum, and returns how many it changed.
-func (n *Node) flipCopies(key []byte) int {
+func (n *Server) flipCopies(key []byte) int {
 	flipped := 0
 	flip := func(st *store.Store, k []byte) {
 		val, meta, ok := st.Get(k, nil)

@@ -15,7 +15,7 @@ import (
 
 // handler runs one command whose arity has been checked and, for key
 // commands, whose keys this node coordinates.
-type handler func(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply
+type handler func(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply
 
 // command is how the dispatcher treats a command family member.
 type command struct {
@@ -39,7 +39,7 @@ func register(name string, c *command) { commands[name] = c }
 // execute runs one client command: lookup, arity, auth, then routing to the
 // key's coordinator (DESIGN.md §1: the first live node of the shard's
 // placement coordinates every key in it, whatever its scheme).
-func (n *Node) execute(ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func (n *Server) execute(ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	return n.executeParsed(ctx, cs, args, parseCommand(args))
 }
 
@@ -61,7 +61,7 @@ func parseCommand(args [][]byte) parsed {
 }
 
 // executeParsed is execute for a command the pipeline has already parsed.
-func (n *Node) executeParsed(ctx context.Context, cs *connState, args [][]byte, p parsed) resp.Reply {
+func (n *Server) executeParsed(ctx context.Context, cs *connState, args [][]byte, p parsed) resp.Reply {
 	spec, bad := p.spec, p.bad
 	if bad.IsError() {
 		if r := n.admit(cs); r.IsError() {
@@ -87,7 +87,7 @@ func (n *Node) executeParsed(ctx context.Context, cs *connState, args [][]byte, 
 
 // dispatch runs a known, permitted command: limits, key checks, then
 // locally or at the keys' coordinator.
-func (n *Node) dispatch(ctx context.Context, cs *connState, cmd *command, args [][]byte, p parsed) resp.Reply {
+func (n *Server) dispatch(ctx context.Context, cs *connState, cmd *command, args [][]byte, p parsed) resp.Reply {
 	spec, keys := p.spec, p.keys
 	cs.lastCmd.Store(spec)
 	n.Stats.Commands.Add(1)
@@ -136,7 +136,7 @@ func topName(spec *resp.CommandSpec) string {
 }
 
 // clusterDown answers -CLUSTERDOWN while the cluster is still forming.
-func (n *Node) clusterDown() (resp.Reply, bool) {
+func (n *Server) clusterDown() (resp.Reply, bool) {
 	m := n.Ctl.Map()
 	if m.State == cluster.OK {
 		return resp.Reply{}, false
@@ -146,7 +146,7 @@ func (n *Node) clusterDown() (resp.Reply, bool) {
 
 // route runs a key command where its keys are coordinated: here, by
 // forwarding, by -MOVED in redirect mode, or split per coordinator.
-func (n *Node) route(ctx context.Context, cs *connState, cmd *command, spec *resp.CommandSpec, args, keys [][]byte) resp.Reply {
+func (n *Server) route(ctx context.Context, cs *connState, cmd *command, spec *resp.CommandSpec, args, keys [][]byte) resp.Reply {
 	if r, down := n.clusterDown(); down {
 		return r
 	}
@@ -173,7 +173,7 @@ func (n *Node) route(ctx context.Context, cs *connState, cmd *command, spec *res
 // coordinate runs a key command whose keys this node coordinates, under
 // its lease (withinLease); a read-only command (the command table's
 // readonly flag) is a read there.
-func (n *Node) coordinate(ctx context.Context, cs *connState, cmd *command, args [][]byte, spec *resp.CommandSpec) resp.Reply {
+func (n *Server) coordinate(ctx context.Context, cs *connState, cmd *command, args [][]byte, spec *resp.CommandSpec) resp.Reply {
 	a := n.TakeAuthority()
 	if !a.Ok {
 		return errFenced // lapsed since refuseKeys: nothing ran
@@ -203,7 +203,7 @@ func coordinatorOf(m *cluster.Map, keys [][]byte) (owner cluster.Node, slot int,
 // client, which retries. A failed forward is not -TRYAGAIN: the command may
 // have run before the reply was lost, and clients retry TRYAGAIN by
 // themselves, which would apply an INCR twice.
-func (n *Node) forward(ctx context.Context, cs *connState, owner cluster.Node, args [][]byte) resp.Reply {
+func (n *Server) forward(ctx context.Context, cs *connState, owner cluster.Node, args [][]byte) resp.Reply {
 	payload, tail := forwardReq{Proto: cs.proto, Args: args}.spool()
 	out, err := n.CallUnder(ctx, core.PeerReq{Node: owner, Typ: peer.MsgForward, Payload: payload, Tail: tail}, nil)
 	if errors.Is(err, transport.ErrNotSent) {
@@ -222,7 +222,7 @@ func (n *Node) forward(ctx context.Context, cs *connState, owner cluster.Node, a
 }
 
 // runOn executes args on node (locally or forwarded) for fan-out commands.
-func (n *Node) runOn(ctx context.Context, cs *connState, node cluster.Node, args [][]byte) resp.Reply {
+func (n *Server) runOn(ctx context.Context, cs *connState, node cluster.Node, args [][]byte) resp.Reply {
 	if node.ID == n.NodeID {
 		return n.execute(ctx, cs.sub(), args)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/memgest/memgest/wire"
 )
 
-func (n *Node) onForward(b []byte) ([]byte, error) {
+func (n *Server) onForward(b []byte) ([]byte, error) {
 	head, body, err := n.runForwarded(b)
 	if body == nil {
 		return head, err
@@ -22,7 +22,7 @@ func (n *Node) onForward(b []byte) ([]byte, error) {
 // serveForward runs a forwarded command and replies with its RESP
 // encoding, a large bulk string (a GET of a huge value) sent from where
 // it is rather than copied into the reply.
-func (n *Node) serveForward(req transport.Frame, reply func(transport.Frame)) {
+func (n *Server) serveForward(req transport.Frame, reply func(transport.Frame)) {
 	head, body, err := n.runForwarded(req.Payload)
 	switch {
 	case err != nil:
@@ -36,7 +36,7 @@ func (n *Node) serveForward(req transport.Frame, reply func(transport.Frame)) {
 
 // runForwarded runs the command of a Forward payload and returns its
 // reply as AppendHead does.
-func (n *Node) runForwarded(b []byte) (head, body []byte, err error) {
+func (n *Server) runForwarded(b []byte) (head, body []byte, err error) {
 	f, err := decodeForward(b)
 	if err != nil {
 		return nil, nil, err
@@ -54,7 +54,7 @@ func (n *Node) runForwarded(b []byte) (head, body []byte, err error) {
 	return head, body, nil
 }
 
-func (n *Node) onScan(b []byte) ([]byte, error) {
+func (n *Server) onScan(b []byte) ([]byte, error) {
 	req, err := decodeScan(b)
 	if err != nil {
 		return nil, err
@@ -67,7 +67,7 @@ func (n *Node) onScan(b []byte) ([]byte, error) {
 	return n.scanLocal(req).encode(nil), nil
 }
 
-func (n *Node) onFlush([]byte) ([]byte, error) {
+func (n *Server) onFlush([]byte) ([]byte, error) {
 	n.flushLocal()
 	return nil, nil
 }

@@ -25,7 +25,7 @@ func init() {
 	register("flushdb", data(cmdFlush))
 }
 
-func cmdDel(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdDel(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	var count int64
 	for _, key := range args[1:] {
 		deleted, err := n.del(ctx, key)
@@ -41,7 +41,7 @@ func cmdDel(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Rep
 
 // del removes key through the coordinator's write path: a versioned
 // deletion whose redundancy is released before it is acknowledged.
-func (n *Node) del(ctx context.Context, key []byte) (bool, error) {
+func (n *Server) del(ctx context.Context, key []byte) (bool, error) {
 	var existed bool
 	err := n.RMWMeta(ctx, key, func(cur core.Current) (*core.WriteOp, error) {
 		existed = cur.Exists
@@ -53,7 +53,7 @@ func (n *Node) del(ctx context.Context, key []byte) (bool, error) {
 	return existed, err
 }
 
-func cmdExists(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdExists(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	var count int64
 	for _, key := range args[1:] {
 		if cur, _ := n.MetaCommitted(ctx, key); cur.Exists {
@@ -64,7 +64,7 @@ func cmdExists(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.
 }
 
 // fanCount runs DEL, UNLINK or EXISTS per coordinator and sums the counts.
-func fanCount(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func fanCount(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	replies := n.runGroups(ctx, cs, n.groupKeys(args, 1))
 	if r, bad := firstError(replies); bad {
 		return r
@@ -76,7 +76,7 @@ func fanCount(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.R
 	return resp.Int(sum)
 }
 
-func cmdType(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdType(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	meta, ok := n.KeyMeta(args[1])
 	if !ok || (meta.ExpireAt != 0 && meta.ExpireAt <= core.NowMs()) {
 		return resp.Simple("none")
@@ -86,7 +86,7 @@ func cmdType(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Re
 
 // cmdExpire is EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT with Redis 7's NX,
 // XX, GT and LT conditions (the parser reads the unit from the name).
-func cmdExpire(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdExpire(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	now := core.NowMs()
 	a, bad := resp.ParseExpire(args, now)
 	if bad.IsError() {
@@ -127,7 +127,7 @@ func expireAllowed(a resp.ExpireArgs, current, next int64) bool {
 }
 
 func ttlCmd(unit int64) handler {
-	return func(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	return func(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 		meta, ok := n.KeyMeta(args[1])
 		now := core.NowMs()
 		switch {
@@ -141,7 +141,7 @@ func ttlCmd(unit int64) handler {
 	}
 }
 
-func cmdPersist(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdPersist(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	var changed bool
 	err := n.RMW(ctx, args[1], func(cur core.Current) (*core.WriteOp, error) {
 		changed = cur.Exists && cur.Meta.ExpireAt != 0

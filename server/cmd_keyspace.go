@@ -22,15 +22,15 @@ import (
 // cmdDBSize is DBSIZE [CLUSTER], cmdFlush FLUSHALL and FLUSHDB [ASYNC|SYNC]
 // [CLUSTER].
 var (
-	cmdDBSize = keyspaceCommand(resp.ParseDBSize, (*Node).dbsizeNode, (*Node).dbsizeCluster)
-	cmdFlush  = keyspaceCommand(resp.ParseFlush, (*Node).flushNode, (*Node).flushCluster)
+	cmdDBSize = keyspaceCommand(resp.ParseDBSize, (*Server).dbsizeNode, (*Server).dbsizeCluster)
+	cmdFlush  = keyspaceCommand(resp.ParseFlush, (*Server).flushNode, (*Server).flushCluster)
 )
 
 // keyspaceCommand is the handler of a keyspace command whose options parse
 // reads (saying whether CLUSTER was given): the cluster-wide form, or the
 // node's own once refuseKeyspace lets it run.
-func keyspaceCommand(parse func(args [][]byte) (bool, resp.Reply), node, whole func(n *Node, ctx context.Context) resp.Reply) handler {
-	return func(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func keyspaceCommand(parse func(args [][]byte) (bool, resp.Reply), node, whole func(n *Server, ctx context.Context) resp.Reply) handler {
+	return func(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 		all, bad := parse(args)
 		switch {
 		case bad.IsError():
@@ -46,12 +46,12 @@ func keyspaceCommand(parse func(args [][]byte) (bool, resp.Reply), node, whole f
 }
 
 // dbsizeNode is DBSIZE: the node's records and stripe objects.
-func (n *Node) dbsizeNode(context.Context) resp.Reply {
+func (n *Server) dbsizeNode(context.Context) resp.Reply {
 	return resp.Int(int64(n.Primary.Len() + n.stripes.Keys()))
 }
 
 // dbsizeCluster is DBSIZE CLUSTER: the keys of every live node.
-func (n *Node) dbsizeCluster(ctx context.Context) resp.Reply {
+func (n *Server) dbsizeCluster(ctx context.Context) resp.Reply {
 	all, err := n.clusterStats(ctx)
 	if err != nil {
 		return errReply(err)
@@ -64,7 +64,7 @@ func (n *Node) dbsizeCluster(ctx context.Context) resp.Reply {
 }
 
 // flushNode is FLUSHALL: the keys of the node's slots (flushSlots).
-func (n *Node) flushNode(ctx context.Context) resp.Reply {
+func (n *Server) flushNode(ctx context.Context) resp.Reply {
 	if deleted, err := n.flushSlots(ctx); err != nil {
 		return resp.Errorf("ERR memgest: FLUSHALL stopped after deleting %d keys of this node's slots: %v", deleted, err)
 	}
@@ -73,7 +73,7 @@ func (n *Node) flushNode(ctx context.Context) resp.Reply {
 
 // flushCluster is FLUSHALL CLUSTER: every live node drops every record and
 // piece it holds at once (flushLocal), without the write path.
-func (n *Node) flushCluster(ctx context.Context) resp.Reply {
+func (n *Server) flushCluster(ctx context.Context) resp.Reply {
 	for _, node := range n.Ctl.Map().Nodes {
 		switch {
 		case node.State == cluster.Failed || node.State == cluster.Left:
@@ -94,7 +94,7 @@ func (n *Node) flushCluster(ctx context.Context) resp.Reply {
 // holds no lease, -TRYAGAIN while a shard it coordinates is recovering.
 // Otherwise it first restores the stripe chunks recoveries deferred, whose
 // keys count.
-func (n *Node) refuseKeyspace(ctx context.Context) (resp.Reply, bool) {
+func (n *Server) refuseKeyspace(ctx context.Context) (resp.Reply, bool) {
 	m := n.Ctl.Map()
 	if !n.Serving() {
 		return errFenced, true
@@ -128,7 +128,7 @@ const (
 // directory entries go with it, and nothing of other coordinators' keys is
 // touched. Expired records and keys reported lost are deleted too. It
 // returns how many keys it deleted.
-func (n *Node) flushSlots(ctx context.Context) (int64, error) {
+func (n *Server) flushSlots(ctx context.Context) (int64, error) {
 	var deleted int64
 	for pass := 0; pass < flushPasses; pass++ {
 		found, err := n.flushPass(ctx, &deleted)
@@ -141,7 +141,7 @@ func (n *Node) flushSlots(ctx context.Context) (int64, error) {
 
 // flushPass is one walk of flushSlots over the node's keys, then its lost
 // keys; it returns how many keys it found.
-func (n *Node) flushPass(ctx context.Context, deleted *int64) (int, error) {
+func (n *Server) flushPass(ctx context.Context, deleted *int64) (int, error) {
 	found := 0
 	for cursor := uint64(0); ; {
 		if !n.Serving() {
@@ -171,7 +171,7 @@ func (n *Node) flushPass(ctx context.Context, deleted *int64) (int, error) {
 
 // dropKeys deletes keys, flushWorkers at a time, adding to deleted those
 // that existed; it returns the first error once every deletion ended.
-func (n *Node) dropKeys(ctx context.Context, keys [][]byte, deleted *int64) error {
+func (n *Server) dropKeys(ctx context.Context, keys [][]byte, deleted *int64) error {
 	var (
 		mu    sync.Mutex
 		first error
@@ -205,7 +205,7 @@ func (n *Node) dropKeys(ctx context.Context, keys [][]byte, deleted *int64) erro
 
 // dropKey deletes key as DEL does, an expired record not yet deleted or a
 // key reported lost included, and says whether there was one.
-func (n *Node) dropKey(ctx context.Context, key []byte) (bool, error) {
+func (n *Server) dropKey(ctx context.Context, key []byte) (bool, error) {
 	var existed bool
 	err := n.RMWMeta(ctx, key, func(cur core.Current) (*core.WriteOp, error) {
 		entry := cur.Entry
@@ -245,6 +245,6 @@ func coordinators(m *cluster.Map) []cluster.Node {
 // commit on this node interleaves with it; writes in flight across nodes
 // can still leave a piece or a record behind (docs/decisions/0002, "Known
 // gaps"). FLUSHALL CLUSTER and a fenced node's wipe use it.
-func (n *Node) flushLocal() {
+func (n *Server) flushLocal() {
 	n.stripes.ClearPending(func() { n.FlushStores(n.stripes.DropSchemes) })
 }

@@ -22,7 +22,7 @@ type group struct {
 }
 
 // groupKeys splits args (name, then keys in groups of step) by coordinator.
-func (n *Node) groupKeys(args [][]byte, step int) []*group {
+func (n *Server) groupKeys(args [][]byte, step int) []*group {
 	m := n.Ctl.Map()
 	byNode := map[cluster.NodeID]*group{}
 	var order []*group
@@ -41,7 +41,7 @@ func (n *Node) groupKeys(args [][]byte, step int) []*group {
 }
 
 // runGroups runs every group's sub-command in parallel.
-func (n *Node) runGroups(ctx context.Context, cs *connState, groups []*group) []resp.Reply {
+func (n *Server) runGroups(ctx context.Context, cs *connState, groups []*group) []resp.Reply {
 	out := make([]resp.Reply, len(groups))
 	var wg sync.WaitGroup
 	for i, g := range groups {
@@ -64,7 +64,7 @@ func firstError(replies []resp.Reply) (resp.Reply, bool) {
 	return resp.Reply{}, false
 }
 
-func cmdMGet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdMGet(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	items := make([]resp.Reply, 0, len(args)-1)
 	for _, k := range args[1:] {
 		items = append(items, cmdGet(n, ctx, cs, [][]byte{nil, k}))
@@ -77,7 +77,7 @@ func cmdMGet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Re
 	return resp.Array(items...)
 }
 
-func fanMGet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func fanMGet(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	groups := n.groupKeys(args, 1)
 	replies := n.runGroups(ctx, cs, groups)
 	if r, bad := firstError(replies); bad {
@@ -97,7 +97,7 @@ func fanMGet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Re
 	return resp.Array(items...)
 }
 
-func cmdMSet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdMSet(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	if len(args)%2 != 1 {
 		return resp.ErrWrongArity(string(args[0]))
 	}
@@ -122,7 +122,7 @@ func cmdMSet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Re
 	return resp.OK()
 }
 
-func fanMSet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func fanMSet(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	if len(args)%2 != 1 {
 		return resp.ErrWrongArity(string(args[0]))
 	}
@@ -145,15 +145,15 @@ func lastOccurrence(args [][]byte) map[string]int {
 // MSETNX sets all keys only if none exists. The check and the writes are
 // separate steps, so it is not atomic against concurrent writers of the
 // same keys (documented; Redis Cluster refuses it across slots instead).
-func cmdMSetNX(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdMSetNX(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	return msetnx(n, ctx, cs, args, cmdMSet)
 }
 
-func fanMSetNX(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func fanMSetNX(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	return msetnx(n, ctx, cs, args, fanMSet)
 }
 
-func msetnx(n *Node, ctx context.Context, cs *connState, args [][]byte, mset handler) resp.Reply {
+func msetnx(n *Server, ctx context.Context, cs *connState, args [][]byte, mset handler) resp.Reply {
 	if len(args)%2 != 1 {
 		return resp.ErrWrongArity(string(args[0]))
 	}

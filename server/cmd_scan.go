@@ -38,7 +38,7 @@ var (
 	errNodeCursor    = resp.Err("ERR invalid cursor: SCAN ... CLUSTER takes 0 or a cursor it returned")
 )
 
-func cmdScan(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdScan(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	a, bad := resp.ParseScan(args)
 	if bad.IsError() {
 		return bad
@@ -60,7 +60,7 @@ func cmdScan(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Re
 
 // scanCluster is one step of SCAN ... CLUSTER: a step of the coordinator
 // the cursor names, here or through peer.MsgScan.
-func (n *Node) scanCluster(ctx context.Context, cursor uint64, req scanReq) resp.Reply {
+func (n *Server) scanCluster(ctx context.Context, cursor uint64, req scanReq) resp.Reply {
 	if cursor != 0 && cursor&clusterCursorFlag == 0 {
 		return errNodeCursor
 	}
@@ -108,7 +108,7 @@ func scanReply(next uint64, keys [][]byte) resp.Reply {
 // primary store, then its stripe schemes' objects. Only keys of the slots
 // its map says it coordinates are listed, so the nodes' answers stay
 // disjoint while a takeover is applied.
-func (n *Node) scanLocal(req scanReq) scanResp {
+func (n *Server) scanLocal(req scanReq) scanResp {
 	count := req.Count
 	if count <= 0 {
 		count = 10
@@ -131,7 +131,7 @@ func (n *Node) scanLocal(req scanReq) scanResp {
 // coordinator from cursor on, the primary store's first and then the
 // stripe schemes', expired ones included, and returns the next cursor (0
 // when done). visit must not call back into the stores.
-func (n *Node) walkKeys(cursor uint64, count int, visit func(key []byte, expireAt int64)) uint64 {
+func (n *Server) walkKeys(cursor uint64, count int, visit func(key []byte, expireAt int64)) uint64 {
 	if cursor&stripeScanFlag == 0 {
 		next := n.Primary.Scan(cursor, count, func(key []byte, m store.Meta) bool {
 			visit(key, m.ExpireAt)
@@ -146,7 +146,7 @@ func (n *Node) walkKeys(cursor uint64, count int, visit func(key []byte, expireA
 }
 
 // coordinates says whether m makes this node the coordinator of key.
-func (n *Node) coordinates(m *cluster.Map, key []byte) bool {
+func (n *Server) coordinates(m *cluster.Map, key []byte) bool {
 	c, ok := m.Coordinator(keyslot.Of(key))
 	return ok && c.ID == n.NodeID
 }
@@ -157,7 +157,7 @@ func (n *Node) coordinates(m *cluster.Map, key []byte) bool {
 const stripeScanFlag = 1 << 52
 
 // scanStripes is one SCAN step over the stripe schemes' keys from cursor.
-func (n *Node) scanStripes(cursor uint64, count int, visit func(key []byte, expireAt int64)) uint64 {
+func (n *Server) scanStripes(cursor uint64, count int, visit func(key []byte, expireAt int64)) uint64 {
 	next, done := n.stripes.Scan(cursor&^stripeScanFlag, count, visit)
 	if done {
 		return 0

@@ -30,7 +30,7 @@ func init() {
 
 // cmdSchemeContainer serves the space-separated spelling (SCHEME CREATE ...)
 // by running the dotted command.
-func cmdSchemeContainer(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdSchemeContainer(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	sub := strings.ToLower(string(args[1]))
 	if sub == "help" {
 		return schemeHelp()
@@ -61,7 +61,7 @@ func schemeHelp() resp.Reply {
 	return resp.Array(items...)
 }
 
-func cmdSchemeCreate(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdSchemeCreate(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	spec, err := scheme.Parse(string(args[2]))
 	if err != nil {
 		return errReply(err)
@@ -72,7 +72,7 @@ func cmdSchemeCreate(n *Node, ctx context.Context, cs *connState, args [][]byte)
 	return resp.OK()
 }
 
-func cmdSchemeList(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdSchemeList(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	m := n.Ctl.Map()
 	def := m.DefaultScheme()
 	items := make([]resp.Reply, 0, len(m.Schemes))
@@ -88,7 +88,7 @@ func cmdSchemeList(n *Node, ctx context.Context, cs *connState, args [][]byte) r
 	return resp.Array(items...)
 }
 
-func cmdSchemeInfo(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdSchemeInfo(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	m := n.Ctl.Map()
 	e, ok := m.Scheme(string(args[1]))
 	if !ok {
@@ -138,7 +138,7 @@ type schemeInfoer interface {
 // drop are two steps: a write racing the drop can still use the scheme
 // (docs/decisions/0002 explains how issue 4 closes this with a "draining"
 // state).
-func cmdSchemeDrop(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdSchemeDrop(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	e, ok := n.Ctl.Map().Scheme(string(args[1]))
 	if !ok {
 		return resp.Errorf("ERR memgest: no scheme named '%s'", args[1])
@@ -156,7 +156,7 @@ func cmdSchemeDrop(n *Node, ctx context.Context, cs *connState, args [][]byte) r
 	return resp.OK()
 }
 
-func cmdSchemeDefault(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdSchemeDefault(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	switch {
 	case len(args) == 1:
 		return resp.BulkString(n.Ctl.Map().DefaultScheme().Name())
@@ -175,7 +175,7 @@ func cmdSchemeDefault(n *Node, ctx context.Context, cs *connState, args [][]byte
 // cmdSchemeOf describes a key's resilience: scheme, version, each piece's
 // node, and how many node failures it tolerates now (its scheme's tolerance
 // less the failed nodes among its pieces).
-func cmdSchemeOf(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdSchemeOf(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	cur, err := n.Get(ctx, args[1])
 	if err != nil {
 		return errReply(err)
@@ -203,7 +203,7 @@ func cmdSchemeOf(n *Node, ctx context.Context, cs *connState, args [][]byte) res
 
 // describePieces lists where key's pieces live and counts those on nodes
 // that are not up.
-func (n *Node) describePieces(m *cluster.Map, key []byte, cur core.Current) ([]resp.Reply, int) {
+func (n *Server) describePieces(m *cluster.Map, key []byte, cur core.Current) ([]resp.Reply, int) {
 	self, _ := m.Node(n.NodeID)
 	out := []resp.Reply{pieceInfo("primary", 0, self)}
 	sch := n.KindOf(cur.Entry)
@@ -228,7 +228,7 @@ func pieceInfo(role string, index int, node cluster.Node) resp.Reply {
 // then releases the old pieces (Ring §5.2): the coordinator is the same for
 // every scheme, so no distributed transaction is needed, and the key is
 // readable at every instant. Replies 1 if moved, 0 if already there.
-func cmdSchemeMove(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdSchemeMove(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	target, err := n.ResolveScheme(ctx, string(args[2]))
 	if err != nil {
 		return errReply(err)

@@ -18,11 +18,11 @@ func init() {
 	register("info", &command{run: cmdInfo})
 }
 
-func cmdCommand(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdCommand(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	return resp.CommandCommand(args)
 }
 
-func cmdConfig(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdConfig(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	switch strings.ToUpper(string(args[1])) {
 	case "GET":
 		if len(args) < 3 {
@@ -39,7 +39,7 @@ func cmdConfig(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.
 
 // configSet is CONFIG SET: requirepass only, which is the cluster's (auth.go);
 // the rest is per-node configuration given by flags at start.
-func (n *Node) configSet(ctx context.Context, pairs [][]byte) resp.Reply {
+func (n *Server) configSet(ctx context.Context, pairs [][]byte) resp.Reply {
 	if len(pairs) == 0 || len(pairs)%2 != 0 {
 		return resp.Err("ERR wrong number of arguments for 'config|set' command")
 	}
@@ -50,7 +50,7 @@ func (n *Node) configSet(ctx context.Context, pairs [][]byte) resp.Reply {
 }
 
 // configParams are the parameters CONFIG GET reports, Redis names first.
-func (n *Node) configParams() [][2]string {
+func (n *Server) configParams() [][2]string {
 	yesno := func(b bool) string {
 		if b {
 			return "yes"
@@ -77,7 +77,7 @@ func (n *Node) configParams() [][2]string {
 	}
 }
 
-func (n *Node) configGet(patterns [][]byte) resp.Reply {
+func (n *Server) configGet(patterns [][]byte) resp.Reply {
 	var items []resp.Reply
 	for _, kv := range n.configParams() {
 		for _, p := range patterns {
@@ -90,7 +90,7 @@ func (n *Node) configGet(patterns [][]byte) resp.Reply {
 	return resp.Map(items...)
 }
 
-func cmdInfo(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdInfo(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	want := make([]string, 0, len(args)-1)
 	for _, a := range args[1:] {
 		want = append(want, string(a))
@@ -103,12 +103,12 @@ func cmdInfo(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Re
 	return resp.Verbatim("txt", string(resp.RenderInfo(sections, want)))
 }
 
-func (n *Node) infoServer() resp.InfoSection {
+func (n *Server) infoServer() resp.InfoSection {
 	up := time.Since(n.Started)
 	exe, _ := os.Executable()
 	return resp.InfoSection{Name: "Server", Fields: [][2]string{
 		{"redis_version", redisVersion},
-		{"memgest_version", Version},
+		{"memgest_version", n.version},
 		{"redis_mode", "cluster"},
 		{"os", runtime.GOOS},
 		{"arch_bits", strconv.Itoa(strconv.IntSize)},
@@ -123,7 +123,7 @@ func (n *Node) infoServer() resp.InfoSection {
 	}}
 }
 
-func (n *Node) infoClients() resp.InfoSection {
+func (n *Server) infoClients() resp.InfoSection {
 	return resp.InfoSection{Name: "Clients", Fields: [][2]string{
 		{"connected_clients", strconv.Itoa(n.openClients())},
 		{"maxclients", strconv.Itoa(n.Cfg.MaxClients)},
@@ -131,7 +131,7 @@ func (n *Node) infoClients() resp.InfoSection {
 	}}
 }
 
-func (n *Node) infoMemory() resp.InfoSection {
+func (n *Server) infoMemory() resp.InfoSection {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	st := n.localStats()
@@ -151,7 +151,7 @@ func (n *Node) infoMemory() resp.InfoSection {
 	}}
 }
 
-func (n *Node) infoStats() resp.InfoSection {
+func (n *Server) infoStats() resp.InfoSection {
 	return resp.InfoSection{Name: "Stats", Fields: [][2]string{
 		{"total_connections_received", strconv.FormatInt(n.Stats.Connections.Load(), 10)},
 		{"total_commands_processed", strconv.FormatInt(n.Stats.Commands.Load(), 10)},
@@ -164,7 +164,7 @@ func (n *Node) infoStats() resp.InfoSection {
 
 // infoKeyspace reports the keys this node coordinates, as a Redis Cluster
 // node reports its own.
-func (n *Node) infoKeyspace() resp.InfoSection {
+func (n *Server) infoKeyspace() resp.InfoSection {
 	keys := n.Primary.Len() + n.stripes.Keys()
 	if keys == 0 {
 		return resp.InfoSection{Name: "Keyspace"}
@@ -176,7 +176,7 @@ func (n *Node) infoKeyspace() resp.InfoSection {
 
 // infoMemgest is memgest's own section: identity, map, and per-scheme usage
 // on this node.
-func (n *Node) infoMemgest(ctx context.Context) resp.InfoSection {
+func (n *Server) infoMemgest(ctx context.Context) resp.InfoSection {
 	m := n.Ctl.Map()
 	fields := [][2]string{
 		{"node_id", string(n.NodeID)},

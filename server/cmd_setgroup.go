@@ -33,7 +33,7 @@ const maxSetGroup = 256
 // joins says whether the pipelined command p (args) can join the group: a
 // plain SET, authenticated, of an acceptable key and value that this node
 // coordinates in a formed cluster. Anything else runs the usual way.
-func (n *Node) joins(cs *connState, p parsed, args [][]byte) bool {
+func (n *Server) joins(cs *connState, p parsed, args [][]byte) bool {
 	if !cs.authed || p.spec == nil || p.spec.Name != "set" || len(args) != 3 ||
 		len(args[1]) > MaxKeySize || int64(len(args[2])) > n.Cfg.MaxValueSize {
 		return false
@@ -74,7 +74,7 @@ func (g *setGroup) touches(keys [][]byte) bool {
 }
 
 // flush writes the group and files each SET's reply.
-func (g *setGroup) flush(n *Node, ctx context.Context, cs *connState, replies []resp.Reply) {
+func (g *setGroup) flush(n *Server, ctx context.Context, cs *connState, replies []resp.Reply) {
 	if len(g.writes) == 0 {
 		return
 	}

@@ -30,7 +30,7 @@ func init() {
 	register("msetnx", &command{run: cmdMSetNX, fanout: fanMSetNX, needsFormed: true})
 }
 
-func cmdGet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdGet(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	cur, err := n.Get(ctx, args[1])
 	if err != nil {
 		return errReply(err)
@@ -41,7 +41,7 @@ func cmdGet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Rep
 	return resp.BulkOwned(cur.Value) // a read's value is never modified (readCommitted)
 }
 
-func cmdStrlen(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdStrlen(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	cur, err := n.Get(ctx, args[1])
 	if err != nil {
 		return errReply(err)
@@ -49,7 +49,7 @@ func cmdStrlen(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.
 	return resp.Int(int64(len(cur.Value)))
 }
 
-func cmdSet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdSet(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	a, bad := resp.ParseSet(args)
 	if bad.IsError() {
 		return bad
@@ -81,7 +81,7 @@ func cmdSet(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Rep
 }
 
 // setConditional is SET with NX, XX or GET: a read-modify-write.
-func (n *Node) setConditional(ctx context.Context, key, value []byte, expireAt int64, a resp.SetArgs, entry *cluster.SchemeEntry) resp.Reply {
+func (n *Server) setConditional(ctx context.Context, key, value []byte, expireAt int64, a resp.SetArgs, entry *cluster.SchemeEntry) resp.Reply {
 	var old []byte
 	var existed, wrote bool
 	err := n.RMW(ctx, key, func(cur core.Current) (*core.WriteOp, error) {
@@ -105,7 +105,7 @@ func (n *Node) setConditional(ctx context.Context, key, value []byte, expireAt i
 	return resp.OK()
 }
 
-func cmdGetDel(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdGetDel(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	var old []byte
 	var existed bool
 	err := n.RMW(ctx, args[1], func(cur core.Current) (*core.WriteOp, error) {
@@ -124,7 +124,7 @@ func cmdGetDel(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.
 	return resp.BulkOwned(old)
 }
 
-func cmdGetEx(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdGetEx(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	a, bad := resp.ParseGetEx(args)
 	if bad.IsError() {
 		return bad
@@ -158,7 +158,7 @@ func cmdGetEx(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.R
 	return resp.BulkOwned(val)
 }
 
-func cmdAppend(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdAppend(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	var newLen int
 	err := n.RMW(ctx, args[1], func(cur core.Current) (*core.WriteOp, error) {
 		v := bigcopy.Append(bigcopy.Append(make([]byte, 0, len(cur.Value)+len(args[2])), cur.Value), args[2])
@@ -182,7 +182,7 @@ var (
 
 // incrBy builds INCR, DECR (fixed step) and INCRBY, DECRBY (step argument).
 func incrBy(sign int64, hasArg bool) handler {
-	return func(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	return func(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 		delta := sign
 		if hasArg {
 			d, ok := resp.ParseInt(args[2])
@@ -200,7 +200,7 @@ func incrBy(sign int64, hasArg bool) handler {
 
 const minInt64 = -1 << 63
 
-func (n *Node) incr(ctx context.Context, key []byte, delta int64) resp.Reply {
+func (n *Server) incr(ctx context.Context, key []byte, delta int64) resp.Reply {
 	var result int64
 	err := n.RMW(ctx, key, func(cur core.Current) (*core.WriteOp, error) {
 		var v int64
@@ -245,7 +245,7 @@ func errReply(err error) resp.Reply {
 	return resp.Err("ERR " + err.Error())
 }
 
-func (n *Node) checkValueSize(v []byte) (resp.Reply, bool) {
+func (n *Server) checkValueSize(v []byte) (resp.Reply, bool) {
 	if int64(len(v)) > n.Cfg.MaxValueSize {
 		return resp.Err(errTooBig.Error()), false
 	}

@@ -22,7 +22,7 @@ import (
 //
 // The robustness suite runs it on every key after its faults heal; an
 // operator can run it on a key a scrub or a client doubts.
-func cmdSchemeVerify(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+func cmdSchemeVerify(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	key := args[1]
 	var rep verifyReport
 	var found bool
@@ -85,7 +85,7 @@ type verifyReport struct {
 // verifyPieces checks key's pieces against cur, its committed state (whose
 // primary record readCommitted has already checked against its CRC32C, or
 // decoded), through its scheme (kind.Scheme.Verify).
-func (n *Node) verifyPieces(ctx context.Context, m *cluster.Map, key []byte, cur core.Current) verifyReport {
+func (n *Server) verifyPieces(ctx context.Context, m *cluster.Map, key []byte, cur core.Current) verifyReport {
 	r := verifyReport{scheme: cur.Entry.Name(), version: cur.Meta.Version}
 	sch := n.KindOf(cur.Entry)
 	if _, err := sch.Targets(m, key); err != nil {

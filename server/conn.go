@@ -46,7 +46,7 @@ func (cs *connState) sub() *connState {
 // accept applies protected mode (with no password and a non-loopback bind,
 // only loopback clients are served, as Redis does) and registers the
 // connection's session.
-func (n *Node) accept(c net.Conn) (*connState, bool) {
+func (n *Server) accept(c net.Conn) (*connState, bool) {
 	remote := c.RemoteAddr().String()
 	if n.protectedRefuses(remote) {
 		_, _ = c.Write([]byte("-DENIED memgest is running in protected mode because no password is set and it is bound beyond loopback. " +
@@ -63,7 +63,7 @@ func (n *Node) accept(c net.Conn) (*connState, bool) {
 }
 
 // protectedRefuses applies protected mode to a client address.
-func (n *Node) protectedRefuses(remote string) bool {
+func (n *Server) protectedRefuses(remote string) bool {
 	return n.Cfg.ProtectedRefuses(remote, n.authRequired())
 }
 
@@ -72,7 +72,7 @@ func (n *Node) protectedRefuses(remote string) bool {
 // commands sharing a key or changing the session run in order, and the
 // replies go out in order in one write. It reports whether the connection
 // stays open (not after QUIT, CLIENT KILL of itself or a failed write).
-func (n *Node) servePipeline(c net.Conn, cs *connState, cmds [][][]byte) bool {
+func (n *Server) servePipeline(c net.Conn, cs *connState, cmds [][][]byte) bool {
 	defer cs.pipe.reset(cmds)
 	for i := range cmds {
 		if isQuit(cmds[i]) {
@@ -168,7 +168,7 @@ func (b *pipelineBufs) sized(n int) ([]resp.Reply, []int) {
 // returns each reply with the protocol version it is to be written in (a
 // HELLO in the pipeline changes it for the replies after it). The slices
 // returned are the connection's, valid until its next pipeline.
-func (n *Node) runPipeline(cs *connState, cmds [][][]byte) ([]resp.Reply, []int) {
+func (n *Server) runPipeline(cs *connState, cmds [][][]byte) ([]resp.Reply, []int) {
 	replies, protos := cs.pipe.sized(len(cmds))
 	if len(cmds) == 1 {
 		replies[0] = n.execute(context.Background(), cs, cmds[0])
@@ -233,7 +233,7 @@ func (n *Node) runPipeline(cs *connState, cmds [][][]byte) ([]resp.Reply, []int)
 // worker: every key is coordinated here, no write of it is in flight, and
 // it is a read of a key whose value is local (not split) or a write whose
 // scheme is none. A wrong guess only costs concurrency, never correctness.
-func (n *Node) runsLocally(spec *resp.CommandSpec, args, keys [][]byte) bool {
+func (n *Server) runsLocally(spec *resp.CommandSpec, args, keys [][]byte) bool {
 	m := n.Ctl.Map()
 	if m.State != cluster.OK || (spec.Name == "set" && len(args) > 3) {
 		return false // SET with options may name a scheme

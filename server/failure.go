@@ -7,10 +7,8 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
-	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
-	"github.com/memgest/memgest/server/resp"
 	"github.com/memgest/memgest/transport"
 	"github.com/memgest/memgest/wire"
 )
@@ -47,9 +45,6 @@ import (
 // incarnation tells two runs of one node id apart: a node restarted with
 // the same data directory keeps its id but lost its memory.
 func newIncarnation() uint64 { return uint64(time.Now().UnixNano()) }
-
-var errFenced = resp.Err("CLUSTERDOWN memgest: this node has no fresh lease from the control plane " +
-	"(paused, partitioned or marked failed); it serves no keys until it renews it")
 
 // heartbeatLoop reports to the leader every HeartbeatInterval. After a
 // heartbeat that renewed nothing (no leader yet, say, after the leader
@@ -201,7 +196,7 @@ func (n *Node) fence() {
 // wipe drops every record and piece and takes a new incarnation: what the
 // node held may be stale, and nothing of it is served again.
 func (n *Node) wipe() {
-	n.flushLocal()
+	n.cmds.flushLocal()
 	n.Lost.Clear()
 	n.incarnation.Store(newIncarnation())
 	n.Lease.Fresh.Store(true)
@@ -332,30 +327,6 @@ func (n *Node) detectFailures(ctx context.Context) {
 	}
 }
 
-// refuseKeys answers for a key command that this node must not run now:
-// it is fenced, or a key's shard is coordinated here but still recovering.
-func (n *Node) refuseKeys(m *cluster.Map, keys [][]byte) (resp.Reply, bool) {
-	if m.State != cluster.OK {
-		return resp.Reply{}, false
-	}
-	if !n.Serving() {
-		return errFenced, true
-	}
-	if m.RecoveringShards() == 0 {
-		return resp.Reply{}, false // the common case: no slot hashing here
-	}
-	for _, k := range keys {
-		slot := keyslot.Of(k)
-		if sh := m.ShardOf(slot); sh != nil && sh.Recovering {
-			if c, ok := m.Coordinator(slot); ok && c.ID == n.NodeID {
-				n.Metrics.DegradedRequest(core.DegradedRecovering)
-				return resp.Errorf("TRYAGAIN memgest: shard %d is recovering after its coordinator failed", sh.ID), true
-			}
-		}
-	}
-	return resp.Reply{}, false
-}
-
 // nodeStates counts the nodes of m by state name.
 func nodeStates(m *cluster.Map) map[string]int {
 	out := map[string]int{}
@@ -363,14 +334,6 @@ func nodeStates(m *cluster.Map) map[string]int {
 		out[node.State.String()]++
 	}
 	return out
-}
-
-// selfState is this node's state in m ("unknown" before it joined).
-func (n *Node) selfState(m *cluster.Map) string {
-	if self, ok := m.Node(n.NodeID); ok {
-		return self.State.String()
-	}
-	return "unknown"
 }
 
 // replaceVoter gives a failed voter's vote to a live non-voter that the

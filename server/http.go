@@ -62,7 +62,7 @@ func (n *Node) httpRoutes() http.Handler {
 // password as HTTP basic auth, when there is one.
 func (n *Node) withPassword(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		p, known := n.clientPassword()
+		p, known := n.cmds.clientPassword()
 		if p == nil && known {
 			h(w, r)
 			return
@@ -152,7 +152,7 @@ func (n *Node) status(ctx context.Context) Status {
 	m := n.Ctl.Map()
 	_, leader, _ := n.Ctl.Leader()
 	st := Status{Node: string(n.NodeID), Epoch: m.Epoch, State: m.State.String(), Leader: leader, ShardsRebuilding: m.RebuildingShards()}
-	stats, err := n.clusterStats(ctx)
+	stats, err := n.cmds.clusterStats(ctx)
 	byNode := map[string]nodeStats{}
 	for _, s := range stats {
 		byNode[string(s.Node)] = s
@@ -273,7 +273,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	for state, count := range nodeStates(m) {
 		ch <- prometheus.MustNewConstMetric(c.nodes, prometheus.GaugeValue, float64(count), state)
 	}
-	st := n.localStats()
+	st := n.cmds.localStats()
 	ch <- prometheus.MustNewConstMetric(c.overhead, prometheus.GaugeValue, st.OverheadPerKey)
 	for _, e := range m.Schemes {
 		u := st.Schemes[e.ID]

@@ -35,8 +35,8 @@ func (n *Node) Do(ctx context.Context, args ...string) resp.Reply {
 	for i, a := range args {
 		b[i] = []byte(a)
 	}
-	cs := &connState{id: nextConnID.Add(1), proto: 2, authed: !n.authRequired(), addr: "inmem", created: time.Now()}
-	return n.execute(ctx, cs, b)
+	cs := &connState{id: nextConnID.Add(1), proto: 2, authed: !n.cmds.authRequired(), addr: "inmem", created: time.Now()}
+	return n.cmds.execute(ctx, cs, b)
 }
 
 // Map is the node's current cluster map (read-only).

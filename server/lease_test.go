@@ -55,13 +55,13 @@ func TestCommandOutlastingItsLease(t *testing.T) {
 			run := cmdGet
 			if tc.write {
 				args = [][]byte{[]byte("SET"), []byte("k"), []byte("v")}
-				run = func(*Node, context.Context, *connState, [][]byte) resp.Reply { return resp.OK() }
+				run = func(*Server, context.Context, *connState, [][]byte) resp.Reply { return resp.OK() }
 			}
 			spec, bad := resp.Resolve(args)
 			if bad.IsError() {
 				t.Fatal(bad)
 			}
-			cmd := &command{run: func(n *Node, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+			cmd := &command{run: func(s *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 				jumpClock(n, 2*n.Cfg.FailureTimeout)
 				if tc.during != nil {
 					tc.during(n)
@@ -72,9 +72,9 @@ func TestCommandOutlastingItsLease(t *testing.T) {
 						tc.after(n)
 					}()
 				}
-				return run(n, ctx, cs, args)
+				return run(s, ctx, cs, args)
 			}}
-			if got := n.coordinate(context.Background(), &connState{}, cmd, args, spec); got.Text() != tc.want {
+			if got := n.cmds.coordinate(context.Background(), &connState{}, cmd, args, spec); got.Text() != tc.want {
 				t.Fatalf("reply %s, want %q", got, tc.want)
 			}
 		})

@@ -36,7 +36,6 @@ var Version = "0.3.0-dev"
 type Node struct {
 	*core.Coordinator
 
-	clients     clientRegistry
 	incarnation atomic.Uint64    // this run of the node, new after a wipe (failure.go)
 	detector    *detect.Detector // the leader's failure detector
 	repair      *repair.Repairer // recovery, rebuild, sweep and scrub
@@ -50,7 +49,7 @@ type Node struct {
 	raftLn   net.Listener
 	framesLn net.Listener
 	peerSrv  *transport.Server
-	resp     *clientServer
+	cmds     *Server // the RESP commands and the client port
 	http     *httpServer
 	stop     context.CancelFunc
 	bg       sync.WaitGroup
@@ -89,6 +88,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 	}
 	n.stripes = stripe.NewEngine(stripeHost{n}, stripe.Config{PeerTimeout: cfg.PeerTimeout}, n.Log)
 	n.repair = repair.New(n.Coordinator, n.stripes)
+	n.cmds = newServer(n.Coordinator, n.stripes, n.ownPassword, Version)
 	n.Kinds, n.PackedHeld = kindsFor(n.stripes), n.stripes.InUse
 	n.Router = n.newRouter()
 	n.incarnation.Store(newIncarnation())
@@ -221,8 +221,8 @@ func (n *Node) listenClients() error {
 	if n.trust.clientTLS != nil {
 		l = tls.NewListener(l, n.trust.clientTLS)
 	}
-	n.resp = newClientServer(n, l)
-	go n.resp.serve()
+	n.cmds.resp = newClientServer(n.cmds, l)
+	go n.cmds.resp.serve()
 	return nil
 }
 
@@ -260,8 +260,8 @@ func (n *Node) Close() error {
 			n.stop()
 		}
 		var errs []error
-		if n.resp != nil {
-			errs = append(errs, n.resp.Close())
+		if n.cmds != nil && n.cmds.resp != nil {
+			errs = append(errs, n.cmds.resp.Close())
 		}
 		if n.http != nil {
 			errs = append(errs, n.http.close())
@@ -388,4 +388,21 @@ func raftLogger(level string, out io.Writer) hclog.Logger {
 // proposal, say) once per lograte.Every, with the count of those dropped.
 func rateLimited(log *slog.Logger) *slog.Logger {
 	return slog.New(lograte.NewHandler(log.Handler(), lograte.NewLimiter(lograte.Every)))
+}
+
+// checkOwnPassword stops the node when its --requirepass is not the
+// cluster's: once the map is in, every node enforces the map's password, and
+// one given another would mislead whoever configured it.
+func (n *Node) checkOwnPassword(ctx context.Context) {
+	if n.Cfg.RequirePass == "" {
+		return
+	}
+	m, err := n.Ctl.WaitEpoch(ctx, 1)
+	if err != nil {
+		return // closing
+	}
+	if m.Password == nil || !m.Password.Matches(n.Cfg.RequirePass) {
+		n.failWith(fmt.Errorf("server: --requirepass is not the cluster's password (set by its founding node or CONFIG SET requirepass); " +
+			"start this node without --requirepass to use the cluster's, or change the cluster's with CONFIG SET requirepass"))
+	}
 }

@@ -14,7 +14,7 @@ func (n *Node) newRouter() *peer.Router {
 		r.Handle(typ, peer.Unfenced, h)
 	}
 	for typ, h := range map[uint8]peer.Handler{
-		peer.MsgScan: n.onScan, peer.MsgStats: n.onStats, peer.MsgFlush: n.onFlush,
+		peer.MsgScan: n.cmds.onScan, peer.MsgStats: n.cmds.onStats, peer.MsgFlush: n.cmds.onFlush,
 		peer.MsgListPieces: n.repair.OnListPieces, peer.MsgRepair: n.OnRepair, peer.MsgAudit: n.repair.OnAudit,
 		peer.MsgStripeRead: n.stripes.OnRead, peer.MsgStripeResync: n.stripes.OnResync,
 	} {
@@ -26,7 +26,7 @@ func (n *Node) newRouter() *peer.Router {
 		r.Handle(typ, peer.OnLoop, h)
 	}
 	r.HandleBulk(peer.MsgPutPieces, n.OnPutPieces)
-	r.HandleStream(peer.MsgForward, peer.OffLoop, n.onForward, n.serveForward)
+	r.HandleStream(peer.MsgForward, peer.OffLoop, n.cmds.onForward, n.cmds.serveForward)
 	r.HandleStream(peer.MsgGetPiece, peer.OnLoop, n.OnGetPiece, n.ServeRead)
 	r.HandleStream(peer.MsgGetPieces, peer.OnLoop, n.OnGetPieces, n.ServeRead)
 	return r

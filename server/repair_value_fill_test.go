@@ -245,7 +245,7 @@ func TestUnfinishedDeletionIsPurgedOnceReleased(t *testing.T) {
 		h.store(t, key, f.rep, 10, string(value))
 	}
 	f.holders[1].refuseReleases.Store(true)
-	existed, err := f.n.del(ctx, key)
+	existed, err := f.n.cmds.del(ctx, key)
 	if err != nil || !existed {
 		t.Fatalf("DEL: existed %v, err %v", existed, err)
 	}

@@ -64,7 +64,7 @@ func (u *schemeUsage) add(o *schemeUsage) {
 }
 
 // localStats reads this node's stores' per-scheme counters.
-func (n *Node) localStats() nodeStats {
+func (n *Server) localStats() nodeStats {
 	p, q := n.Primary.Stats(), n.Pieces.Stats()
 	st := nodeStats{Node: n.NodeID, Keys: int64(p.Keys), Schemes: map[uint16]*schemeUsage{},
 		PrimaryBytes: p.MemoryBytes(), PieceBytes: q.MemoryBytes(), OverheadPerKey: p.IndexHeaderPerKey(),
@@ -105,7 +105,7 @@ func (n *Node) localStats() nodeStats {
 	return st
 }
 
-func (n *Node) onStats([]byte) ([]byte, error) {
+func (n *Server) onStats([]byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), n.Cfg.PeerTimeout*4/5)
 	defer cancel()
 	if err := n.stripes.RestoreAll(ctx); err != nil { // the key counts must include them
@@ -117,7 +117,7 @@ func (n *Node) onStats([]byte) ([]byte, error) {
 // clusterStats gathers nodeStats from every live node in the map (failed
 // nodes hold nothing that counts). It returns what the nodes that answered
 // within the failure timeout reported, and an error naming the others.
-func (n *Node) clusterStats(ctx context.Context) ([]nodeStats, error) {
+func (n *Server) clusterStats(ctx context.Context) ([]nodeStats, error) {
 	m := n.Ctl.Map()
 	out := make([]nodeStats, len(m.Nodes))
 	errs := make([]error, len(m.Nodes))

@@ -1,0 +1,43 @@
+package server
+
+import (
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/server/core"
+	"github.com/memgest/memgest/server/resp"
+)
+
+var errFenced = resp.Err("CLUSTERDOWN memgest: this node has no fresh lease from the control plane " +
+	"(paused, partitioned or marked failed); it serves no keys until it renews it")
+
+// refuseKeys answers for a key command that this node must not run now:
+// it is fenced, or a key's shard is coordinated here but still recovering.
+func (n *Server) refuseKeys(m *cluster.Map, keys [][]byte) (resp.Reply, bool) {
+	if m.State != cluster.OK {
+		return resp.Reply{}, false
+	}
+	if !n.Serving() {
+		return errFenced, true
+	}
+	if m.RecoveringShards() == 0 {
+		return resp.Reply{}, false // the common case: no slot hashing here
+	}
+	for _, k := range keys {
+		slot := keyslot.Of(k)
+		if sh := m.ShardOf(slot); sh != nil && sh.Recovering {
+			if c, ok := m.Coordinator(slot); ok && c.ID == n.NodeID {
+				n.Metrics.DegradedRequest(core.DegradedRecovering)
+				return resp.Errorf("TRYAGAIN memgest: shard %d is recovering after its coordinator failed", sh.ID), true
+			}
+		}
+	}
+	return resp.Reply{}, false
+}
+
+// selfState is this node's state in m ("unknown" before it joined).
+func (n *Server) selfState(m *cluster.Map) string {
+	if self, ok := m.Node(n.NodeID); ok {
+		return self.State.String()
+	}
+	return "unknown"
+}
