@@ -26,7 +26,7 @@ import (
 // goroutine until the node closes it. It serves at most the node's
 // MaxClients at once: one more is refused as Redis refuses it.
 type clientServer struct {
-	n *Server
+	n     *Server
 	ln    net.Listener
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
