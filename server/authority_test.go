@@ -14,6 +14,7 @@ import (
 	"github.com/memgest/memgest/cluster/control"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/stripe"
+	"github.com/memgest/memgest/server/commands"
 	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/server/repair"
@@ -71,14 +72,15 @@ func (p *authorityPeer) frames() []uint64 {
 // leasedNode is a node with a fresh lease under m, enough to send frames.
 func leasedNode(t *testing.T, m *cluster.Map) *Node {
 	// No failure timeout: the node counts as long started (auditVerdicts).
-	cfg := Config{PeerTimeout: 2 * time.Second, MaxValueSize: DefaultConfig().MaxValueSize}
+	d := DefaultConfig()
+	cfg := Config{PeerTimeout: 2 * time.Second, MaxValueSize: d.MaxValueSize, MaxArgs: d.MaxArgs}
 	n := &Node{Coordinator: core.NewCoordinator(cfg, slog.New(slog.DiscardHandler), time.Now(), nil, nil)}
 	n.Ctl = control.NewStatic(m)
 	t.Cleanup(func() { n.Peers.Close(); n.Leases.Close() })
 	n.stripes = stripe.NewEngine(stripeHost{n}, stripe.Config{PeerTimeout: n.Cfg.PeerTimeout}, n.Log)
 	n.Kinds, n.PackedHeld = kindsFor(n.stripes), n.stripes.InUse
 	n.repair = repair.New(n.Coordinator, n.stripes)
-	n.cmds = newServer(n.Coordinator, n.stripes, nil, Version)
+	n.cmds = commands.New(n.Coordinator, n.stripes, nil, Version)
 	n.Router = n.newRouter()
 	n.Router.Maps = n.Ctl
 	n.Lease.Until.Store(n.MonoNow() + int64(time.Hour))
@@ -104,7 +106,7 @@ func TestAuthorityFramesKeepTheirEpoch(t *testing.T) {
 		{"pieces, lease held", peer.MsgPutPieces, func(*Node) {}, true},
 		{"pieces, fenced", peer.MsgPutPieces, func(n *Node) { n.fence() }, false},
 		{"release, lease lapsed", peer.MsgDelPiece, func(n *Node) { n.Lease.Until.Store(0) }, false},
-		{"directory, fenced and readmitted", peer.MsgDirectory, func(n *Node) { n.fence(); n.accepted(n.MonoNow()) }, false},
+		{"directory, fenced and readmitted", peer.MsgDirectory, func(n *Node) { n.fence(); n.Renewed(n.MonoNow()) }, false},
 		{"forwarded command, lease lapsed", peer.MsgForward, func(n *Node) { n.Lease.Until.Store(0) }, true},
 	}
 	for _, tc := range cases {
@@ -174,7 +176,7 @@ func TestDirectoryRequeueUnderALapsedLease(t *testing.T) {
 	if q, _ := take(); len(q) != 0 {
 		t.Fatalf("%d entries still queued after a fence", len(q))
 	}
-	n.accepted(n.MonoNow()) // readmitted, leased again
+	n.Renewed(n.MonoNow()) // readmitted, leased again
 	n.SendDirectory(batch, 0)
 	if q, _ := take(); len(q) != 0 {
 		t.Fatalf("entries decided before the fence were queued again after it: %d", len(q))

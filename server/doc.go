@@ -1,7 +1,8 @@
 // Package server is a memgest node: the composition root that wires the
-// stores, the control plane (cluster), the peer transport and the RESP
-// listener around the coordinator core (server/core, which Node embeds);
-// the kind registry (kinds.go); the client commands; the peer message
-// router; and the repair path (failure detection, metadata-first
-// recovery, rebuild, scrub). docs/architecture.md walks it.
+// stores, the control plane (cluster), the peer transport and the client
+// port around the node's rooms — the coordinator core (server/core, which
+// Node embeds), the client side (server/commands), the repair path
+// (server/repair) — and keeps what is the node's own: heartbeats and
+// fencing, the peer message router, the kind registry (kinds.go), HTTP
+// and trust. docs/architecture.md walks it.
 package server

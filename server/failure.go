@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
-	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/transport"
 	"github.com/memgest/memgest/wire"
@@ -103,7 +102,7 @@ func (n *Node) heartbeat(ctx context.Context) bool {
 			return false
 		}
 		n.detector.Seen(n.NodeID, n.incarnation.Load(), false)
-		n.accepted(sent)
+		n.Renewed(sent)
 		return true
 	}
 	leader, ok := n.heartbeatTarget(m)
@@ -150,39 +149,17 @@ func (n *Node) acceptedAt(ctx context.Context, sent int64, reply []byte) bool {
 			return false // renewed by a later heartbeat, once caught up
 		}
 	}
-	n.accepted(sent)
+	n.Renewed(sent)
 	return true
-}
-
-// accepted takes an acknowledged heartbeat sent at sent: the node is a
-// member in good standing, so it is no longer fenced nor fresh, and its
-// lease is renewed.
-func (n *Node) accepted(sent int64) {
-	fenced := n.Lease.Fenced.Swap(false)
-	if fenced {
-		n.Log.Warn("readmitted by the control plane; serving again", "node", n.NodeID)
-	}
-	n.Lease.Fresh.Store(false)
-	now := n.MonoNow()
-	n.Metrics.Heartbeat.Observe(core.Seconds(now - sent))
-	if prev := n.Renew(sent); !fenced && prev > 0 && prev < now {
-		n.Metrics.LeaseLapses.Inc()
-		n.Log.Warn("this node's lease lapsed before a heartbeat renewed it", "node", n.NodeID,
-			"lapsed_for", time.Duration(now-prev), "heartbeat_took", time.Duration(now-sent))
-	}
 }
 
 // fence stops serving for good: the control plane marked this node failed,
 // so others hold its keys now. The node wipes its memory once, so that its
 // next heartbeats ask to rejoin as an empty node.
 func (n *Node) fence() {
-	if n.Lease.Fenced.Swap(true) {
+	if !n.Fence() {
 		return
 	}
-	n.Lease.Fences.Add(1)
-	n.Lease.Notify()
-	n.Lease.Restarted.Store(false) // the leader knows now
-	n.DropDirectory()              // decided under the lost lease
 	if n.Lease.Fresh.Load() {
 		// Empty since it started: the incarnation the leader has heard
 		// is the one it will readmit.
@@ -196,7 +173,7 @@ func (n *Node) fence() {
 // wipe drops every record and piece and takes a new incarnation: what the
 // node held may be stale, and nothing of it is served again.
 func (n *Node) wipe() {
-	n.cmds.flushLocal()
+	n.cmds.FlushLocal()
 	n.Lost.Clear()
 	n.incarnation.Store(newIncarnation())
 	n.Lease.Fresh.Store(true)

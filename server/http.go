@@ -14,6 +14,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/cluster/control"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/server/commands"
 	"github.com/memgest/memgest/server/core"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -62,7 +63,7 @@ func (n *Node) httpRoutes() http.Handler {
 // password as HTTP basic auth, when there is one.
 func (n *Node) withPassword(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		p, known := n.cmds.clientPassword()
+		p, known := n.cmds.ClientPassword()
 		if p == nil && known {
 			h(w, r)
 			return
@@ -152,8 +153,8 @@ func (n *Node) status(ctx context.Context) Status {
 	m := n.Ctl.Map()
 	_, leader, _ := n.Ctl.Leader()
 	st := Status{Node: string(n.NodeID), Epoch: m.Epoch, State: m.State.String(), Leader: leader, ShardsRebuilding: m.RebuildingShards()}
-	stats, err := n.cmds.clusterStats(ctx)
-	byNode := map[string]nodeStats{}
+	stats, err := n.cmds.ClusterStats(ctx)
+	byNode := map[string]commands.NodeStats{}
 	for _, s := range stats {
 		byNode[string(s.Node)] = s
 		st.Lost = append(st.Lost, s.Lost...)
@@ -176,12 +177,12 @@ func (n *Node) status(ctx context.Context) Status {
 		}
 		st.Nodes = append(st.Nodes, line)
 	}
-	total := sumSchemes(stats)
+	total := commands.SumSchemes(stats)
 	def := m.DefaultScheme().ID
 	for _, e := range m.Schemes {
 		u := total[e.ID]
 		if u == nil {
-			u = &schemeUsage{}
+			u = &commands.SchemeUsage{}
 		}
 		line := StatusScheme{Name: e.Name(), Spec: e.Spec.String(), Default: e.ID == def, Tolerance: e.Spec.Tolerance(),
 			Keys: u.Keys, Logical: u.Logical, Stored: u.Stored}
@@ -273,12 +274,12 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	for state, count := range nodeStates(m) {
 		ch <- prometheus.MustNewConstMetric(c.nodes, prometheus.GaugeValue, float64(count), state)
 	}
-	st := n.cmds.localStats()
+	st := n.cmds.LocalStats()
 	ch <- prometheus.MustNewConstMetric(c.overhead, prometheus.GaugeValue, st.OverheadPerKey)
 	for _, e := range m.Schemes {
 		u := st.Schemes[e.ID]
 		if u == nil {
-			u = &schemeUsage{}
+			u = &commands.SchemeUsage{}
 		}
 		ch <- prometheus.MustNewConstMetric(c.keys, prometheus.GaugeValue, float64(u.Keys), e.Name())
 		ch <- prometheus.MustNewConstMetric(c.logical, prometheus.GaugeValue, float64(u.Logical), e.Name())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"strconv"
-	"time"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/server/resp"
@@ -27,20 +26,13 @@ func (n *Node) listenPeerPort() (net.Listener, error) {
 	return net.Listen("tcp", net.JoinHostPort(n.Cfg.Bind, strconv.Itoa(n.Cfg.PeerPort)))
 }
 
-// Do runs one command as a RESP2 client connection of its own would and
-// returns its reply: how in-process tests drive a node, which has no
-// client port in memory. It works on any node.
-func (n *Node) Do(ctx context.Context, args ...string) resp.Reply {
-	b := make([][]byte, len(args))
-	for i, a := range args {
-		b[i] = []byte(a)
-	}
-	cs := &connState{id: nextConnID.Add(1), proto: 2, authed: !n.cmds.authRequired(), addr: "inmem", created: time.Now()}
-	return n.cmds.execute(ctx, cs, b)
-}
-
 // Map is the node's current cluster map (read-only).
 func (n *Node) Map() *cluster.Map { return n.Ctl.Map() }
 
 // IsLeader says whether the node leads the control plane now.
 func (n *Node) IsLeader() bool { return n.Ctl.IsLeader() }
+
+// Do runs one command as a RESP2 client connection of its own would and
+// returns its reply: how in-process tests drive a node, which has no
+// client port in memory. It works on any node.
+func (n *Node) Do(ctx context.Context, args ...string) resp.Reply { return n.cmds.Do(ctx, args...) }

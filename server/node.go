@@ -22,6 +22,7 @@ import (
 	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/internal/lograte"
 	"github.com/memgest/memgest/scheme/stripe"
+	"github.com/memgest/memgest/server/commands"
 	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/detect"
 	"github.com/memgest/memgest/server/repair"
@@ -49,7 +50,7 @@ type Node struct {
 	raftLn   net.Listener
 	framesLn net.Listener
 	peerSrv  *transport.Server
-	cmds     *Server // the RESP commands and the client port
+	cmds     *commands.Server // the RESP commands and the client port
 	http     *httpServer
 	stop     context.CancelFunc
 	bg       sync.WaitGroup
@@ -88,7 +89,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 	}
 	n.stripes = stripe.NewEngine(stripeHost{n}, stripe.Config{PeerTimeout: cfg.PeerTimeout}, n.Log)
 	n.repair = repair.New(n.Coordinator, n.stripes)
-	n.cmds = newServer(n.Coordinator, n.stripes, n.ownPassword, Version)
+	n.cmds = commands.New(n.Coordinator, n.stripes, n.ownPassword, Version)
 	n.Kinds, n.PackedHeld = kindsFor(n.stripes), n.stripes.InUse
 	n.Router = n.newRouter()
 	n.incarnation.Store(newIncarnation())
@@ -221,8 +222,7 @@ func (n *Node) listenClients() error {
 	if n.trust.clientTLS != nil {
 		l = tls.NewListener(l, n.trust.clientTLS)
 	}
-	n.cmds.resp = newClientServer(n.cmds, l)
-	go n.cmds.resp.serve()
+	n.cmds.Serve(l)
 	return nil
 }
 
@@ -260,8 +260,8 @@ func (n *Node) Close() error {
 			n.stop()
 		}
 		var errs []error
-		if n.cmds != nil && n.cmds.resp != nil {
-			errs = append(errs, n.cmds.resp.Close())
+		if n.cmds != nil {
+			errs = append(errs, n.cmds.Close())
 		}
 		if n.http != nil {
 			errs = append(errs, n.http.close())

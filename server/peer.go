@@ -14,7 +14,7 @@ func (n *Node) newRouter() *peer.Router {
 		r.Handle(typ, peer.Unfenced, h)
 	}
 	for typ, h := range map[uint8]peer.Handler{
-		peer.MsgScan: n.cmds.onScan, peer.MsgStats: n.cmds.onStats, peer.MsgFlush: n.cmds.onFlush,
+		peer.MsgScan: n.cmds.OnScan, peer.MsgStats: n.cmds.OnStats, peer.MsgFlush: n.cmds.OnFlush,
 		peer.MsgListPieces: n.repair.OnListPieces, peer.MsgRepair: n.OnRepair, peer.MsgAudit: n.repair.OnAudit,
 		peer.MsgStripeRead: n.stripes.OnRead, peer.MsgStripeResync: n.stripes.OnResync,
 	} {
@@ -26,7 +26,7 @@ func (n *Node) newRouter() *peer.Router {
 		r.Handle(typ, peer.OnLoop, h)
 	}
 	r.HandleBulk(peer.MsgPutPieces, n.OnPutPieces)
-	r.HandleStream(peer.MsgForward, peer.OffLoop, n.cmds.onForward, n.cmds.serveForward)
+	r.HandleStream(peer.MsgForward, peer.OffLoop, n.cmds.OnForward, n.cmds.ServeForward)
 	r.HandleStream(peer.MsgGetPiece, peer.OnLoop, n.OnGetPiece, n.ServeRead)
 	r.HandleStream(peer.MsgGetPieces, peer.OnLoop, n.OnGetPieces, n.ServeRead)
 	return r

@@ -245,9 +245,8 @@ func TestUnfinishedDeletionIsPurgedOnceReleased(t *testing.T) {
 		h.store(t, key, f.rep, 10, string(value))
 	}
 	f.holders[1].refuseReleases.Store(true)
-	existed, err := f.n.cmds.del(ctx, key)
-	if err != nil || !existed {
-		t.Fatalf("DEL: existed %v, err %v", existed, err)
+	if r := f.n.Do(ctx, "DEL", string(key)); r.IsError() || r.Int() != 1 {
+		t.Fatalf("DEL: %s, want 1", r)
 	}
 	if unfinishedCount(f.n) != 1 {
 		t.Fatalf("%d unfinished deletions after a refused release, want 1", unfinishedCount(f.n))

@@ -17,7 +17,8 @@ import (
 // This file is whom a node trusts (DESIGN.md §7c): the cluster secret every
 // peer connection proves (transport.Guard), TLS on the client, peer and
 // HTTP ports, and the password of the HTTP port. Clients' AUTH is in
-// cmd_conn.go and the cluster-wide password in the map (auth.go).
+// server/commands/connection.go and the cluster-wide password in the map
+// (server/commands/auth.go).
 
 // secretFileName is where a founding node keeps the cluster secret it
 // generated, in its data directory.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/server"
+	"github.com/memgest/memgest/server/commands"
 	"github.com/spf13/cobra"
 )
 
@@ -214,7 +215,7 @@ func printRebuild(out io.Writer, st server.Status) {
 		return
 	}
 	if st.ShardsRebuilding == 0 {
-		fmt.Fprintf(out, "\nREBUILD done: %d keys, %s in %.1fs\n", r.KeysDone, server.HumanBytes(r.BytesDone), r.Seconds)
+		fmt.Fprintf(out, "\nREBUILD done: %d keys, %s in %.1fs\n", r.KeysDone, commands.HumanBytes(r.BytesDone), r.Seconds)
 		return
 	}
 	const width = 30
@@ -224,5 +225,5 @@ func printRebuild(out io.Writer, st server.Status) {
 	}
 	bar := strings.Repeat("#", int(frac*width)) + strings.Repeat("-", width-int(frac*width))
 	fmt.Fprintf(out, "\nREBUILD [%s] %3.0f%%  keys %d/%d  %s  %s/s  ETA %s  (%d shards left)\n",
-		bar, frac*100, r.KeysDone, r.KeysTotal, server.HumanBytes(r.BytesDone), server.HumanBytes(int64(r.Rate())), r.ETA().Round(time.Second), st.ShardsRebuilding)
+		bar, frac*100, r.KeysDone, r.KeysTotal, commands.HumanBytes(r.BytesDone), commands.HumanBytes(int64(r.Rate())), r.ETA().Round(time.Second), st.ShardsRebuilding)
 }

@@ -66,10 +66,14 @@ var rules = []rule{
 		},
 	},
 	{
-		// The node's rooms layer downward: config < peer < core < repair
-		// < the node (server), which composes them.
-		name: "the coordinator core and the repair path import no room above them",
-		from: func(dir string) bool { return under(dir, "server/core") || under(dir, "server/repair") },
+		// The node's rooms layer downward: config < peer < core <
+		// {repair, commands} < the node (server), which composes them;
+		// repair and the commands are siblings that never import each
+		// other.
+		name: "the core, the repair path and the commands import no room above or beside them",
+		from: func(dir string) bool {
+			return under(dir, "server/core") || under(dir, "server/repair") || under(dir, "server/commands")
+		},
 		refuses: func(rel string) bool {
 			return rel == "server" || rel == "server/repair" || rel == "server/commands"
 		},
@@ -132,7 +136,8 @@ func TestEveryRuleCatchesAPlantedViolation(t *testing.T) {
 		rules[1].name: {{"server", "tests"}, {"cluster", "cmd/memgest"}},
 		rules[2].name: {{"scheme/stripe", "server"}, {"scheme/rep", "cluster/control"}},
 		rules[3].name: {{"server/core", "scheme/rep"}, {"server/core", "scheme/stripe"}, {"server/core", "scheme/hybrid"}},
-		rules[4].name: {{"server/core", "server/repair"}, {"server/core", "server"}, {"server/repair", "server"}},
+		rules[4].name: {{"server/core", "server/repair"}, {"server/core", "server"}, {"server/repair", "server"},
+			{"server/repair", "server/commands"}, {"server/commands", "server/repair"}, {"server/core", "server/commands"}},
 		rules[5].name: {{"cmd/memgest", "internal/simcluster"}},
 	}
 	allowed := map[string][]imp{
@@ -140,7 +145,8 @@ func TestEveryRuleCatchesAPlantedViolation(t *testing.T) {
 		rules[1].name: {{"server", "store"}},
 		rules[2].name: {{"scheme/rep", "cluster"}, {"scheme/split", "scheme/kind"}},
 		rules[3].name: {{"server/core", "scheme/kind"}, {"server/core", "scheme"}, {"server", "scheme/stripe"}},
-		rules[4].name: {{"server/core", "server/peer"}, {"server/repair", "server/core"}, {"server", "server/repair"}},
+		rules[4].name: {{"server/core", "server/peer"}, {"server/repair", "server/core"}, {"server/commands", "server/core"},
+			{"server", "server/repair"}, {"server", "server/commands"}},
 		rules[5].name: {{"cmd/memgest", "server"}},
 	}
 	for _, r := range rules {

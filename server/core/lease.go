@@ -206,3 +206,36 @@ func (n *Coordinator) awaitLease(ctx context.Context, a authority) bool {
 		}
 	}
 }
+
+// Renewed takes an acknowledged heartbeat sent at sent: the node is a
+// member in good standing, so it is no longer fenced nor fresh, and its
+// lease is renewed.
+func (n *Coordinator) Renewed(sent int64) {
+	fenced := n.Lease.Fenced.Swap(false)
+	if fenced {
+		n.Log.Warn("readmitted by the control plane; serving again", "node", n.NodeID)
+	}
+	n.Lease.Fresh.Store(false)
+	now := n.MonoNow()
+	n.Metrics.Heartbeat.Observe(Seconds(now - sent))
+	if prev := n.Renew(sent); !fenced && prev > 0 && prev < now {
+		n.Metrics.LeaseLapses.Inc()
+		n.Log.Warn("this node's lease lapsed before a heartbeat renewed it", "node", n.NodeID,
+			"lapsed_for", time.Duration(now-prev), "heartbeat_took", time.Duration(now-sent))
+	}
+}
+
+// Fence voids the lease for good: the control plane marked this node
+// failed, so others hold its keys now. It reports false if the node was
+// fenced already. The directory entries decided under the lost lease are
+// dropped; the node (server) wipes what else it holds.
+func (n *Coordinator) Fence() bool {
+	if n.Lease.Fenced.Swap(true) {
+		return false
+	}
+	n.Lease.Fences.Add(1)
+	n.Lease.Notify()
+	n.Lease.Restarted.Store(false) // the leader knows now
+	n.DropDirectory()              // decided under the lost lease
+	return true
+}

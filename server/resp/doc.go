@@ -5,7 +5,7 @@
 // replies, Redis glob matching and INFO rendering.
 //
 // It does no I/O and keeps no state beyond a [RequestParser]'s place in a
-// request: the network side (server/clientio.go) hands it the bytes it
+// request: the network side (server/commands/clientio.go) hands it the bytes it
 // read, gets argument vectors back, and writes the bytes replies render to.
 //
 // # Requests

@@ -1,4 +1,4 @@
-package server
+package commands
 
 import (
 	"context"
@@ -16,11 +16,11 @@ import (
 // hold refuses to run rather than leave operators believing a password is
 // in force that is not (checkOwnPassword).
 
-// clientPassword is the password clients must AUTH with: the map's once this
+// ClientPassword is the password clients must AUTH with: the map's once this
 // node has applied the cluster's first entry, else this node's own. known is
 // false for a joining node without a password of its own that has not
 // heard from the cluster yet: it cannot tell whether a password applies.
-func (n *Server) clientPassword() (p *cluster.Password, known bool) {
+func (n *Server) ClientPassword() (p *cluster.Password, known bool) {
 	if m := n.Ctl.Map(); m.Expect != 0 {
 		return m.Password, true
 	}
@@ -32,7 +32,7 @@ func (n *Server) clientPassword() (p *cluster.Password, known bool) {
 
 // authRequired says whether a new connection must AUTH before anything else.
 func (n *Server) authRequired() bool {
-	p, known := n.clientPassword()
+	p, known := n.ClientPassword()
 	return p != nil || !known
 }
 
@@ -49,7 +49,7 @@ func (n *Server) admit(cs *connState) resp.Reply {
 	if cs.authed {
 		return resp.Reply{}
 	}
-	switch p, known := n.clientPassword(); {
+	switch p, known := n.ClientPassword(); {
 	case !known:
 		return errAuthUnknown
 	case p != nil:
@@ -62,7 +62,7 @@ func (n *Server) admit(cs *connState) resp.Reply {
 // authenticate checks a password against the cluster's (user "default"
 // only, as Redis without ACLs).
 func (n *Server) authenticate(cs *connState, user, pass string) resp.Reply {
-	p, known := n.clientPassword()
+	p, known := n.ClientPassword()
 	switch {
 	case !known:
 		return errAuthUnknown
@@ -82,7 +82,7 @@ const maskedPassword = "********"
 
 // configPassword is CONFIG GET requirepass's answer.
 func (n *Server) configPassword() string {
-	if p, _ := n.clientPassword(); p != nil {
+	if p, _ := n.ClientPassword(); p != nil {
 		return maskedPassword
 	}
 	return ""

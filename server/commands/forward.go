@@ -1,4 +1,4 @@
-package server
+package commands
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/memgest/memgest/wire"
 )
 
-func (n *Server) onForward(b []byte) ([]byte, error) {
+func (n *Server) OnForward(b []byte) ([]byte, error) {
 	head, body, err := n.runForwarded(b)
 	if body == nil {
 		return head, err
@@ -19,10 +19,10 @@ func (n *Server) onForward(b []byte) ([]byte, error) {
 	return bigcopy.Join(head, body, []byte(resp.BulkEnd)), nil
 }
 
-// serveForward runs a forwarded command and replies with its RESP
+// ServeForward runs a forwarded command and replies with its RESP
 // encoding, a large bulk string (a GET of a huge value) sent from where
 // it is rather than copied into the reply.
-func (n *Server) serveForward(req transport.Frame, reply func(transport.Frame)) {
+func (n *Server) ServeForward(req transport.Frame, reply func(transport.Frame)) {
 	head, body, err := n.runForwarded(req.Payload)
 	switch {
 	case err != nil:
@@ -54,7 +54,7 @@ func (n *Server) runForwarded(b []byte) (head, body []byte, err error) {
 	return head, body, nil
 }
 
-func (n *Server) onScan(b []byte) ([]byte, error) {
+func (n *Server) OnScan(b []byte) ([]byte, error) {
 	req, err := decodeScan(b)
 	if err != nil {
 		return nil, err
@@ -67,7 +67,7 @@ func (n *Server) onScan(b []byte) ([]byte, error) {
 	return n.scanLocal(req).encode(nil), nil
 }
 
-func (n *Server) onFlush([]byte) ([]byte, error) {
-	n.flushLocal()
+func (n *Server) OnFlush([]byte) ([]byte, error) {
+	n.FlushLocal()
 	return nil, nil
 }

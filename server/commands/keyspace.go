@@ -1,4 +1,4 @@
-package server
+package commands
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/memgest/memgest/server/resp"
 )
 
-// The commands that answer about "the whole keyspace" — SCAN (cmd_scan.go),
+// The commands that answer about "the whole keyspace" — SCAN (scan.go),
 // DBSIZE, FLUSHALL and FLUSHDB — answer for the node they are sent to: the
 // keys of the slots it coordinates, every scheme included, as a Redis
 // Cluster master answers for its slots, so that cluster-aware clients that
@@ -52,7 +52,7 @@ func (n *Server) dbsizeNode(context.Context) resp.Reply {
 
 // dbsizeCluster is DBSIZE CLUSTER: the keys of every live node.
 func (n *Server) dbsizeCluster(ctx context.Context) resp.Reply {
-	all, err := n.clusterStats(ctx)
+	all, err := n.ClusterStats(ctx)
 	if err != nil {
 		return errReply(err)
 	}
@@ -79,7 +79,7 @@ func (n *Server) flushCluster(ctx context.Context) resp.Reply {
 		case node.State == cluster.Failed || node.State == cluster.Left:
 			continue // it holds nothing that counts, and wipes itself to rejoin
 		case node.ID == n.NodeID:
-			n.flushLocal()
+			n.FlushLocal()
 		default:
 			if _, err := n.Call(ctx, node, peer.MsgFlush, nil); err != nil {
 				return errReply(err)
@@ -239,12 +239,12 @@ func coordinators(m *cluster.Map) []cluster.Node {
 	return out
 }
 
-// flushLocal drops every key this node coordinates and every piece it
+// FlushLocal drops every key this node coordinates and every piece it
 // holds, and forgets the stripe chunks its recoveries deferred (their keys
 // are flushed too). It holds every inflight shard lock meanwhile, so no
 // commit on this node interleaves with it; writes in flight across nodes
 // can still leave a piece or a record behind (docs/decisions/0002, "Known
 // gaps"). FLUSHALL CLUSTER and a fenced node's wipe use it.
-func (n *Server) flushLocal() {
+func (n *Server) FlushLocal() {
 	n.stripes.ClearPending(func() { n.FlushStores(n.stripes.DropSchemes) })
 }

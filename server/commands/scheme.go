@@ -1,4 +1,4 @@
-package server
+package commands
 
 import (
 	"context"
@@ -94,13 +94,13 @@ func cmdSchemeInfo(n *Server, ctx context.Context, cs *connState, args [][]byte)
 	if !ok {
 		return resp.Errorf("ERR memgest: no scheme named '%s'", args[1])
 	}
-	all, err := n.clusterStats(ctx)
+	all, err := n.ClusterStats(ctx)
 	if err != nil {
 		return errReply(err)
 	}
-	u := sumSchemes(all)[e.ID]
+	u := SumSchemes(all)[e.ID]
 	if u == nil {
-		u = &schemeUsage{}
+		u = &SchemeUsage{}
 	}
 	ratio := "0"
 	if u.Logical > 0 {
@@ -143,11 +143,11 @@ func cmdSchemeDrop(n *Server, ctx context.Context, cs *connState, args [][]byte)
 	if !ok {
 		return resp.Errorf("ERR memgest: no scheme named '%s'", args[1])
 	}
-	all, err := n.clusterStats(ctx)
+	all, err := n.ClusterStats(ctx)
 	if err != nil {
 		return errReply(err)
 	}
-	if u := sumSchemes(all)[e.ID]; u != nil && u.Keys > 0 {
+	if u := SumSchemes(all)[e.ID]; u != nil && u.Keys > 0 {
 		return resp.Errorf("ERR memgest: scheme '%s' is used by %d keys; move them first (SCHEME.MOVE)", e.Name(), u.Keys)
 	}
 	if _, err := n.Propose(ctx, cluster.DropScheme{Name: string(args[1])}); err != nil {

@@ -1,4 +1,4 @@
-package server
+package commands
 
 import (
 	"context"
@@ -134,7 +134,7 @@ func (n *Server) infoClients() resp.InfoSection {
 func (n *Server) infoMemory() resp.InfoSection {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	st := n.localStats()
+	st := n.LocalStats()
 	used := st.PrimaryBytes + st.PieceBytes
 	return resp.InfoSection{Name: "Memory", Fields: [][2]string{
 		{"used_memory", strconv.FormatInt(used, 10)},
@@ -204,11 +204,11 @@ func (n *Server) infoMemgest(ctx context.Context) resp.InfoSection {
 		{"default_scheme", m.DefaultScheme().Name()},
 		{"redirect", strconv.FormatBool(n.Cfg.Redirect)},
 	}
-	st := n.localStats()
+	st := n.LocalStats()
 	for _, e := range m.Schemes {
 		u := st.Schemes[e.ID]
 		if u == nil {
-			u = &schemeUsage{}
+			u = &SchemeUsage{}
 		}
 		line := "spec=" + e.Spec.String() + ",keys=" + strconv.FormatInt(u.Keys, 10) +
 			",logical=" + strconv.FormatInt(u.Logical, 10) + ",stored=" + strconv.FormatInt(u.Stored, 10)

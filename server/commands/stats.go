@@ -1,4 +1,4 @@
-package server
+package commands
 
 import (
 	"context"
@@ -13,12 +13,12 @@ import (
 	"github.com/memgest/memgest/server/peer"
 )
 
-// nodeStats is one node's share of the cluster's keys and bytes, sent in
+// NodeStats is one node's share of the cluster's keys and bytes, sent in
 // reply to peer.MsgStats.
-type nodeStats struct {
+type NodeStats struct {
 	Node    cluster.NodeID          `json:"node"`
 	Keys    int64                   `json:"keys"`
-	Schemes map[uint16]*schemeUsage `json:"schemes"`
+	Schemes map[uint16]*SchemeUsage `json:"schemes"`
 	// Bytes reserved by the two stores, overhead included.
 	PrimaryBytes int64 `json:"primary_bytes"`
 	PieceBytes   int64 `json:"piece_bytes"`
@@ -39,8 +39,8 @@ type nodeStats struct {
 // lostListMax bounds the lost keys a node reports in its statistics.
 const lostListMax = 100
 
-// schemeUsage is what one scheme's keys occupy on one node (or summed).
-type schemeUsage struct {
+// SchemeUsage is what one scheme's keys occupy on one node (or summed).
+type SchemeUsage struct {
 	Keys    int64 `json:"keys"`    // keys coordinated
 	Logical int64 `json:"logical"` // key + value bytes as the client sees them
 	Stored  int64 `json:"stored"`  // bytes kept: primary records and pieces
@@ -50,7 +50,7 @@ type schemeUsage struct {
 	Stripe *stripe.Usage `json:"stripe,omitempty"`
 }
 
-func (u *schemeUsage) add(o *schemeUsage) {
+func (u *SchemeUsage) add(o *SchemeUsage) {
 	u.Keys += o.Keys
 	u.Logical += o.Logical
 	u.Stored += o.Stored
@@ -63,19 +63,19 @@ func (u *schemeUsage) add(o *schemeUsage) {
 	}
 }
 
-// localStats reads this node's stores' per-scheme counters.
-func (n *Server) localStats() nodeStats {
+// LocalStats reads this node's stores' per-scheme counters.
+func (n *Server) LocalStats() NodeStats {
 	p, q := n.Primary.Stats(), n.Pieces.Stats()
-	st := nodeStats{Node: n.NodeID, Keys: int64(p.Keys), Schemes: map[uint16]*schemeUsage{},
+	st := NodeStats{Node: n.NodeID, Keys: int64(p.Keys), Schemes: map[uint16]*SchemeUsage{},
 		PrimaryBytes: p.MemoryBytes(), PieceBytes: q.MemoryBytes(), OverheadPerKey: p.IndexHeaderPerKey(),
 		Serving: n.Serving(), Commands: n.Stats.Commands.Load()}
 	st.Lost, st.LostCount = n.Lost.List(lostListMax)
 	st.Rebuild = n.Rebuild.Report()
 	m := n.Ctl.Map()
 	t := n.Schemes(m)
-	usage := func(id uint16) *schemeUsage {
+	usage := func(id uint16) *SchemeUsage {
 		if st.Schemes[id] == nil {
-			st.Schemes[id] = &schemeUsage{}
+			st.Schemes[id] = &SchemeUsage{}
 		}
 		return st.Schemes[id]
 	}
@@ -105,21 +105,21 @@ func (n *Server) localStats() nodeStats {
 	return st
 }
 
-func (n *Server) onStats([]byte) ([]byte, error) {
+func (n *Server) OnStats([]byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), n.Cfg.PeerTimeout*4/5)
 	defer cancel()
 	if err := n.stripes.RestoreAll(ctx); err != nil { // the key counts must include them
 		return nil, err
 	}
-	return json.Marshal(n.localStats())
+	return json.Marshal(n.LocalStats())
 }
 
-// clusterStats gathers nodeStats from every live node in the map (failed
+// ClusterStats gathers nodeStats from every live node in the map (failed
 // nodes hold nothing that counts). It returns what the nodes that answered
 // within the failure timeout reported, and an error naming the others.
-func (n *Server) clusterStats(ctx context.Context) ([]nodeStats, error) {
+func (n *Server) ClusterStats(ctx context.Context) ([]NodeStats, error) {
 	m := n.Ctl.Map()
-	out := make([]nodeStats, len(m.Nodes))
+	out := make([]NodeStats, len(m.Nodes))
 	errs := make([]error, len(m.Nodes))
 	ctx, cancel := context.WithTimeout(ctx, min(n.Cfg.PeerTimeout, n.Cfg.FailureTimeout))
 	defer cancel()
@@ -130,7 +130,7 @@ func (n *Server) clusterStats(ctx context.Context) ([]nodeStats, error) {
 			errs[i] = errSkipped
 		case node.ID == n.NodeID:
 			if errs[i] = n.stripes.RestoreAll(ctx); errs[i] == nil {
-				out[i] = n.localStats()
+				out[i] = n.LocalStats()
 			}
 		default:
 			wg.Add(1)
@@ -145,7 +145,7 @@ func (n *Server) clusterStats(ctx context.Context) ([]nodeStats, error) {
 		}
 	}
 	wg.Wait()
-	var answered []nodeStats
+	var answered []NodeStats
 	var failed []error
 	for i, err := range errs {
 		switch {
@@ -161,13 +161,13 @@ func (n *Server) clusterStats(ctx context.Context) ([]nodeStats, error) {
 // errSkipped marks a node clusterStats did not ask.
 var errSkipped = errors.New("server: node skipped")
 
-// sumSchemes adds up per-scheme usage over nodes.
-func sumSchemes(all []nodeStats) map[uint16]*schemeUsage {
-	total := map[uint16]*schemeUsage{}
+// SumSchemes adds up per-scheme usage over nodes.
+func SumSchemes(all []NodeStats) map[uint16]*SchemeUsage {
+	total := map[uint16]*SchemeUsage{}
 	for _, st := range all {
 		for id, u := range st.Schemes {
 			if total[id] == nil {
-				total[id] = &schemeUsage{}
+				total[id] = &SchemeUsage{}
 			}
 			total[id].add(u)
 		}
