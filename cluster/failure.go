@@ -63,8 +63,53 @@ func (c MarkFailed) apply(m *Map) (*Map, error) {
 	}
 	if spare >= 0 {
 		next.Nodes[spare].State = Up
+		next.keepCoordinators(m, m.Nodes[spare].ID)
 	}
+	next.leaveStandby()
 	return next, nil
+}
+
+// leaveStandby takes the coordinator of every recovering shard off
+// standby: for want of another node it coordinates, so it recovers the
+// shard's records and keeps them from now on, and a node that comes back
+// empty later must not take coordination from it. m is a Clone being
+// edited.
+func (m *Map) leaveStandby() {
+	for i := range m.Shards {
+		sh := &m.Shards[i]
+		if !sh.Recovering || len(sh.Standby) == 0 {
+			continue
+		}
+		if c, ok := m.Coordinator(sh.First); ok {
+			sh.Standby = slices.DeleteFunc(sh.Standby, func(id NodeID) bool { return id == c.ID })
+			if len(sh.Standby) == 0 {
+				sh.Standby = nil
+			}
+		}
+	}
+}
+
+// keepCoordinators puts to, a node that holds nothing yet and has just
+// taken places, on standby in every shard where it would otherwise take
+// coordination from the shard's coordinator in prev, which is still up:
+// coordination never moves off a live node, which holds the shard's
+// records (a spare that takes a standby's position before the coordinator
+// would otherwise serve an empty store). m is a Clone of prev being
+// edited, with to up.
+func (m *Map) keepCoordinators(prev *Map, to NodeID) {
+	for i := range m.Shards {
+		sh := &m.Shards[i]
+		was, ok := prev.Coordinator(sh.First)
+		if !ok || slices.Contains(sh.Standby, to) {
+			continue
+		}
+		if n, _ := m.Node(was.ID); n.State != Up {
+			continue // the failed coordinator: to may take its place and recover
+		}
+		if c, ok := m.Coordinator(sh.First); ok && c.ID == to {
+			sh.Standby = append(sh.Standby, to)
+		}
+	}
 }
 
 // addRebuild lists placement position p for rebuild, in a new round.
@@ -117,6 +162,7 @@ func (m *Map) fillFromSpares() {
 // Where to comes before the shard's current coordinator, it goes on
 // standby: that node has kept the shard's records since the failure (keys
 // written since included, which no piece lists), so it stays coordinator.
+// (A coordinator is never on standby itself: leaveStandby.)
 // (Swapping the two instead would move two positions at once and leave
 // split keys short of two shards until the rebuild.) m is a Clone being
 // edited.
@@ -182,10 +228,11 @@ func (c Rejoin) apply(m *Map) (*Map, error) {
 	if next.placed(c.ID) {
 		next.Nodes[i].State = Up
 		next.takePlaces(c.ID, c.ID)
-		return next, nil
+	} else {
+		next.Nodes[i].State = Spare
+		next.fillFromSpares()
 	}
-	next.Nodes[i].State = Spare
-	next.fillFromSpares()
+	next.leaveStandby()
 	return next, nil
 }
 
