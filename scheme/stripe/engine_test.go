@@ -3,7 +3,11 @@ package stripe
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
@@ -176,5 +180,83 @@ func TestEngineNamesKeysLostBeyondTolerance(t *testing.T) {
 		if v, ok := want[string(o.Key)]; !ok || v != string(o.Value) {
 			t.Fatalf("recovered %s = %q; wrote %q", o.Key, o.Value, v)
 		}
+	}
+}
+
+// TestEngineRecoversPastAHolderThatLacksThePosition: one of the list's two
+// parity holders lost its state and came back empty, as a holder
+// resynced by the live positions only is, when the coordinator fails. The
+// holder cannot take the backups' updates of the dead position (it
+// answers Missing to each, and no retry changes that: the only sender is
+// gone), so recovery leaves it out of those stripes, as solveChunk does,
+// and decodes from the other holder. Waiting on it instead retried for
+// ever (the robustness suite, seed 27).
+func TestEngineRecoversPastAHolderThatLacksThePosition(t *testing.T) {
+	const spec = "stripe:2+2/256"
+	m, entry, net := engineNet(t, 5, spec)
+	sh := m.Shards[0]
+	coord, _ := m.Coordinator(sh.First)
+	want := writeKeys(t, m, entry, net.engine(coord.ID), sh, 40)
+	// Overwrites in place, last: their deltas depend on the chunk's earlier
+	// updates, and their backups are not marked stable yet.
+	overwrite(t, m, entry, net.engine(coord.ID), want, 3)
+	holders, err := parityHolders(m, entry.Spec, 0)
+	must(t, err)
+	wiped := holders[1].ID
+	if wiped == coord.ID {
+		t.Fatal("the coordinator holds parity of its own list")
+	}
+	net.kill(wiped)
+	net.engine(wiped) // back, holding nothing
+	net.kill(coord.ID)
+	m = kindtest.Apply(t, m, cluster.MarkFailed{ID: coord.ID})
+	net.setMap(m)
+	next, ok := m.Coordinator(sh.First)
+	if !ok {
+		t.Fatal("no coordinator left for shard 0")
+	}
+	eng := net.engine(next.ID)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rec, err := eng.Recover(ctx, m, m.Shards[0], map[uint32]bool{})
+	must(t, err)
+	eng.Defer(m.Shards[0], rec)
+	must(t, eng.RestoreShard(ctx, 0))
+	host := eng.host.(*testHost)
+	got := map[string]string{}
+	for _, objs := range []map[uint16][]Object{rec.Objects, host.rehomed} {
+		for _, o := range objs[entry.ID] {
+			got[string(o.Key)] = string(o.Value)
+		}
+	}
+	if len(host.lost) != 0 {
+		t.Fatalf("keys reported lost with one parity holder intact: %+v", host.lost)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("key %s: recovered %q, wrote %q", k, got[k], v)
+		}
+	}
+}
+
+// overwrite writes n of the keys of want again, in place (values of the
+// same length, newer versions), and records the new values in want.
+func overwrite(t *testing.T, m *cluster.Map, entry cluster.SchemeEntry, eng *Engine, want map[string]string, n int) {
+	t.Helper()
+	sch, err := For(eng)(entry, kindtest.NewEnv(m, eng.host.Self()))
+	must(t, err)
+	p := sch.(kind.Packed)
+	ctx := context.Background()
+	keys := slices.Sorted(maps.Keys(want))
+	for i, k := range keys[:n] {
+		v := strings.ToUpper(want[k])
+		w := &kind.Staged{Key: []byte(k), Value: []byte(v), Version: uint64(1000 + i)}
+		must(t, p.Stage(ctx, w))
+		p.Flush(ctx, []*kind.Staged{w})
+		must(t, w.Err)
+		if _, err := p.Commit(w); err != nil {
+			t.Fatal(err)
+		}
+		want[k] = v
 	}
 }

@@ -633,8 +633,9 @@ func (p *prefetch) view(r uint32) stripeView {
 // holders at different seqs, and neither a decode that needs several
 // parities nor a drop that XORs a chunk out of each may use holders that
 // disagree. The holders answered positionStates (states); one that does
-// not answer now is left out, as decodes will leave it. It says whether
-// any holder applied something.
+// not answer now is left out, as decodes will leave it, and so is one
+// that has no state of the position in a stripe and cannot take its
+// updates. It says whether any holder applied something.
 func (eng *Engine) equalizeHolders(ctx context.Context, lp lostPosition, holders []cluster.Node, states []map[uint32]PositionState) (bool, error) {
 	req := readReq{Scheme: lp.entry.ID, What: readBackups, Chunk: ChunkID{List: lp.list, Position: uint8(lp.pos)}}
 	var asked []int
@@ -682,7 +683,15 @@ func (eng *Engine) equalizeHolders(ctx context.Context, lp lostPosition, holders
 			acks, err = decodeAcks(replies[i], len(union))
 		}
 		for k, a := range acks {
+			_, held := states[asked[i]][union[k].Chunk.Stripe]
 			switch {
+			case a.Outcome == Missing && a.Refusal == "" && !held:
+				// The holder has no state of the lost position in this
+				// stripe (it came back empty, or was resynced by the live
+				// positions only): no retry can bring it the updates
+				// before this one, since their only sender is gone. It
+				// takes no part in this stripe's decode (solveChunk uses
+				// no parity that lacks the chunk), and the others decode it.
 			case a.Refusal != "" || a.Outcome == Missing:
 				err = fmt.Errorf("%w: replaying %s at %s: %s %s", errBusy, union[k], holders[asked[i]].PeerAddr, a.Outcome, a.Refusal)
 			case a.Outcome == Applied:
