@@ -75,13 +75,15 @@ func (c MarkFailed) apply(m *Map) (*Map, error) {
 // empty later must not take coordination from it. m is a Clone being
 // edited.
 func (m *Map) leaveStandby() {
+	ix := buildIndex(m) // placements and states are final; only Standby changes below
 	for i := range m.Shards {
 		sh := &m.Shards[i]
 		if !sh.Recovering || len(sh.Standby) == 0 {
 			continue
 		}
-		if c, ok := m.Coordinator(sh.First); ok {
-			sh.Standby = slices.DeleteFunc(sh.Standby, func(id NodeID) bool { return id == c.ID })
+		if c := coordinatorIndex(m, ix, sh); c >= 0 {
+			id := m.Nodes[c].ID
+			sh.Standby = slices.DeleteFunc(sh.Standby, func(s NodeID) bool { return s == id })
 			if len(sh.Standby) == 0 {
 				sh.Standby = nil
 			}
@@ -97,16 +99,17 @@ func (m *Map) leaveStandby() {
 // would otherwise serve an empty store). m is a Clone of prev being
 // edited, with to up.
 func (m *Map) keepCoordinators(prev *Map, to NodeID) {
+	ix := buildIndex(m) // placements and states are final; only Standby changes below
 	for i := range m.Shards {
 		sh := &m.Shards[i]
 		was, ok := prev.Coordinator(sh.First)
 		if !ok || slices.Contains(sh.Standby, to) {
 			continue
 		}
-		if n, _ := m.Node(was.ID); n.State != Up {
+		if j, ok := ix.node[was.ID]; !ok || m.Nodes[j].State != Up {
 			continue // the failed coordinator: to may take its place and recover
 		}
-		if c, ok := m.Coordinator(sh.First); ok && c.ID == to {
+		if c := coordinatorIndex(m, ix, sh); c >= 0 && m.Nodes[c].ID == to {
 			sh.Standby = append(sh.Standby, to)
 		}
 	}

@@ -13,11 +13,8 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/cluster/control"
 	"github.com/memgest/memgest/scheme"
-	"github.com/memgest/memgest/scheme/stripe"
-	"github.com/memgest/memgest/server/commands"
 	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
-	"github.com/memgest/memgest/server/repair"
 	"github.com/memgest/memgest/transport"
 )
 
@@ -77,11 +74,7 @@ func leasedNode(t *testing.T, m *cluster.Map) *Node {
 	n := &Node{Coordinator: core.NewCoordinator(cfg, slog.New(slog.DiscardHandler), time.Now(), nil, nil)}
 	n.Ctl = control.NewStatic(m)
 	t.Cleanup(func() { n.Peers.Close(); n.Leases.Close() })
-	n.stripes = stripe.NewEngine(stripeHost{n}, stripe.Config{PeerTimeout: n.Cfg.PeerTimeout}, n.Log)
-	n.Kinds, n.PackedHeld = kindsFor(n.stripes), n.stripes.InUse
-	n.repair = repair.New(n.Coordinator, n.stripes)
-	n.cmds = commands.New(n.Coordinator, n.stripes, nil, Version)
-	n.Router = n.newRouter()
+	n.compose()
 	n.Router.Maps = n.Ctl
 	n.Lease.Until.Store(n.MonoNow() + int64(time.Hour))
 	n.Lease.Fresh.Store(true) // fence() then wipes nothing

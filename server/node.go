@@ -87,11 +87,7 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 			return nil, err
 		}
 	}
-	n.stripes = stripe.NewEngine(stripeHost{n}, stripe.Config{PeerTimeout: cfg.PeerTimeout}, n.Log)
-	n.repair = repair.New(n.Coordinator, n.stripes)
-	n.cmds = commands.New(n.Coordinator, n.stripes, n.ownPassword, Version)
-	n.Kinds, n.PackedHeld = kindsFor(n.stripes), n.stripes.InUse
-	n.Router = n.newRouter()
+	n.compose()
 	n.incarnation.Store(newIncarnation())
 	n.Lease.Fresh.Store(true)
 	if err := n.start(); err != nil {
@@ -99,6 +95,17 @@ func Start(cfg Config, log *slog.Logger) (*Node, error) {
 		return nil, err
 	}
 	return n, nil
+}
+
+// compose builds the node's rooms around its core: the stripe engine, the
+// kind registry bound to it, the repair path, the commands, and the router
+// that serves each peer message.
+func (n *Node) compose() {
+	n.stripes = stripe.NewEngine(stripeHost{n}, stripe.Config{PeerTimeout: n.Cfg.PeerTimeout}, n.Log)
+	n.Kinds, n.PackedHeld = kindsFor(n.stripes), n.stripes.InUse
+	n.repair = repair.New(n.Coordinator, n.stripes)
+	n.cmds = commands.New(n.Coordinator, n.stripes, n.ownPassword, Version)
+	n.Router = n.newRouter()
 }
 
 func (n *Node) start() error {

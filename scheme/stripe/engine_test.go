@@ -46,26 +46,50 @@ func engineNet(t *testing.T, nodes int, spec string) (*cluster.Map, cluster.Sche
 // updates, and returns them with their values.
 func writeKeys(t *testing.T, m *cluster.Map, entry cluster.SchemeEntry, eng *Engine, sh cluster.Shard, count int) map[string]string {
 	t.Helper()
-	sch, err := For(eng)(entry, kindtest.NewEnv(m, eng.host.Self()))
-	must(t, err)
-	p := sch.(kind.Packed)
-	ctx := context.Background()
+	p := packedOn(t, m, entry, eng)
 	want := map[string]string{}
 	for i := 0; len(want) < count; i++ {
 		key := fmt.Appendf(nil, "key:%d", i)
 		if s := keyslot.Of(key); s < sh.First || s > sh.Last {
 			continue
 		}
-		w := &kind.Staged{Key: key, Value: fmt.Appendf(nil, "value %d", i), Version: uint64(i + 1)}
-		must(t, p.Stage(ctx, w))
-		p.Flush(ctx, []*kind.Staged{w})
-		must(t, w.Err)
-		if _, err := p.Commit(w); err != nil {
-			t.Fatal(err)
-		}
-		want[string(w.Key)] = string(w.Value)
+		put(t, p, key, fmt.Appendf(nil, "value %d", i), uint64(i+1))
+		want[string(key)] = fmt.Sprintf("value %d", i)
 	}
 	return want
+}
+
+// packedOn is entry's stripe scheme bound to coordinator eng.
+func packedOn(t *testing.T, m *cluster.Map, entry cluster.SchemeEntry, eng *Engine) kind.Packed {
+	t.Helper()
+	sch, err := For(eng)(entry, kindtest.NewEnv(m, eng.host.Self()))
+	must(t, err)
+	return sch.(kind.Packed)
+}
+
+// put writes key = value at version through p, committed once its parity
+// holders applied its updates.
+func put(t *testing.T, p kind.Packed, key, value []byte, version uint64) {
+	t.Helper()
+	ctx := context.Background()
+	w := &kind.Staged{Key: key, Value: value, Version: version}
+	must(t, p.Stage(ctx, w))
+	p.Flush(ctx, []*kind.Staged{w})
+	must(t, w.Err)
+	if _, err := p.Commit(w); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// keepNewest adds to got the objects of scheme id in objs, each key at its
+// newest version.
+func keepNewest(got map[string]Object, objs map[uint16][]Object, id uint16) {
+	for _, o := range objs[id] {
+		if old, ok := got[string(o.Key)]; ok && old.Version >= o.Version {
+			continue
+		}
+		got[string(o.Key)] = o
+	}
 }
 
 // TestEngineRecoversAFailedCoordinatorsKeys: a coordinator writes keys of
@@ -102,21 +126,13 @@ func TestEngineRecoversAFailedCoordinatorsKeys(t *testing.T) {
 		t.Fatal("recovery deferred no sealed chunk: it decoded every chunk before serving")
 	}
 	got := map[string]Object{}
-	keep := func(objs map[uint16][]Object) {
-		for _, o := range objs[entry.ID] {
-			if old, ok := got[string(o.Key)]; ok && old.Version >= o.Version {
-				continue
-			}
-			got[string(o.Key)] = o
-		}
-	}
-	keep(rec.Objects)
+	keepNewest(got, rec.Objects, entry.ID)
 	eng.Defer(m.Shards[0], rec)
 	if !eng.Pending(0) || eng.PendingChunks() != int64(rec.Deferred()) {
 		t.Fatalf("pending after Defer: %v, %d chunks; want %d", eng.Pending(0), eng.PendingChunks(), rec.Deferred())
 	}
 	must(t, eng.RestoreShard(ctx, 0))
-	keep(host.rehomed)
+	keepNewest(got, host.rehomed, entry.ID)
 	if eng.Pending(0) || eng.Stats().ChunksRestored.Load() != int64(rec.Deferred()) {
 		t.Fatalf("after the background pass: pending %v, %d chunks restored of %d", eng.Pending(0), eng.Stats().ChunksRestored.Load(), rec.Deferred())
 	}
@@ -223,18 +239,15 @@ func TestEngineRecoversPastAHolderThatLacksThePosition(t *testing.T) {
 	eng.Defer(m.Shards[0], rec)
 	must(t, eng.RestoreShard(ctx, 0))
 	host := eng.host.(*testHost)
-	got := map[string]string{}
-	for _, objs := range []map[uint16][]Object{rec.Objects, host.rehomed} {
-		for _, o := range objs[entry.ID] {
-			got[string(o.Key)] = string(o.Value)
-		}
-	}
+	got := map[string]Object{}
+	keepNewest(got, rec.Objects, entry.ID)
+	keepNewest(got, host.rehomed, entry.ID)
 	if len(host.lost) != 0 {
 		t.Fatalf("keys reported lost with one parity holder intact: %+v", host.lost)
 	}
 	for k, v := range want {
-		if got[k] != v {
-			t.Fatalf("key %s: recovered %q, wrote %q", k, got[k], v)
+		if string(got[k].Value) != v {
+			t.Fatalf("key %s: recovered %q, wrote %q", k, got[k].Value, v)
 		}
 	}
 }
@@ -243,20 +256,10 @@ func TestEngineRecoversPastAHolderThatLacksThePosition(t *testing.T) {
 // same length, newer versions), and records the new values in want.
 func overwrite(t *testing.T, m *cluster.Map, entry cluster.SchemeEntry, eng *Engine, want map[string]string, n int) {
 	t.Helper()
-	sch, err := For(eng)(entry, kindtest.NewEnv(m, eng.host.Self()))
-	must(t, err)
-	p := sch.(kind.Packed)
-	ctx := context.Background()
-	keys := slices.Sorted(maps.Keys(want))
-	for i, k := range keys[:n] {
+	p := packedOn(t, m, entry, eng)
+	for i, k := range slices.Sorted(maps.Keys(want))[:n] {
 		v := strings.ToUpper(want[k])
-		w := &kind.Staged{Key: []byte(k), Value: []byte(v), Version: uint64(1000 + i)}
-		must(t, p.Stage(ctx, w))
-		p.Flush(ctx, []*kind.Staged{w})
-		must(t, w.Err)
-		if _, err := p.Commit(w); err != nil {
-			t.Fatal(err)
-		}
+		put(t, p, []byte(k), []byte(v), uint64(1000+i))
 		want[k] = v
 	}
 }
