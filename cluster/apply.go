@@ -176,15 +176,11 @@ func (c CreateScheme) apply(m *Map) (*Map, error) {
 }
 
 // checkSpec returns the canonical form of sp (fields other than its kind's
-// parameters zeroed), refusing invalid specs and the kinds the data path
-// lacks.
+// parameters zeroed), refusing invalid specs.
 func checkSpec(sp scheme.Spec) (scheme.Spec, error) {
 	canon, err := scheme.Parse(sp.String())
 	if err != nil {
 		return sp, wrapf(ErrBadCommand, err, "%s", trimScheme(err))
-	}
-	if !canon.Kind.Supported() {
-		return sp, errorf(ErrUnsupported, "scheme %s: %s schemes are not supported yet", canon, canon.Kind)
 	}
 	return canon, nil
 }

@@ -103,7 +103,7 @@ func TestApplyRefusals(t *testing.T) {
 		{"too wide rep", five, CreateScheme{Alias: "wide", Spec: spec(t, "rep:6")}, ErrTooFewNodes, "cluster: scheme rep:6 needs 6 nodes, the cluster has 5"},
 		{"too wide forming", forming, CreateScheme{Spec: spec(t, "split:4+2")}, ErrTooFewNodes, "cluster: scheme split:4+2 needs 6 nodes, the cluster will have 5"},
 		{"stripe too wide", five, CreateScheme{Spec: spec(t, "stripe:4+2/256")}, ErrTooFewNodes, "cluster: scheme stripe:4+2/256 needs 6 nodes, the cluster has 5"},
-		{"hybrid", five, CreateScheme{Alias: "h", Spec: spec(t, "hybrid:2+1")}, ErrUnsupported, "cluster: scheme hybrid:2+1: hybrid schemes are not supported yet"},
+		{"hybrid too wide", five, CreateScheme{Alias: "h", Spec: spec(t, "hybrid:4+2")}, ErrTooFewNodes, "cluster: scheme hybrid:4+2 needs 6 nodes, the cluster has 5"},
 		{"bad spec", five, CreateScheme{Spec: scheme.Spec{Kind: scheme.Rep}}, scheme.ErrSpec, `cluster: bad spec "rep:0": replica count must be 1..16`},
 		{"zero spec", five, CreateScheme{Alias: "x"}, ErrBadCommand, `cluster: bad spec "invalid": unknown kind (want none, rep:R, split:K+M, stripe:K+M or hybrid:K+M)`},
 		{"bad alias", five, CreateScheme{Alias: "1hot", Spec: spec(t, "rep:2")}, scheme.ErrAlias, `cluster: bad alias: "1hot" must start with a letter`},

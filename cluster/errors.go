@@ -25,8 +25,6 @@ var (
 	ErrSchemeConflict = errors.New("cluster: scheme conflict")
 	// ErrTooFewNodes: a scheme needs more nodes than a placement has.
 	ErrTooFewNodes = errors.New("cluster: too few nodes")
-	// ErrUnsupported: a scheme kind the cluster cannot serve yet.
-	ErrUnsupported = errors.New("cluster: not supported yet")
 	// ErrProtected: the builtin scheme or the default cannot be dropped.
 	ErrProtected = errors.New("cluster: scheme protected")
 	// ErrBadMap: an encoded map failed to decode or validate.

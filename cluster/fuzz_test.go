@@ -25,7 +25,7 @@ func (g *cmdGen) next(n int) int {
 }
 
 var (
-	genSpecs   = []string{"none", "rep:1", "rep:2", "rep:3", "rep:5", "rep:8", "split:2+1", "split:3+2", "split:4+2", "stripe:2+1", "hybrid:2+1"}
+	genSpecs   = []string{"none", "rep:1", "rep:2", "rep:3", "rep:5", "rep:8", "split:2+1", "split:3+2", "split:4+2", "stripe:2+1", "hybrid:2+2"}
 	genAliases = []string{"", "", "hot", "HOT", "cold", "safe", "1x", "rep", "a.b-c_d"}
 	genNames   = append(append([]string{"rep:0", "bogus", ""}, genSpecs...), genAliases...)
 )

@@ -10,8 +10,7 @@ import (
 // Kind is the family of a scheme.
 type Kind uint8
 
-// The scheme kinds of DESIGN.md §2. Hybrid parses but is refused by the
-// cluster until its data path exists.
+// The scheme kinds of DESIGN.md §2.
 const (
 	None Kind = iota + 1
 	Rep
@@ -21,10 +20,6 @@ const (
 )
 
 var kindNames = map[Kind]string{None: "none", Rep: "rep", Split: "split", Stripe: "stripe", Hybrid: "hybrid"}
-
-// Supported says whether memgest serves schemes of kind k: Hybrid parses
-// but is refused until its data path exists.
-func (k Kind) Supported() bool { return k != Hybrid }
 
 // Builtin is the spec of the built-in scheme none, the first of every
 // catalogue.
@@ -87,7 +82,8 @@ func (sp Spec) ChunkSize() int {
 }
 
 // Parse reads a canonical spec: "none", "rep:R", "split:K+M", "stripe:K+M"
-// or "stripe:K+M/CHUNK" (chunk size in bytes), "hybrid:K+M".
+// or "stripe:K+M/CHUNK" (chunk size in bytes), "hybrid:K+M" or
+// "hybrid:K+M/CHUNK".
 // Case-insensitive; no spaces.
 func Parse(s string) (Spec, error) {
 	lower := strings.ToLower(s)
@@ -106,8 +102,8 @@ func Parse(s string) (Spec, error) {
 	case "split", "stripe", "hybrid":
 		sp.Kind = map[string]Kind{"split": Split, "stripe": Stripe, "hybrid": Hybrid}[name]
 		km, chunk, hasChunk := strings.Cut(params, "/")
-		if hasChunk && sp.Kind != Stripe {
-			return Spec{}, &SpecError{s, "only stripe takes a chunk size"}
+		if hasChunk && sp.Kind == Split {
+			return Spec{}, &SpecError{s, "only stripe and hybrid take a chunk size"}
 		}
 		if sp.K, sp.M, err = parseKM(s, km, hasParams); err == nil && hasChunk {
 			sp.Chunk, err = parseInt(s, chunk, true, "chunk size")
@@ -162,10 +158,10 @@ func (sp Spec) validate(orig string) error {
 		if sp.M < 0 || sp.M > MaxParity {
 			return bad(fmt.Sprintf("M must be 0..%d", MaxParity))
 		}
-		if sp.Kind == Hybrid && sp.M < 1 {
-			return bad("hybrid needs M ≥ 1 (one parity becomes a replica)")
+		if sp.Kind == Hybrid && sp.M < 2 {
+			return bad("hybrid needs M ≥ 2 (M−1 parities and a replica; hybrid:K+1 would be rep:2)")
 		}
-		if sp.Chunk != 0 && (sp.Kind != Stripe || sp.Chunk < MinChunk || sp.Chunk > MaxChunk) {
+		if sp.Chunk != 0 && (sp.Kind == Split || sp.Chunk < MinChunk || sp.Chunk > MaxChunk) {
 			return bad(fmt.Sprintf("chunk size must be %d..%d bytes", MinChunk, MaxChunk))
 		}
 	default:
@@ -214,8 +210,7 @@ func (sp Spec) Nodes() int {
 	case Rep:
 		return sp.R
 	case Split, Stripe, Hybrid:
-		// Hybrid: k data, m−1 parity and one replica node; its exact layout
-		// arrives with issue 6.
+		// Hybrid: k data, m−1 parity and one replica node (decision 0008).
 		return sp.K + sp.M
 	}
 	return 0

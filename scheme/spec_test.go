@@ -23,6 +23,8 @@ func TestParseCanonical(t *testing.T) {
 		{"stripe:4+2/256", Spec{Kind: Stripe, K: 4, M: 2, Chunk: 256}, 2, 6, 1.5},
 		{"stripe:4+2/4096", Spec{Kind: Stripe, K: 4, M: 2}, 2, 6, 1.5},
 		{"hybrid:4+2", Spec{Kind: Hybrid, K: 4, M: 2}, 2, 6, 9.0 / 4},
+		{"hybrid:2+2/512", Spec{Kind: Hybrid, K: 2, M: 2, Chunk: 512}, 2, 4, 5.0 / 2},
+		{"hybrid:3+3", Spec{Kind: Hybrid, K: 3, M: 3}, 3, 6, 8.0 / 3},
 	} {
 		got, err := Parse(tc.in)
 		if err != nil {
@@ -31,7 +33,7 @@ func TestParseCanonical(t *testing.T) {
 		if got != tc.want || got.Tolerance() != tc.tolerance || got.Nodes() != tc.nodes || got.Overhead() != tc.overhead {
 			t.Errorf("Parse(%q) = %+v tol %d nodes %d overhead %v", tc.in, got, got.Tolerance(), got.Nodes(), got.Overhead())
 		}
-		if want := map[int]int{0: DefaultChunk, 256: 256}[got.Chunk]; got.Kind == Stripe && got.ChunkSize() != want {
+		if want := map[int]int{0: DefaultChunk, 256: 256, 512: 512}[got.Chunk]; got.Kind != Split && got.K > 0 && got.ChunkSize() != want {
 			t.Errorf("Parse(%q).ChunkSize() = %d", tc.in, got.ChunkSize())
 		}
 		again, err := Parse(got.String())
@@ -45,9 +47,9 @@ func TestParseRefuses(t *testing.T) {
 	for _, in := range []string{
 		"", "nonе", "none:1", "rep", "rep:", "rep:0", "rep:-1", "rep:+2", "rep:17", "rep:x",
 		"split", "split:4", "split:4+", "split:+2", "split:0+2", "split:33+1", "split:4+17",
-		"split:4+-1", "hybrid:4+0", "raid:5", "rep:3 ", " rep:3", "split:4+2+1",
+		"split:4+-1", "hybrid:4+0", "hybrid:4+1", "raid:5", "rep:3 ", " rep:3", "split:4+2+1",
 		"stripe:4+2/", "stripe:4+2/63", "stripe:4+2/1048577", "stripe:4+2/x", "stripe:4+2/+256",
-		"split:4+2/256", "hybrid:4+2/256", "stripe:4/256", "stripe:4+2/256/1",
+		"split:4+2/256", "hybrid:4+2/63", "stripe:4/256", "stripe:4+2/256/1",
 	} {
 		_, err := Parse(in)
 		if !errors.Is(err, ErrSpec) {

@@ -56,6 +56,10 @@ type Stats struct {
 	// PositionsLost counts lost data positions whose chunks recovery or
 	// the rebuild gave up, beyond their scheme's tolerance.
 	PositionsLost atomic.Int64
+	// ChunksCopied counts lost sealed chunks read whole from a hybrid
+	// list's replica holder; ChunksDecoded those decoded from their
+	// stripes (recovery, restores and the rebuild alike).
+	ChunksCopied, ChunksDecoded atomic.Int64
 }
 
 // NewEngine returns an engine serving host's stripe schemes.
@@ -93,7 +97,7 @@ func (eng *Engine) scheme(entry cluster.SchemeEntry) (*schemeState, error) {
 	if err != nil {
 		return nil, err
 	}
-	parity, err := NewParity(entry.Spec.K, entry.Spec.M, entry.Spec.ChunkSize())
+	parity, err := holderParity(entry.Spec)
 	if err != nil {
 		return nil, err
 	}
@@ -233,8 +237,8 @@ func (eng *Engine) OnUpdates(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	entry, ok := eng.host.Map().SchemeByID(id)
-	if !ok || entry.Spec.Kind != Kind {
-		return nil, fmt.Errorf("stripe: scheme id %d is not a stripe scheme", id)
+	if !ok || !packedKind(entry.Spec.Kind) {
+		return nil, fmt.Errorf("stripe: scheme id %d is not a packed scheme", id)
 	}
 	s, err := eng.scheme(entry)
 	if err != nil {
@@ -280,7 +284,7 @@ func (s *schemeState) usage() (Usage, int64, int64) {
 	s.mu.Lock()
 	d, p := s.data.Stats(), s.parity.Stats()
 	s.mu.Unlock()
-	u := Usage{Chunks: int64(d.ChunkBytes), Parity: int64(p.ParityBytes), Buffered: int64(p.ImageBytes), Backups: int64(p.BackupBytes),
+	u := Usage{Chunks: int64(d.ChunkBytes), Parity: int64(p.ParityBytes), Buffered: int64(p.ImageBytes), Copies: int64(p.CopyBytes), Backups: int64(p.BackupBytes),
 		Manifests: int64(p.ManifestBytes), Index: int64(d.IndexBytes), Objects: int64(d.LiveBytes), Garbage: int64(d.GarbageBytes)}
 	return u, int64(d.Keys), int64(d.LogicalBytes)
 }
@@ -304,8 +308,8 @@ func (eng *Engine) OnRead(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	entry, ok := eng.host.Map().SchemeByID(r.Scheme)
-	if !ok || entry.Spec.Kind != Kind {
-		return nil, fmt.Errorf("stripe: scheme id %d is not a stripe scheme", r.Scheme)
+	if !ok || !packedKind(entry.Spec.Kind) {
+		return nil, fmt.Errorf("stripe: scheme id %d is not a packed scheme", r.Scheme)
 	}
 	s, err := eng.scheme(entry)
 	if err != nil {
@@ -326,7 +330,7 @@ func (eng *Engine) OnRead(b []byte) ([]byte, error) {
 		b := encodeList(ups)
 		s.mu.Unlock()
 		return b, nil
-	case readDataRange, readParityRange:
+	case readDataRange, readParityRange, readCopyRange:
 		return encodeList(s.chunkRange(r)), nil
 	}
 	var c chunkReply
@@ -347,11 +351,20 @@ func (eng *Engine) OnRead(b []byte) ([]byte, error) {
 }
 
 // chunkRange answers a range read: a page of this node's data chunks at
-// a position, or of its parity chunks of a list, from a stripe number on.
+// a position, of its parity chunks of a list, or of its copies of a
+// position's sealed chunks, from a stripe number on.
 func (s *schemeState) chunkRange(r readReq) []rangedChunk {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []rangedChunk
+	if r.What == readCopyRange {
+		for _, st := range s.parity.CopiesFrom(r.Chunk.List, r.Chunk.Position, r.Chunk.Stripe, rangePage) {
+			id := ChunkID{List: r.Chunk.List, Position: r.Chunk.Position, Stripe: st}
+			c := chunkReply{Found: true, Sealed: true, Bytes: slices.Clone(s.parity.Image(id)), Seq: s.parity.Applied(id)}
+			out = append(out, rangedChunk{Stripe: st, Chunk: c})
+		}
+		return out
+	}
 	if r.What == readDataRange {
 		for _, id := range s.data.ChunksFrom(r.Chunk.List, r.Chunk.Position, r.Chunk.Stripe, rangePage) {
 			var c chunkReply

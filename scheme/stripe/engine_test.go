@@ -62,9 +62,7 @@ func writeKeys(t *testing.T, m *cluster.Map, entry cluster.SchemeEntry, eng *Eng
 // packedOn is entry's stripe scheme bound to coordinator eng.
 func packedOn(t *testing.T, m *cluster.Map, entry cluster.SchemeEntry, eng *Engine) kind.Packed {
 	t.Helper()
-	sch, err := For(eng)(entry, kindtest.NewEnv(m, eng.host.Self()))
-	must(t, err)
-	return sch.(kind.Packed)
+	return Bind(eng, entry, kindtest.NewEnv(m, eng.host.Self()))
 }
 
 // put writes key = value at version through p, committed once its parity

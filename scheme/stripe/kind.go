@@ -14,10 +14,11 @@ import (
 // Kind is the scheme kind this package serves.
 const Kind = scheme.Stripe
 
-// boundKind is a stripe:K+M scheme bound to a node: a kind.Packed whose
-// objects live in the scheme's chunks on the node's Engine, with no
-// primary record and nothing in the pieces store.
-type boundKind struct {
+// Bound is a packed scheme (stripe:K+M, or hybrid:K+M through package
+// hybrid) bound to a node: a kind.Packed whose objects live in the
+// scheme's chunks on the node's Engine, with no primary record and nothing
+// in the pieces store.
+type Bound struct {
 	kind.Base
 	kind.Pieceless
 	eng *Engine
@@ -31,8 +32,17 @@ var traits = kind.Traits{ReadsLocally: true, Pieces: kind.NoPieces, Rebuild: kin
 // node's engine: the stripe kind's registration line.
 func For(eng *Engine) kind.Factory {
 	return func(entry cluster.SchemeEntry, env kind.Env) (kind.Scheme, error) {
-		return &boundKind{Base: kind.NewBase(entry, env, traits), Pieceless: kind.Pieceless{Spec: entry.Spec}, eng: eng}, nil
+		if entry.Spec.Kind != Kind {
+			return nil, fmt.Errorf("stripe: scheme %s is not a stripe scheme", entry.Name())
+		}
+		return Bind(eng, entry, env), nil
 	}
+}
+
+// Bind binds packed scheme entry (stripe or hybrid) to eng on env: the
+// packed kinds' common part, which package hybrid builds on.
+func Bind(eng *Engine, entry cluster.SchemeEntry, env kind.Env) *Bound {
+	return &Bound{Base: kind.NewBase(entry, env, traits), Pieceless: kind.Pieceless{Spec: entry.Spec}, eng: eng}
 }
 
 // New binds a stripe entry (a kind.Factory) without an engine: such a
@@ -41,34 +51,34 @@ func For(eng *Engine) kind.Factory {
 func New(entry cluster.SchemeEntry, env kind.Env) (kind.Scheme, error) { return For(nil)(entry, env) }
 
 // Record: the object lives in a chunk, never in a primary record.
-func (s *boundKind) Record(kind.Value) ([]byte, uint32) { return nil, 0 }
+func (s *Bound) Record(kind.Value) ([]byte, uint32) { return nil, 0 }
 
 // Read fails: a stripe key has no primary record to read.
-func (s *boundKind) Read(_ context.Context, key []byte, _ store.Meta, _ []byte) ([]byte, error) {
+func (s *Bound) Read(_ context.Context, key []byte, _ store.Meta, _ []byte) ([]byte, error) {
 	return nil, fmt.Errorf("stripe: key %q: scheme %s keeps no primary record", key, s.Entry().Name())
 }
 
 // Fill fails: recovery restores stripe keys from their chunks, never as
 // stubs.
-func (s *boundKind) Fill(_ context.Context, key []byte, _ store.Meta) ([]byte, []byte, uint32, error) {
+func (s *Bound) Fill(_ context.Context, key []byte, _ store.Meta) ([]byte, []byte, uint32, error) {
 	return nil, nil, 0, fmt.Errorf("stripe: key %q: scheme %s has no copy to recover from", key, s.Entry().Name())
 }
 
 // Verify checks the key's chunk against its stripe (verifyKey) and
 // reports where the chunk is.
-func (s *boundKind) Verify(ctx context.Context, key []byte, _ store.Meta, _ []byte) kind.Check {
+func (s *Bound) Verify(ctx context.Context, key []byte, _ store.Meta, _ []byte) kind.Check {
 	return s.eng.verifyKey(ctx, s.eng.host.Map(), key, s.Entry())
 }
 
 // Info is SCHEME.INFO's breakdown of the scheme's bytes over the
 // cluster: keys and logical bytes of its keys, u its usage summed.
-func (s *boundKind) Info(keys, logical int64, u *Usage) []kind.Detail {
+func (s *Bound) Info(keys, logical int64, u *Usage) []kind.Detail {
 	return Info(s.Entry().Spec, keys, logical, u)
 }
 
 // Find looks key up in the scheme's chunks.
 // The caller holds the key's move lock for reading.
-func (s *boundKind) Find(key []byte, withValue bool) (store.Meta, []byte, bool) {
+func (s *Bound) Find(key []byte, withValue bool) (store.Meta, []byte, bool) {
 	st := s.eng.byID(s.Entry().ID)
 	if st == nil {
 		return store.Meta{}, nil, false
@@ -90,12 +100,12 @@ func (s *boundKind) Find(key []byte, withValue bool) (store.Meta, []byte, bool) 
 }
 
 // Stage places w's object in a chunk (stage).
-func (s *boundKind) Stage(ctx context.Context, w *kind.Staged) error {
+func (s *Bound) Stage(ctx context.Context, w *kind.Staged) error {
 	return s.eng.stage(ctx, s.Entry(), w)
 }
 
 // Flush sends the staged writes' updates as one group (sendGrouped).
-func (s *boundKind) Flush(ctx context.Context, ws []*kind.Staged) {
+func (s *Bound) Flush(ctx context.Context, ws []*kind.Staged) {
 	var st *schemeState
 	var ups []Update
 	for _, w := range ws {
@@ -115,7 +125,7 @@ func (s *boundKind) Flush(ctx context.Context, ws []*kind.Staged) {
 
 // Commit indexes w's staged object, which removes the object it replaces
 // here.
-func (s *boundKind) Commit(w *kind.Staged) (bool, error) {
+func (s *Bound) Commit(w *kind.Staged) (bool, error) {
 	pl, ok := w.Place.(*place)
 	if !ok {
 		return false, fmt.Errorf("stripe: %q has no object to commit", w.Key)
@@ -135,7 +145,7 @@ func (s *boundKind) Commit(w *kind.Staged) (bool, error) {
 
 // Abort removes w's staged object and tells the parity holders in the
 // background.
-func (s *boundKind) Abort(w *kind.Staged) {
+func (s *Bound) Abort(w *kind.Staged) {
 	pl, ok := w.Place.(*place)
 	if !ok {
 		return
@@ -153,7 +163,7 @@ func (s *boundKind) Abort(w *kind.Staged) {
 }
 
 // Remove deletes key's object older than below from the scheme's chunks.
-func (s *boundKind) Remove(key []byte, below uint64) kind.Pending {
+func (s *Bound) Remove(key []byte, below uint64) kind.Pending {
 	st := s.eng.byID(s.Entry().ID)
 	if st == nil {
 		return nil

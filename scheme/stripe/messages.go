@@ -111,6 +111,7 @@ const (
 	readBackups                      // a parity holder's backups of a data position's updates, every stripe (a holderUpdate list)
 	readDataRange                    // a page of a coordinator's data chunks at a position, from a stripe number on (a rangedChunk list)
 	readParityRange                  // a page of a parity holder's parity chunks of a list, from a stripe number on (a rangedChunk list)
+	readCopyRange                    // a page of a replica holder's copies of a data position's sealed chunks, from a stripe number on (a rangedChunk list)
 )
 
 // rangePage is how many chunks one range read returns at most;
@@ -147,7 +148,7 @@ func decodeReadReq(b []byte) (readReq, error) {
 	d := wire.NewDec(b)
 	r := readReq{Scheme: d.U16(), What: d.U8()}
 	r.Chunk = ChunkID{List: d.U16(), Position: d.U8(), Stripe: d.U32()}
-	if d.Err() == nil && (r.What < readDataChunk || r.What > readParityRange) {
+	if d.Err() == nil && (r.What < readDataChunk || r.What > readCopyRange) {
 		d.Fail()
 	}
 	return r, d.Done()
@@ -194,14 +195,14 @@ func readChunkReply(d *wire.Dec) chunkReply {
 func encodePositions(ps []PositionState) wire.Enc {
 	e := wire.Enc(nil).U32(uint32(len(ps)))
 	for _, p := range ps {
-		e = e.U32(p.Stripe).U32(p.Through).Flag(p.Sealed).Flag(p.Open).Flag(p.HasManifest).Bytes(p.Manifest)
+		e = e.U32(p.Stripe).U32(p.Through).Flag(p.Sealed).Flag(p.Open).Flag(p.Replica).Flag(p.HasManifest).Bytes(p.Manifest)
 	}
 	return e
 }
 
 func decodePositions(b []byte) ([]PositionState, error) {
 	return wire.DecodeList(b, func(d *wire.Dec) PositionState {
-		p := PositionState{Stripe: d.U32(), Through: d.U32(), Sealed: d.Flag(), Open: d.Flag(), HasManifest: d.Flag(), Manifest: d.Bytes()}
+		p := PositionState{Stripe: d.U32(), Through: d.U32(), Sealed: d.Flag(), Open: d.Flag(), Replica: d.Flag(), HasManifest: d.Flag(), Manifest: d.Bytes()}
 		if len(p.Manifest) == 0 {
 			p.Manifest = nil
 		}

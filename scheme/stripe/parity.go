@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/memgest/memgest/ec"
+	"github.com/memgest/memgest/scheme"
 )
 
 // Parity errors.
@@ -45,18 +46,22 @@ func (o Outcome) String() string {
 	return fmt.Sprintf("outcome(%d)", uint8(o))
 }
 
-// Parity is what one node holds as a parity holder of one stripe scheme
+// Parity is what one node holds as a holder of one packed scheme
 // (decision 0003): for each stripe (list, stripe number) of a list where it
-// holds parity position j, the parity chunk, and for each data position the
+// holds holder position j, the parity chunk, and for each data position the
 // updates applied so far and, while that position's chunk is open, a copy
-// of it (MemEC §4.3's buffered replicas). A Parity is not safe for
-// concurrent use.
+// of it (MemEC §4.3's buffered replicas). A hybrid scheme's replica holder
+// (decision 0008) keeps no parity and keeps the copy after the seal too.
+// A Parity is not safe for concurrent use.
 type Parity struct {
 	codec   *ec.Codec
+	holders int // holder positions of a list: the codec's parities, and the replica if any
+	replica int // the holder position keeping whole copies, or −1
 	size    int
 	stripes map[stripeKey]*parityStripe
 	parity  int // bytes of parity chunks held
 	images  int // bytes of open-chunk copies held
+	copies  int // bytes of sealed chunks' copies held as replica
 	backups int // bytes of updates held as backups
 	tags    int // bytes of manifests held
 }
@@ -91,16 +96,42 @@ type position struct {
 }
 
 // NewParity returns an empty parity holder for RS(k, m) stripes of
-// chunkSize-byte chunks.
+// chunkSize-byte chunks (stripe:k+m).
 func NewParity(k, m, chunkSize int) (*Parity, error) {
+	return newParity(k, m, false, chunkSize)
+}
+
+// NewHybridParity returns an empty holder for hybrid:k+m stripes of
+// chunkSize-byte chunks: holder positions 0..m−2 keep RS(k, m−1) parity,
+// position m−1 keeps whole copies.
+func NewHybridParity(k, m, chunkSize int) (*Parity, error) {
+	if m < 2 {
+		return nil, fmt.Errorf("stripe: hybrid needs M ≥ 2, got %d", m)
+	}
+	return newParity(k, m-1, true, chunkSize)
+}
+
+// holderParity returns the holder state for spec's scheme.
+func holderParity(spec scheme.Spec) (*Parity, error) {
+	if spec.Kind == scheme.Hybrid {
+		return NewHybridParity(spec.K, spec.M, spec.ChunkSize())
+	}
+	return NewParity(spec.K, spec.M, spec.ChunkSize())
+}
+
+func newParity(k, parities int, replica bool, chunkSize int) (*Parity, error) {
 	if err := ValidateChunkSize(chunkSize); err != nil {
 		return nil, err
 	}
-	codec, err := ec.New(k, m)
+	codec, err := ec.New(k, parities)
 	if err != nil {
 		return nil, err
 	}
-	return &Parity{codec: codec, size: chunkSize, stripes: map[stripeKey]*parityStripe{}}, nil
+	p := &Parity{codec: codec, holders: parities, replica: -1, size: chunkSize, stripes: map[stripeKey]*parityStripe{}}
+	if replica {
+		p.replica, p.holders = parities, parities+1
+	}
+	return p, nil
 }
 
 // Apply applies update u, sent to this holder as parity position j of its
@@ -151,8 +182,8 @@ func (p *Parity) Apply(j int, u Update) (Outcome, uint32, error) {
 
 // markStable applies a Stable mark: the backups through its seq go.
 func (p *Parity) markStable(j int, u Update) (Outcome, uint32, error) {
-	if j < 0 || j >= p.codec.M() || int(u.Chunk.Position) >= p.codec.K() {
-		return 0, 0, fmt.Errorf("%w: %s: a stable mark for parity position %d", ErrUpdate, u.Chunk, j)
+	if j < 0 || j >= p.holders || int(u.Chunk.Position) >= p.codec.K() {
+		return 0, 0, fmt.Errorf("%w: %s: a stable mark for holder position %d", ErrUpdate, u.Chunk, j)
 	}
 	st, ok := p.stripes[stripeKey{u.Chunk.List, u.Chunk.Stripe}]
 	if !ok {
@@ -204,10 +235,10 @@ func (p *Parity) PositionBackups(list uint16, pos uint8) []Update {
 
 // check validates u's fields against the scheme.
 func (p *Parity) check(j int, u Update) error {
-	k, m := p.codec.K(), p.codec.M()
+	k, m := p.codec.K(), p.holders
 	switch {
 	case j < 0 || j >= m:
-		return fmt.Errorf("%w: parity position %d of %d", ErrUpdate, j, m)
+		return fmt.Errorf("%w: holder position %d of %d", ErrUpdate, j, m)
 	case int(u.Chunk.Position) >= k:
 		return fmt.Errorf("%w: %s: data position of %d", ErrUpdate, u.Chunk, k)
 	case u.Seq == 0 || u.Base >= u.Seq:
@@ -262,9 +293,7 @@ func (p *Parity) Reassign(list uint16, j int) int {
 			p.parity -= p.size
 		}
 		for i := range st.pos {
-			if st.pos[i].image != nil {
-				p.images -= p.size
-			}
+			p.dropImage(&st.pos[i])
 			for _, b := range st.pos[i].backups {
 				p.backups -= len(b.Bytes)
 			}
@@ -276,10 +305,11 @@ func (p *Parity) Reassign(list uint16, j int) int {
 	return dropped
 }
 
-// applyDelta XORs a delta into the chunk's copy while it is open here, or
-// its coefficient's multiple into parity once sealed.
+// applyDelta XORs a delta into the chunk's copy while it is open here (or
+// for good at the replica holder), or its coefficient's multiple into
+// parity once sealed.
 func (p *Parity) applyDelta(st *parityStripe, pos *position, u Update) {
-	if pos.sealed {
+	if pos.sealed && st.j != p.replica {
 		end := u.Offset + len(u.Bytes)
 		// Cannot fail: check bounded the range, and j and the position
 		// were checked against the codec.
@@ -307,16 +337,17 @@ func (p *Parity) seal(st *parityStripe, pos *position, u Update) error {
 	if crc32.Checksum(image, castagnoli) != u.CRC {
 		return fmt.Errorf("%w: %s at seq %d", ErrCopyDiffers, u.Chunk, u.Seq)
 	}
+	if st.j == p.replica {
+		p.keepCopy(st, pos, image, true)
+		return nil
+	}
 	if st.parity == nil {
 		st.parity = make([]byte, p.size)
 		p.parity += p.size
 	}
 	_ = p.codec.UpdateParity(st.j, int(u.Chunk.Position), image, st.parity)
 	p.keepManifest(st, pos, image)
-	if pos.image != nil {
-		pos.image = nil
-		p.images -= p.size
-	}
+	p.dropImage(pos)
 	pos.sealed = true
 	return nil
 }
@@ -345,8 +376,7 @@ func (p *Parity) free(st *parityStripe, pos *position, u Update) error {
 		if slices.ContainsFunc(pos.image, func(b byte) bool { return b != 0 }) {
 			return fmt.Errorf("%w: %s freed with objects in it", ErrUpdate, u.Chunk)
 		}
-		pos.image = nil
-		p.images -= p.size
+		p.dropImage(pos)
 	}
 	pos.sealed = false
 	p.dropManifest(pos)
@@ -388,14 +418,13 @@ func (p *Parity) Resync(j int, id ChunkID, seq uint32, chunk []byte, sealed bool
 		return Duplicate, nil
 	case len(pos.applied.beyond) > 0 && pos.applied.beyond[len(pos.applied.beyond)-1] > seq:
 		return 0, fmt.Errorf("%w: %s: updates after seq %d are applied here; resync later", ErrUpdate, id, seq)
-	case pos.sealed:
+	case pos.sealed && st.j != p.replica:
 		return Missing, nil
 	}
-	if pos.image != nil {
-		pos.image = nil
-		p.images -= p.size
-	}
-	if sealed {
+	p.dropImage(pos)
+	if st.j == p.replica {
+		p.keepCopy(st, pos, slices.Clone(chunk), sealed)
+	} else if sealed {
 		if st.parity == nil {
 			st.parity = make([]byte, p.size)
 			p.parity += p.size
@@ -413,12 +442,41 @@ func (p *Parity) Resync(j int, id ChunkID, seq uint32, chunk []byte, sealed bool
 	return Applied, nil
 }
 
+// keepCopy makes chunk the replica holder's copy at pos, sealed or open,
+// with the sealed chunk's manifest if this holder keeps manifests.
+func (p *Parity) keepCopy(st *parityStripe, pos *position, chunk []byte, sealed bool) {
+	p.dropImage(pos)
+	pos.image, pos.sealed = chunk, sealed
+	if sealed {
+		p.copies += p.size
+		p.keepManifest(st, pos, chunk)
+	} else {
+		p.images += p.size
+	}
+}
+
+// dropImage forgets pos's copy, open or (at the replica holder) sealed.
+func (p *Parity) dropImage(pos *position) {
+	switch {
+	case pos.image == nil:
+		return
+	case pos.sealed:
+		p.copies -= p.size
+	default:
+		p.images -= p.size
+	}
+	pos.image = nil
+}
+
 // PositionState is what a holder knows of one data position of a stripe.
 type PositionState struct {
 	Stripe  uint32
 	Through uint32 // every update through this seq is applied
-	Sealed  bool   // folded into parity
+	Sealed  bool   // folded into parity, or sealed in the replica's copy
 	Open    bool   // a copy of the open chunk is held
+	// Replica: a copy of the sealed chunk is held (a hybrid scheme's
+	// replica holder).
+	Replica bool
 	// Manifest is the sealed chunk's key tags (manifest.go), if this
 	// holder keeps them (HasManifest).
 	Manifest    []byte
@@ -436,7 +494,8 @@ func (p *Parity) Positions(list uint16, pos uint8) []PositionState {
 		}
 		q := st.pos[pos]
 		if q.applied.through > 0 || q.sealed || q.image != nil {
-			out = append(out, PositionState{Stripe: key.stripe, Through: q.applied.through, Sealed: q.sealed, Open: q.image != nil,
+			out = append(out, PositionState{Stripe: key.stripe, Through: q.applied.through, Sealed: q.sealed,
+				Open: q.image != nil && !q.sealed, Replica: q.image != nil && q.sealed,
 				Manifest: slices.Clone(q.manifest), HasManifest: q.hasManifest})
 		}
 	}
@@ -471,6 +530,20 @@ func (p *Parity) StripesFrom(list uint16, from uint32, n int) []uint32 {
 	return out[:min(n, len(out))]
 }
 
+// CopiesFrom lists up to n stripe numbers of list, from on, where this
+// holder keeps a copy of data position pos's sealed chunk (a replica
+// holder), in order: a recovery copies them a page at a time.
+func (p *Parity) CopiesFrom(list uint16, pos uint8, from uint32, n int) []uint32 {
+	var out []uint32
+	for key, st := range p.stripes {
+		if key.list == list && key.stripe >= from && int(pos) < len(st.pos) && st.pos[pos].sealed && st.pos[pos].image != nil {
+			out = append(out, key.stripe)
+		}
+	}
+	slices.Sort(out)
+	return out[:min(n, len(out))]
+}
+
 // ParityChunk returns the parity chunk of stripe (list, stripe number) and
 // the holder's parity position, or nil if it holds none. The caller must
 // not modify it.
@@ -482,8 +555,8 @@ func (p *Parity) ParityChunk(list uint16, stripe uint32) ([]byte, int) {
 	return st.parity, st.j
 }
 
-// Image returns the copy of open chunk id, or nil. The caller must not
-// modify it.
+// Image returns the copy of chunk id, open (or, at a replica holder,
+// sealed), or nil. The caller must not modify it.
 func (p *Parity) Image(id ChunkID) []byte {
 	st, ok := p.stripes[stripeKey{id.List, id.Stripe}]
 	if !ok || int(id.Position) >= len(st.pos) {
@@ -506,6 +579,7 @@ func (p *Parity) Applied(id ChunkID) uint32 {
 type ParityStats struct {
 	ParityBytes int // parity chunks
 	ImageBytes  int // copies of open chunks
+	CopyBytes   int // a replica holder's copies of sealed chunks
 	BackupBytes int // updates kept until every holder has them
 	// ManifestBytes is the sealed chunks' key tags kept for recovery.
 	ManifestBytes int
@@ -514,7 +588,7 @@ type ParityStats struct {
 
 // Stats returns the holder's memory use.
 func (p *Parity) Stats() ParityStats {
-	return ParityStats{ParityBytes: p.parity, ImageBytes: p.images, BackupBytes: p.backups, ManifestBytes: p.tags, Stripes: len(p.stripes)}
+	return ParityStats{ParityBytes: p.parity, ImageBytes: p.images, CopyBytes: p.copies, BackupBytes: p.backups, ManifestBytes: p.tags, Stripes: len(p.stripes)}
 }
 
 // seqSet is the set of a chunk's applied seqs: every seq up to through,

@@ -362,17 +362,30 @@ func (eng *Engine) prefetchPending(ctx context.Context, m *cluster.Map, chunks [
 	return out
 }
 
-// decodeWith decodes pending chunk pc from prefetched stripes, or, if
-// there are none or the stripe was written to since, from the stripe as
-// it is now (decodePending).
+// decodeWith returns pending chunk pc: from its hybrid list's replica
+// holder if it has it (a copy, RE-Store §IV-D), else decoded from
+// prefetched stripes, or, if there are none or the stripe was written to
+// since, from the stripe as it is now (decodePending).
 func (eng *Engine) decodeWith(ctx context.Context, m *cluster.Map, pre *prefetch, pc *pendingChunk) ([]byte, error) {
-	if pre != nil {
+	if holders, err := parityHolders(m, pc.lp.entry.Spec, pc.lp.list); err == nil {
+		if b, ok := eng.replicaChunk(ctx, m, pc.lp, holders, pre, pc.id, pc.want); ok {
+			return b, nil
+		}
+	}
+	if pre != nil && !pre.byCopy {
 		b, err := solveChunk(pc.lp, pre.view(pc.id.Stripe), pc.id, pc.want)
 		if !errors.Is(err, errBusy) {
+			if err == nil {
+				eng.stats.ChunksDecoded.Add(1)
+			}
 			return b, err
 		}
 	}
-	return eng.decodePending(ctx, m, pc)
+	b, err := eng.decodePending(ctx, m, pc)
+	if err == nil {
+		eng.stats.ChunksDecoded.Add(1)
+	}
+	return b, err
 }
 
 // decodePending decodes a pending chunk from its stripe as it is now,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memgest/memgest/ec"
 	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/scheme"
 )
 
 // protoSim runs K+M nodes, each a Data (its own keys' objects, appended at
@@ -22,6 +23,8 @@ type protoSim struct {
 	t       *testing.T
 	rng     *rand.Rand
 	k, m, n int
+	np      int // holders keeping parity: m, or m−1 for hybrid
+	hybrid  bool
 	size    int
 	data    []*Data
 	parity  []*Parity
@@ -53,8 +56,11 @@ type inFlight struct {
 	loc   Loc
 }
 
-func newProtoSim(t *testing.T, k, m, size int, seed int64) *protoSim {
-	s := &protoSim{t: t, rng: rand.New(rand.NewSource(seed)), k: k, m: m, n: k + m, size: size, acks: map[ackKey]map[int]bool{}, sums: map[ChunkID][]byte{}}
+func newProtoSim(t *testing.T, kind scheme.Kind, k, m, size int, seed int64) *protoSim {
+	s := &protoSim{t: t, rng: rand.New(rand.NewSource(seed)), k: k, m: m, n: k + m, np: m, size: size, acks: map[ackKey]map[int]bool{}, sums: map[ChunkID][]byte{}}
+	if kind == scheme.Hybrid {
+		s.hybrid, s.np = true, m-1
+	}
 	for i := 0; i < s.n; i++ {
 		d, err := NewData(size)
 		if err != nil {
@@ -65,7 +71,7 @@ func newProtoSim(t *testing.T, k, m, size int, seed int64) *protoSim {
 			slots = append(slots, Slot{List: uint16((i - p + s.n) % s.n), Position: uint8(p)})
 		}
 		d.SetSlots(slots)
-		p, err := NewParity(k, m, size)
+		p, err := holderParity(scheme.Spec{Kind: kind, K: k, M: m, Chunk: size})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,8 +275,9 @@ func (s *protoSim) drain() {
 
 // check compares every node's objects with the model, every parity chunk
 // with a full encode of its stripe's sealed chunks, every open chunk with
-// its holders' copies, decodes each sealed data chunk from the others and
-// parity, and checks that no update is left unacknowledged.
+// its holders' copies and, for hybrid, every sealed chunk with its
+// replica holder's copy, decodes each sealed data chunk from the others
+// and parity, and checks that no update is left unacknowledged.
 func (s *protoSim) check() {
 	s.t.Helper()
 	for i, d := range s.data {
@@ -284,7 +291,7 @@ func (s *protoSim) check() {
 			s.t.Fatalf("node %d indexes %d keys, the model has %d", i, d.index.Len(), len(s.model[i]))
 		}
 	}
-	codec, _ := ec.New(s.k, s.m)
+	codec, _ := ec.New(s.k, s.np)
 	stripes := map[stripeKey][][]byte{}
 	for i, d := range s.data {
 		d.Chunks(func(id ChunkID, b []byte, sealed bool) {
@@ -299,9 +306,12 @@ func (s *protoSim) check() {
 				}
 				return
 			}
+			if s.hybrid && !bytes.Equal(s.parity[s.holder(id.List, s.m-1)].Image(id), b) {
+				s.t.Fatalf("%s: the replica holder's copy differs from node %d's sealed chunk", id, i)
+			}
 			key := stripeKey{id.List, id.Stripe}
 			if stripes[key] == nil {
-				stripes[key] = make([][]byte, s.k+s.m)
+				stripes[key] = make([][]byte, s.k+s.np)
 			}
 			stripes[key][id.Position] = bytes.Clone(b)
 		})
@@ -312,15 +322,15 @@ func (s *protoSim) check() {
 				shards[p] = make([]byte, s.size) // open or unused: virtual zeros
 			}
 		}
-		want := make([][]byte, s.k+s.m)
+		want := make([][]byte, s.k+s.np)
 		copy(want, shards)
-		for j := 0; j < s.m; j++ {
+		for j := 0; j < s.np; j++ {
 			want[s.k+j] = make([]byte, s.size)
 		}
 		if err := codec.Encode(want); err != nil {
 			s.t.Fatal(err)
 		}
-		for j := 0; j < s.m; j++ {
+		for j := 0; j < s.np; j++ {
 			got, pj := s.parity[s.holder(key.list, j)].ParityChunk(key.list, key.stripe)
 			if pj != j || !bytes.Equal(got, want[s.k+j]) {
 				s.t.Fatalf("stripe %d/%d: parity %d differs from a full encode", key.list, key.stripe, j)
@@ -357,12 +367,19 @@ func isZero(b []byte) bool { return !bytes.ContainsFunc(b, func(r rune) bool { r
 // in fragments), aborts and deletes over
 // every scheme shape and both chunk sizes of issue 6 with updates delayed,
 // reordered and duplicated, and checks the model and every stripe after
-// draining, several times per run.
+// draining, several times per run. The hybrid shapes check in addition
+// that the replica holder's copy of every sealed chunk equals the chunk
+// and that RS(K, M−1) parity equals a full re-encode (decision 0008).
 func TestProtocolKeepsParityExact(t *testing.T) {
-	for _, shape := range [][2]int{{2, 1}, {3, 1}, {4, 2}, {3, 2}} {
+	shapes := []struct {
+		kind scheme.Kind
+		k, m int
+	}{{scheme.Stripe, 2, 1}, {scheme.Stripe, 3, 1}, {scheme.Stripe, 4, 2}, {scheme.Stripe, 3, 2},
+		{scheme.Hybrid, 2, 2}, {scheme.Hybrid, 3, 2}, {scheme.Hybrid, 4, 2}, {scheme.Hybrid, 3, 3}}
+	for _, shape := range shapes {
 		for _, size := range []int{256, 4096} {
-			t.Run(fmt.Sprintf("stripe:%d+%d/%dB", shape[0], shape[1], size), func(t *testing.T) {
-				s := newProtoSim(t, shape[0], shape[1], size, int64(size*10+shape[0]))
+			t.Run(fmt.Sprintf("%s:%d+%d/%dB", shape.kind, shape.k, shape.m, size), func(t *testing.T) {
+				s := newProtoSim(t, shape.kind, shape.k, shape.m, size, int64(size*10+shape.k))
 				for round := 0; round < 4; round++ {
 					for i := 0; i < 3000; i++ {
 						s.step()

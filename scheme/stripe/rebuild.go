@@ -82,7 +82,7 @@ func (eng *Engine) Rebuild(ctx context.Context, m *cluster.Map, sh cluster.Shard
 	}
 	var errs []error
 	for _, e := range m.Schemes {
-		if e.Spec.Kind != Kind || e.Spec.K+e.Spec.M > len(sh.Placement) {
+		if !packedKind(e.Spec.Kind) || e.Spec.K+e.Spec.M > len(sh.Placement) {
 			continue
 		}
 		for p := 0; p < e.Spec.K+e.Spec.M; p++ {
@@ -231,7 +231,7 @@ func (eng *Engine) OnResync(b []byte) ([]byte, error) {
 	}
 	m := eng.host.Map()
 	entry, ok := m.SchemeByID(r.Scheme)
-	if !ok || entry.Spec.Kind != Kind || int(r.J) >= entry.Spec.M {
+	if !ok || !packedKind(entry.Spec.Kind) || int(r.J) >= entry.Spec.M {
 		return nil, fmt.Errorf("stripe: no parity position %d of a stripe scheme with id %d", r.J, r.Scheme)
 	}
 	s, err := eng.scheme(entry)

@@ -299,8 +299,18 @@ func splitPending(chunks []*pendingChunk, tags map[uint32]bool) (carry, rest []*
 // rebuild. Its chunks may then be undecodable for good, and recovery and
 // the rebuild must go on without them rather than retry forever (which
 // would keep every key of the shard, in any scheme, unavailable).
+//
+// A hybrid list whose replica holder is usable copies every lost data
+// chunk, so it is within tolerance however many data positions are lost;
+// without it, M−1 parities decode what M positions' loss leaves.
 func beyondTolerance(m *cluster.Map, lp lostPosition) bool {
-	return positionsLost(m, lp) > lp.entry.Spec.M
+	spec, sh := lp.entry.Spec, &m.Shards[lp.list]
+	if j := replicaHolder(spec); j >= 0 {
+		if holders, err := parityHolders(m, spec, lp.list); err == nil && !holderLost(sh, spec, holders, j) {
+			return false
+		}
+	}
+	return positionsLost(m, lp) > spec.M
 }
 
 // positionsLost counts the positions of lp's list that are lost: failed
@@ -346,7 +356,7 @@ func (eng *Engine) abandonPosition(lp lostPosition, job string, err error) {
 func lostPositions(m *cluster.Map, sh cluster.Shard) []lostPosition {
 	var out []lostPosition
 	for _, e := range m.Schemes {
-		if e.Spec.Kind != Kind {
+		if !packedKind(e.Spec.Kind) {
 			continue
 		}
 		for g := range m.Shards {
@@ -560,16 +570,52 @@ func (eng *Engine) equalStates(ctx context.Context, m *cluster.Map, lp lostPosit
 }
 
 // lostChunk returns the bytes of lost chunk id: an open one from the
-// holder with the latest copy, a sealed one decoded from the prefetched
-// stripe, or, if that stripe was written to since, from the stripe as it
-// is now.
+// holder with the latest copy, a sealed one from the replica holder's copy
+// (hybrid, RE-Store §IV-D: one failure costs a copy, no decode) or
+// decoded from the prefetched stripe, or, if that stripe was written to
+// since, from the stripe as it is now.
 func (eng *Engine) lostChunk(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node,
 	states []map[uint32]PositionState, pre *prefetch, id ChunkID) ([]byte, error) {
 	if j, open := openCopy(states, id.Stripe); open {
 		return eng.fetchCopy(ctx, lp, holders[j], id)
 	}
 	want := sealedAt(states, id.Stripe)
-	if pre != nil {
+	if b, ok := eng.replicaChunk(ctx, m, lp, holders, pre, id, want); ok {
+		return b, nil
+	}
+	b, err := eng.decodeSealed(ctx, m, lp, holders, pre, id, want)
+	if err == nil {
+		eng.stats.ChunksDecoded.Add(1)
+	}
+	return b, err
+}
+
+// replicaChunk returns lost sealed chunk id of a hybrid list, sealed
+// through seq want, from the list's replica holder if it is usable and
+// holds the chunk at that seq: the copy RE-Store §IV-D serves one failure
+// from, prefetched or read now. Otherwise the chunk must be decoded.
+func (eng *Engine) replicaChunk(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node, pre *prefetch, id ChunkID, want uint32) ([]byte, bool) {
+	j := replicaHolder(lp.entry.Spec)
+	if holderLost(&m.Shards[lp.list], lp.entry.Spec, holders, j) {
+		return nil, false
+	}
+	b, ok := []byte(nil), false
+	if c, found := pre.copyOf(id.Stripe); found && c.Seq == want {
+		b, ok = c.Bytes, true
+	} else if c, err := eng.readChunk(ctx, holders[j], readReq{Scheme: lp.entry.ID, What: readImage, Chunk: id}); err == nil && c.Found && c.Seq == want {
+		b, ok = c.Bytes, true
+	}
+	if ok {
+		eng.stats.ChunksCopied.Add(1)
+	}
+	return b, ok
+}
+
+// decodeSealed decodes lost sealed chunk id, sealed into parity through
+// seq want, from the prefetched stripe or, if that stripe was written to
+// since, from the stripe as it is now.
+func (eng *Engine) decodeSealed(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node, pre *prefetch, id ChunkID, want uint32) ([]byte, error) {
+	if pre != nil && !pre.byCopy {
 		b, err := solveChunk(lp, pre.view(id.Stripe), id, want)
 		if !errors.Is(err, errBusy) {
 			return b, err
@@ -584,10 +630,16 @@ func (eng *Engine) lostChunk(ctx context.Context, m *cluster.Map, lp lostPositio
 // and every other data position's chunks from its live node, in a range
 // of stripe numbers (pages from one to past the other). Stripes written to
 // since disagree in solveChunk and are read again one by one.
+//
+// Where the list's replica holder (hybrid) is usable, its copies of the
+// position's sealed chunks are read instead, and a chunk whose copy does
+// not do is decoded from its stripe as it is now.
 type prefetch struct {
 	parities []map[uint32]chunkReply // by parity position; nil: not usable
 	data     []map[uint32]chunkReply // by data position; nil: no live node
 	whole    []bool                  // by data position (wholePosition)
+	copies   map[uint32]chunkReply   // the replica holder's copies, by stripe
+	byCopy   bool                    // copies were read instead of the stripes
 }
 
 func (eng *Engine) prefetchStripes(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node, from, to uint32) (*prefetch, error) {
@@ -595,6 +647,11 @@ func (eng *Engine) prefetchStripes(ctx context.Context, m *cluster.Map, lp lostP
 	sh := &m.Shards[lp.list]
 	pre := &prefetch{parities: make([]map[uint32]chunkReply, len(holders)), data: make([]map[uint32]chunkReply, k), whole: make([]bool, k)}
 	var err error
+	if j := replicaHolder(lp.entry.Spec); !holderLost(sh, lp.entry.Spec, holders, j) {
+		pre.byCopy = true
+		pre.copies, err = eng.readChunkRange(ctx, holders[j], lp.entry.ID, readCopyRange, lp.list, uint8(lp.pos), from, to)
+		return pre, err
+	}
 	for j, h := range holders {
 		if parityUsable(m, lp, h, j) {
 			if pre.parities[j], err = eng.readChunkRange(ctx, h, lp.entry.ID, readParityRange, lp.list, 0, from, to); err != nil {
@@ -613,6 +670,16 @@ func (eng *Engine) prefetchStripes(ctx context.Context, m *cluster.Map, lp lostP
 		pre.whole[q] = wholePosition(m, sh, q)
 	}
 	return pre, nil
+}
+
+// copyOf is the replica holder's copy of stripe r's chunk, if the
+// prefetch read one.
+func (p *prefetch) copyOf(r uint32) (chunkReply, bool) {
+	if p == nil {
+		return chunkReply{}, false
+	}
+	c, ok := p.copies[r]
+	return c, ok && c.Found
 }
 
 // view is stripe r as the prefetch read it.
@@ -869,17 +936,17 @@ func parityUsable(m *cluster.Map, lp lostPosition, h cluster.Node, j int) bool {
 // errBusy.
 func solveChunk(lp lostPosition, v stripeView, id ChunkID, want uint32) ([]byte, error) {
 	spec, size := lp.entry.Spec, lp.entry.Spec.ChunkSize()
-	k := spec.K
-	shards := make([][]byte, k+spec.M)
+	k, np := spec.K, parities(spec)
+	shards := make([][]byte, k+np)
 	type dataState struct {
 		seq    uint32
 		sealed bool
 		known  bool
 	}
-	parities := make([]chunkReply, len(v.parities))
+	used := make([]chunkReply, np)
 	for j, c := range v.parities {
-		if c.Found && int(c.J) == j && len(c.Through) == k {
-			parities[j] = c
+		if j < np && c.Found && int(c.J) == j && len(c.Through) == k {
+			used[j] = c
 		}
 	}
 	data := make([]dataState, k)
@@ -891,7 +958,7 @@ func solveChunk(lp lostPosition, v stripeView, id ChunkID, want uint32) ([]byte,
 		switch {
 		case c.Found:
 			data[q] = dataState{seq: c.Seq, sealed: c.Sealed, known: true}
-		case !sealedInAny(parities, q):
+		case !sealedInAny(used, q):
 			data[q] = dataState{known: true} // nothing there: zeros
 		case q < len(v.whole) && v.whole[q]:
 			// Parity still holds a chunk its whole position freed: the
@@ -912,7 +979,7 @@ func solveChunk(lp lostPosition, v stripeView, id ChunkID, want uint32) ([]byte,
 			missing++
 		}
 	}
-	for _, c := range parities {
+	for _, c := range used {
 		if c.Found {
 			found++
 		}
@@ -921,8 +988,8 @@ func solveChunk(lp lostPosition, v stripeView, id ChunkID, want uint32) ([]byte,
 		return nil, fmt.Errorf("%w: stripe %d/%d of %s: %d positions lost, %d parity chunks left", errUndecodable, id.List, id.Stripe, lp.entry.Name(), missing, found)
 	}
 	var lostThrough []uint64 // the lost positions' seqs and sealed flags, as the first parity used holds them
-	used := 0
-	for j, c := range parities {
+	agreeing := 0
+	for j, c := range used {
 		if !c.Found {
 			continue
 		}
@@ -941,12 +1008,12 @@ func solveChunk(lp lostPosition, v stripeView, id ChunkID, want uint32) ([]byte,
 			continue
 		}
 		lostThrough, shards[k+j] = through, c.Bytes
-		used++
+		agreeing++
 	}
-	if used < missing {
-		return nil, fmt.Errorf("%w: stripe %d/%d of %s: %d positions lost, %d parity chunks agree with the data", errBusy, id.List, id.Stripe, lp.entry.Name(), missing, used)
+	if agreeing < missing {
+		return nil, fmt.Errorf("%w: stripe %d/%d of %s: %d positions lost, %d parity chunks agree with the data", errBusy, id.List, id.Stripe, lp.entry.Name(), missing, agreeing)
 	}
-	codec, err := ec.New(k, spec.M)
+	codec, err := ec.New(k, np)
 	if err != nil {
 		return nil, err
 	}

@@ -7,12 +7,15 @@ import (
 	"github.com/memgest/memgest/scheme/kind"
 )
 
-// Usage is a stripe scheme's memory on one node (or summed over nodes).
+// Usage is a packed scheme's memory on one node (or summed over nodes).
 type Usage struct {
 	Chunks   int64 `json:"chunks"`   // data chunks, whole
 	Parity   int64 `json:"parity"`   // parity chunks
 	Buffered int64 `json:"buffered"` // parity holders' copies of open chunks
-	Backups  int64 `json:"backups"`  // parity holders' backups of updates not known stable
+	// Copies is a hybrid scheme's replica holders' copies of sealed
+	// chunks (their copies of open ones are Buffered).
+	Copies  int64 `json:"copies,omitempty"`
+	Backups int64 `json:"backups"` // parity holders' backups of updates not known stable
 	// Manifests is the first parity holders' key tags of sealed chunks.
 	Manifests int64 `json:"manifests"`
 	Index     int64 `json:"index"`
@@ -25,6 +28,7 @@ func (u *Usage) Add(o *Usage) {
 	u.Chunks += o.Chunks
 	u.Parity += o.Parity
 	u.Buffered += o.Buffered
+	u.Copies += o.Copies
 	u.Backups += o.Backups
 	u.Manifests += o.Manifests
 	u.Index += o.Index
@@ -35,7 +39,7 @@ func (u *Usage) Add(o *Usage) {
 // Stored is the bytes u keeps in memory: chunks, parity, copies,
 // backups, manifests and the index.
 func (u *Usage) Stored() int64 {
-	return u.Chunks + u.Parity + u.Buffered + u.Backups + u.Manifests + u.Index
+	return u.Chunks + u.Parity + u.Buffered + u.Copies + u.Backups + u.Manifests + u.Index
 }
 
 // SchemeUsage is one stripe scheme's usage on this node: its memory, and
@@ -56,7 +60,7 @@ func (eng *Engine) Usage() []SchemeUsage {
 	return out
 }
 
-// Info is SCHEME.INFO's breakdown of a stripe scheme's stored bytes
+// Info is SCHEME.INFO's breakdown of a packed scheme's stored bytes
 // (decision 0003) for keys keys of logical bytes in all whose usage is u
 // (nil: none), with the overhead MemEC §3.3's formula predicts for
 // objects of the measured sizes:
@@ -66,16 +70,18 @@ func (eng *Engine) Usage() []SchemeUsage {
 // where K+V is the mean key and value bytes, K+V+M the mean encoded object,
 // R/O the index bytes per key, I+R/O = 16 bytes per chunk and C the chunk
 // size (MemEC divides by K+V+M; we divide by the logical bytes, as the
-// measured overhead does, so that the two compare).
+// measured overhead does, so that the two compare). n/k is the chunk
+// bytes a list stores per data chunk byte, spec.Overhead(): (k+m)/k for
+// stripe, (2k+m−1)/k for hybrid (decision 0008).
 func Info(spec scheme.Spec, keys, logical int64, u *Usage) []kind.Detail {
 	if u == nil {
 		u = &Usage{}
 	}
 	formula := spec.Overhead()
 	if keys > 0 && logical > 0 {
-		n, k, c := float64(spec.K+spec.M), float64(spec.K), float64(spec.ChunkSize())
+		nk, c := spec.Overhead(), float64(spec.ChunkSize())
 		obj, mean, index := float64(u.Objects)/float64(keys), float64(logical)/float64(keys), float64(u.Index)/float64(keys)
-		formula = (n*obj/k + index + n*16*obj/(k*c)) / mean
+		formula = (nk*obj + index + nk*16*obj/c) / mean
 	}
 	return []kind.Detail{
 		{Name: "chunk_size", Value: int64(spec.ChunkSize())},

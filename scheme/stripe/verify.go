@@ -109,10 +109,10 @@ func (eng *Engine) verifyCopies(ctx context.Context, m *cluster.Map, s *schemeSt
 }
 
 // verifyParity re-encodes a sealed chunk's stripe and compares each
-// parity chunk.
+// parity chunk, and a hybrid list's replica's copy with the chunk.
 func (eng *Engine) verifyParity(ctx context.Context, m *cluster.Map, s *schemeState, id ChunkID, local []byte, holders []cluster.Node, r *kind.Check) {
-	k, size := s.spec.K, len(local)
-	shards := make([][]byte, k+s.spec.M)
+	k, np, size := s.spec.K, parities(s.spec), len(local)
+	shards := make([][]byte, k+np)
 	sh := &m.Shards[id.List]
 	for q := 0; q < k; q++ {
 		if q == int(id.Position) {
@@ -140,10 +140,10 @@ func (eng *Engine) verifyParity(ctx context.Context, m *cluster.Map, s *schemeSt
 	if r.Unavailable > 0 {
 		return // a lost position's chunk is in parity until it is rebuilt
 	}
-	for j := range s.spec.M {
+	for j := range np {
 		shards[k+j] = make([]byte, size)
 	}
-	codec, err := ec.New(k, s.spec.M)
+	codec, err := ec.New(k, np)
 	if err == nil {
 		err = codec.Encode(shards)
 	}
@@ -154,6 +154,10 @@ func (eng *Engine) verifyParity(ctx context.Context, m *cluster.Map, s *schemeSt
 	for j, h := range holders {
 		if h.State == cluster.Failed || slices.Contains(sh.Rebuild, k+j) {
 			r.Unavailable++ // a new holder has the list's chunks once rebuilt
+			continue
+		}
+		if j == replicaHolder(s.spec) {
+			eng.verifyReplica(ctx, s, id, local, h, r)
 			continue
 		}
 		c, err := eng.readChunk(ctx, h, readReq{Scheme: s.id, What: readParityChunk, Chunk: id})
@@ -167,6 +171,21 @@ func (eng *Engine) verifyParity(ctx context.Context, m *cluster.Map, s *schemeSt
 		default:
 			r.Checked++
 		}
+	}
+}
+
+// verifyReplica compares a sealed chunk with the replica holder's copy.
+func (eng *Engine) verifyReplica(ctx context.Context, s *schemeState, id ChunkID, local []byte, h cluster.Node, r *kind.Check) {
+	c, err := eng.readChunk(ctx, h, readReq{Scheme: s.id, What: readImage, Chunk: id})
+	switch {
+	case err != nil:
+		r.Problems = append(r.Problems, fmt.Sprintf("replica of %s: %v", id, err))
+	case !c.Found:
+		r.Problems = append(r.Problems, fmt.Sprintf("replica of %s is missing", id))
+	case !bytes.Equal(c.Bytes, local):
+		r.Problems = append(r.Problems, fmt.Sprintf("replica of %s differs from the chunk", id))
+	default:
+		r.Checked++
 	}
 }
 

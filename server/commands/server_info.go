@@ -200,6 +200,8 @@ func (n *Server) infoMemgest(ctx context.Context) resp.InfoSection {
 		{"stripe_positions_lost", strconv.FormatInt(n.stripes.Stats().PositionsLost.Load(), 10)},
 		{"stripe_chunks_pending", strconv.FormatInt(n.stripes.PendingChunks(), 10)},
 		{"stripe_chunks_restored", strconv.FormatInt(n.stripes.Stats().ChunksRestored.Load(), 10)},
+		{"stripe_chunks_copied", strconv.FormatInt(n.stripes.Stats().ChunksCopied.Load(), 10)},
+		{"stripe_chunks_decoded", strconv.FormatInt(n.stripes.Stats().ChunksDecoded.Load(), 10)},
 		{"shards_stripes_pending", strconv.Itoa(m.StripesPendingShards())},
 		{"default_scheme", m.DefaultScheme().Name()},
 		{"redirect", strconv.FormatBool(n.Cfg.Redirect)},

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme/hybrid"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/kind/kindtest"
 	"github.com/memgest/memgest/scheme/none"
@@ -22,6 +23,6 @@ func schemeID(t *testing.T, m *cluster.Map, name string) uint16 { return kindtes
 // tableOf binds m's catalogue without a node, for the kinds' properties.
 func tableOf(t *testing.T, m *cluster.Map) *core.SchemeTable {
 	t.Helper()
-	kinds := kind.Registry{none.Kind: none.New, rep.Kind: rep.New, split.Kind: split.New, stripe.Kind: stripe.New}
+	kinds := kind.Registry{none.Kind: none.New, rep.Kind: rep.New, split.Kind: split.New, stripe.Kind: stripe.New, hybrid.Kind: hybrid.New}
 	return core.BindTable(kinds, m, nil, nil, func(e cluster.SchemeEntry, err error) { t.Fatalf("%s: %v", e.Name(), err) })
 }
