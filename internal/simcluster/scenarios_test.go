@@ -23,14 +23,14 @@ import (
 var schemes = []struct {
 	spec      string
 	tolerates int64
-}{{"none", 0}, {"rep:3", 2}, {"split:4+2", 2}, {"stripe:4+2", 2}}
+}{{"none", 0}, {"rep:3", 2}, {"split:4+2", 2}, {"stripe:4+2", 2}, {"hybrid:4+2", 2}}
 
 // value draws a value for a key of spec from the seed: split values span
-// several shards, stripe values are small objects.
+// several shards, stripe and hybrid values are small objects.
 func value(c *simcluster.Cluster, spec, key string) string {
 	r := c.Rand()
 	size := map[string]int{"none": 10 + r.IntN(200), "rep:3": 10 + r.IntN(2000),
-		"split:4+2": 100 + r.IntN(6000), "stripe:4+2": 8 + r.IntN(56)}[spec]
+		"split:4+2": 100 + r.IntN(6000), "stripe:4+2": 8 + r.IntN(56), "hybrid:4+2": 8 + r.IntN(56)}[spec]
 	b := make([]byte, size)
 	for i := range b {
 		b[i] = 'a' + byte(r.IntN(26))
@@ -220,7 +220,7 @@ func checkAll(t *testing.T, c *simcluster.Cluster, keys []*written) {
 		if w.spec == "none" {
 			continue
 		}
-		checkSchemeOf(t, c, w.key, w.spec, map[string]int64{"rep:3": 2, "split:4+2": 2, "stripe:4+2": 2}[w.spec])
+		checkSchemeOf(t, c, w.key, w.spec, map[string]int64{"rep:3": 2, "split:4+2": 2, "stripe:4+2": 2, "hybrid:4+2": 2}[w.spec])
 		if f := simcluster.Fields(c.Do(c.AnyLive(), "SCHEME.VERIFY", w.key)); f["unavailable"].Int() != 0 {
 			t.Fatalf("SCHEME.VERIFY %s after the rebuild: %d pieces unavailable", w.key, f["unavailable"].Int())
 		}
@@ -396,15 +396,16 @@ func lossScenario(t *testing.T, c *simcluster.Cluster, p lossPattern) {
 	rewriteAll(t, c, keys)
 }
 
-// lossLoad writes 20 keys of none, rep:3 and split:4+2 and 240 of
-// stripe:4+2 (16 to 200 bytes, dozens to a 4 KiB chunk), then overwrites
-// every tenth stripe key with a value of another size and deletes another
-// tenth.
+// lossLoad writes 20 keys of none, rep:3 and split:4+2 and 240 of each
+// packed scheme, stripe:4+2 and hybrid:4+2 (16 to 200 bytes, dozens to a
+// 4 KiB chunk), then overwrites every tenth packed key with a value of
+// another size and deletes another tenth.
 func lossLoad(t *testing.T, c *simcluster.Cluster, noStripe bool) []*written {
 	t.Helper()
-	counts := map[string]int{"none": 20, "rep:3": 20, "split:4+2": 20, "stripe:4+2": 240}
+	counts := map[string]int{"none": 20, "rep:3": 20, "split:4+2": 20, "stripe:4+2": 240, "hybrid:4+2": 240}
 	if noStripe {
 		delete(counts, "stripe:4+2")
+		delete(counts, "hybrid:4+2")
 	}
 	var keys []*written
 	for _, s := range schemes {
@@ -417,7 +418,7 @@ func lossLoad(t *testing.T, c *simcluster.Cluster, noStripe bool) []*written {
 	}
 	for i, w := range keys {
 		switch {
-		case w.spec != "stripe:4+2":
+		case !packed(w.spec):
 		case i%10 == 3:
 			expect(t, "DEL "+w.key, c.Do(c.AnyLive(), "DEL", w.key), ":1")
 			w.deleted = true
@@ -429,16 +430,21 @@ func lossLoad(t *testing.T, c *simcluster.Cluster, noStripe bool) []*written {
 	return keys
 }
 
-// directoryNamed counts the keys the key directory names: all but stripe
+// directoryNamed counts the keys the key directory names: all but packed
 // keys, which their chunks' manifests name.
 func directoryNamed(keys []*written) int {
 	n := 0
 	for _, w := range keys {
-		if w.spec != "stripe:4+2" {
+		if !packed(w.spec) {
 			n++
 		}
 	}
 	return n
+}
+
+// packed says whether spec packs objects into chunks (stripe, hybrid).
+func packed(spec string) bool {
+	return strings.HasPrefix(spec, "stripe:") || strings.HasPrefix(spec, "hybrid:")
 }
 
 // lossVictims draws three data nodes with at most one voter among them, so
