@@ -88,7 +88,7 @@ func checkSchemeOf(t *testing.T, c *simcluster.Cluster, key, spec string, tolera
 	if f["spec"].Text() != spec || f["tolerates"].Int() != tolerates {
 		t.Fatalf("SCHEME.OF %s: spec %q tolerates %d, want %s and %d", key, f["spec"].Text(), f["tolerates"].Int(), spec, tolerates)
 	}
-	holders := map[string]bool{}
+	holders, roles := map[string]bool{}, map[string]int{}
 	for _, p := range f["pieces"].Items() {
 		row := p.Items()
 		if row[4].Text() != "up" {
@@ -97,10 +97,14 @@ func checkSchemeOf(t *testing.T, c *simcluster.Cluster, key, spec string, tolera
 		if row[0].Text() != "primary" {
 			holders[row[3].Text()] = true
 		}
+		roles[row[0].Text()]++
 	}
-	want := map[string]int{"rep:3": 2, "split:4+2": 6}[spec]
+	want := map[string]int{"rep:3": 2, "split:4+2": 6, "stripe:4+2": 2, "hybrid:4+2": 2}[spec]
 	if len(holders) != want {
 		t.Fatalf("SCHEME.OF %s: redundancy on %d distinct nodes, want %d", key, len(holders), want)
+	}
+	if packed(spec) && (f["chunk"].Text() == "" || roles["replica"] != map[bool]int{true: 1}[strings.HasPrefix(spec, "hybrid:")]) {
+		t.Fatalf("SCHEME.OF %s: chunk %q, %d replica holders", key, f["chunk"].Text(), roles["replica"])
 	}
 }
 

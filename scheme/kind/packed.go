@@ -3,12 +3,13 @@ package kind
 import (
 	"context"
 
+	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/store"
 )
 
 // Packed is implemented by a Scheme whose keys' objects live in chunks of
-// its own on their coordinator, not in primary records (stripe; RE-Store's
-// hybrid next). Its redundancy is per chunk, and it sends its chunks'
+// its own on their coordinator, not in primary records (stripe, and
+// RE-Store's hybrid). Its redundancy is per chunk, and it sends its chunks'
 // updates itself: the core stages a write (Stage), has every staged write
 // of a batch delivered (Flush), then commits or aborts each one.
 //
@@ -65,4 +66,30 @@ type Pending interface {
 	// SendLater delivers them in the background; a failure leaves them
 	// to be sent again.
 	SendLater()
+}
+
+// Layout is where one key's redundancy is, as SCHEME.OF shows it, for a
+// kind whose pieces are not per key (a packed kind: its chunk's list).
+type Layout struct {
+	// Pieces are the nodes keeping the key's redundancy, each with its
+	// role, its position and whether it awaits its rebuild.
+	Pieces []Placed
+	// Tolerates is how many more node failures the key survives now.
+	Tolerates int
+	// Details are fields of the kind's own (the chunk, its state).
+	Details []Detail
+}
+
+// Placed is one node of a key's Layout.
+type Placed struct {
+	Role       string
+	Index      int
+	Node       cluster.Node
+	Rebuilding bool // the position's pieces are lost until its rebuild
+}
+
+// Describer is a bound scheme that describes a key's layout itself
+// (SCHEME.OF) rather than by Targets.
+type Describer interface {
+	Layout(m *cluster.Map, key []byte) (Layout, bool)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/kind/kindtest"
 )
 
@@ -176,4 +177,36 @@ func subsets(n, size int) [][]int {
 		}
 	}
 	return out
+}
+
+// TestKeyTolerance: how many more failures a key's chunk survives, as
+// SCHEME.OF reports it, for stripe:4+2 and hybrid:4+2 (positions 0–3
+// data, 4 parity, 5 parity or replica), the key's chunk at position 0.
+func TestKeyTolerance(t *testing.T) {
+	stripe42, _ := scheme.Parse("stripe:4+2")
+	hybrid42, _ := scheme.Parse("hybrid:4+2")
+	for _, c := range []struct {
+		spec scheme.Spec
+		lost []int
+		want int
+	}{
+		{stripe42, nil, 2},
+		{stripe42, []int{1}, 1},
+		{stripe42, []int{4, 5}, 0},
+		{stripe42, []int{1, 2, 3}, 0}, // beyond M, but the chunk itself is up: one more loses it
+		{hybrid42, nil, 2},
+		{hybrid42, []int{0}, 1}, // the replica serves it; with it lost too, two lost positions still decode
+		{hybrid42, []int{5}, 1},
+		{hybrid42, []int{0, 5}, 0},
+		{hybrid42, []int{1, 2, 3}, 1}, // data and replica must both go: two more
+		{hybrid42, []int{1, 4}, 1},
+	} {
+		lost := make([]bool, 6)
+		for _, p := range c.lost {
+			lost[p] = true
+		}
+		if got := keyTolerance(c.spec, lost, 0); got != c.want {
+			t.Errorf("%s with positions %v lost: tolerates %d, want %d", c.spec, c.lost, got, c.want)
+		}
+	}
 }

@@ -184,12 +184,12 @@ func cmdSchemeOf(n *Server, ctx context.Context, cs *connState, args [][]byte) r
 		return resp.Nil()
 	}
 	m := n.Ctl.Map()
-	pieces, down := n.describePieces(m, args[1], cur)
+	pieces, tolerates, details := n.describePieces(m, args[1], cur)
 	ttl := int64(-1)
 	if cur.Meta.ExpireAt != 0 {
 		ttl = cur.Meta.ExpireAt - core.NowMs()
 	}
-	return resp.Map(
+	fields := []resp.Reply{
 		resp.BulkString("scheme"), resp.BulkString(cur.Entry.Name()),
 		resp.BulkString("spec"), resp.BulkString(cur.Entry.Spec.String()),
 		resp.BulkString("version"), resp.Int(int64(cur.Meta.Version)),
@@ -197,16 +197,30 @@ func cmdSchemeOf(n *Server, ctx context.Context, cs *connState, args [][]byte) r
 		resp.BulkString("bytes"), resp.Int(int64(len(cur.Value))),
 		resp.BulkString("pttl"), resp.Int(ttl),
 		resp.BulkString("pieces"), resp.Array(pieces...),
-		resp.BulkString("tolerates"), resp.Int(int64(max(cur.Entry.Spec.Tolerance()-down, 0))),
-	)
+		resp.BulkString("tolerates"), resp.Int(int64(tolerates)),
+	}
+	for _, d := range details {
+		fields = append(fields, resp.BulkString(d.Name), detailReply(d.Value))
+	}
+	return resp.Map(fields...)
 }
 
-// describePieces lists where key's pieces live and counts those on nodes
-// that are not up.
-func (n *Server) describePieces(m *cluster.Map, key []byte, cur core.Current) ([]resp.Reply, int) {
+// describePieces lists where key's pieces live, how many more failures
+// the key survives now, and fields of its kind: a packed kind describes
+// its chunk's list itself (kind.Describer); any other kind's pieces are
+// its targets, and its tolerance shrinks by each one that is not up.
+func (n *Server) describePieces(m *cluster.Map, key []byte, cur core.Current) ([]resp.Reply, int, []kind.Detail) {
 	self, _ := m.Node(n.NodeID)
-	out := []resp.Reply{pieceInfo("primary", 0, self)}
+	out := []resp.Reply{pieceInfo("primary", 0, self, false)}
 	sch := n.KindOf(cur.Entry)
+	if d, ok := sch.(kind.Describer); ok {
+		if l, ok := d.Layout(m, key); ok {
+			for _, p := range l.Pieces {
+				out = append(out, pieceInfo(p.Role, p.Index, p.Node, p.Rebuilding))
+			}
+			return out, l.Tolerates, l.Details
+		}
+	}
 	targets, _ := sch.Targets(m, key)
 	down := 0
 	role := sch.Traits().Role
@@ -214,14 +228,21 @@ func (n *Server) describePieces(m *cluster.Map, key []byte, cur core.Current) ([
 		if t.Node.State != cluster.Up {
 			down++
 		}
-		out = append(out, pieceInfo(role, t.Index, t.Node))
+		out = append(out, pieceInfo(role, t.Index, t.Node, false))
 	}
-	return out, down
+	return out, max(cur.Entry.Spec.Tolerance()-down, 0), nil
 }
 
-func pieceInfo(role string, index int, node cluster.Node) resp.Reply {
+// pieceInfo is one row of SCHEME.OF's pieces: role, index, node id,
+// client address and state (the node's, or "rebuilding" for a position
+// whose pieces are lost until its rebuild).
+func pieceInfo(role string, index int, node cluster.Node, rebuilding bool) resp.Reply {
+	state := node.State.String()
+	if rebuilding {
+		state = "rebuilding"
+	}
 	return resp.Array(resp.BulkString(role), resp.Int(int64(index)),
-		resp.BulkString(string(node.ID)), resp.BulkString(node.ClientAddr), resp.BulkString(node.State.String()))
+		resp.BulkString(string(node.ID)), resp.BulkString(node.ClientAddr), resp.BulkString(state))
 }
 
 // cmdSchemeMove rewrites a key under another scheme at a higher version,
