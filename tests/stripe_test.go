@@ -16,10 +16,11 @@ import (
 )
 
 // TestStripeAgainstModel runs random SET (plain, NX, XX), GET, APPEND,
-// INCR, DEL and SCHEME.MOVE sequences over stripe:2+1, 3+1, 4+2 and 3+2
-// (and rep:3, to move to and from) with chunks of 256 B and 4 KiB, each
-// client on keys of its own, and checks every reply against the model of
-// one key; then every key is read back through another node.
+// INCR, DEL and SCHEME.MOVE sequences over stripe:2+1, 3+1, 4+2 and 3+2,
+// hybrid:2+2 and 4+2 (and rep:3, to move to and from) with chunks of 256 B
+// and 4 KiB, each client on keys of its own, and checks every reply
+// against the model of one key; then every key is read back through
+// another node.
 func TestStripeAgainstModel(t *testing.T) {
 	c := startCluster(t, 6, clusterOptions{extra: []string{"--enable-debug-command"}})
 	ctx := ctxT(t)
@@ -28,6 +29,9 @@ func TestStripeAgainstModel(t *testing.T) {
 			var schemes []string
 			for _, km := range []string{"2+1", "3+1", "4+2", "3+2"} {
 				schemes = append(schemes, fmt.Sprintf("stripe:%s/%d", km, size))
+			}
+			for _, km := range []string{"2+2", "4+2"} {
+				schemes = append(schemes, fmt.Sprintf("hybrid:%s/%d", km, size))
 			}
 			schemes = append(schemes, "rep:3")
 			const clients, keysEach, ops = 6, 8, 250
@@ -357,7 +361,7 @@ func TestStripeSurvivesMFailures(t *testing.T) {
 	for _, shape := range []struct {
 		spec string
 		m    int
-	}{{"stripe:2+1/256", 1}, {"stripe:3+1/256", 1}, {"stripe:4+2/256", 2}, {"stripe:3+2/4096", 2}} {
+	}{{"stripe:2+1/256", 1}, {"stripe:3+1/256", 1}, {"stripe:4+2/256", 2}, {"stripe:3+2/4096", 2}, {"hybrid:3+2/256", 2}} {
 		t.Run(strings.ReplaceAll(shape.spec, "/", "_"), func(t *testing.T) {
 			c := startCluster(t, 6, clusterOptions{spares: shape.m, extra: []string{"--failure-timeout", "1s", "--heartbeat-interval", "100ms", "--enable-debug-command"}})
 			ctx := ctxT(t)
@@ -403,7 +407,8 @@ func TestStripeSurvivesMFailures(t *testing.T) {
 			rebuilt := c.waitRebuilt(alive, 20*time.Second)
 			checkStripes(t, c, victims, true)
 			t.Logf("%d keys read back %s after %d nodes were marked failed; rebuilt %s later", len(want), took, shape.m, rebuilt)
-			spec, _, _ := strings.Cut(strings.TrimPrefix(shape.spec, "stripe:"), "/")
+			_, spec, _ := strings.Cut(shape.spec, ":")
+			spec, _, _ = strings.Cut(spec, "/")
 			var k, m int
 			fmt.Sscanf(spec, "%d+%d", &k, &m)
 			if len(c.nodes)-2*shape.m < k+m || len(c.nonVoters()) < 2*shape.m {

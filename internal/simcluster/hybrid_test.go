@@ -54,8 +54,9 @@ func TestHybridEveryFailurePattern(t *testing.T) {
 	}
 }
 
-// hybridLoad writes 150 keys of each hybrid shape, overwrites every tenth
-// in place and deletes another tenth (those are left out of the result).
+// hybridLoad writes 150 keys of each hybrid shape, one in 25 larger than a
+// chunk (fragments), overwrites every tenth in place and deletes another
+// tenth (those are left out of the result).
 func hybridLoad(t *testing.T, c *simcluster.Cluster) []*written {
 	t.Helper()
 	var keys []*written
@@ -63,6 +64,9 @@ func hybridLoad(t *testing.T, c *simcluster.Cluster) []*written {
 		for i := range 150 {
 			k := fmt.Sprintf("h:%s:%d", spec, i)
 			w := &written{key: k, spec: spec, value: value(c, "hybrid:4+2", k)}
+			if i%25 == 11 {
+				w.value = strings.Repeat(w.value, 1+1500/len(w.value))
+			}
 			expect(t, "SET "+k, c.Do(c.AnyLive(), "SET", k, w.value, "SCHEME", spec), "+OK")
 			switch i % 10 {
 			case 3:

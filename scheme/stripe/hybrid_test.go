@@ -3,7 +3,9 @@ package stripe
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,6 +94,7 @@ func TestHybridSurvivesEveryPatternUpToM(t *testing.T) {
 				coord, _ := m.Coordinator(m.Shards[0].First)
 				want := writeKeys(t, m, entry, net.engine(coord.ID), m.Shards[0], 80)
 				overwrite(t, m, entry, net.engine(coord.ID), want, 7)
+				writeLarge(t, m, entry, net.engine(coord.ID), want, 3)
 				replicas := replicaHoldersOf(t, m, entry, coord.ID)
 				run := recoverShard0(t, m, entry, net, kill)
 				checkRecovered(t, run, want)
@@ -132,6 +135,20 @@ func TestHybridBeyondToleranceNamesItsKeys(t *testing.T) {
 		if want[k] != string(o.Value) {
 			t.Fatalf("recovered %s = %q; wrote %q", k, o.Value, want[k])
 		}
+	}
+}
+
+// writeLarge rewrites n of the keys of want with values larger than a
+// chunk (fragments, relocated from their old chunks), so that recovery
+// must restore at once the chunks that hold their other fragments and
+// older versions (Recover's closed set of tags), and records them in want.
+func writeLarge(t *testing.T, m *cluster.Map, entry cluster.SchemeEntry, eng *Engine, want map[string]string, n int) {
+	t.Helper()
+	p := packedOn(t, m, entry, eng)
+	for i, k := range slices.Sorted(maps.Keys(want))[len(want)-n:] {
+		v := strings.Repeat(k+"|", 2*entry.Spec.ChunkSize()/len(k))
+		put(t, p, []byte(k), []byte(v), uint64(2000+i))
+		want[k] = v
 	}
 }
 

@@ -88,7 +88,7 @@ func (eng *Engine) Recover(ctx context.Context, m *cluster.Map, sh cluster.Shard
 			break
 		}
 		for _, pc := range now {
-			b, err := eng.decodePending(ctx, m, pc)
+			b, err := eng.decodeWith(ctx, m, nil, pc)
 			if err != nil && beyondTolerance(m, pc.lp) && ctx.Err() == nil {
 				gone = append(gone, goneChunk{lp: pc.lp, tags: pc.tags, err: err})
 				continue
