@@ -1,7 +1,9 @@
 package stripe
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -225,5 +227,89 @@ func TestKeyTolerance(t *testing.T) {
 		if got := keyTolerance(c.spec, lost, 0); got != c.want {
 			t.Errorf("%s with positions %v lost: tolerates %d, want %d", c.spec, c.lost, got, c.want)
 		}
+	}
+}
+
+// TestReplicaHolderKeepsSealedCopies: a hybrid list's replica holder
+// (holder position M−1) keeps the chunk whole through its seal, applies
+// deltas to the sealed copy, refuses a Free while objects remain, frees
+// the copy once they are gone, and takes a Resync of a sealed chunk as its
+// new copy; a parity holder of the same scheme folds the chunk into
+// RS(K, M−1) parity as under stripe, and a holder position past M−1 is
+// refused.
+func TestReplicaHolderKeepsSealedCopies(t *testing.T) {
+	const k, m, size = 2, 2, 256
+	spec := scheme.Spec{Kind: scheme.Hybrid, K: k, M: m, Chunk: size}
+	d, err := NewData(size)
+	must(t, err)
+	d.SetSlots([]Slot{{List: 0, Position: 0}})
+	replica, err := holderParity(spec)
+	must(t, err)
+	parity, err := holderParity(spec)
+	must(t, err)
+	apply := func(ups []Update) {
+		t.Helper()
+		for _, u := range ups {
+			for j, p := range []*Parity{parity, replica} {
+				if out, _, err := p.Apply(j, u); err != nil || out == Missing {
+					t.Fatalf("holder %d applying %s: %v %v", j, u, out, err)
+				}
+			}
+		}
+	}
+	// Objects are appended and committed until the first chunk seals.
+	var id ChunkID
+	for i, found := 0, false; !found; i++ {
+		o := Object{Key: fmt.Appendf(nil, "k%d", i), Value: bytes.Repeat([]byte{byte('a' + i)}, 100), Version: uint64(i + 1)}
+		loc, ups, err := d.Append(&o)
+		must(t, err)
+		_, _, more, err := d.Commit(o.Key, loc)
+		must(t, err)
+		for _, u := range append(ups, more...) {
+			if u.Kind == Seal {
+				id, found = u.Chunk, true
+			}
+		}
+		apply(append(ups, more...))
+		if i > 20 {
+			t.Fatal("no chunk sealed")
+		}
+	}
+	if _, _, err := replica.Apply(m, Update{Chunk: id, Seq: 99, Kind: Delta, Bytes: []byte{1}}); !errors.Is(err, ErrUpdate) {
+		t.Fatalf("holder position %d of a hybrid:%d+%d list: %v, want refused", m, k, m, err)
+	}
+	local, sealed, seq, _ := d.Read(id)
+	if !sealed || !bytes.Equal(replica.Image(id), local) {
+		t.Fatal("the replica holder's copy of the sealed chunk differs from the chunk")
+	}
+	if st := replica.Stats(); st.CopyBytes != size || st.ImageBytes != size || st.ParityBytes != 0 { // the sealed chunk's copy, the open one's image
+		t.Fatalf("replica holder after the seal: %+v", st)
+	}
+	if p, _ := parity.ParityChunk(0, id.Stripe); p == nil || parity.Image(id) != nil {
+		t.Fatal("the parity holder did not fold the sealed chunk into parity")
+	}
+	// A delta to the sealed chunk reaches the copy.
+	delta := Update{Chunk: id, Seq: seq + 1, Base: seq, Kind: Delta, Offset: 40, Bytes: []byte{0xff, 0x0f}}
+	apply([]Update{delta})
+	want := bytes.Clone(local)
+	xorInto(want[40:], delta.Bytes)
+	if !bytes.Equal(replica.Image(id), want) {
+		t.Fatal("a delta to the sealed chunk did not reach the replica's copy")
+	}
+	if _, _, err := replica.Apply(1, Update{Chunk: id, Seq: seq + 2, Base: seq, Kind: Free}); !errors.Is(err, ErrUpdate) {
+		t.Fatalf("Free of a copy with objects in it: %v, want refused", err)
+	}
+	// A Resync of the sealed chunk at a later seq replaces the copy.
+	if out, err := replica.Resync(1, id, seq+3, local, true); out != Applied || err != nil || !bytes.Equal(replica.Image(id), local) {
+		t.Fatalf("Resync of the sealed chunk: %v %v", out, err)
+	}
+	// The chunk's bytes XORed out, the copy is zeros and may be freed.
+	for _, u := range []Update{{Chunk: id, Seq: seq + 4, Base: seq + 3, Kind: Delta, Bytes: local}, {Chunk: id, Seq: seq + 5, Base: seq + 3, Kind: Free}} {
+		if out, _, err := replica.Apply(1, u); out != Applied || err != nil {
+			t.Fatalf("%s: %v %v", u, out, err)
+		}
+	}
+	if st := replica.Stats(); replica.Image(id) != nil || st.CopyBytes != 0 {
+		t.Fatalf("after the Free the replica holder keeps %+v", st)
 	}
 }
