@@ -224,8 +224,25 @@ func TestEngineRecoversPastAHolderThatLacksThePosition(t *testing.T) {
 	net.engine(wiped) // back, holding nothing
 	net.kill(coord.ID)
 	m = kindtest.Apply(t, m, cluster.MarkFailed{ID: coord.ID})
+	checkRecovered(t, recoverShard(t, m, entry, net), want)
+}
+
+// recovered is what recovering a shard's keys after failures gave: the
+// objects recovered and restored, each key at its newest version, and the
+// recovering engine.
+type recovered struct {
+	got  map[string]Object
+	eng  *Engine
+	host *testHost
+}
+
+// recoverShard gives the net map m, in which shard 0's coordinator
+// failed, and has the shard's new coordinator recover it, metadata
+// first, and restore the chunks it deferred.
+func recoverShard(t *testing.T, m *cluster.Map, entry cluster.SchemeEntry, net *testNet) recovered {
+	t.Helper()
 	net.setMap(m)
-	next, ok := m.Coordinator(sh.First)
+	next, ok := m.Coordinator(m.Shards[0].First)
 	if !ok {
 		t.Fatal("no coordinator left for shard 0")
 	}
@@ -236,18 +253,10 @@ func TestEngineRecoversPastAHolderThatLacksThePosition(t *testing.T) {
 	must(t, err)
 	eng.Defer(m.Shards[0], rec)
 	must(t, eng.RestoreShard(ctx, 0))
-	host := eng.host.(*testHost)
-	got := map[string]Object{}
-	keepNewest(got, rec.Objects, entry.ID)
-	keepNewest(got, host.rehomed, entry.ID)
-	if len(host.lost) != 0 {
-		t.Fatalf("keys reported lost with one parity holder intact: %+v", host.lost)
-	}
-	for k, v := range want {
-		if string(got[k].Value) != v {
-			t.Fatalf("key %s: recovered %q, wrote %q", k, got[k].Value, v)
-		}
-	}
+	run := recovered{got: map[string]Object{}, eng: eng, host: eng.host.(*testHost)}
+	keepNewest(run.got, rec.Objects, entry.ID)
+	keepNewest(run.got, run.host.rehomed, entry.ID)
+	return run
 }
 
 // overwrite writes n of the keys of want again, in place (values of the
@@ -259,5 +268,22 @@ func overwrite(t *testing.T, m *cluster.Map, entry cluster.SchemeEntry, eng *Eng
 		v := strings.ToUpper(want[k])
 		put(t, p, []byte(k), []byte(v), uint64(1000+i))
 		want[k] = v
+	}
+}
+
+// checkRecovered fails unless run recovered every key of want bit-exact
+// and reported nothing lost.
+func checkRecovered(t *testing.T, run recovered, want map[string]string) {
+	t.Helper()
+	if len(run.host.lost) != 0 {
+		t.Fatalf("keys reported lost within tolerance: %+v", run.host.lost)
+	}
+	if len(run.got) != len(want) {
+		t.Fatalf("recovered %d keys, wrote %d", len(run.got), len(want))
+	}
+	for k, v := range want {
+		if o, ok := run.got[k]; !ok || string(o.Value) != v {
+			t.Fatalf("key %s: recovered %q (found %v), wrote %q", k, o.Value, ok, v)
+		}
 	}
 }

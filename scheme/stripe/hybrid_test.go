@@ -2,56 +2,29 @@ package stripe
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/kind/kindtest"
 )
 
-// hybridRun is what recovering a shard's keys after failures gave: the
-// objects recovered and restored, each key at its newest version, and the
-// recovering engine.
-type hybridRun struct {
-	got  map[string]Object
-	eng  *Engine
-	host *testHost
-}
-
 // recoverShard0 kills the nodes at positions kill of shard 0's placement
 // (position 0 is its coordinator), marks them failed, and has the shard's
-// new coordinator recover it, metadata first, and restore the chunks it
-// deferred.
-func recoverShard0(t *testing.T, m *cluster.Map, entry cluster.SchemeEntry, net *testNet, kill []int) hybridRun {
+// new coordinator recover it (recoverShard).
+func recoverShard0(t *testing.T, m *cluster.Map, entry cluster.SchemeEntry, net *testNet, kill []int) recovered {
 	t.Helper()
 	placement := slices.Clone(m.Shards[0].Placement)
 	for _, p := range kill {
 		net.kill(placement[p])
 		m = kindtest.Apply(t, m, cluster.MarkFailed{ID: placement[p]})
 	}
-	net.setMap(m)
-	next, ok := m.Coordinator(m.Shards[0].First)
-	if !ok {
-		t.Fatal("no coordinator left for shard 0")
-	}
-	eng := net.engine(next.ID)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	rec, err := eng.Recover(ctx, m, m.Shards[0], map[uint32]bool{})
-	must(t, err)
-	eng.Defer(m.Shards[0], rec)
-	must(t, eng.RestoreShard(ctx, 0))
-	run := hybridRun{got: map[string]Object{}, eng: eng, host: eng.host.(*testHost)}
-	keepNewest(run.got, rec.Objects, entry.ID)
-	keepNewest(run.got, run.host.rehomed, entry.ID)
-	return run
+	return recoverShard(t, m, entry, net)
 }
 
 // TestHybridCopiesOneFailure: RE-Store §IV-D's single failure. The
@@ -151,23 +124,6 @@ func writeLarge(t *testing.T, m *cluster.Map, entry cluster.SchemeEntry, eng *En
 		v := strings.Repeat(k+"|", 2*entry.Spec.ChunkSize()/len(k))
 		put(t, p, []byte(k), []byte(v), uint64(2000+i))
 		want[k] = v
-	}
-}
-
-// checkRecovered fails unless run recovered every key of want bit-exact
-// and reported nothing lost.
-func checkRecovered(t *testing.T, run hybridRun, want map[string]string) {
-	t.Helper()
-	if len(run.host.lost) != 0 {
-		t.Fatalf("keys reported lost within tolerance: %+v", run.host.lost)
-	}
-	if len(run.got) != len(want) {
-		t.Fatalf("recovered %d keys, wrote %d", len(run.got), len(want))
-	}
-	for k, v := range want {
-		if o, ok := run.got[k]; !ok || string(o.Value) != v {
-			t.Fatalf("key %s: recovered %q (found %v), wrote %q", k, o.Value, ok, v)
-		}
 	}
 }
 
