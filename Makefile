@@ -10,7 +10,7 @@ CI_FUZZTIME ?= 5s
 BENCHTIME ?= 200ms
 ROUNDS    ?= 5
 
-.PHONY: all build dev test test-deps test-huge check fmt-check vet unit fuzz-short fuzz robustness bench bench-ec bench-ec-raw bench-memory bench-store bench-failure bench-tools clean
+.PHONY: all build dev test test-deps test-huge check fmt-check vet unit fuzz-short fuzz robustness bench bench-ec bench-ec-raw bench-memory bench-store bench-failure bench-hybrid bench-tools clean
 
 all: build
 
@@ -98,6 +98,10 @@ bench-memory:
 ## bench-store: bytes of overhead per key and GC cost of the node-local store (docs/store.md).
 bench-store:
 	$(GO) test ./store -run '^TestStoreOverheadReport$$' -count=1 -v -store.report
+
+## bench-hybrid: issue 25's measurements of hybrid:4+2 against stripe:4+2 and rep:3 (throughput and CPU µs per request, memory at 1 M and 10 M objects, the failure benchmark; about 20 minutes), quoted in docs/benchmarks/hybrid.md.
+bench-hybrid:
+	scripts/bench-hybrid.sh docs/benchmarks
 
 ## bench-failure: kill -9 a node under a steady GET/SET load (rep:3, then split:4+2); per-second throughput and p99, rebuild rate vs loopback copy, in docs/benchmarks/failure.md and failure.png.
 bench-failure:

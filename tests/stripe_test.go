@@ -202,11 +202,18 @@ func infoFloat(t *testing.T, fields map[string]any, name string) float64 {
 // sizes, some with a TTL, and the last deletes some, which leaves garbage
 // spread over the chunks. Compaction must bring the scheme's stored bytes back
 // within 10% of MemEC's formula for the objects left, keep every key as
-// last written (TTLs too), and leave every stripe matching its parity.
+// last written (TTLs too), and leave every stripe matching its parity (and
+// for hybrid:4+2 every replica copy matching its chunk).
 func TestStripeCompactionUnderChurn(t *testing.T) {
+	for _, sch := range []string{"stripe:4+2/512", "hybrid:4+2/512"} {
+		t.Run(strings.ReplaceAll(sch, "/", "_"), func(t *testing.T) { compactionUnderChurn(t, sch) })
+	}
+}
+
+func compactionUnderChurn(t *testing.T, sch string) {
 	c := startCluster(t, 6, clusterOptions{extra: []string{"--enable-debug-command", "--compact-rate", "262144"}})
 	ctx := ctxT(t)
-	const sch, keys = "stripe:4+2/512", 20000
+	const keys = 20000
 	plain := c.plainClient(0, 2)
 	must(t, plain.Do(ctx, "SCHEME.DEFAULT", sch).Err())
 	c.waitDefault(sch)
