@@ -23,9 +23,9 @@ import (
 // CLUSTER option to answer for the whole cluster.
 
 // keyspaceSchemes are the schemes TestKeyspacePerNode mixes (small stripe
-// chunks, so that most are sealed), and keyspacePerScheme how many keys
-// each gets.
-var keyspaceSchemes = []string{"none", "rep:3", "split:4+2", "stripe:4+2/256"}
+// and hybrid chunks, so that most are sealed), and keyspacePerScheme how
+// many keys each gets.
+var keyspaceSchemes = []string{"none", "rep:3", "split:4+2", "stripe:4+2/256", "hybrid:4+2/256"}
 
 const keyspacePerScheme = 60
 

@@ -219,7 +219,7 @@ func (n *Server) infoMemgest(ctx context.Context) resp.InfoSection {
 				name string
 				v    int64
 			}{{"chunks", s.Chunks}, {"objects", s.Objects}, {"garbage", s.Garbage}, {"parity", s.Parity},
-				{"buffered", s.Buffered}, {"backups", s.Backups}, {"manifests", s.Manifests}, {"index", s.Index}} {
+				{"buffered", s.Buffered}, {"copies", s.Copies}, {"backups", s.Backups}, {"manifests", s.Manifests}, {"index", s.Index}} {
 				line += "," + f.name + "=" + strconv.FormatInt(f.v, 10)
 			}
 		}
