@@ -2,12 +2,14 @@ package stripe
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme"
@@ -16,10 +18,15 @@ import (
 
 // recoverShard0 kills the nodes at positions kill of shard 0's placement
 // (position 0 is its coordinator), marks them failed, and has the shard's
-// new coordinator recover it (recoverShard).
+// new coordinator recover it (recoverShard). The coordinator's updates
+// sent in the background (the removals of relocated objects) are
+// delivered first: on the in-process net a killed node's goroutines would
+// go on sending, which a dead process cannot, and a recovery that read
+// the holders' states before such a late update would wait on it.
 func recoverShard0(t *testing.T, m *cluster.Map, entry cluster.SchemeEntry, net *testNet, kill []int) recovered {
 	t.Helper()
 	placement := slices.Clone(m.Shards[0].Placement)
+	settleSends(t, net.engine(placement[0]))
 	for _, p := range kill {
 		net.kill(placement[p])
 		m = kindtest.Apply(t, m, cluster.MarkFailed{ID: placement[p]})
@@ -267,5 +274,28 @@ func TestReplicaHolderKeepsSealedCopies(t *testing.T) {
 	}
 	if st := replica.Stats(); replica.Image(id) != nil || st.CopyBytes != 0 {
 		t.Fatalf("after the Free the replica holder keeps %+v", st)
+	}
+}
+
+// settleSends waits until every update eng sent or owes is acknowledged
+// by all its holders, resending what is owed.
+func settleSends(t *testing.T, eng *Engine) {
+	t.Helper()
+	ctx := context.Background()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		eng.Resend(ctx)
+		left := 0
+		for _, s := range eng.all() {
+			s.mu.Lock()
+			left += len(s.data.Unacked())
+			s.mu.Unlock()
+		}
+		if left == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d updates still unacknowledged", left)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

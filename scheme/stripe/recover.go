@@ -592,17 +592,22 @@ func (eng *Engine) lostChunk(ctx context.Context, m *cluster.Map, lp lostPositio
 
 // replicaChunk returns lost sealed chunk id of a hybrid list, sealed
 // through seq want, from the list's replica holder if it is usable and
-// holds the chunk at that seq: the copy RE-Store §IV-D serves one failure
-// from, prefetched or read now. Otherwise the chunk must be decoded.
+// holds the chunk at that seq or later: the copy RE-Store §IV-D serves one
+// failure from, prefetched or read now. (A later seq is an update the dead
+// coordinator sent before it failed that reached the replica after the
+// holders' states were read: no write of it was acknowledged, so the copy
+// with it is as good a recovery as the one without, and a decode at want
+// would wait for ever on parities that moved past it.) Otherwise the
+// chunk must be decoded.
 func (eng *Engine) replicaChunk(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node, pre *prefetch, id ChunkID, want uint32) ([]byte, bool) {
 	j := replicaHolder(lp.entry.Spec)
 	if holderLost(&m.Shards[lp.list], lp.entry.Spec, holders, j) {
 		return nil, false
 	}
 	b, ok := []byte(nil), false
-	if c, found := pre.copyOf(id.Stripe); found && c.Seq == want {
+	if c, found := pre.copyOf(id.Stripe); found && c.Seq >= want {
 		b, ok = c.Bytes, true
-	} else if c, err := eng.readChunk(ctx, holders[j], readReq{Scheme: lp.entry.ID, What: readImage, Chunk: id}); err == nil && c.Found && c.Seq == want {
+	} else if c, err := eng.readChunk(ctx, holders[j], readReq{Scheme: lp.entry.ID, What: readImage, Chunk: id}); err == nil && c.Found && c.Seq >= want {
 		b, ok = c.Bytes, true
 	}
 	if ok {
