@@ -36,10 +36,16 @@ func replicaHolder(spec scheme.Spec) int {
 	return -1
 }
 
-// holderLost says whether holder position j of sh's list (holders as
-// parityHolders returns them) cannot serve what it keeps: its node is not
-// up, or it awaits its rebuild (a node that took the place may lack the
-// list's chunks).
+// positionLost says whether position p of sh's list, held by node, cannot
+// serve what it keeps: its node is not up, or it awaits its rebuild (a
+// node that took the place may lack the list's chunks).
+func positionLost(sh *cluster.Shard, node cluster.Node, p int) bool {
+	return node.State != cluster.Up || slices.Contains(sh.Rebuild, p)
+}
+
+// holderLost is positionLost for holder position j of sh's list (holders
+// as parityHolders returns them); a j out of range (stripe's replica
+// holder, −1) is lost.
 func holderLost(sh *cluster.Shard, spec scheme.Spec, holders []cluster.Node, j int) bool {
-	return j < 0 || j >= len(holders) || holders[j].State != cluster.Up || slices.Contains(sh.Rebuild, spec.K+j)
+	return j < 0 || j >= len(holders) || positionLost(sh, holders[j], spec.K+j)
 }

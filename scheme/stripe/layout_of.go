@@ -34,7 +34,7 @@ func (s *Bound) Layout(m *cluster.Map, key []byte) (kind.Layout, bool) {
 	var out kind.Layout
 	lost := make([]bool, len(all))
 	for p, node := range all {
-		lost[p] = node.State != cluster.Up || slices.Contains(sh.Rebuild, p)
+		lost[p] = positionLost(sh, node, p)
 		if p < spec.K {
 			continue
 		}

@@ -195,14 +195,14 @@ func readChunkReply(d *wire.Dec) chunkReply {
 func encodePositions(ps []PositionState) wire.Enc {
 	e := wire.Enc(nil).U32(uint32(len(ps)))
 	for _, p := range ps {
-		e = e.U32(p.Stripe).U32(p.Through).Flag(p.Sealed).Flag(p.Open).Flag(p.Replica).Flag(p.HasManifest).Bytes(p.Manifest)
+		e = e.U32(p.Stripe).U32(p.Through).Flag(p.Sealed).Flag(p.Open).Flag(p.HasManifest).Bytes(p.Manifest)
 	}
 	return e
 }
 
 func decodePositions(b []byte) ([]PositionState, error) {
 	return wire.DecodeList(b, func(d *wire.Dec) PositionState {
-		p := PositionState{Stripe: d.U32(), Through: d.U32(), Sealed: d.Flag(), Open: d.Flag(), Replica: d.Flag(), HasManifest: d.Flag(), Manifest: d.Bytes()}
+		p := PositionState{Stripe: d.U32(), Through: d.U32(), Sealed: d.Flag(), Open: d.Flag(), HasManifest: d.Flag(), Manifest: d.Bytes()}
 		if len(p.Manifest) == 0 {
 			p.Manifest = nil
 		}

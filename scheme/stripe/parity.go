@@ -474,9 +474,6 @@ type PositionState struct {
 	Through uint32 // every update through this seq is applied
 	Sealed  bool   // folded into parity, or sealed in the replica's copy
 	Open    bool   // a copy of the open chunk is held
-	// Replica: a copy of the sealed chunk is held (a hybrid scheme's
-	// replica holder).
-	Replica bool
 	// Manifest is the sealed chunk's key tags (manifest.go), if this
 	// holder keeps them (HasManifest).
 	Manifest    []byte
@@ -495,7 +492,7 @@ func (p *Parity) Positions(list uint16, pos uint8) []PositionState {
 		q := st.pos[pos]
 		if q.applied.through > 0 || q.sealed || q.image != nil {
 			out = append(out, PositionState{Stripe: key.stripe, Through: q.applied.through, Sealed: q.sealed,
-				Open: q.image != nil && !q.sealed, Replica: q.image != nil && q.sealed,
+				Open:     q.image != nil && !q.sealed,
 				Manifest: slices.Clone(q.manifest), HasManifest: q.hasManifest})
 		}
 	}

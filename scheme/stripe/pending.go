@@ -3,7 +3,6 @@ package stripe
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -372,20 +371,7 @@ func (eng *Engine) decodeWith(ctx context.Context, m *cluster.Map, pre *prefetch
 			return b, nil
 		}
 	}
-	if pre != nil && !pre.byCopy {
-		b, err := solveChunk(pc.lp, pre.view(pc.id.Stripe), pc.id, pc.want)
-		if !errors.Is(err, errBusy) {
-			if err == nil {
-				eng.stats.ChunksDecoded.Add(1)
-			}
-			return b, err
-		}
-	}
-	b, err := eng.decodePending(ctx, m, pc)
-	if err == nil {
-		eng.stats.ChunksDecoded.Add(1)
-	}
-	return b, err
+	return eng.decodeSealed(pc.lp, pre, pc.id, pc.want, func() ([]byte, error) { return eng.decodePending(ctx, m, pc) })
 }
 
 // decodePending decodes a pending chunk from its stripe as it is now,

@@ -320,7 +320,7 @@ func positionsLost(m *cluster.Map, lp lostPosition) int {
 	spec := lp.entry.Spec
 	lost := 0
 	for p, h := range m.Holders(sh, spec.K+spec.M) {
-		if h.State != cluster.Up || slices.Contains(sh.Rebuild, p) {
+		if positionLost(sh, h, p) {
 			lost++
 		}
 	}
@@ -577,17 +577,13 @@ func (eng *Engine) equalStates(ctx context.Context, m *cluster.Map, lp lostPosit
 func (eng *Engine) lostChunk(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node,
 	states []map[uint32]PositionState, pre *prefetch, id ChunkID) ([]byte, error) {
 	if j, open := openCopy(states, id.Stripe); open {
-		return eng.fetchCopy(ctx, lp, holders[j], id)
+		return eng.fetchCopy(ctx, lp, holders[j], id, 0)
 	}
 	want := sealedAt(states, id.Stripe)
 	if b, ok := eng.replicaChunk(ctx, m, lp, holders, pre, id, want); ok {
 		return b, nil
 	}
-	b, err := eng.decodeSealed(ctx, m, lp, holders, pre, id, want)
-	if err == nil {
-		eng.stats.ChunksDecoded.Add(1)
-	}
-	return b, err
+	return eng.decodeSealed(lp, pre, id, want, func() ([]byte, error) { return eng.decodeChunk(ctx, m, lp, holders, id, want) })
 }
 
 // replicaChunk returns lost sealed chunk id of a hybrid list, sealed
@@ -607,8 +603,8 @@ func (eng *Engine) replicaChunk(ctx context.Context, m *cluster.Map, lp lostPosi
 	b, ok := []byte(nil), false
 	if c, found := pre.copyOf(id.Stripe); found && c.Seq >= want {
 		b, ok = c.Bytes, true
-	} else if c, err := eng.readChunk(ctx, holders[j], readReq{Scheme: lp.entry.ID, What: readImage, Chunk: id}); err == nil && c.Found && c.Seq >= want {
-		b, ok = c.Bytes, true
+	} else if got, err := eng.fetchCopy(ctx, lp, holders[j], id, want); err == nil {
+		b, ok = got, true
 	}
 	if ok {
 		eng.stats.ChunksCopied.Add(1)
@@ -617,16 +613,21 @@ func (eng *Engine) replicaChunk(ctx context.Context, m *cluster.Map, lp lostPosi
 }
 
 // decodeSealed decodes lost sealed chunk id, sealed into parity through
-// seq want, from the prefetched stripe or, if that stripe was written to
-// since, from the stripe as it is now.
-func (eng *Engine) decodeSealed(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node, pre *prefetch, id ChunkID, want uint32) ([]byte, error) {
+// seq want, from the prefetched stripe or, if there is none or that
+// stripe was written to since, by now (a read of the stripe as it is
+// now), and counts the chunks it decodes.
+func (eng *Engine) decodeSealed(lp lostPosition, pre *prefetch, id ChunkID, want uint32, now func() ([]byte, error)) ([]byte, error) {
+	b, err := []byte(nil), errBusy
 	if pre != nil && !pre.byCopy {
-		b, err := solveChunk(lp, pre.view(id.Stripe), id, want)
-		if !errors.Is(err, errBusy) {
-			return b, err
-		}
+		b, err = solveChunk(lp, pre.view(id.Stripe), id, want)
 	}
-	return eng.decodeChunk(ctx, m, lp, holders, id, want)
+	if errors.Is(err, errBusy) {
+		b, err = now()
+	}
+	if err == nil {
+		eng.stats.ChunksDecoded.Add(1)
+	}
+	return b, err
 }
 
 // prefetch is a lost position's stripes, read a page at a time
@@ -861,14 +862,15 @@ func sealedAt(states []map[uint32]PositionState, r uint32) uint32 {
 	return t
 }
 
-// fetchCopy reads an open chunk's copy from its parity holder.
-func (eng *Engine) fetchCopy(ctx context.Context, lp lostPosition, holder cluster.Node, id ChunkID) ([]byte, error) {
+// fetchCopy reads a holder's copy of chunk id, open or (at a replica
+// holder) sealed, which must have every update through seq want.
+func (eng *Engine) fetchCopy(ctx context.Context, lp lostPosition, holder cluster.Node, id ChunkID, want uint32) ([]byte, error) {
 	c, err := eng.readChunk(ctx, holder, readReq{Scheme: lp.entry.ID, What: readImage, Chunk: id})
 	if err != nil {
 		return nil, err
 	}
-	if !c.Found {
-		return nil, errBusy // sealed meanwhile
+	if !c.Found || c.Seq < want {
+		return nil, errBusy // sealed or freed meanwhile
 	}
 	return c.Bytes, nil
 }
