@@ -27,9 +27,11 @@ func TestMetricsEndpoint(t *testing.T) {
 	const keys, size = 40, 100
 	value := strings.Repeat("v", size)
 	specs := map[string]float64{"rep:3": 2, "stripe:2+1": 1} // copies of the value sent per write, at least
+	written := map[string]float64{}
 	for spec := range specs {
 		for i := range keys {
 			k := fmt.Sprintf("%s:%d", spec, i)
+			written[spec] += float64(len(k) + size)
 			must(t, rdb.Do(ctx, "SET", k, value, "SCHEME", spec).Err())
 			if got, err := rdb.Get(ctx, k).Result(); err != nil || got != value {
 				t.Fatalf("GET %s: %q, %v", k, got, err)
@@ -53,6 +55,9 @@ func TestMetricsEndpoint(t *testing.T) {
 		}
 		if got, least := sumMetric(families, "memgest_peer_redundancy_bytes_total", scheme), copies*keys*size; got < least {
 			t.Errorf("%s redundancy bytes sent: %v, want at least %v", spec, got, least)
+		}
+		if got := sumMetric(families, "memgest_scheme_written_bytes_total", scheme); got != written[spec] {
+			t.Errorf("%s logical bytes written: %v across nodes, want %v", spec, got, written[spec])
 		}
 	}
 	if got := sumMetric(families[:1], "memgest_command_duration_seconds", map[string]string{"command": "set"}); got != 2*keys {

@@ -395,6 +395,14 @@ func (n *Coordinator) commit(ctx context.Context, p *pending, op *WriteOp, sent 
 	return nil
 }
 
+// logicalBytes is what op writes of key and value: 0 for a deletion.
+func (op *WriteOp) logicalBytes() int {
+	if op.Del {
+		return 0
+	}
+	return len(op.Key) + len(op.Value)
+}
+
 // abort drops a write that will not commit.
 func (n *Coordinator) abort(key []byte, p *pending) {
 	s := n.Inflight.Shard(key)
@@ -416,7 +424,7 @@ func (n *Coordinator) commitLocked(s *inflightShard, op *WriteOp, v uint64, p *p
 	}
 	rel, err := n.commitRecordLocked(s, op, v, p)
 	if err == nil && !op.relocate && op.Entry.ID != 0 {
-		n.Metrics.wrote(op.Entry, began)
+		n.Metrics.wrote(op.Entry, began, op.logicalBytes())
 	}
 	return rel, err
 }

@@ -62,6 +62,7 @@ type nodeMetrics struct {
 	writeLatency   *prometheus.HistogramVec // scheme: redundancy sent and committed
 	schemeOps      *prometheus.CounterVec   // scheme, op
 	peerBytes      *prometheus.CounterVec   // scheme: redundancy payload sent
+	writtenBytes   *prometheus.CounterVec   // scheme: key and value bytes of committed writes
 	degraded       *prometheus.CounterVec   // kind
 	degradedKinds  map[string]prometheus.Counter
 	authFailures   *prometheus.CounterVec // kind: peer, client, http
@@ -81,6 +82,7 @@ type schemeInstruments struct {
 	reads       prometheus.Counter
 	writes      prometheus.Counter
 	redundancyB prometheus.Counter
+	writtenB    prometheus.Counter
 }
 
 func NewMetrics() *nodeMetrics {
@@ -100,6 +102,10 @@ func NewMetrics() *nodeMetrics {
 		peerBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgest_peer_redundancy_bytes_total",
 			Help: "Bytes of redundancy (replicas, shards, stripe objects and deltas) this node sent to peers for its writes, by scheme.",
+		}, []string{"scheme"}),
+		writtenBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "memgest_scheme_written_bytes_total",
+			Help: "Key and value bytes of the writes this node coordinated and committed, by scheme: with memgest_peer_redundancy_bytes_total, the peer bytes each logical byte written costs.",
 		}, []string{"scheme"}),
 		degraded: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgest_degraded_requests_total",
@@ -144,7 +150,7 @@ func NewMetrics() *nodeMetrics {
 
 // Register adds the instruments to reg.
 func (nm *nodeMetrics) Register(reg *prometheus.Registry) {
-	reg.MustRegister(nm.commandLatency, nm.writeLatency, nm.schemeOps, nm.peerBytes, nm.degraded,
+	reg.MustRegister(nm.commandLatency, nm.writeLatency, nm.schemeOps, nm.peerBytes, nm.writtenBytes, nm.degraded,
 		nm.Heartbeat, nm.LeaseLapses, nm.lapsed, nm.authFailures, nm.RejectedConns)
 }
 
@@ -188,16 +194,20 @@ func (nm *nodeMetrics) scheme(e cluster.SchemeEntry) *schemeInstruments {
 		reads:       nm.schemeOps.WithLabelValues(name, opRead),
 		writes:      nm.schemeOps.WithLabelValues(name, opWrite),
 		redundancyB: nm.peerBytes.WithLabelValues(name),
+		writtenB:    nm.writtenBytes.WithLabelValues(name),
 	}
 	v, _ := nm.byScheme.LoadOrStore(e.ID, si)
 	return v.(*schemeInstruments)
 }
 
 // wrote records a committed write of scheme e that began at since (a
-// monotime).
-func (nm *nodeMetrics) wrote(e cluster.SchemeEntry, since int64) {
+// monotime) and wrote logical bytes of key and value.
+func (nm *nodeMetrics) wrote(e cluster.SchemeEntry, since int64, logical int) {
 	si := nm.scheme(e)
 	si.writes.Inc()
+	if logical > 0 {
+		si.writtenB.Add(float64(logical))
+	}
 	si.write.Observe(Seconds(Monotime() - since))
 }
 
