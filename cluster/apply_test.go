@@ -163,6 +163,16 @@ func TestCreateScheme(t *testing.T) {
 		t.Errorf("spec not canonical: %+v", e.Spec)
 	}
 	checkValid(t, m3)
+	// Until the batch path is built (decision 0009), a write mode other
+	// than in place is refused rather than written in place.
+	for _, s := range []string{"stripe:2+1@batch", "hybrid:2+2@auto:2ms"} {
+		if _, err := Apply(m3, CreateScheme{Spec: spec(t, s)}); !errors.Is(err, ErrBadCommand) {
+			t.Errorf("create %s: %v", s, err)
+		}
+	}
+	if m4 := mustApply(t, m3, CreateScheme{Spec: spec(t, "stripe:2+1@inplace")}); m4.Schemes[len(m4.Schemes)-1].Spec.String() != "stripe:2+1" {
+		t.Errorf("stripe:2+1@inplace created as %s", m4.Schemes[len(m4.Schemes)-1].Spec)
+	}
 }
 
 func TestDropSchemeNeverReusesIDs(t *testing.T) {

@@ -11,7 +11,8 @@ import (
 // consistent.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"none", "rep:3", "REP:1", "split:4+2", "stripe:10+4", "hybrid:2+1",
-		"rep:", "split:4+", "split:+2", "rep:-1", "split:99999999999999999999+1", "rep:3:4", "none:1", "", "x"} {
+		"rep:", "split:4+", "split:+2", "rep:-1", "split:99999999999999999999+1", "rep:3:4", "none:1", "", "x",
+		"stripe:4+2@batch", "hybrid:4+2/512@auto:500us", "stripe:4+2@batch:0ms", "stripe:4+2@inplace"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

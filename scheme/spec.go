@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Kind is the family of a scheme.
@@ -62,6 +63,54 @@ type Spec struct {
 	// Chunk is a stripe scheme's chunk size in bytes; 0 is DefaultChunk,
 	// the canonical form of 4096.
 	Chunk int
+	// Mode is how a packed scheme (stripe, hybrid) writes: in place (the
+	// zero value), in batches or either by the write rate (decision 0009).
+	Mode Mode
+	// Bound is the latency bound of Batch and Auto; 0 is DefaultBound,
+	// its canonical form.
+	Bound time.Duration
+}
+
+// Mode is a packed scheme's write mode: "@inplace", "@batch[:BOUND]",
+// "@auto[:BOUND]" after the spec's parameters.
+type Mode uint8
+
+// The write modes of decision 0009.
+const (
+	// InPlace appends new objects to the coordinator's own chunks and sends
+	// every change as a delta to the list's holders (decision 0003).
+	InPlace Mode = iota
+	// Batch buffers a coordinator's writes for at most the bound and
+	// writes them as new stripes of its own, encoded whole (BCStore §III).
+	Batch
+	// Auto batches while the coordinator's write rate fills stripes within
+	// the bound and writes in place when it does not (BCStore §III-A).
+	Auto
+)
+
+var modeNames = map[Mode]string{InPlace: "inplace", Batch: "batch", Auto: "auto"}
+
+func (m Mode) String() string {
+	if s, ok := modeNames[m]; ok {
+		return s
+	}
+	return "mode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// Latency bounds of the Batch and Auto modes: "@batch:2ms", "@auto:500us".
+const (
+	MinBound     = 100 * time.Microsecond
+	MaxBound     = 100 * time.Millisecond
+	DefaultBound = time.Millisecond
+)
+
+// LatencyBound is a batching scheme's latency bound: the longest a write
+// waits in its coordinator's batch before the batch is encoded.
+func (sp Spec) LatencyBound() time.Duration {
+	if sp.Bound == 0 {
+		return DefaultBound
+	}
+	return sp.Bound
 }
 
 // Chunk sizes of stripe schemes: "stripe:K+M/SIZE". A chunk must hold a
@@ -83,10 +132,13 @@ func (sp Spec) ChunkSize() int {
 
 // Parse reads a canonical spec: "none", "rep:R", "split:K+M", "stripe:K+M"
 // or "stripe:K+M/CHUNK" (chunk size in bytes), "hybrid:K+M" or
-// "hybrid:K+M/CHUNK".
+// "hybrid:K+M/CHUNK", the last four optionally followed by a write mode:
+// "@inplace", "@batch", "@batch:BOUND", "@auto" or "@auto:BOUND" (BOUND
+// in us or ms, e.g. 2ms).
 // Case-insensitive; no spaces.
 func Parse(s string) (Spec, error) {
 	lower := strings.ToLower(s)
+	lower, mode, hasMode := strings.Cut(lower, "@")
 	name, params, hasParams := strings.Cut(lower, ":")
 	var sp Spec
 	var err error
@@ -114,10 +166,65 @@ func Parse(s string) (Spec, error) {
 	default:
 		return Spec{}, &SpecError{s, "unknown kind (want none, rep:R, split:K+M, stripe:K+M or hybrid:K+M)"}
 	}
+	if err == nil && hasMode {
+		if sp.Kind != Stripe && sp.Kind != Hybrid {
+			return Spec{}, &SpecError{s, "only stripe and hybrid take a write mode"}
+		}
+		sp.Mode, sp.Bound, err = parseMode(s, mode)
+	}
 	if err != nil {
 		return Spec{}, err
 	}
 	return sp, sp.validate(s)
+}
+
+// parseMode reads a write mode, the text after "@": its bound is 0 where
+// it is DefaultBound or absent.
+func parseMode(spec, p string) (Mode, time.Duration, error) {
+	name, bound, hasBound := strings.Cut(p, ":")
+	var mode Mode
+	switch name {
+	case "inplace":
+		if hasBound {
+			return 0, 0, &SpecError{spec, "@inplace takes no latency bound"}
+		}
+		return InPlace, 0, nil
+	case "batch":
+		mode = Batch
+	case "auto":
+		mode = Auto
+	default:
+		return 0, 0, &SpecError{spec, "unknown write mode (want @inplace, @batch[:BOUND] or @auto[:BOUND])"}
+	}
+	if !hasBound {
+		return mode, 0, nil
+	}
+	d, err := parseBound(spec, bound)
+	if d == DefaultBound {
+		d = 0
+	}
+	return mode, d, err
+}
+
+// parseBound reads a latency bound: a positive integer and "us" or "ms".
+func parseBound(spec, p string) (time.Duration, error) {
+	unit := time.Duration(0)
+	switch {
+	case strings.HasSuffix(p, "us"):
+		unit = time.Microsecond
+	case strings.HasSuffix(p, "ms"):
+		unit = time.Millisecond
+	default:
+		return 0, &SpecError{spec, "a latency bound needs a unit, us or ms (e.g. @batch:2ms)"}
+	}
+	n, err := parseInt(spec, p[:len(p)-2], true, "latency bound")
+	if err != nil {
+		return 0, err
+	}
+	if d := time.Duration(n) * unit; n <= int(MaxBound/unit) && d >= MinBound {
+		return d, nil
+	}
+	return 0, &SpecError{spec, fmt.Sprintf("the latency bound must be %s..%s", MinBound, MaxBound)}
 }
 
 func parseInt(spec, p string, present bool, what string) (int, error) {
@@ -167,6 +274,22 @@ func (sp Spec) validate(orig string) error {
 	default:
 		return bad("unknown kind")
 	}
+	return sp.validateMode(bad)
+}
+
+// validateMode checks the write mode: only stripe and hybrid have one, and
+// only Batch and Auto a bound, within MinBound..MaxBound.
+func (sp Spec) validateMode(bad func(string) error) error {
+	switch {
+	case sp.Mode != InPlace && sp.Kind != Stripe && sp.Kind != Hybrid:
+		return bad("only stripe and hybrid take a write mode")
+	case sp.Mode > Auto:
+		return bad("unknown write mode")
+	case sp.Bound != 0 && sp.Mode == InPlace:
+		return bad("@inplace takes no latency bound")
+	case sp.Bound != 0 && (sp.Bound < MinBound || sp.Bound > MaxBound || sp.Bound%time.Microsecond != 0):
+		return bad(fmt.Sprintf("the latency bound must be %s..%s in whole µs", MinBound, MaxBound))
+	}
 	return nil
 }
 
@@ -185,9 +308,26 @@ func (sp Spec) String() string {
 		if sp.Chunk != 0 {
 			s += "/" + strconv.Itoa(sp.Chunk)
 		}
-		return s
+		return s + sp.modeSuffix()
 	}
 	return "invalid"
+}
+
+// modeSuffix is the canonical spelling of the write mode: "" in place,
+// "@batch" or "@auto" and the bound where it is not the default.
+func (sp Spec) modeSuffix() string {
+	if sp.Mode == InPlace {
+		return ""
+	}
+	s := "@" + sp.Mode.String()
+	switch {
+	case sp.Bound == 0:
+	case sp.Bound%time.Millisecond == 0:
+		s += ":" + strconv.FormatInt(int64(sp.Bound/time.Millisecond), 10) + "ms"
+	default:
+		s += ":" + strconv.FormatInt(int64(sp.Bound/time.Microsecond), 10) + "us"
+	}
+	return s
 }
 
 // Tolerance is the number of node failures every key of the scheme survives.

@@ -3,6 +3,7 @@ package scheme
 import (
 	"errors"
 	"testing"
+	"time"
 )
 
 func TestParseCanonical(t *testing.T) {
@@ -25,6 +26,15 @@ func TestParseCanonical(t *testing.T) {
 		{"hybrid:4+2", Spec{Kind: Hybrid, K: 4, M: 2}, 2, 6, 9.0 / 4},
 		{"hybrid:2+2/512", Spec{Kind: Hybrid, K: 2, M: 2, Chunk: 512}, 2, 4, 5.0 / 2},
 		{"hybrid:3+3", Spec{Kind: Hybrid, K: 3, M: 3}, 3, 6, 8.0 / 3},
+		{"stripe:4+2@inplace", Spec{Kind: Stripe, K: 4, M: 2}, 2, 6, 1.5},
+		{"stripe:4+2@batch", Spec{Kind: Stripe, K: 4, M: 2, Mode: Batch}, 2, 6, 1.5},
+		{"stripe:4+2/256@batch:1ms", Spec{Kind: Stripe, K: 4, M: 2, Chunk: 256, Mode: Batch}, 2, 6, 1.5},
+		{"STRIPE:4+2@BATCH:2MS", Spec{Kind: Stripe, K: 4, M: 2, Mode: Batch, Bound: 2 * time.Millisecond}, 2, 6, 1.5},
+		{"stripe:4+2@batch:1000us", Spec{Kind: Stripe, K: 4, M: 2, Mode: Batch}, 2, 6, 1.5},
+		{"stripe:4+2@auto:500us", Spec{Kind: Stripe, K: 4, M: 2, Mode: Auto, Bound: 500 * time.Microsecond}, 2, 6, 1.5},
+		{"hybrid:4+2@auto", Spec{Kind: Hybrid, K: 4, M: 2, Mode: Auto}, 2, 6, 9.0 / 4},
+		{"hybrid:4+2/512@batch:100ms", Spec{Kind: Hybrid, K: 4, M: 2, Chunk: 512, Mode: Batch, Bound: 100 * time.Millisecond}, 2, 6, 9.0 / 4},
+		{"stripe:2+1@batch:100us", Spec{Kind: Stripe, K: 2, M: 1, Mode: Batch, Bound: 100 * time.Microsecond}, 1, 3, 1.5},
 	} {
 		got, err := Parse(tc.in)
 		if err != nil {
@@ -50,6 +60,11 @@ func TestParseRefuses(t *testing.T) {
 		"split:4+-1", "hybrid:4+0", "hybrid:4+1", "raid:5", "rep:3 ", " rep:3", "split:4+2+1",
 		"stripe:4+2/", "stripe:4+2/63", "stripe:4+2/1048577", "stripe:4+2/x", "stripe:4+2/+256",
 		"split:4+2/256", "hybrid:4+2/63", "stripe:4/256", "stripe:4+2/256/1",
+		"stripe:4+2@", "stripe:4+2@fast", "stripe:4+2@batch:", "stripe:4+2@batch:2", "stripe:4+2@batch:2s",
+		"stripe:4+2@batch:0ms", "stripe:4+2@batch:99us", "stripe:4+2@batch:101ms", "stripe:4+2@batch:-1ms",
+		"stripe:4+2@batch:+1ms", "stripe:4+2@batch:1.5ms", "stripe:4+2@inplace:1ms", "stripe:4+2@auto:x",
+		"rep:3@batch", "split:4+2@batch", "none@auto", "none@inplace", "rep:3@inplace", "stripe:4+2@batch@auto",
+		"stripe:4+2@batch:99999999999999999999ms", "stripe@batch", "@batch",
 	} {
 		_, err := Parse(in)
 		if !errors.Is(err, ErrSpec) {
@@ -67,6 +82,45 @@ func TestCheckAlias(t *testing.T) {
 	for _, bad := range []string{"", "none", "rep", "split", "rep:3", "1abc", "a b", "a:b", string(make([]byte, 65))} {
 		if err := CheckAlias(bad); !errors.Is(err, ErrAlias) {
 			t.Errorf("CheckAlias(%q) = %v, want ErrAlias", bad, err)
+		}
+	}
+}
+
+// TestModeSpelling checks the canonical spelling of write modes: in place
+// has none, a default bound is left out, a bound prints in ms when whole.
+func TestModeSpelling(t *testing.T) {
+	for _, tc := range []struct {
+		sp   Spec
+		want string
+	}{
+		{Spec{Kind: Stripe, K: 4, M: 2}, "stripe:4+2"},
+		{Spec{Kind: Stripe, K: 4, M: 2, Mode: Batch}, "stripe:4+2@batch"},
+		{Spec{Kind: Stripe, K: 4, M: 2, Mode: Batch, Bound: 3 * time.Millisecond}, "stripe:4+2@batch:3ms"},
+		{Spec{Kind: Hybrid, K: 4, M: 2, Chunk: 256, Mode: Auto, Bound: 1500 * time.Microsecond}, "hybrid:4+2/256@auto:1500us"},
+	} {
+		if got := tc.sp.String(); got != tc.want {
+			t.Errorf("%+v.String() = %q, want %q", tc.sp, got, tc.want)
+		}
+		if !tc.sp.Valid() {
+			t.Errorf("%+v is not Valid", tc.sp)
+		}
+		want := tc.sp.Bound
+		if want == 0 {
+			want = DefaultBound
+		}
+		if got := tc.sp.LatencyBound(); got != want {
+			t.Errorf("%+v.LatencyBound() = %v, want %v", tc.sp, got, want)
+		}
+	}
+	for _, bad := range []Spec{
+		{Kind: Rep, R: 3, Mode: Batch},
+		{Kind: Stripe, K: 4, M: 2, Mode: Auto + 1},
+		{Kind: Stripe, K: 4, M: 2, Bound: time.Millisecond},
+		{Kind: Stripe, K: 4, M: 2, Mode: Batch, Bound: 1500 * time.Nanosecond},
+		{Kind: Stripe, K: 4, M: 2, Mode: Batch, Bound: time.Second},
+	} {
+		if bad.Valid() {
+			t.Errorf("%+v is Valid", bad)
 		}
 	}
 }
