@@ -114,30 +114,9 @@ func (o *Object) AppendTo(dst []byte) []byte {
 // Parse reads the object at the start of b. Key and Value alias b. It
 // returns the object and its encoded length.
 func Parse(b []byte) (Object, int, error) {
-	if len(b) < fixedHeader || b[0]&flagObject == 0 || b[0]&^knownFlags != 0 {
-		return Object{}, 0, ErrCorrupt
-	}
-	o := Object{Version: binary.BigEndian.Uint64(b[1:fixedHeader])}
-	flags, p := b[0], fixedHeader
-	keyLen, p, ok := uvarintAt(b, p)
-	valueLen, p, ok2 := uvarintAt(b, p)
-	if !ok || !ok2 {
-		return Object{}, 0, ErrCorrupt
-	}
-	if flags&flagExpiry != 0 {
-		if len(b)-p < 8 {
-			return Object{}, 0, ErrCorrupt
-		}
-		o.ExpireAt = int64(binary.BigEndian.Uint64(b[p:]))
-		if o.ExpireAt == 0 {
-			return Object{}, 0, ErrCorrupt // 0 is no expiry, never stored
-		}
-		p += 8
-	}
-	if flags&flagFragment != 0 {
-		if p, ok = o.parseFragment(b, p, valueLen); !ok {
-			return Object{}, 0, ErrCorrupt
-		}
+	o, keyLen, valueLen, p, err := parseHeader(b)
+	if err != nil {
+		return Object{}, 0, err
 	}
 	if uint64(len(b)-p) < keyLen || uint64(len(b)-p)-keyLen < valueLen {
 		return Object{}, 0, ErrCorrupt
@@ -145,6 +124,50 @@ func Parse(b []byte) (Object, int, error) {
 	end := p + int(keyLen) + int(valueLen)
 	o.Key, o.Value = b[p:p+int(keyLen):p+int(keyLen)], b[p+int(keyLen):end:end]
 	return o, end, nil
+}
+
+// parseHeader reads the header at the start of b (everything before the
+// key): the object without key and value, their lengths, and the
+// header's length.
+func parseHeader(b []byte) (o Object, keyLen, valueLen uint64, p int, err error) {
+	if len(b) < fixedHeader || b[0]&flagObject == 0 || b[0]&^knownFlags != 0 {
+		return Object{}, 0, 0, 0, ErrCorrupt
+	}
+	o = Object{Version: binary.BigEndian.Uint64(b[1:fixedHeader])}
+	flags, p := b[0], fixedHeader
+	keyLen, p, ok := uvarintAt(b, p)
+	valueLen, p, ok2 := uvarintAt(b, p)
+	if !ok || !ok2 {
+		return Object{}, 0, 0, 0, ErrCorrupt
+	}
+	if flags&flagExpiry != 0 {
+		if len(b)-p < 8 {
+			return Object{}, 0, 0, 0, ErrCorrupt
+		}
+		o.ExpireAt = int64(binary.BigEndian.Uint64(b[p:]))
+		if o.ExpireAt == 0 {
+			return Object{}, 0, 0, 0, ErrCorrupt // 0 is no expiry, never stored
+		}
+		p += 8
+	}
+	if flags&flagFragment != 0 {
+		if p, ok = o.parseFragment(b, p, valueLen); !ok {
+			return Object{}, 0, 0, 0, ErrCorrupt
+		}
+	}
+	return o, keyLen, valueLen, p, nil
+}
+
+// parseHead reads an object's head, its encoding cut before the value
+// (BatchData's heads of objects kept elsewhere): the object with Value
+// nil, and the value's length.
+func parseHead(b []byte) (Object, int, bool) {
+	o, keyLen, valueLen, p, err := parseHeader(b)
+	if err != nil || uint64(len(b)-p) != keyLen || valueLen > uint64(maxInt) {
+		return Object{}, 0, false
+	}
+	o.Key = b[p:len(b):len(b)]
+	return o, int(valueLen), true
 }
 
 // parseFragment reads a fragment's offset and total at p, checking that

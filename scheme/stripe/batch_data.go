@@ -1,0 +1,411 @@
+package stripe
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// BatchData is a coordinator's batch stripes of one packed scheme
+// (decision 0009): the stripes its batches wrote, which of their data
+// chunks it keeps here (chunk 0 under stripe@batch, every one under
+// hybrid@batch), the heads of the objects in the chunks it does not keep
+// (so that lookups confirm keys and answer metadata without a peer read),
+// the index of its batch keys and every stripe's live and garbage bytes.
+// Stripes are immutable: an update or a deletion leaves the old object
+// as garbage, which the GC reclaims by moving a stripe's live objects and
+// freeing it. Like Data, it is pure (no I/O, no locks).
+type BatchData struct {
+	k       int
+	keepAll bool
+	index   *Index
+	stripes []*batchStripe // by slot; nil is a free slot
+	free    []uint32       // free slots, any order
+	serial  uint64         // the last serial used
+	keys    int            // key bytes of indexed objects
+	values  int            // value bytes of indexed objects
+	data    int            // bytes of every stripe's data chunks
+	live    int            // bytes of indexed objects
+}
+
+// BatchLoc is a batch object's place: its stripe's slot, data chunk and
+// offset.
+type BatchLoc struct {
+	Slot   uint32
+	Chunk  int
+	Offset int
+}
+
+// batchStripe is one batch stripe: its serial (its id with the scheme and
+// shard, never reused), its data chunks' lengths, the chunks kept here
+// and the object heads of the others.
+type batchStripe struct {
+	serial  uint64
+	lens    []int
+	kept    [][]byte      // by chunk; nil where not kept here
+	heads   []*chunkHeads // by chunk; nil where kept here
+	objects int           // objects packed
+	live    int           // of them, still indexed
+	liveB   int           // bytes of the live ones
+}
+
+// chunkHeads are the heads (an object's encoding without its value) of
+// the objects of one data chunk kept elsewhere, by offset.
+type chunkHeads struct {
+	offsets []uint32 // ascending
+	ends    []uint32 // end of each head in buf
+	sizes   []uint32 // each object's encoded length
+	buf     []byte
+}
+
+// ErrNoBatchObject is returned for a batch location with no object.
+var ErrNoBatchObject = errors.New("stripe: no batch object there")
+
+// NewBatchData returns an empty BatchData for stripes of k data chunks;
+// keepAll keeps every data chunk here (hybrid), else only chunk 0.
+func NewBatchData(k int, keepAll bool) *BatchData {
+	b := &BatchData{k: k, keepAll: keepAll}
+	b.index = NewIndex(b.keyAt)
+	return b
+}
+
+// NextSerial returns the serial of the next stripe.
+func (b *BatchData) NextSerial() uint64 {
+	b.serial++
+	return b.serial
+}
+
+// SeenSerial raises the serial counter to at least s (a new coordinator
+// learning the stripes of its shard).
+func (b *BatchData) SeenSerial(s uint64) { b.serial = max(b.serial, s) }
+
+// kept says whether data chunk q of a stripe stays here.
+func (b *BatchData) keeps(q int) bool { return b.keepAll || q == 0 }
+
+// Add registers ps, durable on its holders under serial, and returns its
+// slot. Its objects are garbage until Commit indexes them.
+func (b *BatchData) Add(serial uint64, ps *packedStripe) (uint32, error) {
+	if len(ps.data) != b.k {
+		return 0, fmt.Errorf("stripe: a batch stripe of %d data chunks, want %d", len(ps.data), b.k)
+	}
+	st := &batchStripe{serial: serial, lens: make([]int, b.k), kept: make([][]byte, b.k), heads: make([]*chunkHeads, b.k)}
+	for q, d := range ps.data {
+		st.lens[q] = len(d)
+		b.data += len(d)
+		if b.keeps(q) {
+			st.kept[q] = d
+			continue
+		}
+		h, err := headsOf(d)
+		if err != nil {
+			return 0, err
+		}
+		st.heads[q] = h
+	}
+	st.objects = len(ps.places)
+	slot := b.takeSlot()
+	if int(slot)*b.k+b.k-1 > int(^uint32(0)) {
+		return 0, errors.New("stripe: too many batch stripes for the index")
+	}
+	b.stripes[slot] = st
+	return slot, nil
+}
+
+func (b *BatchData) takeSlot() uint32 {
+	if n := len(b.free); n > 0 {
+		s := b.free[n-1]
+		b.free = b.free[:n-1]
+		return s
+	}
+	b.stripes = append(b.stripes, nil)
+	return uint32(len(b.stripes) - 1)
+}
+
+// headsOf reads the heads of the objects in data chunk d.
+func headsOf(d []byte) (*chunkHeads, error) {
+	h := &chunkHeads{}
+	err := Scan(d, func(off int, o Object) bool {
+		size := o.EncodedLen()
+		h.offsets = append(h.offsets, uint32(off))
+		h.sizes = append(h.sizes, uint32(size))
+		h.buf = append(h.buf, d[off:off+size-len(o.Value)]...)
+		h.ends = append(h.ends, uint32(len(h.buf)))
+		return true
+	})
+	return h, err
+}
+
+// head returns the object at offset with its key and metadata, its value
+// left out, and its value's and encoding's lengths.
+func (h *chunkHeads) head(offset int) (o Object, valueLen, size int, ok bool) {
+	i := sort.Search(len(h.offsets), func(i int) bool { return h.offsets[i] >= uint32(offset) })
+	if i == len(h.offsets) || h.offsets[i] != uint32(offset) {
+		return Object{}, 0, 0, false
+	}
+	start := uint32(0)
+	if i > 0 {
+		start = h.ends[i-1]
+	}
+	o, valueLen, ok = parseHead(h.buf[start:h.ends[i]])
+	return o, valueLen, int(h.sizes[i]), ok
+}
+
+// batchEntry is a batch object as BatchData knows it: whole when its
+// chunk is kept here (local), else its head (Value nil); and its value's
+// and encoding's lengths.
+type batchEntry struct {
+	o        Object
+	valueLen int
+	size     int
+	local    bool
+}
+
+// entry returns the batch object at loc.
+func (b *BatchData) entry(loc BatchLoc) (batchEntry, error) {
+	if int(loc.Slot) >= len(b.stripes) || b.stripes[loc.Slot] == nil || loc.Chunk < 0 || loc.Chunk >= b.k {
+		return batchEntry{}, fmt.Errorf("%w: slot %d chunk %d", ErrNoBatchObject, loc.Slot, loc.Chunk)
+	}
+	st := b.stripes[loc.Slot]
+	if d := st.kept[loc.Chunk]; d != nil {
+		if loc.Offset >= len(d) {
+			return batchEntry{}, fmt.Errorf("%w: offset %d of %d", ErrNoBatchObject, loc.Offset, len(d))
+		}
+		o, n, err := Parse(d[loc.Offset:])
+		if err != nil {
+			return batchEntry{}, fmt.Errorf("%w: offset %d: %v", ErrNoBatchObject, loc.Offset, err)
+		}
+		return batchEntry{o: o, valueLen: len(o.Value), size: n, local: true}, nil
+	}
+	o, valueLen, n, ok := st.heads[loc.Chunk].head(loc.Offset)
+	if !ok {
+		return batchEntry{}, fmt.Errorf("%w: no object at offset %d", ErrNoBatchObject, loc.Offset)
+	}
+	return batchEntry{o: o, valueLen: valueLen, size: n}, nil
+}
+
+// keyAt reads a key back for the index.
+func (b *BatchData) keyAt(l Loc) []byte {
+	e, err := b.entry(b.unpack(l))
+	if err != nil {
+		return nil
+	}
+	return e.o.Key
+}
+
+func (b *BatchData) pack(loc BatchLoc) Loc {
+	return Loc{Chunk: loc.Slot*uint32(b.k) + uint32(loc.Chunk), Offset: uint32(loc.Offset)}
+}
+
+func (b *BatchData) unpack(l Loc) BatchLoc {
+	return BatchLoc{Slot: l.Chunk / uint32(b.k), Chunk: int(l.Chunk % uint32(b.k)), Offset: int(l.Offset)}
+}
+
+// Commit makes the object at loc key's current batch object unless the
+// batch index holds a version as new, and turns the object it replaces
+// into garbage. It returns whether the object became current and the
+// replaced object's version (0 if none).
+func (b *BatchData) Commit(key []byte, loc BatchLoc) (bool, uint64, error) {
+	e, err := b.entry(loc)
+	if err != nil {
+		return false, 0, err
+	}
+	prevLoc, had := b.Locate(key)
+	var prev batchEntry
+	if had {
+		if prev, err = b.entry(prevLoc); err != nil {
+			return false, 0, err
+		}
+		if prev.o.Version >= e.o.Version {
+			return false, prev.o.Version, nil // e stays garbage
+		}
+	}
+	if err := b.index.Put(key, b.pack(loc)); err != nil {
+		return false, 0, err
+	}
+	b.count(loc, e, 1)
+	if had {
+		b.count(prevLoc, prev, -1)
+	}
+	return true, prev.o.Version, nil
+}
+
+// count adds (sign 1) or takes away (-1) the indexed object e at loc in
+// the live figures.
+func (b *BatchData) count(loc BatchLoc, e batchEntry, sign int) {
+	st := b.stripes[loc.Slot]
+	st.live += sign
+	st.liveB += sign * e.size
+	b.live += sign * e.size
+	b.keys += sign * len(e.o.Key)
+	b.values += sign * e.valueLen
+}
+
+// Delete turns key's batch object into garbage if its version is at most
+// version, and reports whether it did.
+func (b *BatchData) Delete(key []byte, version uint64) (bool, error) {
+	loc, ok := b.Locate(key)
+	if !ok {
+		return false, nil
+	}
+	e, err := b.entry(loc)
+	if err != nil || e.o.Version > version {
+		return false, err
+	}
+	b.count(loc, e, -1)
+	b.index.Delete(key)
+	return true, nil
+}
+
+// Locate returns where key's batch object is.
+func (b *BatchData) Locate(key []byte) (BatchLoc, bool) {
+	l, ok := b.index.Get(key)
+	if !ok {
+		return BatchLoc{}, false
+	}
+	return b.unpack(l), true
+}
+
+// Get returns key's current batch object: whole, with local true, when
+// its chunk is kept here; else its head (Value nil), to be read from the
+// chunk's holder at loc.
+func (b *BatchData) Get(key []byte) (o Object, loc BatchLoc, local bool, ok bool) {
+	loc, ok = b.Locate(key)
+	if !ok {
+		return Object{}, BatchLoc{}, false, false
+	}
+	e, err := b.entry(loc)
+	return e.o, loc, e.local, err == nil
+}
+
+// Serial returns the serial of the stripe in slot.
+func (b *BatchData) Serial(slot uint32) (uint64, bool) {
+	if int(slot) >= len(b.stripes) || b.stripes[slot] == nil {
+		return 0, false
+	}
+	return b.stripes[slot].serial, true
+}
+
+// Lens returns the data chunks' lengths of the stripe in slot.
+func (b *BatchData) Lens(slot uint32) []int {
+	if int(slot) >= len(b.stripes) || b.stripes[slot] == nil {
+		return nil
+	}
+	return b.stripes[slot].lens
+}
+
+// Free drops the stripe in slot, which must have no live object left,
+// and returns its serial.
+func (b *BatchData) Free(slot uint32) (uint64, error) {
+	if int(slot) >= len(b.stripes) || b.stripes[slot] == nil {
+		return 0, fmt.Errorf("%w: slot %d", ErrNoBatchObject, slot)
+	}
+	st := b.stripes[slot]
+	if st.live > 0 {
+		return 0, fmt.Errorf("stripe: batch stripe %d still has %d live objects", st.serial, st.live)
+	}
+	for _, n := range st.lens {
+		b.data -= n
+	}
+	b.stripes[slot] = nil
+	b.free = append(b.free, slot)
+	return st.serial, nil
+}
+
+// Victims returns up to n slots of stripes holding garbage, those with
+// the fewest live objects first (BCStore §III-B: the fewest moves for a
+// stripe freed), ties broken by most garbage.
+func (b *BatchData) Victims(n int) []uint32 {
+	var slots []uint32
+	for s, st := range b.stripes {
+		if st != nil && st.live < st.objects {
+			slots = append(slots, uint32(s))
+		}
+	}
+	slices.SortFunc(slots, func(x, y uint32) int {
+		a, c := b.stripes[x], b.stripes[y]
+		if a.live != c.live {
+			return a.live - c.live
+		}
+		return (c.size() - c.liveB) - (a.size() - a.liveB)
+	})
+	return slots[:min(n, len(slots))]
+}
+
+func (st *batchStripe) size() int {
+	n := 0
+	for _, l := range st.lens {
+		n += l
+	}
+	return n
+}
+
+// LiveIn calls fn for each live object of the stripe in slot with its
+// location (whole where kept here, else its head).
+func (b *BatchData) LiveIn(slot uint32, fn func(loc BatchLoc, o Object, local bool)) {
+	if int(slot) >= len(b.stripes) || b.stripes[slot] == nil {
+		return
+	}
+	st := b.stripes[slot]
+	for q := range b.k {
+		visit := func(off int, o Object, local bool) {
+			loc := BatchLoc{Slot: slot, Chunk: q, Offset: off}
+			if cur, ok := b.Locate(o.Key); ok && cur == loc {
+				fn(loc, o, local)
+			}
+		}
+		if d := st.kept[q]; d != nil {
+			_ = Scan(d, func(off int, o Object) bool { visit(off, o, true); return true })
+			continue
+		}
+		h := st.heads[q]
+		for _, off := range h.offsets {
+			if o, _, _, ok := h.head(int(off)); ok {
+				visit(int(off), o, false)
+			}
+		}
+	}
+}
+
+// BatchStats are a BatchData's figures.
+type BatchStats struct {
+	Keys           int // indexed keys
+	KeyBytes       int
+	ValueBytes     int
+	Stripes        int
+	DataBytes      int // of every stripe's data chunks, garbage included
+	LiveBytes      int // of indexed objects
+	KeptBytes      int // of data chunks kept here
+	HeadBytes      int // of the heads of chunks kept elsewhere
+	IndexBytes     int
+	GarbageObjects int
+}
+
+// Stats returns b's figures.
+func (b *BatchData) Stats() BatchStats {
+	s := BatchStats{Keys: b.index.Len(), KeyBytes: b.keys, ValueBytes: b.values, DataBytes: b.data, LiveBytes: b.live, IndexBytes: b.index.Bytes()}
+	for _, st := range b.stripes {
+		if st == nil {
+			continue
+		}
+		s.Stripes++
+		s.GarbageObjects += st.objects - st.live
+		for q, d := range st.kept {
+			if d != nil {
+				s.KeptBytes += len(d)
+			} else if h := st.heads[q]; h != nil {
+				s.HeadBytes += len(h.buf) + 12*len(h.offsets)
+			}
+		}
+	}
+	return s
+}
+
+// GarbageRatio is the share of the batch stripes' data bytes that no
+// indexed object uses.
+func (s BatchStats) GarbageRatio() float64 {
+	if s.DataBytes == 0 {
+		return 0
+	}
+	return float64(s.DataBytes-s.LiveBytes) / float64(s.DataBytes)
+}
