@@ -20,13 +20,13 @@ type BatchData struct {
 	k       int
 	keepAll bool
 	index   *Index
-	stripes []*batchStripe // by slot; nil is a free slot
-	free    []uint32       // free slots, any order
-	serial  uint64         // the last serial used
-	keys    int            // key bytes of indexed objects
-	values  int            // value bytes of indexed objects
-	data    int            // bytes of every stripe's data chunks
-	live    int            // bytes of indexed objects
+	stripes []*batchStripe    // by slot; nil is a free slot
+	free    []uint32          // free slots, any order
+	serials map[uint16]uint64 // the last serial used, by shard
+	keys    int               // key bytes of indexed objects
+	values  int               // value bytes of indexed objects
+	data    int               // bytes of every stripe's data chunks
+	live    int               // bytes of indexed objects
 }
 
 // BatchLoc is a batch object's place: its stripe's slot, data chunk and
@@ -37,10 +37,11 @@ type BatchLoc struct {
 	Offset int
 }
 
-// batchStripe is one batch stripe: its serial (its id with the scheme and
-// shard, never reused), its data chunks' lengths, the chunks kept here
+// batchStripe is one batch stripe: its shard and serial (its id with the
+// scheme, never reused), its data chunks' lengths, the chunks kept here
 // and the object heads of the others.
 type batchStripe struct {
+	shard   uint16
 	serial  uint64
 	lens    []int
 	kept    [][]byte      // by chunk; nil where not kept here
@@ -65,31 +66,31 @@ var ErrNoBatchObject = errors.New("stripe: no batch object there")
 // NewBatchData returns an empty BatchData for stripes of k data chunks;
 // keepAll keeps every data chunk here (hybrid), else only chunk 0.
 func NewBatchData(k int, keepAll bool) *BatchData {
-	b := &BatchData{k: k, keepAll: keepAll}
+	b := &BatchData{k: k, keepAll: keepAll, serials: map[uint16]uint64{}}
 	b.index = NewIndex(b.keyAt)
 	return b
 }
 
-// NextSerial returns the serial of the next stripe.
-func (b *BatchData) NextSerial() uint64 {
-	b.serial++
-	return b.serial
+// NextSerial returns the serial of shard's next stripe.
+func (b *BatchData) NextSerial(shard uint16) uint64 {
+	b.serials[shard]++
+	return b.serials[shard]
 }
 
-// SeenSerial raises the serial counter to at least s (a new coordinator
-// learning the stripes of its shard).
-func (b *BatchData) SeenSerial(s uint64) { b.serial = max(b.serial, s) }
+// SeenSerial raises shard's serial counter to at least s (a new
+// coordinator learning the stripes of its shard).
+func (b *BatchData) SeenSerial(shard uint16, s uint64) { b.serials[shard] = max(b.serials[shard], s) }
 
 // kept says whether data chunk q of a stripe stays here.
 func (b *BatchData) keeps(q int) bool { return b.keepAll || q == 0 }
 
-// Add registers ps, durable on its holders under serial, and returns its
-// slot. Its objects are garbage until Commit indexes them.
-func (b *BatchData) Add(serial uint64, ps *packedStripe) (uint32, error) {
+// Add registers ps, durable on its holders as shard's stripe serial, and
+// returns its slot. Its objects are garbage until Commit indexes them.
+func (b *BatchData) Add(shard uint16, serial uint64, ps *packedStripe) (uint32, error) {
 	if len(ps.data) != b.k {
 		return 0, fmt.Errorf("stripe: a batch stripe of %d data chunks, want %d", len(ps.data), b.k)
 	}
-	st := &batchStripe{serial: serial, lens: make([]int, b.k), kept: make([][]byte, b.k), heads: make([]*chunkHeads, b.k)}
+	st := &batchStripe{shard: shard, serial: serial, lens: make([]int, b.k), kept: make([][]byte, b.k), heads: make([]*chunkHeads, b.k)}
 	for q, d := range ps.data {
 		st.lens[q] = len(d)
 		b.data += len(d)
@@ -211,6 +212,9 @@ func (b *BatchData) Commit(key []byte, loc BatchLoc) (bool, uint64, error) {
 		return false, 0, err
 	}
 	prevLoc, had := b.Locate(key)
+	if had && prevLoc == loc {
+		return true, 0, nil // committed already: a batch's older write of the key committed it
+	}
 	var prev batchEntry
 	if had {
 		if prev, err = b.entry(prevLoc); err != nil {
@@ -278,12 +282,12 @@ func (b *BatchData) Get(key []byte) (o Object, loc BatchLoc, local bool, ok bool
 	return e.o, loc, e.local, err == nil
 }
 
-// Serial returns the serial of the stripe in slot.
-func (b *BatchData) Serial(slot uint32) (uint64, bool) {
+// Serial returns the shard and serial of the stripe in slot.
+func (b *BatchData) Serial(slot uint32) (shard uint16, serial uint64, ok bool) {
 	if int(slot) >= len(b.stripes) || b.stripes[slot] == nil {
-		return 0, false
+		return 0, 0, false
 	}
-	return b.stripes[slot].serial, true
+	return b.stripes[slot].shard, b.stripes[slot].serial, true
 }
 
 // Lens returns the data chunks' lengths of the stripe in slot.

@@ -194,7 +194,7 @@ type batchPutReq struct {
 }
 
 func (r batchPutReq) encode(e wire.Enc) wire.Enc {
-	e = r.Key.encode(e.U8(batchPut)).U8(uint8(len(r.Lens)))
+	e = r.Key.encode(e).U8(uint8(len(r.Lens)))
 	for _, l := range r.Lens {
 		e = e.U32(l)
 	}
@@ -203,8 +203,39 @@ func (r batchPutReq) encode(e wire.Enc) wire.Enc {
 
 // encodedLen is len(r.encode(nil)).
 func (r batchPutReq) encodedLen() int {
-	return 1 + batchKeyLen + 1 + 4*len(r.Lens) + wire.UvarintLen(uint64(len(r.Bytes))) + len(r.Bytes) +
+	return batchKeyLen + 1 + 4*len(r.Lens) + wire.UvarintLen(uint64(len(r.Bytes))) + len(r.Bytes) +
 		wire.UvarintLen(uint64(len(r.Manifest))) + len(r.Manifest)
+}
+
+func readBatchPut(d *wire.Dec) batchPutReq {
+	r := batchPutReq{Key: readBatchKey(d)}
+	for range int(d.U8()) {
+		r.Lens = append(r.Lens, d.U32())
+	}
+	r.Bytes, r.Manifest = d.Bytes(), d.Bytes()
+	return r
+}
+
+// piece is what a holder keeps of r: copies, since r aliases the frame.
+func (r batchPutReq) piece() *batchPiece {
+	p := &batchPiece{lens: r.Lens, bytes: slices.Clone(r.Bytes)}
+	if len(r.Manifest) > 0 {
+		p.manifest = slices.Clone(r.Manifest)
+	}
+	return p
+}
+
+// encodeBatchPuts is a batchPut request of puts, sized at once.
+func encodeBatchPuts(puts []batchPutReq) []byte {
+	size := 1 + 4
+	for _, r := range puts {
+		size += r.encodedLen()
+	}
+	e := make(wire.Enc, 0, size).U8(batchPut).U32(uint32(len(puts)))
+	for _, r := range puts {
+		e = r.encode(e)
+	}
+	return e
 }
 
 const batchKeyLen = 2 + 2 + 8 + 1
@@ -268,19 +299,18 @@ func serveBatch(h *batchPieces, b []byte) ([]byte, error) {
 	d := wire.NewDec(b)
 	switch op := d.U8(); op {
 	case batchPut:
-		k := readBatchKey(&d)
-		p := &batchPiece{}
-		for range int(d.U8()) {
-			p.lens = append(p.lens, d.U32())
-		}
-		p.bytes, p.manifest = slices.Clone(d.Bytes()), slices.Clone(d.Bytes())
-		if err := d.Done(); err != nil {
+		puts, err := wire.DecodeList(d.Rest(), readBatchPut)
+		if err != nil {
 			return nil, err
 		}
-		if err := checkPiece(k, p); err != nil {
-			return nil, err
+		for _, r := range puts {
+			if err := checkPiece(r.Key, r.piece()); err != nil {
+				return nil, err
+			}
 		}
-		h.put(k, p)
+		for _, r := range puts {
+			h.put(r.Key, r.piece())
+		}
 		return nil, nil
 	case batchRead:
 		k := readBatchKey(&d)

@@ -9,7 +9,7 @@ import (
 )
 
 func putReq(serial uint64, role uint8, lens []uint32, b []byte) []byte {
-	return batchPutReq{Key: batchPieceKey{scheme: 3, shard: 1, serial: serial, role: role}, Lens: lens, Bytes: b}.encode(nil)
+	return encodeBatchPuts([]batchPutReq{{Key: batchPieceKey{scheme: 3, shard: 1, serial: serial, role: role}, Lens: lens, Bytes: b}})
 }
 
 // TestBatchPiecesPutReadListFree: a holder stores a piece once put, reads

@@ -38,6 +38,7 @@ type Engine struct {
 	list atomic.Pointer[[]*schemeState]
 
 	pending pendingChunks
+	pieces  batchPieces // other coordinators' batch stripes held here
 	stats   Stats
 }
 
@@ -82,7 +83,8 @@ type schemeState struct {
 	groups sendGroups
 	data   *Data
 	parity *Parity
-	epoch  uint64 // of the map data's slots were computed from
+	batch  *batchMode // nil for a scheme that writes in place only
+	epoch  uint64     // of the map data's slots were computed from
 	// adoptedAt is the epoch of a map all of whose data positions for this
 	// node were adopted (adoptSlots), or 0.
 	adoptedAt uint64
@@ -101,12 +103,16 @@ func (eng *Engine) scheme(entry cluster.SchemeEntry) (*schemeState, error) {
 	if err != nil {
 		return nil, err
 	}
+	batch, err := newBatchMode(entry.Spec)
+	if err != nil {
+		return nil, err
+	}
 	eng.mu.Lock()
 	defer eng.mu.Unlock()
 	if s := eng.byID(entry.ID); s != nil {
 		return s, nil
 	}
-	s := &schemeState{id: entry.ID, spec: entry.Spec, data: data, parity: parity}
+	s := &schemeState{id: entry.ID, spec: entry.Spec, data: data, parity: parity, batch: batch}
 	list := append(slices.Clone(eng.all()), s)
 	slices.SortFunc(list, func(a, b *schemeState) int { return int(a.id) - int(b.id) })
 	eng.list.Store(&list)
@@ -211,6 +217,9 @@ func (eng *Engine) stage(ctx context.Context, entry cluster.SchemeEntry, w *kind
 		return err
 	}
 	obj := Object{Key: w.Key, Value: w.Value, Version: w.Version, ExpireAt: w.ExpireAt}
+	if s.batches(w, &obj) {
+		return eng.stageBatch(s, w, &obj)
+	}
 	s.mu.Lock()
 	s.refreshSlots(eng.host.Map(), eng.host.Self())
 	loc, ups, inPlace := Loc{}, []Update(nil), false

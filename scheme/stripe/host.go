@@ -52,6 +52,9 @@ const (
 	MsgRead
 	// MsgResync asks a data node to resync a parity holder (OnResync).
 	MsgResync
+	// MsgBatch puts, reads, lists or frees batch stripes' pieces
+	// (OnBatch).
+	MsgBatch
 )
 
 // Request is one message to a peer.

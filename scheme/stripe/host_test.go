@@ -52,6 +52,8 @@ func (tn *testNet) serve(id cluster.NodeID, msg Msg, payload []byte) ([]byte, er
 		return e.OnRead(payload)
 	case MsgResync:
 		return e.OnResync(payload)
+	case MsgBatch:
+		return e.OnBatch(payload)
 	}
 	return nil, fmt.Errorf("no message %d", msg)
 }
