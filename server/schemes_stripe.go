@@ -54,6 +54,8 @@ func stripeFrame(m stripe.Msg) uint8 {
 		return peer.MsgStripeRead
 	case stripe.MsgResync:
 		return peer.MsgStripeResync
+	case stripe.MsgBatch:
+		return peer.MsgStripeBatch
 	}
 	return 0 // no such frame: the peer refuses it
 }

@@ -20,8 +20,16 @@ import (
 type Packed interface {
 	Scheme
 	// Find returns the metadata of key's committed object here, and with
-	// withValue its value: bytes nothing else modifies.
+	// withValue its value: bytes nothing else modifies. A value kept on
+	// another node is left out, and meta.Flags has RemoteValue: Fetch
+	// reads it.
 	Find(key []byte, withValue bool) (meta store.Meta, value []byte, ok bool)
+	// Fetch reads key's committed object with its value where Find left
+	// the value out (a batch stripe's chunk kept elsewhere, decision
+	// 0009). It fails with ErrPieceGone when the key left the scheme
+	// meanwhile (the caller reads again), and names the key when no copy
+	// of the value can be read.
+	Fetch(ctx context.Context, key []byte) (meta store.Meta, value []byte, err error)
 	// Stage places w's object at w.Version, in place of the key's current
 	// object where it fits, else appended. It sets w.Place: where the
 	// object is and the updates the holders must acknowledge before w
@@ -42,6 +50,10 @@ type Packed interface {
 	// the updates its holders must get (nil if the scheme held none).
 	Remove(key []byte, below uint64) Pending
 }
+
+// RemoteValue is set in the meta.Flags of a Find whose value lives on
+// another node (Packed.Fetch).
+const RemoteValue uint8 = 1 << 7
 
 // Staged is one write a packed scheme is placing: the object, and where
 // the scheme put it and what its holders must acknowledge first (Place,

@@ -3,6 +3,7 @@ package stripe
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sort"
 )
@@ -290,6 +291,15 @@ func (b *BatchData) Serial(slot uint32) (shard uint16, serial uint64, ok bool) {
 	return b.stripes[slot].shard, b.stripes[slot].serial, true
 }
 
+// keptChunk returns data chunk q of the stripe in slot if it is still
+// stripe serial and keeps the chunk here, else nil.
+func (b *BatchData) keptChunk(slot uint32, serial uint64, q int) []byte {
+	if int(slot) >= len(b.stripes) || b.stripes[slot] == nil || b.stripes[slot].serial != serial {
+		return nil
+	}
+	return b.stripes[slot].kept[q]
+}
+
 // Lens returns the data chunks' lengths of the stripe in slot.
 func (b *BatchData) Lens(slot uint32) []int {
 	if int(slot) >= len(b.stripes) || b.stripes[slot] == nil {
@@ -413,3 +423,42 @@ func (s BatchStats) GarbageRatio() float64 {
 	}
 	return float64(s.DataBytes-s.LiveBytes) / float64(s.DataBytes)
 }
+
+// Scan calls fn for each live object of the stripes in slots from on,
+// whole stripes at a time until about count objects were visited, and
+// returns the slot to resume from, or done. Objects are whole where kept
+// here, else heads.
+func (b *BatchData) Scan(from uint32, count int, fn func(o Object)) (next uint32, done bool) {
+	seen := 0
+	for slot := from; int(slot) < len(b.stripes); slot++ {
+		if seen >= count {
+			return slot, false
+		}
+		b.LiveIn(slot, func(_ BatchLoc, o Object, _ bool) { seen++; fn(o) })
+	}
+	return 0, true
+}
+
+// SampleExpired calls fn with a copy of each expired key of up to
+// stripes stripes picked at random, and returns how many live objects
+// with a TTL it saw (Data.SampleExpired's batch half).
+func (b *BatchData) SampleExpired(now int64, stripes int, fn func(key []byte)) (withTTL int) {
+	if len(b.stripes) == 0 {
+		return 0
+	}
+	for range stripes {
+		b.LiveIn(uint32(rand.IntN(len(b.stripes))), func(_ BatchLoc, o Object, _ bool) {
+			if o.ExpireAt == 0 {
+				return
+			}
+			withTTL++
+			if o.ExpireAt <= now {
+				fn(slices.Clone(o.Key))
+			}
+		})
+	}
+	return withTTL
+}
+
+// Len is how many keys b indexes.
+func (b *BatchData) Len() int { return b.index.Len() }

@@ -39,6 +39,41 @@ type batchPieces struct {
 	mu      sync.Mutex
 	byShard map[shardOf]*shardPieces
 	bytes   int
+	// perScheme are the bytes held by scheme: data chunks and parity.
+	perScheme map[uint16]*heldBytes
+}
+
+// heldBytes are a scheme's batch pieces' bytes on a holder.
+type heldBytes struct{ data, parity, manifests int }
+
+// count adds the bytes of piece p in role (sign 1) or takes them away
+// (-1). The caller holds h.mu.
+func (h *batchPieces) count(schemeID uint16, role uint8, p *batchPiece, sign int) {
+	h.bytes += sign * p.size()
+	if h.perScheme == nil {
+		h.perScheme = map[uint16]*heldBytes{}
+	}
+	hb := h.perScheme[schemeID]
+	if hb == nil {
+		hb = &heldBytes{}
+		h.perScheme[schemeID] = hb
+	}
+	if int(role) < len(p.lens) {
+		hb.data += sign * len(p.bytes)
+	} else {
+		hb.parity += sign * len(p.bytes)
+	}
+	hb.manifests += sign * len(p.manifest)
+}
+
+// held returns scheme's bytes of batch pieces held here.
+func (h *batchPieces) held(schemeID uint16) heldBytes {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if hb := h.perScheme[schemeID]; hb != nil {
+		return *hb
+	}
+	return heldBytes{}
 }
 
 // shardOf names one scheme's stripes of one shard.
@@ -79,13 +114,13 @@ func (h *batchPieces) put(k batchPieceKey, p *batchPiece) {
 	held, known := sp.bySerial[k.serial]
 	for i, x := range held {
 		if x.role == k.role {
-			h.bytes -= x.p.size()
+			h.count(k.scheme, x.role, x.p, -1)
 			held = slices.Delete(held, i, i+1)
 			break
 		}
 	}
 	sp.bySerial[k.serial] = append(held, heldPiece{role: k.role, p: p})
-	h.bytes += p.size()
+	h.count(k.scheme, k.role, p, 1)
 	if !known {
 		sp.insert(k.serial)
 	}
@@ -106,6 +141,13 @@ func (sp *shardPieces) insert(serial uint64) {
 }
 
 func (p *batchPiece) size() int { return len(p.bytes) + len(p.manifest) + 4*len(p.lens) }
+
+// clear drops every piece.
+func (h *batchPieces) clear() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.byShard, h.perScheme, h.bytes = nil, nil, 0
+}
 
 func (h *batchPieces) get(k batchPieceKey) (*batchPiece, bool) {
 	h.mu.Lock()
@@ -136,7 +178,7 @@ func (h *batchPieces) free(schemeID, shard uint16, serials []uint64) int {
 			continue
 		}
 		for _, x := range held {
-			h.bytes -= x.p.size()
+			h.count(schemeID, x.role, x.p, -1)
 			n++
 		}
 		delete(sp.bySerial, s)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -121,7 +122,10 @@ func TestBatchWritesEncodeWholeStripes(t *testing.T) {
 			for _, key := range keys {
 				meta, v, ok := p.Find(key, true)
 				if !ok {
-					continue // kept on another node: read from there (not yet)
+					t.Fatalf("%s not found", key)
+				}
+				if meta.Flags&kind.RemoteValue != 0 {
+					continue // kept on another node: TestBatchReadsRemoteAndDegraded reads it
 				}
 				local++
 				if meta.Version != 5 || !bytes.Equal(v, valueOf(key, 5)) {
@@ -190,5 +194,57 @@ func TestBatchRoundDeduplicates(t *testing.T) {
 	writeBatch(t, p, [][]byte{key}, 6, 1)
 	if st := s.batch.data.Stats(); st.Stripes != 2 || st.GarbageObjects != 1 || st.GarbageRatio() < 0.4 {
 		t.Errorf("after an overwrite: %+v, garbage ratio %.2f", st, st.GarbageRatio())
+	}
+}
+
+// TestBatchReadsRemoteAndDegraded: under stripe:4+2@batch the keys whose
+// objects are in chunks 1..3 are read from those chunks' holders, and,
+// with up to M of the stripe's other nodes down, decoded from the pieces
+// left (the coordinator's chunk 0 among them); with more, the read fails
+// and names the key rather than reading it as absent.
+func TestBatchReadsRemoteAndDegraded(t *testing.T) {
+	m, entry, net := engineNet(t, 6, "stripe:4+2@batch")
+	sh := m.Shards[0]
+	coord := net.engine(sh.Placement[0])
+	p := packedOn(t, m, entry, coord)
+	keys := keysOfShard(sh, "r", 300)
+	writeBatch(t, p, keys, 3, 8)
+	ctx := context.Background()
+	readAll := func(stage string) (failed int) {
+		t.Helper()
+		for _, key := range keys {
+			meta, v, ok := p.Find(key, true)
+			if !ok {
+				t.Fatalf("%s: %s not found", stage, key)
+			}
+			if meta.Flags&kind.RemoteValue != 0 {
+				if meta, v, err := p.Fetch(ctx, key); err != nil {
+					if !strings.Contains(err.Error(), string(key)) {
+						t.Fatalf("%s: %s: an error that does not name the key: %v", stage, key, err)
+					}
+					failed++
+					continue
+				} else if meta.Version != 3 || !bytes.Equal(v, valueOf(key, 3)) {
+					t.Fatalf("%s: fetched %s version %d", stage, key, meta.Version)
+				}
+				continue
+			}
+			if !bytes.Equal(v, valueOf(key, 3)) {
+				t.Fatalf("%s: %s reads %q", stage, key, v)
+			}
+		}
+		return failed
+	}
+	if f := readAll("all up"); f != 0 {
+		t.Fatalf("%d reads failed with every node up", f)
+	}
+	net.kill(sh.Placement[1]) // data chunk 1's holder: its objects are decoded
+	net.kill(sh.Placement[4]) // and a parity holder
+	if f := readAll("two down"); f != 0 {
+		t.Fatalf("%d reads failed with M nodes down", f)
+	}
+	net.kill(sh.Placement[2])
+	if f := readAll("three down"); f == 0 {
+		t.Fatal("every read succeeded with M+1 nodes down")
 	}
 }

@@ -154,6 +154,7 @@ func (eng *Engine) ClearPending(then func()) {
 func (eng *Engine) DropSchemes() {
 	eng.mu.Lock()
 	eng.list.Store(nil)
+	eng.pieces.clear()
 	eng.mu.Unlock()
 }
 
@@ -288,14 +289,19 @@ func (eng *Engine) takeParityPosition(m *cluster.Map, s *schemeState, u holderUp
 }
 
 // usage reports the scheme's memory on this node, its key count and its
-// keys' logical bytes.
-func (s *schemeState) usage() (Usage, int64, int64) {
+// keys' logical bytes; pieces holds other coordinators' batch pieces.
+func (s *schemeState) usage(pieces *batchPieces) (Usage, int64, int64) {
 	s.mu.Lock()
 	d, p := s.data.Stats(), s.parity.Stats()
+	var b BatchStats
+	if s.batch != nil {
+		b = s.batch.data.Stats()
+	}
 	s.mu.Unlock()
 	u := Usage{Chunks: int64(d.ChunkBytes), Parity: int64(p.ParityBytes), Buffered: int64(p.ImageBytes), Copies: int64(p.CopyBytes), Backups: int64(p.BackupBytes),
 		Manifests: int64(p.ManifestBytes), Index: int64(d.IndexBytes), Objects: int64(d.LiveBytes), Garbage: int64(d.GarbageBytes)}
-	return u, int64(d.Keys), int64(d.LogicalBytes)
+	u.addBatch(s.spec, b, pieces.held(s.id))
+	return u, int64(d.Keys + b.Keys), int64(d.LogicalBytes + b.KeyBytes + b.ValueBytes)
 }
 
 // Keys counts the keys this node coordinates in stripe schemes.
@@ -304,6 +310,9 @@ func (eng *Engine) Keys() int {
 	for _, s := range eng.all() {
 		s.mu.Lock()
 		total += s.data.Len()
+		if s.batch != nil {
+			total += s.batch.data.Len()
+		}
 		s.mu.Unlock()
 	}
 	return total
@@ -434,16 +443,32 @@ func (eng *Engine) readChunk(ctx context.Context, node cluster.Node, r readReq) 
 
 // Scan visits about count keys of the stripe schemes' chunks from cursor
 // on (0 to start), expired ones included, and returns the cursor to go on
-// from, below 1<<52, or done. visit must not call back into the engine.
+// from, below 1<<52, or done. A cursor is a scheme's index (bits 32..50),
+// whether its batch stripes are being scanned (bit 51), and the chunk
+// number or batch slot to go on from. visit must not call back into the
+// engine.
 func (eng *Engine) Scan(cursor uint64, count int, visit func(key []byte, expireAt int64)) (next uint64, done bool) {
 	schemes := eng.all()
-	for i := int(cursor>>32) & 0xFFFFF; i < len(schemes); i++ {
+	const batchPhase = 1 << 51
+	for i := int(cursor>>32) & 0x7FFFF; i < len(schemes); i++ {
 		s := schemes[i]
-		s.mu.Lock()
-		at, finished := s.data.Scan(uint32(cursor), count, func(o Object) { visit(o.Key, o.ExpireAt) })
-		s.mu.Unlock()
-		if !finished {
-			return uint64(i)<<32 | uint64(at), false
+		fn := func(o Object) { visit(o.Key, o.ExpireAt) }
+		if cursor&batchPhase == 0 {
+			s.mu.Lock()
+			at, finished := s.data.Scan(uint32(cursor), count, fn)
+			s.mu.Unlock()
+			if !finished {
+				return uint64(i)<<32 | uint64(at), false
+			}
+			cursor = 0
+		}
+		if s.batch != nil {
+			s.mu.Lock()
+			at, finished := s.batch.data.Scan(uint32(cursor), count, fn)
+			s.mu.Unlock()
+			if !finished {
+				return batchPhase | uint64(i)<<32 | uint64(at), false
+			}
 		}
 		cursor = 0
 	}
@@ -465,6 +490,9 @@ func (eng *Engine) SampleExpired(deadline time.Time, now func() int64, expire fu
 			var keys [][]byte
 			s.mu.Lock()
 			withTTL := s.data.SampleExpired(now(), expireSampleChunks, func(key []byte) { keys = append(keys, key) })
+			if s.batch != nil {
+				withTTL += s.batch.data.SampleExpired(now(), expireSampleChunks, func(key []byte) { keys = append(keys, key) })
+			}
 			s.mu.Unlock()
 			for _, k := range keys {
 				expire(k)

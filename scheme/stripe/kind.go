@@ -86,13 +86,10 @@ func (s *Bound) Find(key []byte, withValue bool) (store.Meta, []byte, bool) {
 	}
 	st.mu.Lock()
 	o, ok := st.data.Get(key)
-	fragmented := ok && st.data.Fragmented(key)
+	fragmented, remote := ok && st.data.Fragmented(key), false
 	if st.batch != nil {
 		if bo, _, local, bok := st.batch.data.Get(key); bok && (!ok || bo.Version > o.Version) {
-			// TODO(issue 26): a value kept on another node (stripe@batch,
-			// chunks 1..K−1) is read from its holder; until then only
-			// hybrid@batch, which keeps every chunk here, reads.
-			o, ok, fragmented = bo, local || !withValue, false
+			o, ok, fragmented, remote = bo, true, false, !local && withValue
 		}
 	}
 	var value []byte
@@ -106,7 +103,24 @@ func (s *Bound) Find(key []byte, withValue bool) (store.Meta, []byte, bool) {
 	if !ok {
 		return store.Meta{}, nil, false
 	}
-	return store.Meta{Version: o.Version, ExpireAt: o.ExpireAt, Scheme: st.id}, value, true
+	meta := store.Meta{Version: o.Version, ExpireAt: o.ExpireAt, Scheme: st.id}
+	if remote {
+		meta.Flags = kind.RemoteValue
+	}
+	return meta, value, true
+}
+
+// Fetch reads key's batch object kept on another node (fetchBatch).
+func (s *Bound) Fetch(ctx context.Context, key []byte) (store.Meta, []byte, error) {
+	st := s.eng.byID(s.Entry().ID)
+	if st == nil || st.batch == nil {
+		return store.Meta{}, nil, fmt.Errorf("stripe: %q: scheme %s keeps no value elsewhere: %w", key, s.Entry().Name(), kind.ErrPieceGone)
+	}
+	o, err := s.eng.fetchBatch(ctx, st, key)
+	if err != nil {
+		return store.Meta{}, nil, err
+	}
+	return store.Meta{Version: o.Version, ExpireAt: o.ExpireAt, Scheme: st.id}, o.Value, nil
 }
 
 // Stage places w's object in a chunk (stage).

@@ -19,8 +19,38 @@ type Usage struct {
 	// Manifests is the first parity holders' key tags of sealed chunks.
 	Manifests int64 `json:"manifests"`
 	Index     int64 `json:"index"`
-	Objects   int64 `json:"objects"` // encoded objects, live or in flight
-	Garbage   int64 `json:"garbage"` // dead objects' bytes not yet reclaimed
+	// Heads is a stripe@batch coordinator's heads of its objects kept on
+	// other nodes (key and metadata, BatchData).
+	Heads   int64 `json:"heads,omitempty"`
+	Objects int64 `json:"objects"` // encoded objects, live or in flight
+	Garbage int64 `json:"garbage"` // dead objects' bytes not yet reclaimed
+	// BatchData is the data chunk bytes of batch stripes a coordinator
+	// wrote, garbage included, and BatchGarbage the part no key uses
+	// (decision 0009's garbage ratio).
+	BatchData    int64 `json:"batch_data,omitempty"`
+	BatchGarbage int64 `json:"batch_garbage,omitempty"`
+}
+
+// addBatch adds a batching scheme's coordinator figures b and its
+// pieces held here for coordinators (itself included): chunks kept by
+// the coordinator and data pieces are data chunks, except that under
+// hybrid the spread data pieces are the copies (the coordinator keeps
+// the data); parity pieces are parity, their manifests manifests.
+func (u *Usage) addBatch(spec scheme.Spec, b BatchStats, held heldBytes) {
+	u.Chunks += int64(b.KeptBytes)
+	if spec.Kind == scheme.Hybrid {
+		u.Copies += int64(held.data)
+	} else {
+		u.Chunks += int64(held.data)
+	}
+	u.Parity += int64(held.parity)
+	u.Manifests += int64(held.manifests)
+	u.Index += int64(b.IndexBytes)
+	u.Heads += int64(b.HeadBytes)
+	u.Objects += int64(b.LiveBytes)
+	u.BatchData += int64(b.DataBytes)
+	u.BatchGarbage += int64(b.DataBytes - b.LiveBytes)
+	u.Garbage += int64(b.DataBytes - b.LiveBytes)
 }
 
 // Add adds o to u.
@@ -32,14 +62,17 @@ func (u *Usage) Add(o *Usage) {
 	u.Backups += o.Backups
 	u.Manifests += o.Manifests
 	u.Index += o.Index
+	u.Heads += o.Heads
 	u.Objects += o.Objects
 	u.Garbage += o.Garbage
+	u.BatchData += o.BatchData
+	u.BatchGarbage += o.BatchGarbage
 }
 
 // Stored is the bytes u keeps in memory: chunks, parity, copies,
 // backups, manifests and the index.
 func (u *Usage) Stored() int64 {
-	return u.Chunks + u.Parity + u.Buffered + u.Copies + u.Backups + u.Manifests + u.Index
+	return u.Chunks + u.Parity + u.Buffered + u.Copies + u.Backups + u.Manifests + u.Index + u.Heads
 }
 
 // SchemeUsage is one stripe scheme's usage on this node: its memory, and
@@ -54,7 +87,7 @@ type SchemeUsage struct {
 func (eng *Engine) Usage() []SchemeUsage {
 	var out []SchemeUsage
 	for _, s := range eng.all() {
-		u, keys, logical := s.usage()
+		u, keys, logical := s.usage(&eng.pieces)
 		out = append(out, SchemeUsage{ID: s.id, Keys: keys, Logical: logical, Usage: u})
 	}
 	return out

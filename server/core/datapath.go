@@ -129,6 +129,9 @@ func (n *Coordinator) readCommitted(ctx context.Context, key []byte) (Current, e
 		var cur Current
 		var inStripe bool
 		if val, meta, cur, inStripe, ok = n.lookupPacked(key, true); inStripe {
+			if cur.Meta.Flags&kind.RemoteValue != 0 {
+				return n.fetchPacked(ctx, key, cur)
+			}
 			return n.unlessExpired(key, cur), nil
 		}
 	}

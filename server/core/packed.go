@@ -50,6 +50,21 @@ func (n *Coordinator) findPacked(key []byte, withValue bool) (Current, bool) {
 	return Current{}, false
 }
 
+// fetchPacked reads the value Find left out of cur, key's object in a
+// packed scheme kept on another node (kind.Packed.Fetch).
+func (n *Coordinator) fetchPacked(ctx context.Context, key []byte, cur Current) (Current, error) {
+	sch, ok := n.Schemes(n.Ctl.Map()).Lookup(cur.Entry.ID)
+	p, packed := sch.(kind.Packed)
+	if !ok || !packed {
+		return Current{}, fmt.Errorf("server: key %q: scheme %s is not packed: %w", key, cur.Entry.Name(), kind.ErrPieceGone)
+	}
+	meta, value, err := p.Fetch(ctx, key)
+	if err != nil {
+		return Current{}, err
+	}
+	return n.unlessExpired(key, Current{Exists: true, Meta: meta, Value: value, Entry: cur.Entry}), nil
+}
+
 // lookupPacked is findPacked for a key the primary store missed: under the
 // key's move lock it looks in the primary store again, then in the packed
 // schemes, so that a key moving between them is found in one.

@@ -35,6 +35,7 @@ const (
 	MsgStripe                        // chunk updates for a stripe scheme's parity holder (stripe.Engine.OnUpdates)
 	MsgStripeRead                    // read a data chunk, a parity chunk or an open chunk's copy (stripe.Engine.OnRead)
 	MsgStripeResync                  // send a list's chunks whole to one parity holder (stripe.Engine.OnResync)
+	MsgStripeBatch                   // put, read, list or free batch stripes' pieces (stripe.Engine.OnBatch)
 )
 
 // Piece is one unit of redundancy stored on a node: a replica of a value or

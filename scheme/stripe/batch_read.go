@@ -1,0 +1,141 @@
+package stripe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme/kind"
+)
+
+// This file reads batch objects kept on other nodes (stripe@batch's data
+// chunks 1..K−1, decision 0009): from the chunk's holder, one peer hop as
+// BCStore's reads go to their data process (§IV-B), or, with the holder
+// down or lacking the piece, decoded from K other pieces of the stripe
+// over the object's range only.
+
+// batchRef is what a read of a batch object needs to know of it.
+type batchRef struct {
+	head   Object // the object, whole when local, else without value
+	local  bool
+	loc    BatchLoc
+	size   int
+	shard  uint16
+	serial uint64
+}
+
+// ref returns key's batch object's reference. The caller holds s.mu.
+func (s *schemeState) ref(key []byte) (batchRef, bool) {
+	loc, ok := s.batch.data.Locate(key)
+	if !ok {
+		return batchRef{}, false
+	}
+	e, err := s.batch.data.entry(loc)
+	if err != nil {
+		return batchRef{}, false
+	}
+	shard, serial, _ := s.batch.data.Serial(loc.Slot)
+	return batchRef{head: e.o, local: e.local, loc: loc, size: e.size, shard: shard, serial: serial}, true
+}
+
+// fetchBatch returns key's current batch object with its value, read
+// from wherever it is kept. A key no longer in the scheme's batch
+// stripes fails with kind.ErrPieceGone (a write moved it: the caller
+// reads again).
+func (eng *Engine) fetchBatch(ctx context.Context, s *schemeState, key []byte) (Object, error) {
+	s.mu.Lock()
+	r, ok := s.ref(key)
+	if ok && r.local {
+		r.head.Value = append([]byte(nil), r.head.Value...)
+	}
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		return Object{}, fmt.Errorf("stripe: %q left the batch stripes: %w", key, kind.ErrPieceGone)
+	case r.local:
+		return r.head, nil
+	}
+	m := eng.host.Map()
+	holders, err := listHolders(m, s.spec, r.shard)
+	if err != nil {
+		return Object{}, err
+	}
+	b, err := eng.readPieceRange(ctx, holders[batchPosition(s.spec, r.loc.Chunk)], s, r, r.loc.Chunk)
+	if err != nil {
+		eng.log.Debug("stripe: a batch object's holder did not answer; decoding it", "key", string(key), "err", err)
+		if b, err = eng.decodeBatchRange(ctx, holders, s, r); err != nil {
+			return Object{}, fmt.Errorf("stripe: key %q: %w", key, err)
+		}
+	}
+	return objectAt(b, key, r.head.Version)
+}
+
+// objectAt parses b as the object of key at version.
+func objectAt(b, key []byte, version uint64) (Object, error) {
+	o, n, err := Parse(b)
+	if err != nil || n != len(b) || string(o.Key) != string(key) || o.Version != version {
+		return Object{}, fmt.Errorf("stripe: key %q: the batch object read back is not version %d of it (%v)", key, version, err)
+	}
+	return o, nil
+}
+
+// readPieceRange reads r's object range of role's piece from node.
+func (eng *Engine) readPieceRange(ctx context.Context, node cluster.Node, s *schemeState, r batchRef, role int) ([]byte, error) {
+	if node.State != cluster.Up {
+		return nil, fmt.Errorf("stripe: %s is %s", node.ID, node.State)
+	}
+	req := batchReadReq{Key: batchPieceKey{scheme: s.id, shard: r.shard, serial: r.serial, role: uint8(role)},
+		Offset: uint32(r.loc.Offset), Length: uint32(r.size)}
+	b, err := eng.host.Call(ctx, node, MsgBatch, req.encode(nil))
+	if err == nil && len(b) != r.size {
+		err = fmt.Errorf("stripe: %s answered %d bytes of a batch piece, want %d", node.ID, len(b), r.size)
+	}
+	return b, err
+}
+
+// errBatchLost says too few of a stripe's pieces could be read to decode
+// an object.
+var errBatchLost = errors.New("too few pieces of its batch stripe are readable")
+
+// decodeBatchRange decodes r's object range of its data chunk from K
+// other pieces of its stripe: chunk 0 from the coordinator's copy, the
+// rest read from their holders, those on live nodes first.
+func (eng *Engine) decodeBatchRange(ctx context.Context, holders []cluster.Node, s *schemeState, r batchRef) ([]byte, error) {
+	k, total := s.spec.K, s.spec.K+batchParities(s.spec)
+	shards := make([][]byte, total)
+	have := 0
+	s.mu.Lock()
+	if c0 := s.batch.data.keptChunk(r.loc.Slot, r.serial, 0); r.loc.Chunk != 0 && c0 != nil {
+		shards[0] = rangeOf(c0, r.loc.Offset, r.size)
+		have++
+	}
+	s.mu.Unlock()
+	for role := 0; role < total && have < k; role++ {
+		if role == r.loc.Chunk || shards[role] != nil {
+			continue
+		}
+		b, err := eng.readPieceRange(ctx, holders[batchPosition(s.spec, role)], s, r, role)
+		if err != nil {
+			continue
+		}
+		shards[role] = b
+		have++
+	}
+	if have < k {
+		return nil, fmt.Errorf("%w (%d of %d)", errBatchLost, have, k)
+	}
+	if err := s.batch.codec.ReconstructData(shards); err != nil {
+		return nil, err
+	}
+	return shards[r.loc.Chunk], nil
+}
+
+// rangeOf is n bytes of b from off, zero-padded past b's end.
+func rangeOf(b []byte, off, n int) []byte {
+	out := make([]byte, n)
+	if off < len(b) {
+		copy(out, b[off:])
+	}
+	return out
+}
