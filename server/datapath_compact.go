@@ -23,7 +23,9 @@ import (
 // (stripe.Data.Misplaced), so that the lists' stripes coincide again and
 // parity shrinks with the data. The work is
 // bounded by --compact-rate, in bytes of victim chunks per second, and by
-// --compact-share of the time.
+// --compact-share of the time. Batch stripes (decision 0009) are
+// collected in the same rounds (stripe.Engine.BatchGC): their live
+// objects move through the write path, and emptied stripes are freed.
 
 const (
 	// compactEvery is how often compaction looks at the schemes.
@@ -56,6 +58,7 @@ func (n *Node) compactLoop(ctx context.Context) {
 		start := time.Now()
 		budget := int(n.Cfg.CompactRate * int64(compactEvery) / int64(time.Second))
 		work := n.stripes.Compaction(budget)
+		work = append(work, n.stripes.BatchGC(ctx, budget)...)
 		for _, r := range work {
 			for objs := r.Objects; len(objs) > 0; {
 				k := min(len(objs), compactBatch)
@@ -63,6 +66,7 @@ func (n *Node) compactLoop(ctx context.Context) {
 				objs = objs[k:]
 			}
 		}
+		n.stripes.FreeEmptyBatchStripes()
 		worked := len(work) > 0
 		if share := n.Cfg.CompactShare; worked && share > 0 && share < 1 {
 			wait = max(wait, time.Duration(float64(time.Since(start))*(1/share-1)))

@@ -96,6 +96,9 @@ func (b *BatchData) Add(shard uint16, serial uint64, ps *packedStripe) (uint32, 
 		st.lens[q] = len(d)
 		b.data += len(d)
 		if b.keeps(q) {
+			if d == nil {
+				d = []byte{} // kept here, if empty
+			}
 			st.kept[q] = d
 			continue
 		}

@@ -248,3 +248,110 @@ func TestBatchReadsRemoteAndDegraded(t *testing.T) {
 		t.Fatal("every read succeeded with M+1 nodes down")
 	}
 }
+
+// TestBatchGCMovesFewestAndFrees: overwrites leave garbage; the GC
+// (BCStore §III-B) takes the stripes with the fewest live objects, the
+// node rewrites their objects (here: put at a new version, as the core's
+// relocation does), and the emptied stripes are freed on every holder;
+// every key still reads its newest value.
+func TestBatchGCMovesFewestAndFrees(t *testing.T) {
+	for _, spec := range []string{"stripe:4+2/512@batch", "hybrid:3+2/512@batch"} {
+		t.Run(spec, func(t *testing.T) {
+			m, entry, net := engineNet(t, 6, spec)
+			sh := m.Shards[0]
+			coord := net.engine(sh.Placement[0])
+			p := packedOn(t, m, entry, coord)
+			keys := keysOfShard(sh, "gc", 400)
+			writeBatch(t, p, keys, 1, 8)
+			writeBatch(t, p, keys[:300], 2, 8) // three quarters of the first rounds' objects are garbage now
+			s := coord.byID(entry.ID)
+			before := s.batch.data.Stats()
+			if before.GarbageRatio() < batchGCGoal {
+				t.Fatalf("garbage ratio %.2f before the GC", before.GarbageRatio())
+			}
+			heldBefore := 0
+			for _, n := range m.Nodes {
+				heldBefore += net.engine(n.ID).pieces.bytes
+			}
+			version := uint64(10)
+			for round := 0; round < 20 && s.batch.data.Stats().GarbageRatio() > batchGCGoal; round++ {
+				for _, r := range coord.BatchGC(context.Background(), 1<<20) {
+					version = relocate(t, p, r.Objects, version)
+				}
+				coord.FreeEmptyBatchStripes()
+			}
+			after := s.batch.data.Stats()
+			if after.GarbageRatio() > batchGCGoal || after.Stripes >= before.Stripes {
+				t.Fatalf("after the GC: %+v (ratio %.2f), before %+v", after, after.GarbageRatio(), before)
+			}
+			heldAfter := 0
+			for _, n := range m.Nodes {
+				heldAfter += net.engine(n.ID).pieces.bytes
+			}
+			if heldAfter >= heldBefore {
+				t.Errorf("holders keep %d bytes after the GC, %d before", heldAfter, heldBefore)
+			}
+			for i, key := range keys {
+				want := uint64(1)
+				if i < 300 {
+					want = 2
+				}
+				meta, v, ok := p.Find(key, true)
+				if ok && meta.Flags&kind.RemoteValue != 0 {
+					var err error
+					meta, v, err = p.Fetch(context.Background(), key)
+					ok = err == nil
+				}
+				if !ok || !bytes.Equal(v, valueOf(key, want)) {
+					t.Fatalf("%s after the GC: %q (found %v)", key, v, ok)
+				}
+			}
+		})
+	}
+}
+
+// relocate rewrites objs through p at versions from version+1 on, staged
+// together and flushed as one group, as the core's relocation does, and
+// returns the last version used.
+func relocate(t *testing.T, p kind.Packed, objs []Object, version uint64) uint64 {
+	t.Helper()
+	ctx := context.Background()
+	ws := make([]*kind.Staged, len(objs))
+	for i, o := range objs {
+		version++
+		ws[i] = &kind.Staged{Key: o.Key, Value: o.Value, Version: version, Relocate: true}
+		must(t, p.Stage(ctx, ws[i]))
+	}
+	p.Flush(ctx, ws)
+	for _, w := range ws {
+		must(t, w.Err)
+		if _, err := p.Commit(w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return version
+}
+
+// TestBatchGCMergesSparseStripes: writes too few to fill their rounds'
+// stripes (one object each) cost parity as large as the data; once the
+// sparse stripes would fill a stripe between them the GC merges them.
+func TestBatchGCMergesSparseStripes(t *testing.T) {
+	m, entry, net := engineNet(t, 6, "stripe:4+2/256@batch:5ms")
+	sh := m.Shards[0]
+	coord := net.engine(sh.Placement[0])
+	p := packedOn(t, m, entry, coord)
+	keys := keysOfShard(sh, "sparse", 64)
+	writeBatch(t, p, keys, 1, 1) // one writer: one object a round
+	s := coord.byID(entry.ID)
+	if st := s.batch.data.Stats(); st.Stripes != len(keys) {
+		t.Fatalf("%d stripes for %d lone writes", st.Stripes, len(keys))
+	}
+	version := uint64(1)
+	for _, r := range coord.BatchGC(context.Background(), 1<<20) {
+		version = relocate(t, p, r.Objects, version)
+	}
+	coord.FreeEmptyBatchStripes()
+	if st := s.batch.data.Stats(); st.Stripes > len(keys)/8 || st.Keys != len(keys) {
+		t.Errorf("after merging: %+v", st)
+	}
+}
