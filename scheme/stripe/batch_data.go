@@ -250,19 +250,19 @@ func (b *BatchData) count(loc BatchLoc, e batchEntry, sign int) {
 }
 
 // Delete turns key's batch object into garbage if its version is at most
-// version, and reports whether it did.
-func (b *BatchData) Delete(key []byte, version uint64) (bool, error) {
+// version, and reports whether it did and where the object is.
+func (b *BatchData) Delete(key []byte, version uint64) (BatchLoc, bool, error) {
 	loc, ok := b.Locate(key)
 	if !ok {
-		return false, nil
+		return BatchLoc{}, false, nil
 	}
 	e, err := b.entry(loc)
 	if err != nil || e.o.Version > version {
-		return false, err
+		return BatchLoc{}, false, err
 	}
 	b.count(loc, e, -1)
 	b.index.Delete(key)
-	return true, nil
+	return loc, true, nil
 }
 
 // Locate returns where key's batch object is.

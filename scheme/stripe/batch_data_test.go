@@ -141,10 +141,10 @@ func TestBatchDataGarbageAndVictims(t *testing.T) {
 	if o, _, _, _ := b.Get([]byte(second[0])); o.Version != 2 {
 		t.Errorf("%s at version %d after a stale commit", second[0], o.Version)
 	}
-	if ok, _ := b.Delete([]byte(second[0]), 1); ok {
+	if _, ok, _ := b.Delete([]byte(second[0]), 1); ok {
 		t.Error("deleted a newer version")
 	}
-	if ok, _ := b.Delete([]byte(second[0]), 2); !ok {
+	if _, ok, _ := b.Delete([]byte(second[0]), 2); !ok {
 		t.Error("did not delete")
 	}
 	if _, ok := b.Locate([]byte(second[0])); ok {

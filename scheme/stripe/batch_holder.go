@@ -31,6 +31,7 @@ type batchPiece struct {
 	lens     []uint32
 	bytes    []byte
 	manifest []byte
+	dead     []uint64 // dead marks, chunk<<32 | offset (batch_marks.go); under batchPieces.mu
 }
 
 // batchPieces are the pieces a node holds for batch stripes, by scheme
@@ -192,8 +193,9 @@ func (h *batchPieces) free(schemeID, shard uint16, serials []uint64) int {
 }
 
 // list returns the pieces of (scheme, shard) from serial from on, in
-// serial order, for at most max serials.
-func (h *batchPieces) list(schemeID, shard uint16, from uint64, max int) []batchListed {
+// serial order, for at most max serials, with their bytes if withBytes
+// (then stopping once a page holds listBytes of them).
+func (h *batchPieces) list(schemeID, shard uint16, from uint64, max int, withBytes bool) []batchListed {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	sp := h.shard(batchPieceKey{scheme: schemeID, shard: shard}, false)
@@ -202,14 +204,19 @@ func (h *batchPieces) list(schemeID, shard uint16, from uint64, max int) []batch
 	}
 	var out []batchListed
 	i, _ := slices.BinarySearch(sp.order, from)
-	for n := 0; i < len(sp.order) && n < max; i++ {
+	for n, size := 0, 0; i < len(sp.order) && n < max && size < listBytes; i++ {
 		held, ok := sp.bySerial[sp.order[i]]
 		if !ok {
 			continue
 		}
 		n++
 		for _, x := range held {
-			out = append(out, batchListed{Serial: sp.order[i], Role: x.role, Lens: x.p.lens, Size: uint32(len(x.p.bytes)), Manifest: x.p.manifest})
+			l := batchListed{Serial: sp.order[i], Role: x.role, Lens: x.p.lens, Size: uint32(len(x.p.bytes)), Manifest: x.p.manifest, Dead: slices.Clone(x.p.dead)}
+			if withBytes {
+				l.Bytes = x.p.bytes
+				size += len(l.Bytes)
+			}
+			out = append(out, l)
 		}
 	}
 	return out
@@ -221,11 +228,16 @@ const (
 	batchRead                  // read a range of a piece
 	batchList                  // list a shard's pieces from a serial on
 	batchFree                  // drop stripes' pieces
+	batchMark                  // mark an object of a stripe dead (batch_marks.go)
 )
 
-// batchListPage is how many pieces one batchList answers at most; fewer
-// says the list is done.
+// batchListPage is how many stripes one batchList answers at most; fewer
+// says the list is done (unless the page was cut at listBytes).
 const batchListPage = 1024
+
+// listBytes bounds the piece bytes one batchList with bytes answers: a
+// page ends after the stripe that passes it.
+const listBytes = 1 << 20
 
 // batchPutReq stores one piece of a batch stripe.
 type batchPutReq struct {
@@ -301,13 +313,15 @@ func (r batchReadReq) encode(e wire.Enc) wire.Enc {
 	return r.Key.encode(e.U8(batchRead)).U32(r.Offset).U32(r.Length)
 }
 
-// batchListed is one piece a batchList names.
+// batchListed is one piece a batchList names, with its bytes if asked.
 type batchListed struct {
 	Serial   uint64
 	Role     uint8
 	Lens     []uint32
 	Size     uint32
 	Manifest []byte
+	Bytes    []byte
+	Dead     []uint64
 }
 
 func (l batchListed) encode(e wire.Enc) wire.Enc {
@@ -315,7 +329,11 @@ func (l batchListed) encode(e wire.Enc) wire.Enc {
 	for _, n := range l.Lens {
 		e = e.U32(n)
 	}
-	return e.U32(l.Size).Bytes(l.Manifest)
+	e = e.U32(l.Size).Bytes(l.Manifest).Bytes(l.Bytes).U32(uint32(len(l.Dead)))
+	for _, d := range l.Dead {
+		e = e.U64(d)
+	}
+	return e
 }
 
 func readBatchListed(d *wire.Dec) batchListed {
@@ -323,9 +341,19 @@ func readBatchListed(d *wire.Dec) batchListed {
 	for range int(d.U8()) {
 		l.Lens = append(l.Lens, d.U32())
 	}
-	l.Size, l.Manifest = d.U32(), d.Bytes()
+	l.Size, l.Manifest, l.Bytes = d.U32(), d.Bytes(), d.Bytes()
+	if n := d.U32(); int(n) <= len(d.Rest())/8 {
+		for range n {
+			l.Dead = append(l.Dead, d.U64())
+		}
+	} else {
+		d.Fail()
+	}
 	if len(l.Manifest) == 0 {
 		l.Manifest = nil
+	}
+	if len(l.Bytes) == 0 {
+		l.Bytes = nil
 	}
 	return l
 }
@@ -373,11 +401,11 @@ func serveBatch(h *batchPieces, b []byte) ([]byte, error) {
 		}
 		return out, nil
 	case batchList:
-		schemeID, shard, from := d.U16(), d.U16(), d.U64()
+		schemeID, shard, from, withBytes := d.U16(), d.U16(), d.U64(), d.Flag()
 		if err := d.Done(); err != nil {
 			return nil, err
 		}
-		return encodeList(h.list(schemeID, shard, from, batchListPage)), nil
+		return encodeList(h.list(schemeID, shard, from, batchListPage, withBytes)), nil
 	case batchFree:
 		schemeID, shard := d.U16(), d.U16()
 		serials, err := wire.DecodeList(d.Rest(), func(d *wire.Dec) uint64 { return d.U64() })
@@ -385,6 +413,13 @@ func serveBatch(h *batchPieces, b []byte) ([]byte, error) {
 			return nil, err
 		}
 		h.free(schemeID, shard, serials)
+		return nil, nil
+	case batchMark:
+		schemeID, shard, serial, chunk, offset := d.U16(), d.U16(), d.U64(), d.U8(), d.U32()
+		if err := d.Done(); err != nil {
+			return nil, err
+		}
+		h.markDead(schemeID, shard, serial, chunk, offset)
 		return nil, nil
 	default:
 		return nil, fmt.Errorf("stripe: unknown batch operation %d: %w", op, wire.ErrMalformed)
@@ -415,8 +450,8 @@ func checkPiece(k batchPieceKey, p *batchPiece) error {
 	return nil
 }
 
-func encodeBatchList(schemeID, shard uint16, from uint64) []byte {
-	return wire.Enc(nil).U8(batchList).U16(schemeID).U16(shard).U64(from)
+func encodeBatchList(schemeID, shard uint16, from uint64, withBytes bool) []byte {
+	return wire.Enc(nil).U8(batchList).U16(schemeID).U16(shard).U64(from).Flag(withBytes)
 }
 
 func encodeBatchFree(schemeID, shard uint16, serials []uint64) []byte {

@@ -34,7 +34,7 @@ func TestBatchPiecesPutReadListFree(t *testing.T) {
 		t.Fatalf("read of an absent piece: %v", err)
 	}
 	list := func(from uint64) []batchListed {
-		b, err := serveBatch(&h, encodeBatchList(3, 1, from))
+		b, err := serveBatch(&h, encodeBatchList(3, 1, from, false))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +61,7 @@ func TestBatchPiecesPutReadListFree(t *testing.T) {
 	if want := []uint64{2, 3}; !equalU64(serials, want) || h.bytes != 2*(3+8) {
 		t.Fatalf("after the free: %v (%d bytes), want %v", serials, h.bytes, want)
 	}
-	if len(list(0)) != 2 || len(h.list(3, 2, 0, 10)) != 0 {
+	if len(list(0)) != 2 || len(h.list(3, 2, 0, 10, false)) != 0 {
 		t.Error("another shard's list is not empty")
 	}
 }
@@ -99,7 +99,7 @@ func TestBatchPiecesRefuseBadInput(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	if h.bytes != 0 || len(h.list(3, 1, 0, 10)) != 0 {
+	if h.bytes != 0 || len(h.list(3, 1, 0, 10, false)) != 0 {
 		t.Errorf("bad input stored something: %d bytes", h.bytes)
 	}
 }

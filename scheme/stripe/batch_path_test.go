@@ -355,3 +355,81 @@ func TestBatchGCMergesSparseStripes(t *testing.T) {
 		t.Errorf("after merging: %+v", st)
 	}
 }
+
+// TestBatchRecoveryEveryPatternUpToM: the coordinator of shard 0 writes,
+// overwrites and deletes batch keys, then fails with up to M−1 other
+// nodes of its list (every such pattern). The shard's new coordinator
+// lists the shard's batch stripes on the survivors, reads or decodes
+// their data chunks, and recovers every live key at its newest version;
+// no deleted key comes back (its dead marks); nothing is reported lost;
+// and Defer frees the old stripes on the holders.
+func TestBatchRecoveryEveryPatternUpToM(t *testing.T) {
+	for _, spec := range []string{"stripe:4+2/512@batch", "hybrid:4+2/512@batch"} {
+		for _, others := range subsets(5, 1) { // every subset of at most one other node
+			kill := []int{0}
+			for _, o := range others {
+				kill = append(kill, o+1)
+			}
+			t.Run(fmt.Sprintf("%s/kill%v", spec, kill), func(t *testing.T) {
+				m, entry, net := engineNet(t, 6, spec)
+				sh := m.Shards[0]
+				coord := net.engine(sh.Placement[0])
+				p := packedOn(t, m, entry, coord)
+				keys := keysOfShard(sh, "rec", 200)
+				writeBatch(t, p, keys, 1, 8)
+				writeBatch(t, p, keys[:80], 2, 8)
+				deleted := map[string]bool{}
+				for _, key := range keys[150:170] {
+					if pend := p.Remove(key, 100); pend != nil {
+						must(t, pend.Send(context.Background()))
+					}
+					deleted[string(key)] = true
+				}
+				run := recoverShard0(t, m, entry, net, kill)
+				if len(run.host.lost) != 0 {
+					t.Fatalf("keys reported lost within tolerance: %+v", run.host.lost)
+				}
+				for i, key := range keys {
+					o, ok := run.got[string(key)]
+					switch want := uint64(1 + btoi(i < 80)); {
+					case deleted[string(key)] && ok:
+						t.Fatalf("deleted key %s recovered at version %d", key, o.Version)
+					case !deleted[string(key)] && (!ok || o.Version != want || !bytes.Equal(o.Value, valueOf(key, want))):
+						t.Fatalf("key %s: recovered version %d %q (found %v), want version %d", key, o.Version, o.Value, ok, want)
+					}
+				}
+				for _, n := range m.Nodes {
+					if e := net.engines[n.ID]; e != nil && len(e.pieces.list(entry.ID, uint16(sh.ID), 0, 1<<20, false)) != 0 {
+						t.Errorf("%s still holds the old stripes after Defer", n.ID)
+					}
+				}
+			})
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestBatchRecoveryBeyondToleranceNamesKeys: with M+1 nodes of the list
+// gone (the coordinator among them) the stripes cannot be decoded; the
+// recovery names their keys by the first parity holder's manifest tags
+// (decision 0005) and returns none of them as found.
+func TestBatchRecoveryBeyondToleranceNamesKeys(t *testing.T) {
+	m, entry, net := engineNet(t, 6, "stripe:4+2/512@batch")
+	sh := m.Shards[0]
+	p := packedOn(t, m, entry, net.engine(sh.Placement[0]))
+	keys := keysOfShard(sh, "gone", 100)
+	writeBatch(t, p, keys, 1, 8)
+	run := recoverShard0(t, m, entry, net, []int{0, 1, 2})
+	if len(run.host.lost) == 0 {
+		t.Fatal("nothing reported lost beyond tolerance")
+	}
+	if len(run.got) != 0 {
+		t.Errorf("%d keys recovered from stripes missing three pieces", len(run.got))
+	}
+}

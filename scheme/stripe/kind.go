@@ -172,7 +172,7 @@ func (s *Bound) Commit(w *kind.Staged) (bool, error) {
 	}
 	applied, _, ups, err := st.data.Commit(w.Key, pl.loc)
 	if err == nil && applied && st.batch != nil {
-		if _, derr := st.batch.data.Delete(w.Key, w.Version-1); derr != nil {
+		if _, _, derr := st.batch.data.Delete(w.Key, w.Version-1); derr != nil {
 			s.eng.log.Warn("stripe: dropping a key's older batch object failed", "key", string(w.Key), "err", derr)
 		}
 	}
@@ -217,14 +217,18 @@ func (s *Bound) Remove(key []byte, below uint64) kind.Pending {
 	}
 	st.mu.Lock()
 	_, ups, err := st.data.Delete(key, below)
+	var mark *deadMark
 	if st.batch != nil && err == nil {
-		_, err = st.batch.data.Delete(key, below)
+		mark, err = st.batch.deleteMarked(key, below)
 	}
 	st.mu.Unlock()
 	if err != nil {
 		s.eng.log.Warn("stripe delete failed", "key", string(key), "scheme", st.spec, "err", err)
 	}
-	if len(ups) == 0 {
+	switch {
+	case mark != nil:
+		return deadMarks{eng: s.eng, s: st, mark: *mark}
+	case len(ups) == 0:
 		return nil
 	}
 	return owedUpdates{eng: s.eng, s: st, ups: ups}

@@ -102,9 +102,13 @@ func (eng *Engine) Recover(ctx context.Context, m *cluster.Map, sh cluster.Shard
 		}
 		deferred = later
 	}
-	lostTags := eng.reportGone(m, sh, gone)
+	batchRead, batchGone, err := eng.recoverBatch(ctx, m, sh, found)
+	if err != nil {
+		return nil, err
+	}
+	lostTags := eng.reportGone(m, sh, append(gone, batchGone...))
 	dropTagged(found, lostTags)
-	return &Recovery{Objects: assembled(found), LostTags: lostTags, deferred: deferred}, nil
+	return &Recovery{Objects: assembled(found), LostTags: lostTags, deferred: deferred, batchRead: batchRead}, nil
 }
 
 // Recovery is what Recover found of a shard's stripe keys: the objects of
@@ -116,15 +120,20 @@ type Recovery struct {
 	Objects  map[uint16][]Object
 	LostTags map[uint32]bool
 	deferred []*pendingChunk
+	// batchRead are the old batch stripes read, by scheme id, which
+	// Defer frees (batch_recover.go).
+	batchRead map[uint16][]uint64
 }
 
 // Deferred counts r's deferred chunks.
 func (r *Recovery) Deferred() int { return len(r.deferred) }
 
 // Defer makes r's deferred chunks shard sh's pending chunks, replacing
-// those of an earlier recovery of sh.
+// those of an earlier recovery of sh, and frees the old batch stripes r
+// read: the node has re-homed their objects.
 func (eng *Engine) Defer(sh cluster.Shard, r *Recovery) {
 	eng.pending.install(sh, r.deferred, r.LostTags)
+	eng.freeRecovered(uint16(sh.ID), r.batchRead)
 }
 
 // Pending says whether shard has chunks pending.
