@@ -11,6 +11,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/scheme/kind/kindtest"
 )
 
 // keysOfShard returns n keys of shard sh's slots, from prefix.
@@ -431,5 +432,52 @@ func TestBatchRecoveryBeyondToleranceNamesKeys(t *testing.T) {
 	}
 	if len(run.got) != 0 {
 		t.Errorf("%d keys recovered from stripes missing three pieces", len(run.got))
+	}
+}
+
+// TestBatchRebuildPutsLostPiecesOnStandIns: a holder of a stripe@batch
+// list fails; its stand-in gets every lost piece from the rebuild (read
+// from the other data chunks, parity encoded again), after which the list
+// survives M more failures: every key still reads.
+func TestBatchRebuildPutsLostPiecesOnStandIns(t *testing.T) {
+	for _, spec := range []string{"stripe:4+2/512@batch", "hybrid:4+2/512@batch"} {
+		t.Run(spec, func(t *testing.T) {
+			m, entry, net := engineNet(t, 8, spec) // two spare places for stand-ins
+			sh := m.Shards[0]
+			coord := net.engine(sh.Placement[0])
+			p := packedOn(t, m, entry, coord)
+			keys := keysOfShard(sh, "rb", 200)
+			writeBatch(t, p, keys, 4, 8)
+			for _, pos := range []int{2, 5} { // a data position and a parity (or chunk 0's copy)
+				net.kill(m.Shards[0].Placement[pos])
+				m = kindtest.Apply(t, m, cluster.MarkFailed{ID: m.Shards[0].Placement[pos]})
+				net.setMap(m)
+				must(t, coord.Rebuild(context.Background(), m, m.Shards[0]))
+			}
+			holders, err := listHolders(m, coord.byID(entry.ID).spec, 0)
+			must(t, err)
+			var down []cluster.NodeID
+			for _, h := range holders[1:] {
+				if h.State == cluster.Up && len(down) < 2 {
+					down = append(down, h.ID)
+				}
+			}
+			for _, id := range down { // M more failures of the rebuilt list, the coordinator up
+				net.kill(id)
+			}
+			for _, key := range keys {
+				meta, v, ok := p.Find(key, true)
+				if ok && meta.Flags&kind.RemoteValue != 0 {
+					var err error
+					meta, v, err = p.Fetch(context.Background(), key)
+					if err != nil {
+						t.Fatalf("%s after the rebuild and %d more failures: %v", key, len(down), err)
+					}
+				}
+				if !ok || !bytes.Equal(v, valueOf(key, 4)) {
+					t.Fatalf("%s: %q (found %v)", key, v, ok)
+				}
+			}
+		})
 	}
 }

@@ -101,6 +101,7 @@ func (eng *Engine) Rebuild(ctx context.Context, m *cluster.Map, sh cluster.Shard
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, eng.rebuildBatch(ctx, m, sh))
 	return errors.Join(errs...)
 }
 

@@ -1,0 +1,181 @@
+package stripe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/wire"
+)
+
+// This file rebuilds batch stripes after a holder failed (decision 0009):
+// the shard's coordinator lists which pieces of its stripes each live
+// node of the list has, and puts every missing one on the node now at its
+// position, from the data chunks (those it keeps, the others read, or
+// decoded when their holder is gone) and parity encoded again.
+
+// rebuildBatch puts the missing pieces of this coordinator's batch
+// stripes of shard sh, every batching scheme.
+func (eng *Engine) rebuildBatch(ctx context.Context, m *cluster.Map, sh cluster.Shard) error {
+	var errs []error
+	for _, s := range eng.all() {
+		if s.batch != nil {
+			errs = append(errs, eng.rebuildShardStripes(ctx, m, s, uint16(sh.ID)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// pieceAt names a piece: its stripe's serial and its role.
+type pieceAt struct {
+	serial uint64
+	role   int
+}
+
+// rebuildShardStripes puts s's missing pieces of shard's stripes.
+func (eng *Engine) rebuildShardStripes(ctx context.Context, m *cluster.Map, s *schemeState, shard uint16) error {
+	type stripeRef struct {
+		slot   uint32
+		serial uint64
+	}
+	var stripes []stripeRef
+	s.mu.Lock()
+	for slot, st := range s.batch.data.stripes {
+		if st != nil && st.shard == shard {
+			stripes = append(stripes, stripeRef{uint32(slot), st.serial})
+		}
+	}
+	s.mu.Unlock()
+	if len(stripes) == 0 {
+		return nil
+	}
+	holders, err := listHolders(m, s.spec, shard)
+	if err != nil {
+		return err
+	}
+	has, err := eng.heldPieces(ctx, s, shard, holders)
+	if err != nil {
+		return err
+	}
+	self, rebuilt := eng.host.Self(), 0
+	for _, ref := range stripes {
+		var missing []int
+		for role := range s.spec.K + batchParities(s.spec) {
+			node := holders[batchPosition(s.spec, role)]
+			if node.State == cluster.Up && !(role == 0 && node.ID == self) && !has[node.ID][pieceAt{ref.serial, role}] {
+				missing = append(missing, role)
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		if err := eng.reputPieces(ctx, s, holders, shard, ref.slot, ref.serial, missing); err != nil {
+			return fmt.Errorf("stripe: rebuilding batch stripe %d of shard %d (%s): %w", ref.serial, shard, s.spec, err)
+		}
+		rebuilt += len(missing)
+	}
+	if rebuilt > 0 {
+		eng.log.Info("batch stripe pieces rebuilt", "scheme", s.spec, "shard", shard, "pieces", rebuilt)
+	}
+	return nil
+}
+
+// heldPieces lists which pieces of shard's stripes of s each live node
+// of the list holds.
+func (eng *Engine) heldPieces(ctx context.Context, s *schemeState, shard uint16, holders []cluster.Node) (map[cluster.NodeID]map[pieceAt]bool, error) {
+	out := map[cluster.NodeID]map[pieceAt]bool{}
+	for _, h := range holders {
+		if h.State != cluster.Up || out[h.ID] != nil {
+			continue
+		}
+		out[h.ID] = map[pieceAt]bool{}
+		for from := uint64(0); ; {
+			b, err := eng.host.Call(ctx, h, MsgBatch, encodeBatchList(s.id, shard, from, false))
+			if err != nil {
+				return nil, err
+			}
+			page, err := wire.DecodeList(b, readBatchListed)
+			if err != nil {
+				return nil, err
+			}
+			if len(page) == 0 {
+				break
+			}
+			for _, l := range page {
+				out[h.ID][pieceAt{l.Serial, int(l.Role)}] = true
+				from = l.Serial + 1
+			}
+		}
+	}
+	return out, nil
+}
+
+// reputPieces rebuilds the missing roles of the stripe in slot and puts
+// them on their positions' nodes.
+func (eng *Engine) reputPieces(ctx context.Context, s *schemeState, holders []cluster.Node, shard uint16, slot uint32, serial uint64, missing []int) error {
+	ps, err := eng.readStripe(ctx, s, holders, shard, slot, serial)
+	if err != nil {
+		return err
+	}
+	if err := encodeBatch(s.batch.codec, ps); err != nil {
+		return err
+	}
+	pieces := ps.pieces()
+	var reqs []Request
+	for _, role := range missing {
+		req := batchPutReq{Key: batchPieceKey{scheme: s.id, shard: shard, serial: serial, role: uint8(role)}, Lens: ps.lens(), Bytes: pieces[role]}
+		if role == s.spec.K {
+			req.Manifest = ps.manifest()
+		}
+		reqs = append(reqs, Request{Node: holders[batchPosition(s.spec, role)], Msg: MsgBatch, Payload: encodeBatchPuts([]batchPutReq{req})})
+	}
+	_, errs := eng.callEach(ctx, reqs)
+	return errors.Join(errs...)
+}
+
+// readStripe returns the data chunks of the stripe in slot: those kept
+// here, the others read whole from their holders or, failing that,
+// decoded.
+func (eng *Engine) readStripe(ctx context.Context, s *schemeState, holders []cluster.Node, shard uint16, slot uint32, serial uint64) (*packedStripe, error) {
+	k := s.spec.K
+	s.mu.Lock()
+	lens := append([]int(nil), s.batch.data.Lens(slot)...)
+	data := make([][]byte, k)
+	for q := range k {
+		data[q] = s.batch.data.keptChunk(slot, serial, q)
+	}
+	s.mu.Unlock()
+	if len(lens) != k {
+		return nil, fmt.Errorf("stripe %d was freed", serial)
+	}
+	n := 0
+	for _, l := range lens {
+		n = max(n, l)
+	}
+	ref := batchRef{shard: shard, serial: serial, loc: BatchLoc{Slot: slot}, size: n}
+	var lost []int
+	for q := range k {
+		if data[q] != nil {
+			continue
+		}
+		whole := ref
+		whole.loc.Chunk, whole.size = q, lens[q]
+		b, err := eng.readPieceRange(ctx, holders[batchPosition(s.spec, q)], s, whole, q)
+		if err != nil {
+			lost = append(lost, q)
+			continue
+		}
+		data[q] = b
+	}
+	for _, q := range lost {
+		whole := ref
+		whole.loc.Chunk = q
+		b, err := eng.decodeBatchRange(ctx, holders, s, whole)
+		if err != nil {
+			return nil, err
+		}
+		data[q] = b[:lens[q]]
+	}
+	return &packedStripe{data: data}, nil
+}
