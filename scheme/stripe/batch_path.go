@@ -31,6 +31,7 @@ type batchMode struct {
 
 	mu   sync.Mutex
 	open map[uint16]*batchRound // the round each shard's writes join now
+	auto *autoSwitch            // @auto's choice; nil under @batch
 }
 
 // newBatchMode returns the batch state of spec, or nil for a scheme that
@@ -43,8 +44,12 @@ func newBatchMode(spec scheme.Spec) (*batchMode, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &batchMode{data: NewBatchData(spec.K, spec.Kind == scheme.Hybrid), heat: newHeatSketch(), codec: codec,
-		bound: spec.LatencyBound(), open: map[uint16]*batchRound{}}, nil
+	b := &batchMode{data: NewBatchData(spec.K, spec.Kind == scheme.Hybrid), heat: newHeatSketch(), codec: codec,
+		bound: spec.LatencyBound(), open: map[uint16]*batchRound{}}
+	if spec.Mode == scheme.Auto {
+		b.auto = newAutoSwitch(spec.K, b.bound)
+	}
+	return b, nil
 }
 
 // batchParities is how many parity chunks a batch stripe of spec has:
@@ -90,9 +95,15 @@ type batchPlace struct {
 	version uint64
 }
 
-// batches says whether a write of w to s goes through the batch path.
+// batches says whether a write of w to s goes through the batch path:
+// under @batch every write whose object fits a chunk (larger ones are
+// fragmented in place), under @auto those while the write rate fills
+// stripes within the bound.
 func (s *schemeState) batches(w *kind.Staged, obj *Object) bool {
-	return s.batch != nil && obj.EncodedLen() <= s.spec.ChunkSize()
+	if s.batch == nil || obj.EncodedLen() > s.spec.ChunkSize() {
+		return false
+	}
+	return s.batch.auto == nil || s.batch.auto.write(time.Now())
 }
 
 // stageBatch puts w's object in the open round of its shard.

@@ -481,3 +481,29 @@ func TestBatchRebuildPutsLostPiecesOnStandIns(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchLayoutAndTolerance: SCHEME.OF of a batch key names its
+// stripe's pieces and says it tolerates M failures with every node up,
+// one fewer for each failure of its stripe's nodes.
+func TestBatchLayoutAndTolerance(t *testing.T) {
+	for _, spec := range []string{"stripe:4+2@batch", "hybrid:4+2@batch"} {
+		m, entry, net := engineNet(t, 6, spec)
+		sh := m.Shards[0]
+		coord := net.engine(sh.Placement[0])
+		keys := keysOfShard(sh, "of", 40)
+		writeBatch(t, packedOn(t, m, entry, coord), keys, 1, 4)
+		b := Bind(coord, entry, kindtest.NewEnv(m, coord.host.Self()))
+		for _, key := range keys {
+			l, ok := b.Layout(m, key)
+			if !ok || l.Tolerates != 2 || len(l.Pieces) < 5 || l.Details[1].Value != "batch" {
+				t.Fatalf("%s: %s: layout %+v (%v)", spec, key, l, ok)
+			}
+		}
+		failed := kindtest.Apply(t, m, cluster.MarkFailed{ID: sh.Placement[3]})
+		for _, key := range keys {
+			if l, _ := b.Layout(failed, key); l.Tolerates != 1 {
+				t.Fatalf("%s: %s tolerates %d with one node of its stripe down", spec, key, l.Tolerates)
+			}
+		}
+	}
+}

@@ -301,6 +301,9 @@ func (s *schemeState) usage(pieces *batchPieces) (Usage, int64, int64) {
 	u := Usage{Chunks: int64(d.ChunkBytes), Parity: int64(p.ParityBytes), Buffered: int64(p.ImageBytes), Copies: int64(p.CopyBytes), Backups: int64(p.BackupBytes),
 		Manifests: int64(p.ManifestBytes), Index: int64(d.IndexBytes), Objects: int64(d.LiveBytes), Garbage: int64(d.GarbageBytes)}
 	u.addBatch(s.spec, b, pieces.held(s.id))
+	if s.batch != nil && (s.batch.auto == nil || s.batch.auto.batchingNow()) {
+		u.BatchingNodes = 1
+	}
 	return u, int64(d.Keys + b.Keys), int64(d.LogicalBytes + b.KeyBytes + b.ValueBytes)
 }
 

@@ -22,7 +22,18 @@ func (s *Bound) Layout(m *cluster.Map, key []byte) (kind.Layout, bool) {
 	st.mu.Lock()
 	id, _, found := st.data.Locate(key)
 	_, sealed, _, _ := st.data.Read(id)
+	var r batchRef
+	inBatch := false
+	if st.batch != nil {
+		if r, inBatch = st.ref(key); inBatch && found {
+			o, _ := st.data.Get(key)
+			inBatch = r.head.Version > o.Version
+		}
+	}
 	st.mu.Unlock()
+	if inBatch {
+		return s.batchLayout(m, st, r)
+	}
 	if !found || int(id.List) >= len(m.Shards) {
 		return kind.Layout{}, false
 	}
@@ -82,4 +93,67 @@ func keyTolerance(spec scheme.Spec, lost []bool, pos int) int {
 		}
 	}
 	return max(max(spec.M+1-down, live)-1, 0)
+}
+
+// batchLayout describes a batch key's stripe for SCHEME.OF: the nodes of
+// its pieces with their roles (data chunk q, parity j), which data chunk
+// holds the key, and how many more failures the key survives.
+func (s *Bound) batchLayout(m *cluster.Map, st *schemeState, r batchRef) (kind.Layout, bool) {
+	holders, err := listHolders(m, st.spec, r.shard)
+	if err != nil {
+		return kind.Layout{}, false
+	}
+	sh := &m.Shards[r.shard]
+	var out kind.Layout
+	pieceNodes := map[cluster.NodeID]bool{}
+	copies := map[cluster.NodeID]bool{} // live nodes with the key's chunk whole
+	self := s.eng.host.Self()
+	if st.batch.data.keeps(r.loc.Chunk) {
+		copies[self] = true
+	}
+	for role := range st.spec.K + batchParities(st.spec) {
+		p := batchPosition(st.spec, role)
+		node := holders[p]
+		if role == 0 && node.ID == self {
+			continue // kept here, with no piece of its own
+		}
+		name, index := "data", role
+		if role >= st.spec.K {
+			name, index = "parity", role-st.spec.K
+		}
+		out.Pieces = append(out.Pieces, kind.Placed{Role: name, Index: index, Node: node,
+			Rebuilding: node.State == cluster.Up && slices.Contains(sh.Rebuild, p)})
+		if !positionLost(sh, node, p) {
+			pieceNodes[node.ID] = true
+			if role == r.loc.Chunk {
+				copies[node.ID] = true
+			}
+		}
+	}
+	if role0 := holders[batchPosition(st.spec, 0)]; role0.ID == self {
+		pieceNodes[self] = true // its chunk 0 counts as a piece
+	}
+	out.Tolerates = batchTolerance(len(pieceNodes), st.spec.K, copies, pieceNodes)
+	out.Details = []kind.Detail{
+		{Name: "chunk", Value: fmt.Sprintf("batch %d/%d/%d", r.shard, r.serial, r.loc.Chunk)},
+		{Name: "chunk_state", Value: "batch"},
+	}
+	return out, true
+}
+
+// batchTolerance is how many more failures a batch object survives: it
+// is readable while a node with its chunk whole lives or K of its
+// stripe's pieces do, so losing it takes every copy holder that holds no
+// piece, and enough piece holders to leave fewer than K pieces, the
+// copy holders among them included.
+func batchTolerance(pieces, k int, copies, pieceNodes map[cluster.NodeID]bool) int {
+	offPiece, onPiece := 0, 0
+	for id := range copies {
+		if pieceNodes[id] {
+			onPiece++
+		} else {
+			offPiece++
+		}
+	}
+	return max(offPiece+max(pieces-k+1, onPiece)-1, 0)
 }

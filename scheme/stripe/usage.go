@@ -29,6 +29,9 @@ type Usage struct {
 	// (decision 0009's garbage ratio).
 	BatchData    int64 `json:"batch_data,omitempty"`
 	BatchGarbage int64 `json:"batch_garbage,omitempty"`
+	// BatchingNodes counts the nodes whose writes of the scheme go in
+	// batches now: every node under @batch, those @auto chose it on.
+	BatchingNodes int64 `json:"batching_nodes,omitempty"`
 }
 
 // addBatch adds a batching scheme's coordinator figures b and its
@@ -67,6 +70,7 @@ func (u *Usage) Add(o *Usage) {
 	u.Garbage += o.Garbage
 	u.BatchData += o.BatchData
 	u.BatchGarbage += o.BatchGarbage
+	u.BatchingNodes += o.BatchingNodes
 }
 
 // Stored is the bytes u keeps in memory: chunks, parity, copies,
@@ -116,7 +120,7 @@ func Info(spec scheme.Spec, keys, logical int64, u *Usage) []kind.Detail {
 		obj, mean, index := float64(u.Objects)/float64(keys), float64(logical)/float64(keys), float64(u.Index)/float64(keys)
 		formula = (nk*obj + index + nk*16*obj/c) / mean
 	}
-	return []kind.Detail{
+	return append([]kind.Detail{
 		{Name: "chunk_size", Value: int64(spec.ChunkSize())},
 		{Name: "data_chunk_bytes", Value: u.Chunks},
 		{Name: "object_bytes", Value: u.Objects},
@@ -127,5 +131,27 @@ func Info(spec scheme.Spec, keys, logical int64, u *Usage) []kind.Detail {
 		{Name: "manifest_bytes", Value: u.Manifests},
 		{Name: "index_bytes", Value: u.Index},
 		{Name: "memec_overhead", Value: strconv.FormatFloat(formula, 'f', 3, 64)},
+	}, batchInfo(spec, u)...)
+}
+
+// batchInfo is SCHEME.INFO's part on the write mode (decision 0009): the
+// mode, and for a batching scheme its bound, its batch stripes' data and
+// garbage ratio (the GC's measure), the coordinators' object heads, and
+// how many nodes write in batches now.
+func batchInfo(spec scheme.Spec, u *Usage) []kind.Detail {
+	out := []kind.Detail{{Name: "write_mode", Value: spec.Mode.String()}}
+	if spec.Mode == scheme.InPlace {
+		return out
 	}
+	ratio := 0.0
+	if u.BatchData > 0 {
+		ratio = float64(u.BatchGarbage) / float64(u.BatchData)
+	}
+	return append(out,
+		kind.Detail{Name: "latency_bound_us", Value: spec.LatencyBound().Microseconds()},
+		kind.Detail{Name: "batch_data_bytes", Value: u.BatchData},
+		kind.Detail{Name: "garbage_ratio", Value: strconv.FormatFloat(ratio, 'f', 3, 64)},
+		kind.Detail{Name: "head_bytes", Value: u.Heads},
+		kind.Detail{Name: "batching_nodes", Value: u.BatchingNodes},
+	)
 }
