@@ -182,11 +182,6 @@ func checkSpec(sp scheme.Spec) (scheme.Spec, error) {
 	if err != nil {
 		return sp, wrapf(ErrBadCommand, err, "%s", trimScheme(err))
 	}
-	if canon.Mode != scheme.InPlace {
-		// Until the batch path is built (decision 0009, "Where it
-		// stands"), a node would write such a scheme in place.
-		return sp, errorf(ErrBadCommand, "scheme %s: the %s write mode is not built yet", canon, canon.Mode)
-	}
 	return canon, nil
 }
 

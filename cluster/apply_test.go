@@ -163,15 +163,17 @@ func TestCreateScheme(t *testing.T) {
 		t.Errorf("spec not canonical: %+v", e.Spec)
 	}
 	checkValid(t, m3)
-	// Until the batch path is built (decision 0009), a write mode other
-	// than in place is refused rather than written in place.
-	for _, s := range []string{"stripe:2+1@batch", "hybrid:2+2@auto:2ms"} {
-		if _, err := Apply(m3, CreateScheme{Spec: spec(t, s)}); !errors.Is(err, ErrBadCommand) {
-			t.Errorf("create %s: %v", s, err)
-		}
+	// Write modes (decision 0009) are schemes of their own; @inplace is
+	// the plain spec.
+	m4 := mustApply(t, m3, CreateScheme{Spec: spec(t, "stripe:2+1@batch")}, CreateScheme{Spec: spec(t, "hybrid:1+2@auto:2ms")})
+	if _, ok := m4.Scheme("stripe:2+1@batch"); !ok {
+		t.Error("stripe:2+1@batch not in the catalogue")
 	}
-	if m4 := mustApply(t, m3, CreateScheme{Spec: spec(t, "stripe:2+1@inplace")}); m4.Schemes[len(m4.Schemes)-1].Spec.String() != "stripe:2+1" {
-		t.Errorf("stripe:2+1@inplace created as %s", m4.Schemes[len(m4.Schemes)-1].Spec)
+	if e, ok := m4.Scheme("hybrid:1+2@auto:2ms"); !ok || e.Spec.Mode != scheme.Auto {
+		t.Errorf("hybrid:1+2@auto:2ms: %+v %v", e, ok)
+	}
+	if m5 := mustApply(t, m4, CreateScheme{Spec: spec(t, "stripe:2+1@inplace")}); m5.Schemes[len(m5.Schemes)-1].Spec.String() != "stripe:2+1" {
+		t.Errorf("stripe:2+1@inplace created as %s", m5.Schemes[len(m5.Schemes)-1].Spec)
 	}
 }
 

@@ -1,11 +1,13 @@
 package stripe
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/wire"
 )
 
@@ -178,4 +180,56 @@ func (eng *Engine) readStripe(ctx context.Context, s *schemeState, holders []clu
 		data[q] = b[:lens[q]]
 	}
 	return &packedStripe{data: data}, nil
+}
+
+// verifyBatchKey is SCHEME.VERIFY for a batch key (decision 0009): every
+// piece of its stripe is read from its holder, the data chunks must be
+// as long as the stripe says, the coordinator's kept chunks must equal
+// the holders' pieces, and every parity piece must equal a fresh encode
+// of the data chunks. Pieces on failed nodes are unavailable.
+func (eng *Engine) verifyBatchKey(ctx context.Context, m *cluster.Map, s *schemeState, r batchRef) kind.Check {
+	var c kind.Check
+	c.Details = []kind.Detail{{Name: "chunk", Value: fmt.Sprintf("batch %d/%d/%d", r.shard, r.serial, r.loc.Chunk)}}
+	holders, err := listHolders(m, s.spec, r.shard)
+	if err != nil {
+		c.Problems = append(c.Problems, err.Error())
+		return c
+	}
+	ps, err := eng.readStripe(ctx, s, holders, r.shard, r.loc.Slot, r.serial)
+	if err != nil {
+		c.Problems = append(c.Problems, err.Error())
+		return c
+	}
+	if err := encodeBatch(s.batch.codec, ps); err != nil {
+		c.Problems = append(c.Problems, err.Error())
+		return c
+	}
+	want := ps.pieces()
+	self := eng.host.Self()
+	for role, piece := range want {
+		node := holders[batchPosition(s.spec, role)]
+		if role == 0 && node.ID == self {
+			c.Checked++ // kept here: what the stripe was read from
+			continue
+		}
+		whole := r
+		whole.loc.Offset, whole.size = 0, len(piece)
+		got, err := eng.readPieceRange(ctx, node, s, whole, role)
+		switch {
+		case node.State != cluster.Up:
+			c.Unavailable++
+		case err != nil:
+			c.Problems = append(c.Problems, fmt.Sprintf("piece %d on %s: %v", role, node.ID, err))
+		case !bytes.Equal(got, piece):
+			c.Problems = append(c.Problems, fmt.Sprintf("piece %d on %s differs from the stripe's encode", role, node.ID))
+		default:
+			c.Checked++
+		}
+	}
+	var nodes []string
+	for _, h := range holders {
+		nodes = append(nodes, h.ClientAddr)
+	}
+	c.Details = append(c.Details, kind.Detail{Name: "stripe_nodes", Value: nodes})
+	return c
 }

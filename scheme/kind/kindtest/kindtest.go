@@ -29,24 +29,9 @@ func Map(t testing.TB, nodes int, specs ...string) *cluster.Map {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sp.Mode != scheme.InPlace {
-			m = withWriteMode(m, sp)
-			continue
-		}
 		m = Apply(t, m, cluster.CreateScheme{Spec: sp})
 	}
 	return m
-}
-
-// withWriteMode is m with a catalogue entry for sp, a batch or auto
-// scheme, which the cluster refuses until the batch path is built
-// (decision 0009): the engine's tests of that path add it directly.
-func withWriteMode(m *cluster.Map, sp scheme.Spec) *cluster.Map {
-	next := m.Clone()
-	next.Schemes = append(next.Schemes, cluster.SchemeEntry{ID: m.NextSchemeID, Spec: sp})
-	next.NextSchemeID++
-	next.Epoch++
-	return next
 }
 
 // Apply returns m with c applied, failing the test if c is refused.
