@@ -10,7 +10,7 @@ import (
 )
 
 // schemes are the scheme specs every data command is checked against.
-var schemes = []string{"none", "rep:3", "split:4+2", "stripe:4+2", "hybrid:4+2"}
+var schemes = []string{"none", "rep:3", "split:4+2", "stripe:4+2", "hybrid:4+2", "stripe:4+2@batch", "hybrid:4+2@auto"}
 
 // plainClient is a non-cluster client on node i: memgest forwards for it.
 func (c *testCluster) plainClient(i int, proto int) *redis.Client {

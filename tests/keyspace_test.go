@@ -25,7 +25,7 @@ import (
 // keyspaceSchemes are the schemes TestKeyspacePerNode mixes (small stripe
 // and hybrid chunks, so that most are sealed), and keyspacePerScheme how
 // many keys each gets.
-var keyspaceSchemes = []string{"none", "rep:3", "split:4+2", "stripe:4+2/256", "hybrid:4+2/256"}
+var keyspaceSchemes = []string{"none", "rep:3", "split:4+2", "stripe:4+2/256", "hybrid:4+2/256", "stripe:4+2/256@batch"}
 
 const keyspacePerScheme = 60
 

@@ -201,7 +201,7 @@ func boolInt(b bool) int64 {
 
 // TestLinearizableAcrossSchemes has concurrent clients on several nodes
 // write, read, append to, delete and move two keys across none, rep:3,
-// split:4+2, stripe:4+2 and hybrid:4+2, then checks the history with porcupine (DESIGN.md §8
+// split:4+2, stripe:4+2, hybrid:4+2 and their batch and auto modes, then checks the history with porcupine (DESIGN.md §8
 // invariant 2). An operation that failed has an unknown outcome and is
 // recorded as pending forever; its client goes on under a new id, as in
 // etcd's robustness tests, so that its later operations do not overlap it
@@ -352,7 +352,7 @@ func TestMoveUnderReadsNeverAbsent(t *testing.T) {
 	}
 	moves := 0
 	for round := 0; round < 20; round++ {
-		for _, sch := range []string{"rep:3", "split:4+2", "hybrid:4+2", "stripe:4+2", "hybrid:2+2", "none", "split:2+1", "rep:2"} {
+		for _, sch := range []string{"rep:3", "split:4+2", "hybrid:4+2", "stripe:4+2", "hybrid:2+2", "stripe:4+2@batch", "hybrid:4+2@auto", "none", "split:2+1", "rep:2"} {
 			if err := admin.Do(ctx, "SCHEME.MOVE", key, sch).Err(); err != nil {
 				t.Fatalf("move to %s: %v", sch, err)
 			}

@@ -73,8 +73,8 @@ type keyGroup struct {
 }
 
 var robGroups = []keyGroup{
-	{"a", 1, []string{"rep:2", "split:2+1", "stripe:2+1/256"}, 40},
-	{"b", 2, []string{"rep:3", "split:3+2", "stripe:3+2/256", "hybrid:3+2/256"}, 40},
+	{"a", 1, []string{"rep:2", "split:2+1", "stripe:2+1/256", "stripe:2+1/256@batch"}, 40},
+	{"b", 2, []string{"rep:3", "split:3+2", "stripe:3+2/256", "hybrid:3+2/256", "stripe:3+2/256@batch", "hybrid:3+2/256@auto"}, 40},
 	{"n", 0, []string{"none"}, 20},
 }
 

@@ -23,14 +23,15 @@ import (
 var schemes = []struct {
 	spec      string
 	tolerates int64
-}{{"none", 0}, {"rep:3", 2}, {"split:4+2", 2}, {"stripe:4+2", 2}, {"hybrid:4+2", 2}}
+}{{"none", 0}, {"rep:3", 2}, {"split:4+2", 2}, {"stripe:4+2", 2}, {"hybrid:4+2", 2}, {"stripe:4+2@batch", 2}, {"hybrid:4+2@batch", 2}}
 
 // value draws a value for a key of spec from the seed: split values span
 // several shards, stripe and hybrid values are small objects.
 func value(c *simcluster.Cluster, spec, key string) string {
 	r := c.Rand()
 	size := map[string]int{"none": 10 + r.IntN(200), "rep:3": 10 + r.IntN(2000),
-		"split:4+2": 100 + r.IntN(6000), "stripe:4+2": 8 + r.IntN(56), "hybrid:4+2": 8 + r.IntN(56)}[spec]
+		"split:4+2": 100 + r.IntN(6000), "stripe:4+2": 8 + r.IntN(56), "hybrid:4+2": 8 + r.IntN(56),
+		"stripe:4+2@batch": 8 + r.IntN(56), "hybrid:4+2@batch": 8 + r.IntN(56)}[spec]
 	b := make([]byte, size)
 	for i := range b {
 		b[i] = 'a' + byte(r.IntN(26))
@@ -99,11 +100,20 @@ func checkSchemeOf(t *testing.T, c *simcluster.Cluster, key, spec string, tolera
 		}
 		roles[row[0].Text()]++
 	}
-	want := map[string]int{"rep:3": 2, "split:4+2": 6, "stripe:4+2": 2, "hybrid:4+2": 2}[spec]
+	want := map[string]int{"rep:3": 2, "split:4+2": 6, "stripe:4+2": 2, "hybrid:4+2": 2, "stripe:4+2@batch": 2, "hybrid:4+2@batch": 2}[spec]
+	batchStripe := f["chunk_state"].Text() == "batch"
+	if batchStripe {
+		// A batch stripe (decision 0009) spreads its pieces over every
+		// node of its list but the coordinator's, which keeps data chunk
+		// 0 (under hybrid every data chunk). A value too large for a
+		// chunk is written in place, as fragments.
+		want = 5
+	}
 	if len(holders) != want {
 		t.Fatalf("SCHEME.OF %s: redundancy on %d distinct nodes, want %d", key, len(holders), want)
 	}
-	if packed(spec) && (f["chunk"].Text() == "" || roles["replica"] != map[bool]int{true: 1}[strings.HasPrefix(spec, "hybrid:")]) {
+	inPlaceHybrid := strings.HasPrefix(spec, "hybrid:") && !batchStripe
+	if packed(spec) && (f["chunk"].Text() == "" || roles["replica"] != map[bool]int{true: 1}[inPlaceHybrid]) {
 		t.Fatalf("SCHEME.OF %s: chunk %q, %d replica holders", key, f["chunk"].Text(), roles["replica"])
 	}
 }
@@ -224,7 +234,7 @@ func checkAll(t *testing.T, c *simcluster.Cluster, keys []*written) {
 		if w.spec == "none" {
 			continue
 		}
-		checkSchemeOf(t, c, w.key, w.spec, map[string]int64{"rep:3": 2, "split:4+2": 2, "stripe:4+2": 2, "hybrid:4+2": 2}[w.spec])
+		checkSchemeOf(t, c, w.key, w.spec, 2)
 		if f := simcluster.Fields(c.Do(c.AnyLive(), "SCHEME.VERIFY", w.key)); f["unavailable"].Int() != 0 {
 			t.Fatalf("SCHEME.VERIFY %s after the rebuild: %d pieces unavailable", w.key, f["unavailable"].Int())
 		}
@@ -406,10 +416,11 @@ func lossScenario(t *testing.T, c *simcluster.Cluster, p lossPattern) {
 // another size and deletes another tenth.
 func lossLoad(t *testing.T, c *simcluster.Cluster, noStripe bool) []*written {
 	t.Helper()
-	counts := map[string]int{"none": 20, "rep:3": 20, "split:4+2": 20, "stripe:4+2": 240, "hybrid:4+2": 240}
+	counts := map[string]int{"none": 20, "rep:3": 20, "split:4+2": 20, "stripe:4+2": 240, "hybrid:4+2": 240, "stripe:4+2@batch": 240, "hybrid:4+2@batch": 240}
 	if noStripe {
-		delete(counts, "stripe:4+2")
-		delete(counts, "hybrid:4+2")
+		for _, s := range []string{"stripe:4+2", "hybrid:4+2", "stripe:4+2@batch", "hybrid:4+2@batch"} {
+			delete(counts, s)
+		}
 	}
 	var keys []*written
 	for _, s := range schemes {

@@ -28,6 +28,7 @@ type BatchData struct {
 	values  int               // value bytes of indexed objects
 	data    int               // bytes of every stripe's data chunks
 	live    int               // bytes of indexed objects
+	marks   markQueue         // dead marks owed to the holders (batch_marks.go)
 }
 
 // BatchLoc is a batch object's place: its stripe's slot, data chunk and
@@ -50,6 +51,9 @@ type batchStripe struct {
 	objects int           // objects packed
 	live    int           // of them, still indexed
 	liveB   int           // bytes of the live ones
+	// unsettled counts the writes of the stripe's round not yet
+	// committed or aborted: the stripe is not freed before they are.
+	unsettled int
 }
 
 // chunkHeads are the heads (an object's encoding without its value) of
@@ -67,7 +71,7 @@ var ErrNoBatchObject = errors.New("stripe: no batch object there")
 // NewBatchData returns an empty BatchData for stripes of k data chunks;
 // keepAll keeps every data chunk here (hybrid), else only chunk 0.
 func NewBatchData(k int, keepAll bool) *BatchData {
-	b := &BatchData{k: k, keepAll: keepAll, serials: map[uint16]uint64{}}
+	b := &BatchData{k: k, keepAll: keepAll, serials: map[uint16]uint64{}, marks: newMarkQueue()}
 	b.index = NewIndex(b.keyAt)
 	return b
 }
@@ -225,7 +229,8 @@ func (b *BatchData) Commit(key []byte, loc BatchLoc) (bool, uint64, error) {
 			return false, 0, err
 		}
 		if prev.o.Version >= e.o.Version {
-			return false, prev.o.Version, nil // e stays garbage
+			b.garbage(loc) // e never becomes current
+			return false, prev.o.Version, nil
 		}
 	}
 	if err := b.index.Put(key, b.pack(loc)); err != nil {
@@ -234,8 +239,42 @@ func (b *BatchData) Commit(key []byte, loc BatchLoc) (bool, uint64, error) {
 	b.count(loc, e, 1)
 	if had {
 		b.count(prevLoc, prev, -1)
+		b.garbage(prevLoc)
 	}
 	return true, prev.o.Version, nil
+}
+
+// garbage queues the dead mark of the object at loc, which no index
+// entry will name again.
+func (b *BatchData) garbage(loc BatchLoc) {
+	if st := b.stripes[loc.Slot]; st != nil {
+		b.marks.add(deadMark{shard: st.shard, serial: st.serial, chunk: loc.Chunk, offset: loc.Offset})
+	}
+}
+
+// settle counts one write of the stripe in slot's round as committed or
+// aborted (unsettled); abort says it was aborted, which makes its object
+// at loc garbage unless an index entry names it (a write of the same
+// round that committed it).
+func (b *BatchData) settle(loc BatchLoc, abort bool) {
+	st := b.stripes[loc.Slot]
+	if st == nil {
+		return
+	}
+	st.unsettled--
+	if abort && !b.indexedAt(loc) {
+		b.garbage(loc)
+	}
+}
+
+// indexedAt says whether an index entry names the object at loc.
+func (b *BatchData) indexedAt(loc BatchLoc) bool {
+	e, err := b.entry(loc)
+	if err != nil {
+		return false
+	}
+	cur, ok := b.Locate(e.o.Key)
+	return ok && cur == loc
 }
 
 // count adds (sign 1) or takes away (-1) the indexed object e at loc in
@@ -262,6 +301,7 @@ func (b *BatchData) Delete(key []byte, version uint64) (BatchLoc, bool, error) {
 	}
 	b.count(loc, e, -1)
 	b.index.Delete(key)
+	b.garbage(loc)
 	return loc, true, nil
 }
 
@@ -318,8 +358,8 @@ func (b *BatchData) Free(slot uint32) (uint64, error) {
 		return 0, fmt.Errorf("%w: slot %d", ErrNoBatchObject, slot)
 	}
 	st := b.stripes[slot]
-	if st.live > 0 {
-		return 0, fmt.Errorf("stripe: batch stripe %d still has %d live objects", st.serial, st.live)
+	if st.live > 0 || st.unsettled > 0 {
+		return 0, fmt.Errorf("stripe: batch stripe %d still has %d live objects and %d writes unsettled", st.serial, st.live, st.unsettled)
 	}
 	for _, n := range st.lens {
 		b.data -= n

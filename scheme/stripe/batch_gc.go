@@ -62,7 +62,7 @@ func (eng *Engine) freeEmpty(s *schemeState) {
 	byShard := map[uint16][]uint64{}
 	s.mu.Lock()
 	for slot, st := range s.batch.data.stripes {
-		if st != nil && st.live == 0 {
+		if st != nil && st.live == 0 && st.unsettled == 0 {
 			if serial, err := s.batch.data.Free(uint32(slot)); err == nil {
 				byShard[st.shard] = append(byShard[st.shard], serial)
 			}

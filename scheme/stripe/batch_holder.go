@@ -279,17 +279,20 @@ func (r batchPutReq) piece() *batchPiece {
 	return p
 }
 
-// encodeBatchPuts is a batchPut request of puts, sized at once.
-func encodeBatchPuts(puts []batchPutReq) []byte {
-	size := 1 + 4
+// encodeBatchPuts is a batchPut request: puts of scheme's stripes of
+// shard, and the dead marks that ride along (batch_marks.go).
+func encodeBatchPuts(schemeID, shard uint16, puts []batchPutReq, marks []seqMark) []byte {
+	size := 4
 	for _, r := range puts {
 		size += r.encodedLen()
 	}
-	e := make(wire.Enc, 0, size).U8(batchPut).U32(uint32(len(puts)))
+	list := make(wire.Enc, 0, size).U32(uint32(len(puts)))
 	for _, r := range puts {
-		e = r.encode(e)
+		list = r.encode(list)
 	}
-	return e
+	e := make(wire.Enc, 0, 1+4+wire.UvarintLen(uint64(len(list)))+len(list)+4+13*len(marks))
+	e = e.U8(batchPut).U16(schemeID).U16(shard).Bytes(list)
+	return append(e, encodeMarks(marks)...)
 }
 
 const batchKeyLen = 2 + 2 + 8 + 1
@@ -369,17 +372,31 @@ func serveBatch(h *batchPieces, b []byte) ([]byte, error) {
 	d := wire.NewDec(b)
 	switch op := d.U8(); op {
 	case batchPut:
-		puts, err := wire.DecodeList(d.Rest(), readBatchPut)
+		schemeID, shard, list := d.U16(), d.U16(), d.Bytes()
+		if d.Err() != nil {
+			return nil, d.Err()
+		}
+		puts, err := wire.DecodeList(list, readBatchPut)
+		if err != nil {
+			return nil, err
+		}
+		marks, err := wire.DecodeList(d.Rest(), readMark)
 		if err != nil {
 			return nil, err
 		}
 		for _, r := range puts {
+			if r.Key.scheme != schemeID || r.Key.shard != shard {
+				return nil, fmt.Errorf("stripe: a batch put of scheme %d shard %d in a frame of %d/%d: %w", r.Key.scheme, r.Key.shard, schemeID, shard, wire.ErrMalformed)
+			}
 			if err := checkPiece(r.Key, r.piece()); err != nil {
 				return nil, err
 			}
 		}
 		for _, r := range puts {
 			h.put(r.Key, r.piece())
+		}
+		for _, m := range marks {
+			h.markDead(schemeID, shard, m.serial, m.chunk, m.offset)
 		}
 		return nil, nil
 	case batchRead:
@@ -415,11 +432,14 @@ func serveBatch(h *batchPieces, b []byte) ([]byte, error) {
 		h.free(schemeID, shard, serials)
 		return nil, nil
 	case batchMark:
-		schemeID, shard, serial, chunk, offset := d.U16(), d.U16(), d.U64(), d.U8(), d.U32()
-		if err := d.Done(); err != nil {
+		schemeID, shard := d.U16(), d.U16()
+		marks, err := wire.DecodeList(d.Rest(), readMark)
+		if err != nil {
 			return nil, err
 		}
-		h.markDead(schemeID, shard, serial, chunk, offset)
+		for _, m := range marks {
+			h.markDead(schemeID, shard, m.serial, m.chunk, m.offset)
+		}
 		return nil, nil
 	default:
 		return nil, fmt.Errorf("stripe: unknown batch operation %d: %w", op, wire.ErrMalformed)

@@ -9,7 +9,7 @@ import (
 )
 
 func putReq(serial uint64, role uint8, lens []uint32, b []byte) []byte {
-	return encodeBatchPuts([]batchPutReq{{Key: batchPieceKey{scheme: 3, shard: 1, serial: serial, role: role}, Lens: lens, Bytes: b}})
+	return encodeBatchPuts(3, 1, []batchPutReq{{Key: batchPieceKey{scheme: 3, shard: 1, serial: serial, role: role}, Lens: lens, Bytes: b}}, nil)
 }
 
 // TestBatchPiecesPutReadListFree: a holder stores a piece once put, reads

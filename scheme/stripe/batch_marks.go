@@ -4,23 +4,30 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/wire"
 )
 
-// Dead marks (decision 0009). A batch stripe is immutable, so a deleted
-// key's object stays in it until the GC frees the stripe, and a recovery
-// that decoded it then would bring the key back once the deletion's
-// directory tombstone is purged. So a deletion of a batch key (or a move
-// out of its scheme) sends a dead mark, (stripe, chunk, offset), to every
-// holder of the stripe, which keeps it beside its piece; the core purges
-// the tombstone only once every live holder has it, as it does for an
-// in-place removal's delta. Recovery skips the objects any holder marked
-// dead; losing every mark would take every node of the stripe. An
-// overwrite sends nothing: versions settle which object is the key's.
+// Dead marks (decision 0009). A batch stripe is immutable, so an object
+// that stops being its key's current one (overwritten, deleted, moved
+// out, or written by a write that aborted) stays in its stripe until the
+// GC frees the stripe, and a recovery that decoded it then would bring
+// it back once a deletion's directory tombstone is purged. So every such
+// object gets a dead mark, (stripe, chunk, offset), which the coordinator
+// queues and sends to its stripes' mark holders (the list's parity
+// holders, and under hybrid the holder of data chunk 0's copy: with the
+// coordinator, M nodes) in the frames of its next round, and a deletion
+// sends the queue at once and waits until every mark queued up to its own
+// has arrived before the core purges the tombstone. Recovery skips the
+// objects any holder marked dead. A coordinator that fails with marks
+// undelivered leaves only objects older than their key's current version
+// unmarked (a deletion's tombstone is still there), which recovery's
+// judging of versions settles.
 
-// deadMark is one batch object turned garbage by a deletion.
+// deadMark is one batch object that is no longer its key's current one.
 type deadMark struct {
 	shard  uint16
 	serial uint64
@@ -28,62 +35,204 @@ type deadMark struct {
 	offset int
 }
 
-// deleteMarked deletes key's batch object older than below and returns
-// its dead mark, or nil if the scheme held none. The caller holds the
-// scheme's mu.
-func (b *batchMode) deleteMarked(key []byte, below uint64) (*deadMark, error) {
-	loc, ok, err := b.data.Delete(key, below)
-	if !ok || err != nil {
-		return nil, err
-	}
-	shard, serial, _ := b.data.Serial(loc.Slot)
-	return &deadMark{shard: shard, serial: serial, chunk: loc.Chunk, offset: loc.Offset}, nil
-}
-
-// deadMarks is a deletion's dead mark owed to a stripe's holders
-// (kind.Pending).
-type deadMarks struct {
-	eng  *Engine
-	s    *schemeState
+// seqMark is a queued mark and its number.
+type seqMark struct {
+	seq  uint64
 	mark deadMark
 }
 
-// Send delivers the mark to every live holder of the stripe and waits.
-func (d deadMarks) Send(ctx context.Context) error { return d.eng.sendMark(ctx, d.s, d.mark) }
+// markQueue is a coordinator's dead marks owed to its stripes' mark
+// holders, by shard, numbered so that a deletion can wait for every mark
+// queued before its own. Guarded by the scheme's mu.
+type markQueue struct {
+	next     uint64               // the number of the next mark
+	queued   map[uint16][]seqMark // by shard, in order
+	inFlight map[uint64]uint64    // a send's id → its lowest mark number
+	sends    uint64               // ids of sends
+}
 
-// SendLater delivers it in the background; the deletion's tombstone
+func newMarkQueue() markQueue {
+	return markQueue{next: 1, queued: map[uint16][]seqMark{}, inFlight: map[uint64]uint64{}}
+}
+
+// add queues m and returns its number.
+func (q *markQueue) add(m deadMark) uint64 {
+	n := q.next
+	q.next++
+	q.queued[m.shard] = append(q.queued[m.shard], seqMark{seq: n, mark: m})
+	return n
+}
+
+// take takes shard's queued marks for a send, and returns them and the
+// send's id (0 when there are none).
+func (q *markQueue) take(shard uint16) ([]seqMark, uint64) {
+	ms := q.queued[shard]
+	if len(ms) == 0 {
+		return nil, 0
+	}
+	delete(q.queued, shard)
+	q.sends++
+	q.inFlight[q.sends] = ms[0].seq
+	return ms, q.sends
+}
+
+// done ends send id: its marks arrived, or else they are queued again.
+func (q *markQueue) done(id uint64, ms []seqMark, ok bool) {
+	if id == 0 {
+		return
+	}
+	delete(q.inFlight, id)
+	if !ok && len(ms) > 0 {
+		shard := ms[0].mark.shard
+		q.queued[shard] = append(ms, q.queued[shard]...)
+	}
+}
+
+// delivered says whether every mark numbered up to n has arrived.
+func (q *markQueue) delivered(n uint64) bool {
+	for _, lo := range q.inFlight {
+		if lo <= n {
+			return false
+		}
+	}
+	for _, ms := range q.queued {
+		if len(ms) > 0 && ms[0].seq <= n {
+			return false
+		}
+	}
+	return true
+}
+
+// markRoles are the roles of a stripe of spec whose holders keep dead
+// marks: the parities, and under hybrid data chunk 0 (whose holder is the
+// last position), so that with the coordinator M nodes have them.
+func markRoles(spec scheme.Spec) []int {
+	var roles []int
+	for j := range batchParities(spec) {
+		roles = append(roles, spec.K+j)
+	}
+	if spec.Kind == scheme.Hybrid {
+		roles = append(roles, 0)
+	}
+	return roles
+}
+
+// markHolders are the live nodes of holders keeping marks.
+func markHolders(spec scheme.Spec, holders []cluster.Node) []cluster.Node {
+	var out []cluster.Node
+	for _, role := range markRoles(spec) {
+		if h := holders[batchPosition(spec, role)]; h.State == cluster.Up && !slices.ContainsFunc(out, func(n cluster.Node) bool { return n.ID == h.ID }) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// deleteMarked deletes key's batch object older than below and returns
+// the number of its dead mark, or 0 if the scheme held none. The caller
+// holds the scheme's mu.
+func (b *batchMode) deleteMarked(key []byte, below uint64) (uint64, uint16, error) {
+	loc, ok, err := b.data.Delete(key, below)
+	if !ok || err != nil {
+		return 0, 0, err
+	}
+	shard, _, _ := b.data.Serial(loc.Slot)
+	return b.data.marks.next - 1, shard, nil
+}
+
+// deadMarks is a deletion's dead mark owed to its stripe's mark holders
+// (kind.Pending).
+type deadMarks struct {
+	eng   *Engine
+	s     *schemeState
+	shard uint16
+	seq   uint64
+}
+
+// Send sends the shard's queued marks and waits until every mark up to
+// the deletion's own has arrived (a round's frames may carry some).
+func (d deadMarks) Send(ctx context.Context) error {
+	for {
+		if err := d.eng.sendMarks(ctx, d.s, d.shard); err != nil {
+			return err
+		}
+		d.s.mu.Lock()
+		done := d.s.batch.data.marks.delivered(d.seq)
+		d.s.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// SendLater sends them in the background; the deletion's tombstone
 // stays, as for any removal not known to have arrived.
 func (d deadMarks) SendLater() {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), d.eng.cfg.PeerTimeout)
 		defer cancel()
-		if err := d.eng.sendMark(ctx, d.s, d.mark); err != nil {
-			d.eng.log.Debug("stripe: a batch dead mark was not delivered", "err", err)
+		if err := d.eng.sendMarks(ctx, d.s, d.shard); err != nil {
+			d.eng.log.Debug("stripe: batch dead marks were not delivered", "err", err)
 		}
 	}()
 }
 
-// sendMark sends mark to every live node of its stripe's list.
-func (eng *Engine) sendMark(ctx context.Context, s *schemeState, mark deadMark) error {
-	holders, err := listHolders(eng.host.Map(), s.spec, mark.shard)
+// sendMarks sends shard's queued marks to its mark holders and waits.
+func (eng *Engine) sendMarks(ctx context.Context, s *schemeState, shard uint16) error {
+	s.mu.Lock()
+	ms, id := s.batch.data.marks.take(shard)
+	s.mu.Unlock()
+	if id == 0 {
+		return nil
+	}
+	err := eng.deliverMarks(ctx, s, shard, ms)
+	s.mu.Lock()
+	s.batch.data.marks.done(id, ms, err == nil)
+	s.mu.Unlock()
+	return err
+}
+
+// deliverMarks sends ms to shard's mark holders in one batchMark frame
+// each.
+func (eng *Engine) deliverMarks(ctx context.Context, s *schemeState, shard uint16, ms []seqMark) error {
+	holders, err := listHolders(eng.host.Map(), s.spec, shard)
 	if err != nil {
 		return err
 	}
-	payload := wire.Enc(nil).U8(batchMark).U16(s.id).U16(mark.shard).U64(mark.serial).U8(uint8(mark.chunk)).U32(uint32(mark.offset))
+	payload := append(wire.Enc(nil).U8(batchMark).U16(s.id).U16(shard), encodeMarks(ms)...)
 	var reqs []Request
-	for _, h := range holders {
-		if h.State == cluster.Up { // this node too, if it stands in for a holder
-			reqs = append(reqs, Request{Node: h, Msg: MsgBatch, Payload: payload})
-		}
+	for _, h := range markHolders(s.spec, holders) {
+		reqs = append(reqs, Request{Node: h, Msg: MsgBatch, Payload: payload})
 	}
 	_, errs := eng.callEach(ctx, reqs)
 	for i, err := range errs {
 		if err != nil {
-			return fmt.Errorf("stripe: a dead mark to %s: %w", reqs[i].Node.ID, err)
+			return fmt.Errorf("stripe: dead marks to %s: %w", reqs[i].Node.ID, err)
 		}
 	}
 	return nil
 }
+
+// encodeMarks is a list of marks: serial, chunk and offset each.
+func encodeMarks(ms []seqMark) wire.Enc {
+	return wire.EncodeList(ms, func(e wire.Enc, m seqMark) wire.Enc {
+		return e.U64(m.mark.serial).U8(uint8(m.mark.chunk)).U32(uint32(m.mark.offset))
+	})
+}
+
+// markedAt is one mark as a holder reads it.
+type markedAt struct {
+	serial uint64
+	chunk  uint8
+	offset uint32
+}
+
+func readMark(d *wire.Dec) markedAt { return markedAt{serial: d.U64(), chunk: d.U8(), offset: d.U32()} }
 
 // markDead records that the object at (chunk, offset) of stripe (scheme,
 // shard, serial) is dead on every piece of it held here.

@@ -3,6 +3,7 @@ package stripe
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -93,6 +94,7 @@ type batchPlace struct {
 	round   *batchRound
 	loc     BatchLoc
 	version uint64
+	added   bool // the round is durable: loc is set and counts as unsettled
 }
 
 // batches says whether a write of w to s goes through the batch path:
@@ -199,7 +201,14 @@ func (eng *Engine) writeRound(s *schemeState, r *batchRound) {
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), eng.cfg.PeerTimeout)
 	defer cancel()
-	if r.err = eng.putStripes(ctx, s, r.shard, serials, stripes); r.err != nil {
+	s.mu.Lock()
+	marks, sendID := s.batch.data.marks.take(r.shard)
+	s.mu.Unlock()
+	r.err = eng.putStripes(ctx, s, r.shard, serials, stripes, marks)
+	s.mu.Lock()
+	s.batch.data.marks.done(sendID, marks, r.err == nil)
+	s.mu.Unlock()
+	if r.err != nil {
 		go eng.freeStripes(s, r.shard, serials)
 		return
 	}
@@ -256,6 +265,8 @@ func (eng *Engine) addStripes(s *schemeState, r *batchRound, winners []int, seri
 		if won := byKey[string(r.objs[i].key)]; won != pl {
 			pl.loc, pl.version = won.loc, won.version
 		}
+		pl.added = true
+		s.batch.data.stripes[pl.loc.Slot].unsettled++
 	}
 	return nil
 }
@@ -264,7 +275,7 @@ func (eng *Engine) addStripes(s *schemeState, r *batchRound, winners []int, seri
 // holder, one frame per holder, and waits for all. A position whose node
 // is down and has no stand-in is skipped: the stripe runs with reduced
 // tolerance until the rebuild puts its piece.
-func (eng *Engine) putStripes(ctx context.Context, s *schemeState, shard uint16, serials []uint64, stripes []*packedStripe) error {
+func (eng *Engine) putStripes(ctx context.Context, s *schemeState, shard uint16, serials []uint64, stripes []*packedStripe, marks []seqMark) error {
 	m := eng.host.Map()
 	holders, err := listHolders(m, s.spec, shard)
 	if err != nil {
@@ -294,9 +305,14 @@ func (eng *Engine) putStripes(ctx context.Context, s *schemeState, shard uint16,
 	}
 	reqs := make([]Request, len(order))
 	sent := 0
+	markers := markHolders(s.spec, holders)
 	for i, id := range order {
 		f := frames[id]
-		reqs[i] = Request{Node: f.node, Msg: MsgBatch, Payload: encodeBatchPuts(f.puts)}
+		var ms []seqMark
+		if slices.ContainsFunc(markers, func(n cluster.Node) bool { return n.ID == id }) {
+			ms = marks
+		}
+		reqs[i] = Request{Node: f.node, Msg: MsgBatch, Payload: encodeBatchPuts(s.id, shard, f.puts, ms)}
 		if id != self {
 			sent += len(reqs[i].Payload)
 		}
@@ -408,6 +424,7 @@ func (eng *Engine) commitBatch(pl *batchPlace, key []byte) (bool, error) {
 	s := pl.s
 	s.mu.Lock()
 	applied, _, err := s.batch.data.Commit(key, pl.loc)
+	s.batch.data.settle(pl.loc, false)
 	var ups []Update
 	if err == nil && applied {
 		_, ups, err = s.data.Delete(key, pl.version-1)
@@ -415,4 +432,15 @@ func (eng *Engine) commitBatch(pl *batchPlace, key []byte) (bool, error) {
 	s.mu.Unlock()
 	eng.sendLater(s, ups)
 	return applied, err
+}
+
+// abortBatch settles an aborted batch write: its object, if its round
+// stored it and no write of the round committed it, is garbage.
+func abortBatch(pl *batchPlace) {
+	if !pl.added {
+		return
+	}
+	pl.s.mu.Lock()
+	pl.s.batch.data.settle(pl.loc, true)
+	pl.s.mu.Unlock()
 }

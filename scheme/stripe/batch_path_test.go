@@ -379,6 +379,7 @@ func TestBatchRecoveryEveryPatternUpToM(t *testing.T) {
 				keys := keysOfShard(sh, "rec", 200)
 				writeBatch(t, p, keys, 1, 8)
 				writeBatch(t, p, keys[:80], 2, 8)
+				writeBatch(t, p, keys[150:170], 3, 8) // older versions of keys then deleted: their dead marks keep them out
 				deleted := map[string]bool{}
 				for _, key := range keys[150:170] {
 					if pend := p.Remove(key, 100); pend != nil {

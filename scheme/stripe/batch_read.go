@@ -64,11 +64,28 @@ func (eng *Engine) fetchBatch(ctx context.Context, s *schemeState, key []byte) (
 	b, err := eng.readPieceRange(ctx, holders[batchPosition(s.spec, r.loc.Chunk)], s, r, r.loc.Chunk)
 	if err != nil {
 		eng.log.Debug("stripe: a batch object's holder did not answer; decoding it", "key", string(key), "err", err)
-		if b, err = eng.decodeBatchRange(ctx, holders, s, r); err != nil {
+		if b, err = eng.decodeBatchRange(ctx, holders, s, r); errors.Is(err, errBatchLost) {
+			return Object{}, eng.lostBatchKey(m, s, r, key, err)
+		} else if err != nil {
 			return Object{}, fmt.Errorf("stripe: key %q: %w", key, err)
 		}
 	}
 	return objectAt(b, key, r.head.Version)
+}
+
+// lostBatchKey is the error of a read of key whose batch stripe lost
+// more pieces than its scheme tolerates: -LOST, never nil.
+func (eng *Engine) lostBatchKey(m *cluster.Map, s *schemeState, r batchRef, key []byte, err error) error {
+	entry, _ := m.SchemeByID(s.id)
+	holders, _ := listHolders(m, s.spec, r.shard)
+	lost := 0
+	for role := range s.spec.K + batchParities(s.spec) {
+		if p := batchPosition(s.spec, role); p < len(holders) && holders[p].State != cluster.Up {
+			lost++
+		}
+	}
+	return kind.LostKey{Key: string(key), Scheme: entry.Name(), Lost: lost, Total: s.spec.K + s.spec.M,
+		Cause: fmt.Sprintf("its batch stripe: %v", err)}.Err()
 }
 
 // objectAt parses b as the object of key at version.

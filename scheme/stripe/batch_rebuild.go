@@ -60,7 +60,7 @@ func (eng *Engine) rebuildShardStripes(ctx context.Context, m *cluster.Map, s *s
 	if err != nil {
 		return err
 	}
-	self, rebuilt := eng.host.Self(), 0
+	self, rebuilt, abandoned := eng.host.Self(), 0, 0
 	for _, ref := range stripes {
 		var missing []int
 		for role := range s.spec.K + batchParities(s.spec) {
@@ -72,13 +72,21 @@ func (eng *Engine) rebuildShardStripes(ctx context.Context, m *cluster.Map, s *s
 		if len(missing) == 0 {
 			continue
 		}
-		if err := eng.reputPieces(ctx, s, holders, shard, ref.slot, ref.serial, missing); err != nil {
+		err := eng.reputPieces(ctx, s, holders, shard, ref.slot, ref.serial, missing)
+		switch {
+		case errors.Is(err, errBatchLost):
+			abandoned++ // beyond tolerance: its keys read -LOST
+		case err != nil:
 			return fmt.Errorf("stripe: rebuilding batch stripe %d of shard %d (%s): %w", ref.serial, shard, s.spec, err)
+		default:
+			rebuilt += len(missing)
 		}
-		rebuilt += len(missing)
 	}
-	if rebuilt > 0 {
-		eng.log.Info("batch stripe pieces rebuilt", "scheme", s.spec, "shard", shard, "pieces", rebuilt)
+	if rebuilt > 0 || abandoned > 0 {
+		eng.log.Info("batch stripe pieces rebuilt", "scheme", s.spec, "shard", shard, "pieces", rebuilt, "stripes_lost", abandoned)
+	}
+	if abandoned > 0 {
+		eng.stats.PositionsLost.Add(int64(abandoned))
 	}
 	return nil
 }
@@ -130,7 +138,7 @@ func (eng *Engine) reputPieces(ctx context.Context, s *schemeState, holders []cl
 		if role == s.spec.K {
 			req.Manifest = ps.manifest()
 		}
-		reqs = append(reqs, Request{Node: holders[batchPosition(s.spec, role)], Msg: MsgBatch, Payload: encodeBatchPuts([]batchPutReq{req})})
+		reqs = append(reqs, Request{Node: holders[batchPosition(s.spec, role)], Msg: MsgBatch, Payload: encodeBatchPuts(s.id, shard, []batchPutReq{req}, nil)})
 	}
 	_, errs := eng.callEach(ctx, reqs)
 	return errors.Join(errs...)

@@ -189,8 +189,9 @@ func (s *Bound) Commit(w *kind.Staged) (bool, error) {
 // Abort removes w's staged object and tells the parity holders in the
 // background.
 func (s *Bound) Abort(w *kind.Staged) {
-	if _, ok := w.Place.(*batchPlace); ok {
-		w.Place = nil // its object, if the round stored it, is garbage
+	if bp, ok := w.Place.(*batchPlace); ok {
+		w.Place = nil
+		abortBatch(bp)
 		return
 	}
 	pl, ok := w.Place.(*place)
@@ -217,17 +218,18 @@ func (s *Bound) Remove(key []byte, below uint64) kind.Pending {
 	}
 	st.mu.Lock()
 	_, ups, err := st.data.Delete(key, below)
-	var mark *deadMark
+	var seq uint64
+	var shard uint16
 	if st.batch != nil && err == nil {
-		mark, err = st.batch.deleteMarked(key, below)
+		seq, shard, err = st.batch.deleteMarked(key, below)
 	}
 	st.mu.Unlock()
 	if err != nil {
 		s.eng.log.Warn("stripe delete failed", "key", string(key), "scheme", st.spec, "err", err)
 	}
 	switch {
-	case mark != nil:
-		return deadMarks{eng: s.eng, s: st, mark: *mark}
+	case seq != 0:
+		return deadMarks{eng: s.eng, s: st, shard: shard, seq: seq}
 	case len(ups) == 0:
 		return nil
 	}
