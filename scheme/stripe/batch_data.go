@@ -54,6 +54,9 @@ type batchStripe struct {
 	// unsettled counts the writes of the stripe's round not yet
 	// committed or aborted: the stripe is not freed before they are.
 	unsettled int
+	// c is the coordinator's list position the stripe was laid out for
+	// (batchPosition).
+	c int
 }
 
 // chunkHeads are the heads (an object's encoding without its value) of
@@ -91,11 +94,11 @@ func (b *BatchData) keeps(q int) bool { return b.keepAll || q == 0 }
 
 // Add registers ps, durable on its holders as shard's stripe serial, and
 // returns its slot. Its objects are garbage until Commit indexes them.
-func (b *BatchData) Add(shard uint16, serial uint64, ps *packedStripe) (uint32, error) {
+func (b *BatchData) Add(shard uint16, serial uint64, ps *packedStripe, c int) (uint32, error) {
 	if len(ps.data) != b.k {
 		return 0, fmt.Errorf("stripe: a batch stripe of %d data chunks, want %d", len(ps.data), b.k)
 	}
-	st := &batchStripe{shard: shard, serial: serial, lens: make([]int, b.k), kept: make([][]byte, b.k), heads: make([]*chunkHeads, b.k)}
+	st := &batchStripe{shard: shard, serial: serial, c: c, lens: make([]int, b.k), kept: make([][]byte, b.k), heads: make([]*chunkHeads, b.k)}
 	for q, d := range ps.data {
 		st.lens[q] = len(d)
 		b.data += len(d)
@@ -248,7 +251,7 @@ func (b *BatchData) Commit(key []byte, loc BatchLoc) (bool, uint64, error) {
 // entry will name again.
 func (b *BatchData) garbage(loc BatchLoc) {
 	if st := b.stripes[loc.Slot]; st != nil {
-		b.marks.add(deadMark{shard: st.shard, serial: st.serial, chunk: loc.Chunk, offset: loc.Offset})
+		b.marks.add(deadMark{shard: st.shard, serial: st.serial, chunk: loc.Chunk, offset: loc.Offset, c: st.c})
 	}
 }
 

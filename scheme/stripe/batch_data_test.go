@@ -27,7 +27,7 @@ func addBatch(t *testing.T, b *BatchData, objs []batchObject, chunk int) []uint3
 	}
 	var slots []uint32
 	for _, ps := range stripes {
-		slot, err := b.Add(1, b.NextSerial(1), ps)
+		slot, err := b.Add(1, b.NextSerial(1), ps, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -143,7 +143,7 @@ func (eng *Engine) liveObjects(ctx context.Context, s *schemeState, victims []gc
 				}
 				e, _ := s.batch.data.entry(loc)
 				remote = append(remote, batchRef{head: Object{Key: slices.Clone(o.Key), Version: o.Version, ExpireAt: o.ExpireAt},
-					loc: loc, size: e.size, shard: ser.shard, serial: ser.serial})
+					loc: loc, size: e.size, shard: ser.shard, serial: ser.serial, c: ser.c})
 			})
 		}
 		s.mu.Unlock()
@@ -174,7 +174,7 @@ func (eng *Engine) readRefs(ctx context.Context, s *schemeState, refs []batchRef
 				whole.size = lens[r.loc.Chunk]
 			}
 			s.mu.Unlock()
-			piece, _ = eng.readPieceRange(ctx, holders[batchPosition(s.spec, r.loc.Chunk)], s, whole, r.loc.Chunk)
+			piece, _ = eng.readPieceRange(ctx, holders[batchPosition(s.spec, r.loc.Chunk, r.c)], s, whole, r.loc.Chunk)
 			pieces[r.loc.Chunk] = piece
 		}
 		var b []byte

@@ -27,12 +27,14 @@ import (
 // unmarked (a deletion's tombstone is still there), which recovery's
 // judging of versions settles.
 
-// deadMark is one batch object that is no longer its key's current one.
+// deadMark is one batch object that is no longer its key's current one,
+// and the coordinator's position its stripe was laid out for.
 type deadMark struct {
 	shard  uint16
 	serial uint64
 	chunk  int
 	offset int
+	c      int
 }
 
 // seqMark is a queued mark and its number.
@@ -117,12 +119,23 @@ func markRoles(spec scheme.Spec) []int {
 	return roles
 }
 
-// markHolders are the live nodes of holders keeping marks.
-func markHolders(spec scheme.Spec, holders []cluster.Node) []cluster.Node {
-	var out []cluster.Node
+// keepsMarks says whether node keeps the marks of a stripe laid out for
+// a coordinator at position c.
+func keepsMarks(spec scheme.Spec, holders []cluster.Node, c int, node cluster.NodeID) bool {
 	for _, role := range markRoles(spec) {
-		if h := holders[batchPosition(spec, role)]; h.State == cluster.Up && !slices.ContainsFunc(out, func(n cluster.Node) bool { return n.ID == h.ID }) {
-			out = append(out, h)
+		if holders[batchPosition(spec, role, c)].ID == node {
+			return true
+		}
+	}
+	return false
+}
+
+// marksFor are the marks of ms that node keeps.
+func marksFor(spec scheme.Spec, holders []cluster.Node, ms []seqMark, node cluster.NodeID) []seqMark {
+	var out []seqMark
+	for _, m := range ms {
+		if keepsMarks(spec, holders, m.mark.c, node) {
+			out = append(out, m)
 		}
 	}
 	return out
@@ -204,10 +217,12 @@ func (eng *Engine) deliverMarks(ctx context.Context, s *schemeState, shard uint1
 	if err != nil {
 		return err
 	}
-	payload := append(wire.Enc(nil).U8(batchMark).U16(s.id).U16(shard), encodeMarks(ms)...)
 	var reqs []Request
-	for _, h := range markHolders(s.spec, holders) {
-		reqs = append(reqs, Request{Node: h, Msg: MsgBatch, Payload: payload})
+	for _, h := range holders {
+		if mine := marksFor(s.spec, holders, ms, h.ID); h.State == cluster.Up && len(mine) > 0 {
+			payload := append(wire.Enc(nil).U8(batchMark).U16(s.id).U16(shard), encodeMarks(mine)...)
+			reqs = append(reqs, Request{Node: h, Msg: MsgBatch, Payload: payload})
+		}
 	}
 	_, errs := eng.callEach(ctx, reqs)
 	for i, err := range errs {

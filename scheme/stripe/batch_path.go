@@ -63,14 +63,32 @@ func batchParities(spec scheme.Spec) int {
 }
 
 // batchPosition is the list position holding role r of a batch stripe
-// of spec (decision 0009): data chunk q on position q and parity j on
-// K+j, except that under hybrid data chunk 0 is on the last position (the
-// coordinator, on position 0, keeps copies of every data chunk).
-func batchPosition(spec scheme.Spec, role int) int {
+// of spec written by a coordinator at list position c (decision 0009):
+// with c = 0, data chunk q on position q and parity j on K+j, except that
+// under hybrid data chunk 0 is on the last position (the coordinator
+// keeps copies of every data chunk). A coordinator standing in at another
+// position c (its shard's own node failed without a spare) swaps
+// positions 0 and c, so that it never holds a piece beside what it keeps.
+func batchPosition(spec scheme.Spec, role, c int) int {
+	p := role
 	if spec.Kind == scheme.Hybrid && role == 0 {
-		return spec.K + spec.M - 1
+		p = spec.K + spec.M - 1
 	}
-	return role
+	switch p {
+	case c:
+		return 0
+	case 0:
+		return c
+	}
+	return p
+}
+
+// coordPosition is self's position in holders, or 0 if it is not in them.
+func coordPosition(holders []cluster.Node, self cluster.NodeID) int {
+	if i := slices.IndexFunc(holders, func(n cluster.Node) bool { return n.ID == self }); i > 0 {
+		return i
+	}
+	return 0
 }
 
 // batchRound is one round of a shard's batch writes.
@@ -204,7 +222,8 @@ func (eng *Engine) writeRound(s *schemeState, r *batchRound) {
 	s.mu.Lock()
 	marks, sendID := s.batch.data.marks.take(r.shard)
 	s.mu.Unlock()
-	r.err = eng.putStripes(ctx, s, r.shard, serials, stripes, marks)
+	c, err := eng.putStripes(ctx, s, r.shard, serials, stripes, marks)
+	r.err = err
 	s.mu.Lock()
 	s.batch.data.marks.done(sendID, marks, r.err == nil)
 	s.mu.Unlock()
@@ -212,7 +231,7 @@ func (eng *Engine) writeRound(s *schemeState, r *batchRound) {
 		go eng.freeStripes(s, r.shard, serials)
 		return
 	}
-	r.err = eng.addStripes(s, r, winners, serials, stripes)
+	r.err = eng.addStripes(s, r, winners, serials, stripes, c)
 }
 
 // newestPerKey returns the index of the newest-versioned object of each
@@ -245,12 +264,12 @@ func objectVersion(enc []byte) uint64 {
 
 // addStripes registers r's durable stripes and gives each write the
 // place and version of its key's newest object in them.
-func (eng *Engine) addStripes(s *schemeState, r *batchRound, winners []int, serials []uint64, stripes []*packedStripe) error {
+func (eng *Engine) addStripes(s *schemeState, r *batchRound, winners []int, serials []uint64, stripes []*packedStripe, c int) error {
 	byKey := make(map[string]*batchPlace, len(winners))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, ps := range stripes {
-		slot, err := s.batch.data.Add(r.shard, serials[i], ps)
+		slot, err := s.batch.data.Add(r.shard, serials[i], ps, c)
 		if err != nil {
 			return err
 		}
@@ -272,21 +291,24 @@ func (eng *Engine) addStripes(s *schemeState, r *batchRound, winners []int, seri
 }
 
 // putStripes puts every piece of stripes (shard's serials) on its
-// holder, one frame per holder, and waits for all. A position whose node
-// is down and has no stand-in is skipped: the stripe runs with reduced
-// tolerance until the rebuild puts its piece.
-func (eng *Engine) putStripes(ctx context.Context, s *schemeState, shard uint16, serials []uint64, stripes []*packedStripe, marks []seqMark) error {
+// holder, one frame per holder, with the dead marks each mark holder
+// keeps, and waits for all; it returns the coordinator's position the
+// stripes were laid out for. A position whose node is down and has no
+// stand-in is skipped: the stripe runs with reduced tolerance until the
+// rebuild puts its piece.
+func (eng *Engine) putStripes(ctx context.Context, s *schemeState, shard uint16, serials []uint64, stripes []*packedStripe, marks []seqMark) (int, error) {
 	m := eng.host.Map()
 	holders, err := listHolders(m, s.spec, shard)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	self := eng.host.Self()
+	c := coordPosition(holders, self)
 	frames := map[cluster.NodeID]*batchFrame{}
 	var order []cluster.NodeID
 	for i, ps := range stripes {
 		for role, piece := range ps.pieces() {
-			node := holders[batchPosition(s.spec, role)]
+			node := holders[batchPosition(s.spec, role, c)]
 			if node.State != cluster.Up || (role == 0 && node.ID == self) {
 				continue // down, or chunk 0 on its coordinator, which keeps it
 			}
@@ -305,14 +327,9 @@ func (eng *Engine) putStripes(ctx context.Context, s *schemeState, shard uint16,
 	}
 	reqs := make([]Request, len(order))
 	sent := 0
-	markers := markHolders(s.spec, holders)
 	for i, id := range order {
 		f := frames[id]
-		var ms []seqMark
-		if slices.ContainsFunc(markers, func(n cluster.Node) bool { return n.ID == id }) {
-			ms = marks
-		}
-		reqs[i] = Request{Node: f.node, Msg: MsgBatch, Payload: encodeBatchPuts(s.id, shard, f.puts, ms)}
+		reqs[i] = Request{Node: f.node, Msg: MsgBatch, Payload: encodeBatchPuts(s.id, shard, f.puts, marksFor(s.spec, holders, marks, id))}
 		if id != self {
 			sent += len(reqs[i].Payload)
 		}
@@ -323,10 +340,10 @@ func (eng *Engine) putStripes(ctx context.Context, s *schemeState, shard uint16,
 	}
 	for i, err := range errs {
 		if err != nil {
-			return fmt.Errorf("stripe: scheme %s: putting a batch on %s: %w", s.spec, order[i], err)
+			return 0, fmt.Errorf("stripe: scheme %s: putting a batch on %s: %w", s.spec, order[i], err)
 		}
 	}
-	return nil
+	return c, nil
 }
 
 // batchFrame is the puts one holder gets for a round.

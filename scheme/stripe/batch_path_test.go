@@ -10,6 +10,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/kind/kindtest"
 )
@@ -87,7 +88,7 @@ func batchStripesOf(t *testing.T, net *testNet, m *cluster.Map, s *schemeState, 
 		}
 		shards := make([][]byte, k+parities)
 		for role := range shards {
-			node := holders[batchPosition(s.spec, role)]
+			node := holders[batchPosition(s.spec, role, s.batch.data.stripes[slot].c)]
 			if role == 0 && node.ID == self {
 				shards[0] = padded(s.batch.data.stripes[slot].kept[0], n)
 				continue
@@ -532,5 +533,29 @@ func TestBatchVerify(t *testing.T) {
 	pc.bytes[0] ^= 1
 	if c := coord.verifyKey(context.Background(), m, keys[0], entry); len(c.Problems) != 1 {
 		t.Fatalf("verify after corrupting parity: %+v", c)
+	}
+}
+
+// TestBatchPositionsSwapForAStandInCoordinator: the roles of a batch
+// stripe take distinct positions of the list for any coordinator
+// position c, and none is the coordinator's own under hybrid (which keeps
+// every data chunk) or other than chunk 0 under stripe (which keeps it).
+func TestBatchPositionsSwapForAStandInCoordinator(t *testing.T) {
+	for _, spec := range []string{"stripe:4+2", "hybrid:4+2", "hybrid:2+3", "stripe:3+1"} {
+		sp, err := scheme.Parse(spec)
+		must(t, err)
+		for c := range sp.K + sp.M {
+			seen := map[int]bool{}
+			for role := range sp.K + batchParities(sp) {
+				p := batchPosition(sp, role, c)
+				if seen[p] || p < 0 || p >= sp.K+sp.M {
+					t.Fatalf("%s c=%d: role %d at position %d, taken or out of the list", spec, c, role, p)
+				}
+				seen[p] = true
+				if p == c && (sp.Kind == scheme.Hybrid || role != 0) {
+					t.Fatalf("%s c=%d: role %d on the coordinator's own position", spec, c, role)
+				}
+			}
+		}
 	}
 }

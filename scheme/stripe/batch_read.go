@@ -23,6 +23,7 @@ type batchRef struct {
 	size   int
 	shard  uint16
 	serial uint64
+	c      int // the coordinator's position the stripe was laid out for
 }
 
 // ref returns key's batch object's reference. The caller holds s.mu.
@@ -36,7 +37,7 @@ func (s *schemeState) ref(key []byte) (batchRef, bool) {
 		return batchRef{}, false
 	}
 	shard, serial, _ := s.batch.data.Serial(loc.Slot)
-	return batchRef{head: e.o, local: e.local, loc: loc, size: e.size, shard: shard, serial: serial}, true
+	return batchRef{head: e.o, local: e.local, loc: loc, size: e.size, shard: shard, serial: serial, c: s.batch.data.stripes[loc.Slot].c}, true
 }
 
 // fetchBatch returns key's current batch object with its value, read
@@ -61,7 +62,7 @@ func (eng *Engine) fetchBatch(ctx context.Context, s *schemeState, key []byte) (
 	if err != nil {
 		return Object{}, err
 	}
-	b, err := eng.readPieceRange(ctx, holders[batchPosition(s.spec, r.loc.Chunk)], s, r, r.loc.Chunk)
+	b, err := eng.readPieceRange(ctx, holders[batchPosition(s.spec, r.loc.Chunk, r.c)], s, r, r.loc.Chunk)
 	if err != nil {
 		eng.log.Debug("stripe: a batch object's holder did not answer; decoding it", "key", string(key), "err", err)
 		if b, err = eng.decodeBatchRange(ctx, holders, s, r); errors.Is(err, errBatchLost) {
@@ -80,7 +81,7 @@ func (eng *Engine) lostBatchKey(m *cluster.Map, s *schemeState, r batchRef, key 
 	holders, _ := listHolders(m, s.spec, r.shard)
 	lost := 0
 	for role := range s.spec.K + batchParities(s.spec) {
-		if p := batchPosition(s.spec, role); p < len(holders) && holders[p].State != cluster.Up {
+		if p := batchPosition(s.spec, role, r.c); p < len(holders) && holders[p].State != cluster.Up {
 			lost++
 		}
 	}
@@ -132,7 +133,7 @@ func (eng *Engine) decodeBatchRange(ctx context.Context, holders []cluster.Node,
 		if role == r.loc.Chunk || shards[role] != nil {
 			continue
 		}
-		b, err := eng.readPieceRange(ctx, holders[batchPosition(s.spec, role)], s, r, role)
+		b, err := eng.readPieceRange(ctx, holders[batchPosition(s.spec, role, r.c)], s, r, role)
 		if err != nil {
 			continue
 		}

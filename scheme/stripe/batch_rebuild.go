@@ -40,12 +40,13 @@ func (eng *Engine) rebuildShardStripes(ctx context.Context, m *cluster.Map, s *s
 	type stripeRef struct {
 		slot   uint32
 		serial uint64
+		c      int
 	}
 	var stripes []stripeRef
 	s.mu.Lock()
 	for slot, st := range s.batch.data.stripes {
 		if st != nil && st.shard == shard {
-			stripes = append(stripes, stripeRef{uint32(slot), st.serial})
+			stripes = append(stripes, stripeRef{uint32(slot), st.serial, st.c})
 		}
 	}
 	s.mu.Unlock()
@@ -64,7 +65,7 @@ func (eng *Engine) rebuildShardStripes(ctx context.Context, m *cluster.Map, s *s
 	for _, ref := range stripes {
 		var missing []int
 		for role := range s.spec.K + batchParities(s.spec) {
-			node := holders[batchPosition(s.spec, role)]
+			node := holders[batchPosition(s.spec, role, ref.c)]
 			if node.State == cluster.Up && !(role == 0 && node.ID == self) && !has[node.ID][pieceAt{ref.serial, role}] {
 				missing = append(missing, role)
 			}
@@ -72,7 +73,7 @@ func (eng *Engine) rebuildShardStripes(ctx context.Context, m *cluster.Map, s *s
 		if len(missing) == 0 {
 			continue
 		}
-		err := eng.reputPieces(ctx, s, holders, shard, ref.slot, ref.serial, missing)
+		err := eng.reputPieces(ctx, s, holders, batchRef{shard: shard, serial: ref.serial, loc: BatchLoc{Slot: ref.slot}, c: ref.c}, missing)
 		switch {
 		case errors.Is(err, errBatchLost):
 			abandoned++ // beyond tolerance: its keys read -LOST
@@ -123,8 +124,9 @@ func (eng *Engine) heldPieces(ctx context.Context, s *schemeState, shard uint16,
 
 // reputPieces rebuilds the missing roles of the stripe in slot and puts
 // them on their positions' nodes.
-func (eng *Engine) reputPieces(ctx context.Context, s *schemeState, holders []cluster.Node, shard uint16, slot uint32, serial uint64, missing []int) error {
-	ps, err := eng.readStripe(ctx, s, holders, shard, slot, serial)
+func (eng *Engine) reputPieces(ctx context.Context, s *schemeState, holders []cluster.Node, r batchRef, missing []int) error {
+	shard, serial := r.shard, r.serial
+	ps, err := eng.readStripe(ctx, s, holders, r)
 	if err != nil {
 		return err
 	}
@@ -138,7 +140,7 @@ func (eng *Engine) reputPieces(ctx context.Context, s *schemeState, holders []cl
 		if role == s.spec.K {
 			req.Manifest = ps.manifest()
 		}
-		reqs = append(reqs, Request{Node: holders[batchPosition(s.spec, role)], Msg: MsgBatch, Payload: encodeBatchPuts(s.id, shard, []batchPutReq{req}, nil)})
+		reqs = append(reqs, Request{Node: holders[batchPosition(s.spec, role, r.c)], Msg: MsgBatch, Payload: encodeBatchPuts(s.id, shard, []batchPutReq{req}, nil)})
 	}
 	_, errs := eng.callEach(ctx, reqs)
 	return errors.Join(errs...)
@@ -147,8 +149,8 @@ func (eng *Engine) reputPieces(ctx context.Context, s *schemeState, holders []cl
 // readStripe returns the data chunks of the stripe in slot: those kept
 // here, the others read whole from their holders or, failing that,
 // decoded.
-func (eng *Engine) readStripe(ctx context.Context, s *schemeState, holders []cluster.Node, shard uint16, slot uint32, serial uint64) (*packedStripe, error) {
-	k := s.spec.K
+func (eng *Engine) readStripe(ctx context.Context, s *schemeState, holders []cluster.Node, r batchRef) (*packedStripe, error) {
+	k, shard, slot, serial := s.spec.K, r.shard, r.loc.Slot, r.serial
 	s.mu.Lock()
 	lens := append([]int(nil), s.batch.data.Lens(slot)...)
 	data := make([][]byte, k)
@@ -163,7 +165,7 @@ func (eng *Engine) readStripe(ctx context.Context, s *schemeState, holders []clu
 	for _, l := range lens {
 		n = max(n, l)
 	}
-	ref := batchRef{shard: shard, serial: serial, loc: BatchLoc{Slot: slot}, size: n}
+	ref := batchRef{shard: shard, serial: serial, loc: BatchLoc{Slot: slot}, size: n, c: r.c}
 	var lost []int
 	for q := range k {
 		if data[q] != nil {
@@ -171,7 +173,7 @@ func (eng *Engine) readStripe(ctx context.Context, s *schemeState, holders []clu
 		}
 		whole := ref
 		whole.loc.Chunk, whole.size = q, lens[q]
-		b, err := eng.readPieceRange(ctx, holders[batchPosition(s.spec, q)], s, whole, q)
+		b, err := eng.readPieceRange(ctx, holders[batchPosition(s.spec, q, r.c)], s, whole, q)
 		if err != nil {
 			lost = append(lost, q)
 			continue
@@ -203,7 +205,7 @@ func (eng *Engine) verifyBatchKey(ctx context.Context, m *cluster.Map, s *scheme
 		c.Problems = append(c.Problems, err.Error())
 		return c
 	}
-	ps, err := eng.readStripe(ctx, s, holders, r.shard, r.loc.Slot, r.serial)
+	ps, err := eng.readStripe(ctx, s, holders, r)
 	if err != nil {
 		c.Problems = append(c.Problems, err.Error())
 		return c
@@ -215,7 +217,7 @@ func (eng *Engine) verifyBatchKey(ctx context.Context, m *cluster.Map, s *scheme
 	want := ps.pieces()
 	self := eng.host.Self()
 	for role, piece := range want {
-		node := holders[batchPosition(s.spec, role)]
+		node := holders[batchPosition(s.spec, role, r.c)]
 		if role == 0 && node.ID == self {
 			c.Checked++ // kept here: what the stripe was read from
 			continue

@@ -112,7 +112,7 @@ func (s *Bound) batchLayout(m *cluster.Map, st *schemeState, r batchRef) (kind.L
 		copies[self] = true
 	}
 	for role := range st.spec.K + batchParities(st.spec) {
-		p := batchPosition(st.spec, role)
+		p := batchPosition(st.spec, role, r.c)
 		node := holders[p]
 		if role == 0 && node.ID == self {
 			continue // kept here, with no piece of its own
@@ -130,7 +130,7 @@ func (s *Bound) batchLayout(m *cluster.Map, st *schemeState, r batchRef) (kind.L
 			}
 		}
 	}
-	if role0 := holders[batchPosition(st.spec, 0)]; role0.ID == self {
+	if role0 := holders[batchPosition(st.spec, 0, r.c)]; role0.ID == self {
 		pieceNodes[self] = true // its chunk 0 counts as a piece
 	}
 	out.Tolerates = batchTolerance(len(pieceNodes), st.spec.K, copies, pieceNodes)
