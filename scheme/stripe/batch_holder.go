@@ -380,7 +380,7 @@ func serveBatch(h *batchPieces, b []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		marks, err := wire.DecodeList(d.Rest(), readMark)
+		marks, err := decodeMarks(d.Rest())
 		if err != nil {
 			return nil, err
 		}
@@ -433,7 +433,7 @@ func serveBatch(h *batchPieces, b []byte) ([]byte, error) {
 		return nil, nil
 	case batchMark:
 		schemeID, shard := d.U16(), d.U16()
-		marks, err := wire.DecodeList(d.Rest(), readMark)
+		marks, err := decodeMarks(d.Rest())
 		if err != nil {
 			return nil, err
 		}

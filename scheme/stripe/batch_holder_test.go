@@ -103,3 +103,37 @@ func TestBatchPiecesRefuseBadInput(t *testing.T) {
 		t.Errorf("bad input stored something: %d bytes", h.bytes)
 	}
 }
+
+// TestMarksRoundTrip: dead marks encode grouped by stripe and decode to
+// the same set; truncated or oversized input is refused.
+func TestMarksRoundTrip(t *testing.T) {
+	var ms []seqMark
+	for i, m := range []deadMark{{serial: 9, chunk: 1, offset: 300}, {serial: 2, chunk: 0, offset: 0}, {serial: 9, chunk: 3, offset: 4000}, {serial: 1 << 40, chunk: 2, offset: 77}} {
+		ms = append(ms, seqMark{seq: uint64(i + 1), mark: m})
+	}
+	b := encodeMarks(ms)
+	got, err := decodeMarks(b)
+	if err != nil || len(got) != len(ms) {
+		t.Fatalf("decoded %v, %v", got, err)
+	}
+	want := map[markedAt]bool{}
+	for _, m := range ms {
+		want[markedAt{serial: m.mark.serial, chunk: uint8(m.mark.chunk), offset: uint32(m.mark.offset)}] = true
+	}
+	for _, g := range got {
+		if !want[g] {
+			t.Errorf("decoded a mark not sent: %+v", g)
+		}
+	}
+	if len(b) >= 13*len(ms) {
+		t.Errorf("%d marks take %d bytes: no smaller than unpacked", len(ms), len(b))
+	}
+	for cut := range len(b) {
+		if _, err := decodeMarks(b[:cut]); err == nil && cut > 4 {
+			t.Errorf("a truncation to %d bytes decoded", cut)
+		}
+	}
+	if _, err := decodeMarks([]byte{0xff, 0xff, 0xff, 0xff}); err == nil {
+		t.Error("a huge group count decoded")
+	}
+}

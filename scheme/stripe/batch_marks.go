@@ -2,6 +2,7 @@ package stripe
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"time"
@@ -233,21 +234,81 @@ func (eng *Engine) deliverMarks(ctx context.Context, s *schemeState, shard uint1
 	return nil
 }
 
-// encodeMarks is a list of marks: serial, chunk and offset each.
+// encodeMarks is a list of marks, grouped by stripe to keep them small
+// (a mark rides along with every overwrite): a u32 count of stripes,
+// then per stripe its serial as a uvarint delta from the previous one, a
+// uvarint count and, per mark, the chunk (u8) and the offset (uvarint).
 func encodeMarks(ms []seqMark) wire.Enc {
-	return wire.EncodeList(ms, func(e wire.Enc, m seqMark) wire.Enc {
-		return e.U64(m.mark.serial).U8(uint8(m.mark.chunk)).U32(uint32(m.mark.offset))
+	sorted := slices.Clone(ms)
+	slices.SortFunc(sorted, func(a, b seqMark) int {
+		switch {
+		case a.mark.serial < b.mark.serial:
+			return -1
+		case a.mark.serial > b.mark.serial:
+			return 1
+		}
+		return 0
 	})
+	var groups [][]seqMark
+	for i := 0; i < len(sorted); {
+		j := i + 1
+		for j < len(sorted) && sorted[j].mark.serial == sorted[i].mark.serial {
+			j++
+		}
+		groups, i = append(groups, sorted[i:j]), j
+	}
+	e := wire.Enc(nil).U32(uint32(len(groups)))
+	prev := uint64(0)
+	for _, g := range groups {
+		e = binary.AppendUvarint(e, g[0].mark.serial-prev)
+		e = binary.AppendUvarint(e, uint64(len(g)))
+		prev = g[0].mark.serial
+		for _, m := range g {
+			e = binary.AppendUvarint(e.U8(uint8(m.mark.chunk)), uint64(m.mark.offset))
+		}
+	}
+	return e
 }
 
-// markedAt is one mark as a holder reads it.
-type markedAt struct {
-	serial uint64
-	chunk  uint8
-	offset uint32
+// decodeMarks reads what encodeMarks wrote.
+func decodeMarks(b []byte) ([]markedAt, error) {
+	d := wire.NewDec(b)
+	groups := int(d.U32())
+	if groups > len(b) {
+		return nil, wire.ErrMalformed
+	}
+	var out []markedAt
+	serial := uint64(0)
+	for range groups {
+		delta, n := uvarint(&d), uvarint(&d)
+		if d.Err() != nil || n > uint64(len(b)) {
+			return nil, wire.ErrMalformed
+		}
+		serial += delta
+		for range n {
+			chunk := d.U8()
+			off := uvarint(&d)
+			if off > MaxChunkSize {
+				d.Fail()
+			}
+			out = append(out, markedAt{serial: serial, chunk: chunk, offset: uint32(off)})
+		}
+	}
+	return out, d.Done()
 }
 
-func readMark(d *wire.Dec) markedAt { return markedAt{serial: d.U64(), chunk: d.U8(), offset: d.U32()} }
+// uvarint reads a uvarint from d (failing d on a bad one).
+func uvarint(d *wire.Dec) uint64 {
+	rest := d.Rest()
+	v, n := binary.Uvarint(rest)
+	if n <= 0 {
+		d.Fail()
+		return 0
+	}
+	d.Take(n)
+	return v
+}
+
 
 // markDead records that the object at (chunk, offset) of stripe (scheme,
 // shard, serial) is dead on every piece of it held here.
@@ -271,3 +332,10 @@ type deadSet map[uint64]bool
 
 // has says whether the object at chunk and offset is marked dead.
 func (d deadSet) has(chunk, offset int) bool { return d[uint64(chunk)<<32|uint64(offset)] }
+
+// markedAt is one mark as a holder reads it.
+type markedAt struct {
+	serial uint64
+	chunk  uint8
+	offset uint32
+}
