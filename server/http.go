@@ -13,6 +13,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/cluster/control"
+	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/server/commands"
 	"github.com/memgest/memgest/server/core"
@@ -218,6 +219,7 @@ type nodeCollector struct {
 	rebuilding, rebuildKeys, rebuildBytes  *prometheus.Desc
 	corrupt, repaired, scrubbed, swept     *prometheus.Desc
 	relocated                              *prometheus.Desc
+	batchData, batchGarbage                *prometheus.Desc
 }
 
 func (n *Node) collector() prometheus.Collector {
@@ -244,11 +246,13 @@ func (n *Node) collector() prometheus.Collector {
 		scrubbed:     d("scrub_bytes_total", "Bytes the scrub has checked."),
 		swept:        d("swept_pieces_total", "Garbage pieces the sweep dropped (pieces failures left that no committed version needs)."),
 		relocated:    d("stripe_relocated_objects_total", "Stripe objects compaction moved out of chunks with garbage or above free stripe numbers."),
+		batchData:    d("batch_data_bytes", "Data chunk bytes of the batch stripes this node's coordinator wrote, garbage included, by scheme (decision 0009).", "scheme"),
+		batchGarbage: d("batch_garbage_bytes", "Bytes of those batch stripes no key uses any more, which the GC reclaims, by scheme: over memgest_batch_data_bytes, the garbage ratio.", "scheme"),
 	}
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.commands, c.forwarded, c.expired, c.epoch, c.keys, c.logical, c.stored, c.overhead, c.serving, c.nodes, c.recovering, c.rebuilding, c.rebuildKeys, c.rebuildBytes, c.corrupt, c.repaired, c.scrubbed, c.swept, c.relocated} {
+	for _, d := range []*prometheus.Desc{c.commands, c.forwarded, c.expired, c.epoch, c.keys, c.logical, c.stored, c.overhead, c.serving, c.nodes, c.recovering, c.rebuilding, c.rebuildKeys, c.rebuildBytes, c.corrupt, c.repaired, c.scrubbed, c.swept, c.relocated, c.batchData, c.batchGarbage} {
 		ch <- d
 	}
 }
@@ -284,6 +288,14 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.keys, prometheus.GaugeValue, float64(u.Keys), e.Name())
 		ch <- prometheus.MustNewConstMetric(c.logical, prometheus.GaugeValue, float64(u.Logical), e.Name())
 		ch <- prometheus.MustNewConstMetric(c.stored, prometheus.GaugeValue, float64(u.Stored), e.Name())
+		if e.Spec.Mode != scheme.InPlace {
+			var data, garbage int64
+			if u.Stripe != nil {
+				data, garbage = u.Stripe.BatchData, u.Stripe.BatchGarbage
+			}
+			ch <- prometheus.MustNewConstMetric(c.batchData, prometheus.GaugeValue, float64(data), e.Name())
+			ch <- prometheus.MustNewConstMetric(c.batchGarbage, prometheus.GaugeValue, float64(garbage), e.Name())
+		}
 	}
 }
 

@@ -26,7 +26,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	rdb := c.plainClient(0, 2)
 	const keys, size = 40, 100
 	value := strings.Repeat("v", size)
-	specs := map[string]float64{"rep:3": 2, "stripe:2+1": 1} // copies of the value sent per write, at least
+	specs := map[string]float64{"rep:3": 2, "stripe:2+1": 1, "stripe:2+1@batch": 1} // copies of the value sent per write, at least
 	written := map[string]float64{}
 	for spec := range specs {
 		for i := range keys {
@@ -60,8 +60,12 @@ func TestMetricsEndpoint(t *testing.T) {
 			t.Errorf("%s logical bytes written: %v across nodes, want %v", spec, got, written[spec])
 		}
 	}
-	if got := sumMetric(families[:1], "memgest_command_duration_seconds", map[string]string{"command": "set"}); got != 2*keys {
-		t.Errorf("node 0 timed %v SETs, want %d (it received every one)", got, 2*keys)
+	if got := sumMetric(families[:1], "memgest_command_duration_seconds", map[string]string{"command": "set"}); got != float64(len(specs)*keys) {
+		t.Errorf("node 0 timed %v SETs, want %d (it received every one)", got, len(specs)*keys)
+	}
+	batch := map[string]string{"scheme": "stripe:2+1@batch"}
+	if data, garbage := sumMetric(families, "memgest_batch_data_bytes", batch), sumMetric(families, "memgest_batch_garbage_bytes", batch); data < keys*size || garbage != 0 {
+		t.Errorf("batch stripes of stripe:2+1@batch: %v data bytes, %v garbage, want at least %d and none", data, garbage, keys*size)
 	}
 	for i, f := range families {
 		if got := sumMetric(only(f), "memgest_nodes", map[string]string{"state": "up"}); got != 4 {

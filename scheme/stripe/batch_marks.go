@@ -309,7 +309,6 @@ func uvarint(d *wire.Dec) uint64 {
 	return v
 }
 
-
 // markDead records that the object at (chunk, offset) of stripe (scheme,
 // shard, serial) is dead on every piece of it held here.
 func (h *batchPieces) markDead(schemeID, shard uint16, serial uint64, chunk uint8, offset uint32) {
