@@ -13,10 +13,11 @@ import (
 // objects over K data chunks, so a round of n ≥ K objects costs parity of
 // about M/K of its bytes and one of n < K up to M/n: the test is whether
 // a round of the bound gathers K objects, T × bound ≥ K for a write rate
-// T. The rate is an exponentially decayed count of the scheme's writes
-// here (time constant rateTau); the switch batches from T × bound ≥ 2K
-// and writes in place again below K, so a rate near the threshold does
-// not flap.
+// T (any object may go to any data chunk, so K objects fill a stripe
+// where BCStore's hashing needs one for each of k nodes). The rate is an
+// exponentially decayed count of the scheme's writes here (time constant
+// rateTau); the switch batches from T × bound ≥ K and writes in place
+// again below K/2, so a rate near the threshold does not flap.
 type autoSwitch struct {
 	mu       sync.Mutex
 	k        int
@@ -43,10 +44,10 @@ func (a *autoSwitch) write(now time.Time) bool {
 	a.count++
 	perBound := a.count / rateTau.Seconds() * a.bound.Seconds() // T × bound
 	switch {
-	case !a.batching && perBound >= float64(2*a.k):
+	case !a.batching && perBound >= float64(a.k):
 		a.batching = true
 		a.switches++
-	case a.batching && perBound < float64(a.k):
+	case a.batching && perBound < float64(a.k)/2:
 		a.batching = false
 		a.switches++
 	}
@@ -78,7 +79,7 @@ func (a *autoSwitch) batchingNow() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.decay(time.Now())
-	if a.batching && a.count/rateTau.Seconds()*a.bound.Seconds() < float64(a.k) {
+	if a.batching && a.count/rateTau.Seconds()*a.bound.Seconds() < float64(a.k)/2 {
 		a.batching = false
 		a.switches++
 	}

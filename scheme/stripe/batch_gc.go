@@ -14,18 +14,15 @@ import (
 // live objects and hands them to the node, which rewrites them through
 // the write path (they join the next rounds; a client's write of the key
 // meanwhile wins and moves it anyway); a stripe with no live object left
-// is then freed on every holder. Sparse stripes, from rounds the bound
-// cut short, are merged the same way once there are enough of them to
-// fill a stripe.
+// is then freed on every holder. Sparse stripes, rounds of fewer than K
+// objects (at low write rates), whose parity costs up to M times their
+// data, are merged the same way once there are enough of them to fill a
+// stripe.
 
 // batchGCGoal is the share of a scheme's batch data bytes on a
 // coordinator that may be garbage before its GC moves objects.
 const batchGCGoal = 0.25
 
-// sparseShare: a stripe whose data is under this share of a full one
-// (K chunks of the chunk size) is sparse, and sparse stripes are merged
-// once they hold a full stripe's bytes between them.
-const sparseShare = 0.25
 
 // BatchGC picks, per batching scheme, victim stripes of at most budget
 // bytes and returns their live objects, values read, as relocations for
@@ -92,7 +89,7 @@ func (s *schemeState) batchVictims(budget int) ([]gcVictim, int) {
 	if st.GarbageRatio() > batchGCGoal {
 		slots = b.Victims(len(b.stripes))
 	} else {
-		slots = b.sparse(int(sparseShare * float64(s.spec.K*s.spec.ChunkSize())))
+		slots = b.sparse(s.spec.K*s.spec.ChunkSize(), s.spec.K)
 	}
 	var out []gcVictim
 	bytes := 0
@@ -107,18 +104,19 @@ func (s *schemeState) batchVictims(budget int) ([]gcVictim, int) {
 	return out, bytes
 }
 
-// sparse returns the slots of stripes of fewer than under data bytes, if
-// together they hold more than a full stripe's worth (4 × under).
-func (b *BatchData) sparse(under int) []uint32 {
+// sparse returns the slots of stripes of fewer than k objects (a stripe
+// of n < k objects spends up to M/n parity per byte, against M/K), if
+// together their live objects hold more than a full stripe's bytes.
+func (b *BatchData) sparse(full, k int) []uint32 {
 	var slots []uint32
 	total := 0
 	for slot, st := range b.stripes {
-		if st != nil && st.size() < under {
+		if st != nil && st.objects < k {
 			slots = append(slots, uint32(slot))
 			total += st.liveB
 		}
 	}
-	if total < int(float64(under)/sparseShare) || len(slots) < 2 {
+	if total < full || len(slots) < 2 {
 		return nil
 	}
 	slices.SortFunc(slots, func(x, y uint32) int { return b.stripes[x].size() - b.stripes[y].size() })

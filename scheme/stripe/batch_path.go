@@ -118,12 +118,19 @@ type batchPlace struct {
 // batches says whether a write of w to s goes through the batch path:
 // under @batch every write whose object fits a chunk (larger ones are
 // fragmented in place), under @auto those while the write rate fills
-// stripes within the bound.
+// stripes within the bound. A relocation (compaction, the GC) follows
+// the current choice without counting toward the rate.
 func (s *schemeState) batches(w *kind.Staged, obj *Object) bool {
 	if s.batch == nil || obj.EncodedLen() > s.spec.ChunkSize() {
 		return false
 	}
-	return s.batch.auto == nil || s.batch.auto.write(time.Now())
+	switch {
+	case s.batch.auto == nil:
+		return true
+	case w.Relocate:
+		return s.batch.auto.batchingNow()
+	}
+	return s.batch.auto.write(time.Now())
 }
 
 // stageBatch puts w's object in the open round of its shard.
