@@ -248,6 +248,57 @@ func TestLinearizableAcrossSchemes(t *testing.T) {
 	t.Logf("%d operations: %s", len(history), res)
 }
 
+// TestLinearizableHotBatchKeys has many clients write two hot keys of
+// batching schemes with plain SETs (blind writes, which overlap in flight
+// and share rounds, decision 0009) while others read and now and then
+// delete them, and checks the history with porcupine: a round stores only
+// a key's newest object, and every writer's SET is still linearizable.
+func TestLinearizableHotBatchKeys(t *testing.T) {
+	c := startCluster(t, 6, clusterOptions{})
+	ctx := ctxT(t)
+	admin := c.plainClient(0, 2)
+	must(t, admin.Do(ctx, "SCHEME.DEFAULT", "stripe:4+2@batch").Err())
+	c.waitDefault("stripe:4+2@batch")
+	keys := []string{"hot:{a}", "hot:{b}"}
+	must(t, admin.Do(ctx, "SET", keys[1], "0", "SCHEME", "hybrid:4+2@batch").Err())
+	const clients, opsPerClient = 12, 150
+	start := time.Now()
+	var mu sync.Mutex
+	history := []porcupine.Operation{{ClientId: clients, Input: kvInput{key: keys[1], op: "set", value: "0"}, Output: kvOutput{}, Call: 0, Return: 1}}
+	var wg sync.WaitGroup
+	for id := range clients {
+		wg.Go(func() {
+			rdb := c.plainClient(id%len(c.nodes), 2)
+			rng := rand.New(rand.NewSource(int64(id)))
+			for i := range opsPerClient {
+				key := keys[rng.Intn(len(keys))]
+				in := kvInput{key: key, op: "get"}
+				switch r := rng.Intn(100); {
+				case r < 60:
+					in = kvInput{key: key, op: "set", value: strconv.Itoa((id+1)*1_000_000 + i)}
+				case r < 63:
+					in = kvInput{key: key, op: "del"}
+				}
+				call := time.Since(start).Nanoseconds() + 2
+				out, err := runInput(ctx, rdb, in)
+				ret := time.Since(start).Nanoseconds() + 2
+				if err != nil {
+					if in.op == "get" {
+						continue
+					}
+					out, ret = unknownOutcome, math.MaxInt64
+				}
+				mu.Lock()
+				history = append(history, porcupine.Operation{ClientId: id, Input: in, Call: call, Output: out, Return: ret})
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	res := checkLinearizable(t, history, "hot batch keys")
+	t.Logf("%d operations: %s", len(history), res)
+}
+
 // randomInput is client id's i-th operation on one of keys, in one of
 // schemes: 20% SET, 30% GET, 10% each APPEND, DEL and SCHEME.MOVE, 7% SET
 // NX, 7% SET XX, 6% INCR. Set values are integers, unique to the client and
@@ -279,6 +330,9 @@ func randomInput(rng *rand.Rand, keys, schemes []string, id, i int) kvInput {
 func runInput(ctx context.Context, rdb *redis.Client, in kvInput) (kvOutput, error) {
 	switch in.op {
 	case "set":
+		if in.scheme == "" { // a plain SET: a blind write
+			return kvOutput{}, rdb.Set(ctx, in.key, in.value, 0).Err()
+		}
 		return kvOutput{}, rdb.Do(ctx, "SET", in.key, in.value, "SCHEME", in.scheme).Err()
 	case "setnx", "setxx":
 		err := rdb.Do(ctx, "SET", in.key, in.value, strings.ToUpper(strings.TrimPrefix(in.op, "set")), "SCHEME", in.scheme).Err()

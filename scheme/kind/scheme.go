@@ -86,6 +86,11 @@ type Traits struct {
 	Rebuild Rebuild
 	// Role names one piece in SCHEME.OF ("replica", "shard").
 	Role string
+	// Overlaps: blind writes (plain SET) of one key may be in flight
+	// together; the kind keeps the newest at commit (a batch round stores
+	// only a key's newest object, decision 0009). Otherwise a key's write
+	// waits for the one in flight.
+	Overlaps bool
 }
 
 // Base is what every kind's Scheme holds: its catalogue entry, its node's

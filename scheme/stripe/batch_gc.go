@@ -23,7 +23,6 @@ import (
 // coordinator that may be garbage before its GC moves objects.
 const batchGCGoal = 0.25
 
-
 // BatchGC picks, per batching scheme, victim stripes of at most budget
 // bytes and returns their live objects, values read, as relocations for
 // the node to rewrite; it frees the stripes with nothing live first.

@@ -238,7 +238,11 @@ func (eng *Engine) writeRound(s *schemeState, r *batchRound) {
 		go eng.freeStripes(s, r.shard, serials)
 		return
 	}
-	r.err = eng.addStripes(s, r, winners, serials, stripes, c)
+	if r.err = eng.addStripes(s, r, winners, serials, stripes, c); r.err == nil {
+		eng.stats.BatchRounds.Add(1)
+		eng.stats.BatchObjects.Add(int64(len(winners)))
+		eng.stats.BatchDeduplicated.Add(int64(len(r.objs) - len(winners)))
+	}
 }
 
 // newestPerKey returns the index of the newest-versioned object of each
@@ -359,7 +363,8 @@ type batchFrame struct {
 	puts []batchPutReq
 }
 
-// listHolders returns the K+M positions of list shard in m.
+// listHolders returns the K+M positions of list shard in m (list g is
+// shard g's placement, decision 0003).
 func listHolders(m *cluster.Map, spec scheme.Spec, shard uint16) ([]cluster.Node, error) {
 	if int(shard) >= len(m.Shards) {
 		return nil, fmt.Errorf("stripe: list %d of %d shards", shard, len(m.Shards))

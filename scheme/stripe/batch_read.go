@@ -40,6 +40,20 @@ func (s *schemeState) ref(key []byte) (batchRef, bool) {
 	return batchRef{head: e.o, local: e.local, loc: loc, size: e.size, shard: shard, serial: serial, c: s.batch.data.stripes[loc.Slot].c}, true
 }
 
+// newerInBatch returns key's batch object's reference if the scheme's
+// batch stripes hold a newer version of key than its chunks (the object a
+// read finds). The caller holds s.mu.
+func (s *schemeState) newerInBatch(key []byte) (batchRef, bool) {
+	if s.batch == nil {
+		return batchRef{}, false
+	}
+	r, ok := s.ref(key)
+	if o, inPlace := s.data.Get(key); ok && inPlace {
+		ok = r.head.Version > o.Version
+	}
+	return r, ok
+}
+
 // fetchBatch returns key's current batch object with its value, read
 // from wherever it is kept. A key no longer in the scheme's batch
 // stripes fails with kind.ErrPieceGone (a write moved it: the caller

@@ -100,26 +100,33 @@ func (eng *Engine) heldPieces(ctx context.Context, s *schemeState, shard uint16,
 		if h.State != cluster.Up || out[h.ID] != nil {
 			continue
 		}
-		out[h.ID] = map[pieceAt]bool{}
-		for from := uint64(0); ; {
-			b, err := eng.host.Call(ctx, h, MsgBatch, encodeBatchList(s.id, shard, from, false))
-			if err != nil {
-				return nil, err
-			}
-			page, err := wire.DecodeList(b, readBatchListed)
-			if err != nil {
-				return nil, err
-			}
-			if len(page) == 0 {
-				break
-			}
-			for _, l := range page {
-				out[h.ID][pieceAt{l.Serial, int(l.Role)}] = true
-				from = l.Serial + 1
-			}
+		has := map[pieceAt]bool{}
+		out[h.ID] = has
+		err := eng.listPieces(ctx, h, s, shard, false, func(l batchListed) { has[pieceAt{l.Serial, int(l.Role)}] = true })
+		if err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// listPieces calls fn with every piece of shard's stripes of s that node
+// holds, with their bytes if withBytes, a page at a time.
+func (eng *Engine) listPieces(ctx context.Context, node cluster.Node, s *schemeState, shard uint16, withBytes bool, fn func(batchListed)) error {
+	for from := uint64(0); ; {
+		b, err := eng.host.Call(ctx, node, MsgBatch, encodeBatchList(s.id, shard, from, withBytes))
+		if err != nil {
+			return fmt.Errorf("stripe: listing shard %d's batch stripes of %s on %s: %w", shard, s.spec, node.ID, err)
+		}
+		page, err := wire.DecodeList(b, readBatchListed)
+		if err != nil || len(page) == 0 {
+			return err
+		}
+		for _, l := range page {
+			fn(l)
+			from = l.Serial + 1
+		}
+	}
 }
 
 // reputPieces rebuilds the missing roles of the stripe in slot and puts

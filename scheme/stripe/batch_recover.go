@@ -8,7 +8,6 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
-	"github.com/memgest/memgest/wire"
 )
 
 // This file recovers the batch stripes of a shard whose coordinator
@@ -105,36 +104,22 @@ func (eng *Engine) listShardStripes(ctx context.Context, m *cluster.Map, s *sche
 		if h.State != cluster.Up {
 			continue
 		}
-		for from := uint64(0); ; {
-			b, err := eng.host.Call(ctx, h, MsgBatch, encodeBatchList(s.id, shard, from, true))
-			if err != nil {
-				return nil, fmt.Errorf("stripe: listing shard %d's batch stripes of %s on %s: %w", shard, s.spec, h.ID, err)
+		err := eng.listPieces(ctx, h, s, shard, true, func(l batchListed) {
+			f := out[l.Serial]
+			if f == nil {
+				f = &batchStripeFound{lens: l.Lens, pieces: map[int][]byte{}, dead: deadSet{}}
+				out[l.Serial] = f
 			}
-			page, err := wire.DecodeList(b, readBatchListed)
-			if err != nil {
-				return nil, err
+			f.pieces[int(l.Role)] = l.Bytes
+			if l.Manifest != nil {
+				f.manifest = l.Manifest
 			}
-			if len(page) == 0 {
-				break
+			for _, d := range l.Dead {
+				f.dead[d] = true
 			}
-			for _, l := range page {
-				f := out[l.Serial]
-				if f == nil {
-					f = &batchStripeFound{lens: l.Lens, pieces: map[int][]byte{}}
-					out[l.Serial] = f
-				}
-				f.pieces[int(l.Role)] = l.Bytes
-				if l.Manifest != nil {
-					f.manifest = l.Manifest
-				}
-				for _, d := range l.Dead {
-					if f.dead == nil {
-						f.dead = deadSet{}
-					}
-					f.dead[d] = true
-				}
-				from = l.Serial + 1
-			}
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

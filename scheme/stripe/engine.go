@@ -61,6 +61,10 @@ type Stats struct {
 	// list's replica holder; ChunksDecoded those decoded from their
 	// stripes (recovery, restores and the rebuild alike).
 	ChunksCopied, ChunksDecoded atomic.Int64
+	// BatchRounds counts the batch rounds written, BatchObjects the
+	// objects they stored and BatchDeduplicated the writes whose object a
+	// newer write of the key in the same round replaced (decision 0009).
+	BatchRounds, BatchObjects, BatchDeduplicated atomic.Int64
 }
 
 // NewEngine returns an engine serving host's stripe schemes.
@@ -193,12 +197,9 @@ func ownSlots(m *cluster.Map, spec scheme.Spec, self cluster.NodeID) []Slot {
 // parityHolders returns the nodes holding parity positions 0..M−1 of
 // list g in m.
 func parityHolders(m *cluster.Map, spec scheme.Spec, g uint16) ([]cluster.Node, error) {
-	if int(g) >= len(m.Shards) {
-		return nil, fmt.Errorf("stripe: list %d of %d shards", g, len(m.Shards))
-	}
-	holders := m.HoldersOf(m.Shards[g].First, spec.K+spec.M)
-	if len(holders) < spec.K+spec.M {
-		return nil, fmt.Errorf("stripe: scheme %s needs %d nodes, list %d has %d", spec, spec.K+spec.M, g, len(holders))
+	holders, err := listHolders(m, spec, g)
+	if err != nil {
+		return nil, err
 	}
 	return holders[spec.K:], nil
 }

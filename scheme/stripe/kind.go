@@ -40,9 +40,14 @@ func For(eng *Engine) kind.Factory {
 }
 
 // Bind binds packed scheme entry (stripe or hybrid) to eng on env: the
-// packed kinds' common part, which package hybrid builds on.
+// packed kinds' common part, which package hybrid builds on. A @batch
+// entry's blind writes of a key overlap, so that they share rounds (not
+// @auto's: an in-place update assumes no other write of its key is in
+// flight).
 func Bind(eng *Engine, entry cluster.SchemeEntry, env kind.Env) *Bound {
-	return &Bound{Base: kind.NewBase(entry, env, traits), Pieceless: kind.Pieceless{Spec: entry.Spec}, eng: eng}
+	t := traits
+	t.Overlaps = entry.Spec.Mode == scheme.Batch
+	return &Bound{Base: kind.NewBase(entry, env, t), Pieceless: kind.Pieceless{Spec: entry.Spec}, eng: eng}
 }
 
 // New binds a stripe entry (a kind.Factory) without an engine: such a

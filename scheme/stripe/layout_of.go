@@ -22,14 +22,7 @@ func (s *Bound) Layout(m *cluster.Map, key []byte) (kind.Layout, bool) {
 	st.mu.Lock()
 	id, _, found := st.data.Locate(key)
 	_, sealed, _, _ := st.data.Read(id)
-	var r batchRef
-	inBatch := false
-	if st.batch != nil {
-		if r, inBatch = st.ref(key); inBatch && found {
-			o, _ := st.data.Get(key)
-			inBatch = r.head.Version > o.Version
-		}
-	}
+	r, inBatch := st.newerInBatch(key)
 	st.mu.Unlock()
 	if inBatch {
 		return s.batchLayout(m, st, r)

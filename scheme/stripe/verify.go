@@ -29,14 +29,7 @@ func (eng *Engine) verifyKey(ctx context.Context, m *cluster.Map, key []byte, en
 	s.mu.Lock()
 	id, _, found := s.data.Locate(key)
 	_, sealed, _, _ := s.data.Read(id)
-	var br batchRef
-	inBatch := false
-	if s.batch != nil {
-		if br, inBatch = s.ref(key); inBatch && found {
-			o, _ := s.data.Get(key)
-			inBatch = br.head.Version > o.Version
-		}
-	}
+	br, inBatch := s.newerInBatch(key)
 	s.mu.Unlock()
 	if inBatch {
 		return eng.verifyBatchKey(ctx, m, s, br)

@@ -255,8 +255,38 @@ func (n *Coordinator) writeLocked(ctx context.Context, s *inflightShard, op *Wri
 		return err
 	}
 	p := s.Begin(op.Key, n.Versions.next())
+	n.markOverlaps(p, op)
 	s.Mu.Unlock()
 	return n.apply(ctx, p, op)
+}
+
+// markOverlaps marks p, a blind write of op, as one that later plain
+// SETs of the key may overlap, if op's scheme allows it
+// (kind.Traits.Overlaps: a batching packed scheme keeps a key's newest
+// object, decision 0009).
+func (n *Coordinator) markOverlaps(p *pending, op *WriteOp) {
+	if op.scheme(n).Traits().Overlaps {
+		p.overlaps = uint32(op.Entry.ID) + 1
+	}
+}
+
+// overlapLocked begins a plain SET of key = value beside q, the key's
+// write in flight, if q may be overlapped and the SET goes to q's scheme
+// (a plain SET keeps the key's scheme and sets no TTL, so what the
+// committed state says of it holds whatever q commits); it returns nil
+// when the SET must wait for q instead. The caller holds s.Mu.
+func (n *Coordinator) overlapLocked(s *inflightShard, q *pending, key, value []byte) (*pending, *WriteOp) {
+	if q.overlaps == 0 {
+		return nil, nil
+	}
+	cur, _ := n.peekLocked(key)
+	op := n.ValueOp(cur, key, value, 0, false, nil)
+	if uint32(op.Entry.ID)+1 != q.overlaps || n.overwritesStub(cur, op) {
+		return nil, nil
+	}
+	p := s.Begin(key, n.Versions.next())
+	p.overlaps = q.overlaps
+	return p, op
 }
 
 // writeUnpeeked is a plain SET of key (no options) that commits at once,

@@ -50,6 +50,9 @@ type pending struct {
 	version uint64
 	done    chan struct{}
 	began   int64 // monotime, for memgest_scheme_write_duration_seconds
+	// overlaps is 1 + the scheme id of a blind write to a scheme whose
+	// blind writes of a key may overlap (kind.Traits.Overlaps), else 0.
+	overlaps uint32
 }
 
 // inflight tracks the uncommitted writes of every key this node coordinates.

@@ -139,9 +139,19 @@ func (b *packedBatch) send(ctx context.Context, errs []error) {
 func (n *Coordinator) beginBlind(ctx context.Context, w *BlindWrite, began int64) bool {
 	s := n.Inflight.Shard(w.Key)
 	s.Mu.Lock()
-	if s.Newest(w.Key) != nil {
+	if q := s.Newest(w.Key); q != nil {
+		p, op := n.overlapLocked(s, q, w.Key, w.Value)
 		s.Mu.Unlock()
-		return false
+		if p == nil {
+			return false // Node.set waits for q
+		}
+		op.began = began
+		w.op, w.p = op, p
+		if err := n.checkMemory(w.op); err != nil {
+			n.abort(w.Key, w.p)
+			w.p, w.Err = nil, err
+		}
+		return true
 	}
 	if op, done, err := n.writeUnpeeked(s, w.Key, w.Value, began); done {
 		w.op, w.Err = op, err
@@ -159,6 +169,7 @@ func (n *Coordinator) beginBlind(ctx context.Context, w *BlindWrite, began int64
 		return true
 	}
 	w.p = s.Begin(w.Key, n.Versions.next())
+	n.markOverlaps(w.p, w.op)
 	s.Mu.Unlock()
 	if err := n.checkMemory(w.op); err != nil {
 		n.abort(w.Key, w.p)

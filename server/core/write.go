@@ -40,8 +40,15 @@ func (n *Coordinator) ValueOp(cur Current, key, value []byte, expireAt int64, ke
 func (n *Coordinator) Set(ctx context.Context, key, value []byte, expireAt int64, keepTTL bool, entry *cluster.SchemeEntry) error {
 	s := n.Inflight.Shard(key)
 	s.Mu.Lock()
+	plain := entry == nil && expireAt == 0 && !keepTTL
+	if q := s.Newest(key); q != nil && plain {
+		if p, op := n.overlapLocked(s, q, key, value); p != nil {
+			s.Mu.Unlock()
+			return n.apply(ctx, p, op)
+		}
+	}
 	if s.Newest(key) == nil {
-		if entry == nil && expireAt == 0 && !keepTTL {
+		if plain {
 			if _, done, err := n.writeUnpeeked(s, key, value, 0); done {
 				return err
 			}
