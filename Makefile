@@ -10,7 +10,7 @@ CI_FUZZTIME ?= 5s
 BENCHTIME ?= 200ms
 ROUNDS    ?= 5
 
-.PHONY: all build dev test test-deps test-huge check fmt-check vet unit fuzz-short fuzz robustness bench bench-ec bench-ec-raw bench-memory bench-store bench-failure bench-hybrid bench-tools clean
+.PHONY: all build dev test test-deps test-huge check fmt-check vet unit fuzz-short fuzz robustness bench bench-ec bench-ec-raw bench-memory bench-store bench-failure bench-hybrid bench-batch bench-tools clean
 
 all: build
 
@@ -102,6 +102,15 @@ bench-store:
 ## bench-hybrid: issue 25's measurements of hybrid:4+2 against stripe:4+2 and rep:3 (throughput and CPU µs per request, memory at 1 M and 10 M objects, the failure benchmark; about 20 minutes), quoted in docs/benchmarks/hybrid.md.
 bench-hybrid:
 	scripts/bench-hybrid.sh docs/benchmarks
+
+## bench-batch: issue 26's measurements of the write modes: TestBatchBenchmarkReport (6 nodes, stripe:4+2 and hybrid:4+2 in place, @batch and @auto:5ms; inserts, Zipf updates, an @auto ramp; about 6 minutes) to docs/benchmarks/batch.md, and scripts/bench-wire.sh (redis-benchmark -P16 inserts and updates, peer bytes per logical byte) appended to it.
+bench-batch:
+	MEMGEST_TEST_NORACE=1 $(GO) test ./tests -run '^TestBatchBenchmarkReport$$' -count=1 -timeout 40m -v \
+		-batchbench.report=$(CURDIR)/docs/benchmarks/batch.md -batchbench.duration=8s -batchbench.ramp=2s \
+		-batchbench.schemes=stripe:4+2,stripe:4+2@batch,stripe:4+2@auto:5ms,hybrid:4+2,hybrid:4+2@batch,hybrid:4+2@auto:5ms
+	$(GO) build -o bin/memgest ./cmd/memgest
+	{ echo; echo '## redis-benchmark -P16 (scripts/bench-wire.sh)'; echo; echo '```'; \
+		scripts/bench-wire.sh $(CURDIR)/bin/memgest stripe:4+2 stripe:4+2@batch hybrid:4+2 hybrid:4+2@batch; echo '```'; } >> docs/benchmarks/batch.md
 
 ## bench-failure: kill -9 a node under a steady GET/SET load (rep:3, then split:4+2); per-second throughput and p99, rebuild rate vs loopback copy, in docs/benchmarks/failure.md and failure.png.
 bench-failure:

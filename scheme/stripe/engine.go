@@ -225,7 +225,7 @@ func (eng *Engine) stage(ctx context.Context, entry cluster.SchemeEntry, w *kind
 	s.mu.Lock()
 	s.refreshSlots(eng.host.Map(), eng.host.Self())
 	loc, ups, inPlace := Loc{}, []Update(nil), false
-	if !w.Relocate {
+	if !w.Relocate && s.batch == nil { // @auto's writes of a key may overlap: they append
 		loc, ups, inPlace = s.data.Update(w.Key, &obj)
 	}
 	if !inPlace {

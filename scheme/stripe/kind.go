@@ -40,13 +40,13 @@ func For(eng *Engine) kind.Factory {
 }
 
 // Bind binds packed scheme entry (stripe or hybrid) to eng on env: the
-// packed kinds' common part, which package hybrid builds on. A @batch
-// entry's blind writes of a key overlap, so that they share rounds (not
-// @auto's: an in-place update assumes no other write of its key is in
-// flight).
+// packed kinds' common part, which package hybrid builds on. A batching
+// entry's blind writes of a key overlap, so that they share rounds (under
+// @auto a write that goes in place then appends: an update in place
+// assumes no other write of its key in flight, stage).
 func Bind(eng *Engine, entry cluster.SchemeEntry, env kind.Env) *Bound {
 	t := traits
-	t.Overlaps = entry.Spec.Mode == scheme.Batch
+	t.Overlaps = entry.Spec.Mode != scheme.InPlace
 	return &Bound{Base: kind.NewBase(entry, env, t), Pieceless: kind.Pieceless{Spec: entry.Spec}, eng: eng}
 }
 
