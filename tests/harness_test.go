@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -330,7 +331,12 @@ func (c *testCluster) waitFormed(timeout time.Duration) {
 }
 
 // freePorts reserves n distinct loopback ports by binding and releasing
-// them; the window in which another process could take one is small.
+// them. They are drawn below the kernel's ephemeral range: a port the
+// kernel hands out for ":0" is one it also gives outgoing connections as
+// their source port, and with thousands of connections a test's load
+// opens, one took a node's port between its release here and the node's
+// bind (TestPipelinedWritesAreBatched in CI: "bind: address already in
+// use").
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
 	ls := make([]net.Listener, 0, n)
@@ -339,16 +345,39 @@ func freePorts(t *testing.T, n int) []int {
 			l.Close()
 		}
 	}()
+	lo := ephemeralLow()
 	ports := make([]int, 0, n)
-	for len(ports) < n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 100*n {
+			t.Fatalf("no %d free loopback ports below %d", n, lo)
+		}
+		p := 10000 + rand.IntN(lo-10000)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
 		if err != nil {
-			t.Fatal(err)
+			continue // taken
 		}
 		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, p)
 	}
 	return ports
+}
+
+// ephemeralLow is the lowest port of the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range), 32768 if it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	lo, err := strconv.Atoi(f[0])
+	if err != nil || lo <= 11000 {
+		return 32768
+	}
+	return lo
 }
 
 // syncBuffer is a bytes.Buffer safe for a process's output and the test.
