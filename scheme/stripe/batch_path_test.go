@@ -15,6 +15,16 @@ import (
 	"github.com/memgest/memgest/scheme/kind/kindtest"
 )
 
+// batchSetup is a net of nodes engines with scheme spec, shard 0 and its
+// coordinator's engine, and the scheme bound on it.
+func batchSetup(t *testing.T, nodes int, spec string) (*cluster.Map, cluster.SchemeEntry, *testNet, cluster.Shard, *Engine, kind.Packed) {
+	t.Helper()
+	m, entry, net := engineNet(t, nodes, spec)
+	sh := m.Shards[0]
+	coord := net.engine(sh.Placement[0])
+	return m, entry, net, sh, coord, packedOn(t, m, entry, coord)
+}
+
 // keysOfShard returns n keys of shard sh's slots, from prefix.
 func keysOfShard(sh cluster.Shard, prefix string, n int) [][]byte {
 	var keys [][]byte
@@ -113,10 +123,7 @@ func batchStripesOf(t *testing.T, net *testNet, m *cluster.Map, s *schemeState, 
 func TestBatchWritesEncodeWholeStripes(t *testing.T) {
 	for _, spec := range []string{"stripe:4+2@batch", "hybrid:4+2@batch:200us", "stripe:3+1/512@batch"} {
 		t.Run(spec, func(t *testing.T) {
-			m, entry, net := engineNet(t, 6, spec)
-			sh := m.Shards[0]
-			coord := net.engine(sh.Placement[0])
-			p := packedOn(t, m, entry, coord)
+			m, entry, net, sh, coord, p := batchSetup(t, 6, spec)
 			keys := keysOfShard(sh, "k", 600)
 			writeBatch(t, p, keys, 5, 16)
 			s := coord.byID(entry.ID)
@@ -167,10 +174,7 @@ func TestBatchWritesEncodeWholeStripes(t *testing.T) {
 // newest. An overwrite in a later round leaves the old object as garbage
 // and sends nothing for it (BCStore §III-B).
 func TestBatchRoundDeduplicates(t *testing.T) {
-	m, entry, net := engineNet(t, 6, "hybrid:4+2@batch:100ms")
-	sh := m.Shards[0]
-	coord := net.engine(sh.Placement[0])
-	p := packedOn(t, m, entry, coord)
+	_, entry, _, sh, coord, p := batchSetup(t, 6, "hybrid:4+2@batch:100ms")
 	key := keysOfShard(sh, "dup", 1)[0]
 	ctx := context.Background()
 	var ws []*kind.Staged
@@ -205,10 +209,7 @@ func TestBatchRoundDeduplicates(t *testing.T) {
 // left (the coordinator's chunk 0 among them); with more, the read fails
 // and names the key rather than reading it as absent.
 func TestBatchReadsRemoteAndDegraded(t *testing.T) {
-	m, entry, net := engineNet(t, 6, "stripe:4+2@batch")
-	sh := m.Shards[0]
-	coord := net.engine(sh.Placement[0])
-	p := packedOn(t, m, entry, coord)
+	_, _, net, sh, _, p := batchSetup(t, 6, "stripe:4+2@batch")
 	keys := keysOfShard(sh, "r", 300)
 	writeBatch(t, p, keys, 3, 8)
 	ctx := context.Background()
@@ -259,10 +260,7 @@ func TestBatchReadsRemoteAndDegraded(t *testing.T) {
 func TestBatchGCMovesFewestAndFrees(t *testing.T) {
 	for _, spec := range []string{"stripe:4+2/512@batch", "hybrid:3+2/512@batch"} {
 		t.Run(spec, func(t *testing.T) {
-			m, entry, net := engineNet(t, 6, spec)
-			sh := m.Shards[0]
-			coord := net.engine(sh.Placement[0])
-			p := packedOn(t, m, entry, coord)
+			m, entry, net, sh, coord, p := batchSetup(t, 6, spec)
 			keys := keysOfShard(sh, "gc", 400)
 			writeBatch(t, p, keys, 1, 8)
 			writeBatch(t, p, keys[:300], 2, 8) // three quarters of the first rounds' objects are garbage now
@@ -338,10 +336,7 @@ func relocate(t *testing.T, p kind.Packed, objs []Object, version uint64) uint64
 // stripes (one object each) cost parity as large as the data; once the
 // sparse stripes would fill a stripe between them the GC merges them.
 func TestBatchGCMergesSparseStripes(t *testing.T) {
-	m, entry, net := engineNet(t, 6, "stripe:4+2/256@batch:5ms")
-	sh := m.Shards[0]
-	coord := net.engine(sh.Placement[0])
-	p := packedOn(t, m, entry, coord)
+	_, entry, _, sh, coord, p := batchSetup(t, 6, "stripe:4+2/256@batch:5ms")
 	keys := keysOfShard(sh, "sparse", 64)
 	writeBatch(t, p, keys, 1, 1) // one writer: one object a round
 	s := coord.byID(entry.ID)
@@ -373,10 +368,7 @@ func TestBatchRecoveryEveryPatternUpToM(t *testing.T) {
 				kill = append(kill, o+1)
 			}
 			t.Run(fmt.Sprintf("%s/kill%v", spec, kill), func(t *testing.T) {
-				m, entry, net := engineNet(t, 6, spec)
-				sh := m.Shards[0]
-				coord := net.engine(sh.Placement[0])
-				p := packedOn(t, m, entry, coord)
+				m, entry, net, sh, _, p := batchSetup(t, 6, spec)
 				keys := keysOfShard(sh, "rec", 200)
 				writeBatch(t, p, keys, 1, 8)
 				writeBatch(t, p, keys[:80], 2, 8)
@@ -444,10 +436,7 @@ func TestBatchRecoveryBeyondToleranceNamesKeys(t *testing.T) {
 func TestBatchRebuildPutsLostPiecesOnStandIns(t *testing.T) {
 	for _, spec := range []string{"stripe:4+2/512@batch", "hybrid:4+2/512@batch"} {
 		t.Run(spec, func(t *testing.T) {
-			m, entry, net := engineNet(t, 8, spec) // two spare places for stand-ins
-			sh := m.Shards[0]
-			coord := net.engine(sh.Placement[0])
-			p := packedOn(t, m, entry, coord)
+			m, entry, net, sh, coord, p := batchSetup(t, 8, spec) // two spare places for stand-ins
 			keys := keysOfShard(sh, "rb", 200)
 			writeBatch(t, p, keys, 4, 8)
 			for _, pos := range []int{2, 5} { // a data position and a parity (or chunk 0's copy)
@@ -567,10 +556,7 @@ func TestBatchPositionsSwapForAStandInCoordinator(t *testing.T) {
 // it was never acknowledged: the key comes back at its committed version
 // and nothing is reported lost.
 func TestBatchRecoveryDropsUnfinishedRound(t *testing.T) {
-	m, entry, net := engineNet(t, 6, "stripe:4+2/512@batch")
-	sh := m.Shards[0]
-	coord := net.engine(sh.Placement[0])
-	p := packedOn(t, m, entry, coord)
+	m, entry, net, sh, coord, p := batchSetup(t, 6, "stripe:4+2/512@batch")
 	keys := keysOfShard(sh, "unfinished", 40)
 	writeBatch(t, p, keys, 1, 4)
 	s := coord.byID(entry.ID)
