@@ -54,18 +54,17 @@ func (eng *Engine) recoverBatch(ctx context.Context, m *cluster.Map, sh cluster.
 				}
 			}
 		})
-		down, err := downPositions(m, s.spec, uint16(sh.ID))
-		if err != nil {
-			return nil, nil, err
-		}
+		within := positionsLost(m, lostPosition{entry: entry, list: uint16(sh.ID)}) <= s.spec.M
 		for _, serial := range serials {
 			f := stripes[serial]
 			data, err := eng.stripeData(s, f)
 			switch {
-			case err != nil && len(f.pieces)+down < s.spec.K+batchParities(s.spec):
-				// A live node lacks its piece: a round the coordinator was
-				// still putting when it failed, whose writes nobody was
-				// told of. Not a loss; Defer frees what arrived.
+			case err != nil && within:
+				// Within tolerance every acknowledged stripe decodes: this
+				// is a round the coordinator was still putting when it
+				// failed, whose writes nobody was told of. Not a loss;
+				// Defer frees what arrived. (Beyond tolerance the two
+				// cannot be told apart, and its keys are named lost.)
 				eng.log.Info("an unfinished batch round of a failed coordinator dropped", "scheme", s.spec, "shard", sh.ID, "stripe", serial, "pieces", len(f.pieces))
 				continue
 			case err != nil:
@@ -101,21 +100,6 @@ func keepLiveObjects(found map[uint16][]Object, id uint16, sh cluster.Shard, d [
 		return fmt.Errorf("stripe: a recovered batch chunk of shard %d: %w", sh.ID, err)
 	}
 	return nil
-}
-
-// downPositions counts the positions of list shard whose node is not up.
-func downPositions(m *cluster.Map, spec scheme.Spec, shard uint16) (int, error) {
-	holders, err := listHolders(m, spec, shard)
-	if err != nil {
-		return 0, err
-	}
-	down := 0
-	for _, h := range holders {
-		if h.State != cluster.Up {
-			down++
-		}
-	}
-	return down, nil
 }
 
 // listShardStripes lists, with their bytes, the pieces of shard's batch
