@@ -50,12 +50,12 @@ type seqMark struct {
 type markQueue struct {
 	next     uint64               // the number of the next mark
 	queued   map[uint16][]seqMark // by shard, in order
-	inFlight map[uint64]uint64    // a send's id → its lowest mark number
+	inFlight map[uint64]seqMark   // a send's id → its first mark
 	sends    uint64               // ids of sends
 }
 
 func newMarkQueue() markQueue {
-	return markQueue{next: 1, queued: map[uint16][]seqMark{}, inFlight: map[uint64]uint64{}}
+	return markQueue{next: 1, queued: map[uint16][]seqMark{}, inFlight: map[uint64]seqMark{}}
 }
 
 // add queues m and returns its number.
@@ -75,7 +75,7 @@ func (q *markQueue) take(shard uint16) ([]seqMark, uint64) {
 	}
 	delete(q.queued, shard)
 	q.sends++
-	q.inFlight[q.sends] = ms[0].seq
+	q.inFlight[q.sends] = ms[0]
 	return ms, q.sends
 }
 
@@ -91,20 +91,20 @@ func (q *markQueue) done(id uint64, ms []seqMark, ok bool) {
 	}
 }
 
-// delivered says whether every mark numbered up to n has arrived.
-func (q *markQueue) delivered(n uint64) bool {
-	for _, lo := range q.inFlight {
-		if lo <= n {
+// delivered says whether every mark of shard numbered up to n has
+// arrived.
+func (q *markQueue) delivered(shard uint16, n uint64) bool {
+	for _, first := range q.inFlight {
+		if first.mark.shard == shard && first.seq <= n {
 			return false
 		}
 	}
-	for _, ms := range q.queued {
-		if len(ms) > 0 && ms[0].seq <= n {
-			return false
-		}
-	}
-	return true
+	ms := q.queued[shard]
+	return len(ms) == 0 || ms[0].seq > n
 }
+
+// last is the number of the last mark queued, 0 if none ever was.
+func (q *markQueue) last() uint64 { return q.next - 1 }
 
 // markRoles are the roles of a stripe of spec whose holders keep dead
 // marks: the parities, and under hybrid data chunk 0 (whose holder is the
@@ -142,36 +142,33 @@ func marksFor(spec scheme.Spec, holders []cluster.Node, ms []seqMark, node clust
 	return out
 }
 
-// deleteMarked deletes key's batch object older than below and returns
-// the number of its dead mark, or 0 if the scheme held none. The caller
-// holds the scheme's mu.
-func (b *batchMode) deleteMarked(key []byte, below uint64) (uint64, uint16, error) {
-	loc, ok, err := b.data.Delete(key, below)
-	if !ok || err != nil {
-		return 0, 0, err
-	}
-	shard, _, _ := b.data.Serial(loc.Slot)
-	return b.data.marks.next - 1, shard, nil
-}
-
-// deadMarks is a deletion's dead mark owed to its stripe's mark holders
-// (kind.Pending).
+// deadMarks are the dead marks a deletion (or a move out) waits for
+// before the core may purge its tombstone: every mark of the key's shard
+// queued up to it, which covers the key's own object deleted now and
+// every older object of it that an overwrite, a move or an in-place write
+// turned into garbage before (kind.Pending).
 type deadMarks struct {
 	eng   *Engine
 	s     *schemeState
 	shard uint16
 	seq   uint64
+	ups   []Update // the key's in-place removal, if it had an in-place object too
 }
 
 // Send sends the shard's queued marks and waits until every mark up to
 // the deletion's own has arrived (a round's frames may carry some).
 func (d deadMarks) Send(ctx context.Context) error {
+	if len(d.ups) > 0 {
+		if err := d.eng.send(ctx, d.s, d.ups); err != nil {
+			return err
+		}
+	}
 	for {
 		if err := d.eng.sendMarks(ctx, d.s, d.shard); err != nil {
 			return err
 		}
 		d.s.mu.Lock()
-		done := d.s.batch.data.marks.delivered(d.seq)
+		done := d.s.batch.data.marks.delivered(d.shard, d.seq)
 		d.s.mu.Unlock()
 		if done {
 			return nil
@@ -187,6 +184,7 @@ func (d deadMarks) Send(ctx context.Context) error {
 // SendLater sends them in the background; the deletion's tombstone
 // stays, as for any removal not known to have arrived.
 func (d deadMarks) SendLater() {
+	d.eng.sendLater(d.s, d.ups)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), d.eng.cfg.PeerTimeout)
 		defer cancel()

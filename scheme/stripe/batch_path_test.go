@@ -585,3 +585,31 @@ func TestBatchRecoveryDropsUnfinishedRound(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchDeletionWaitsForEarlierMarks: a key moved out of a batch scheme
+// leaves its object's dead mark queued (sent later); a deletion of the key
+// afterwards, whatever scheme it is in then, still gets a Pending from the
+// batch scheme that delivers every mark queued before it, so once the
+// core purges the tombstone no recovery brings the old object back
+// (robustness seed 32: a key moved from stripe:2+1@batch to stripe:2+1,
+// then deleted).
+func TestBatchDeletionWaitsForEarlierMarks(t *testing.T) {
+	m, entry, net, sh, _, p := batchSetup(t, 6, "stripe:4+2/512@batch")
+	keys := keysOfShard(sh, "moved", 30)
+	writeBatch(t, p, keys, 1, 4)
+	if p.Remove(keys[0], 5) == nil { // the move out: its Pending is sent later, not now
+		t.Fatal("no Pending for a batch key's removal")
+	}
+	del := p.Remove(keys[0], 9) // the deletion, the key no longer in the scheme
+	if del == nil {
+		t.Fatal("a deletion after a move out owes no marks")
+	}
+	must(t, del.Send(context.Background()))
+	run := recoverShard0(t, m, entry, net, []int{0})
+	if o, ok := run.got[string(keys[0])]; ok {
+		t.Fatalf("the moved and deleted key came back at version %d", o.Version)
+	}
+	if len(run.got) != len(keys)-1 {
+		t.Errorf("recovered %d keys, want %d", len(run.got), len(keys)-1)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/scheme/kind"
@@ -76,29 +77,50 @@ func (eng *Engine) fetchBatch(ctx context.Context, s *schemeState, key []byte) (
 	if err != nil {
 		return Object{}, err
 	}
-	b, err := eng.readPieceRange(ctx, holders[batchPosition(s.spec, r.loc.Chunk, r.c)], s, r, r.loc.Chunk)
+	// The holder gets half of what is left: a node cut off but not yet
+	// marked failed must leave the decode time to read the others.
+	direct, cancel := context.WithTimeout(ctx, halfLeft(ctx, eng.cfg.PeerTimeout))
+	b, err := eng.readPieceRange(direct, holders[batchPosition(s.spec, r.loc.Chunk, r.c)], s, r, r.loc.Chunk)
+	cancel()
 	if err != nil {
 		eng.log.Debug("stripe: a batch object's holder did not answer; decoding it", "key", string(key), "err", err)
-		if b, err = eng.decodeBatchRange(ctx, holders, s, r); errors.Is(err, errBatchLost) {
-			return Object{}, eng.lostBatchKey(m, s, r, key, err)
-		} else if err != nil {
-			return Object{}, fmt.Errorf("stripe: key %q: %w", key, err)
+		b, err = eng.decodeBatchRange(ctx, holders, s, r)
+		switch lost := lostRoles(s, r, holders); {
+		case errors.Is(err, errBatchLost) && lost > batchParities(s.spec):
+			return Object{}, eng.lostBatchKey(m, s, lost, key, err)
+		case err != nil:
+			// Within tolerance the pieces are there: a node that does
+			// not answer yet, a read that ran out of time. Not a loss.
+			return Object{}, fmt.Errorf("stripe: key %q: its batch stripe cannot be read now: %w", key, err)
 		}
 	}
 	return objectAt(b, key, r.head.Version)
 }
 
-// lostBatchKey is the error of a read of key whose batch stripe lost
-// more pieces than its scheme tolerates: -LOST, never nil.
-func (eng *Engine) lostBatchKey(m *cluster.Map, s *schemeState, r batchRef, key []byte, err error) error {
-	entry, _ := m.SchemeByID(s.id)
-	holders, _ := listHolders(m, s.spec, r.shard)
+// halfLeft is half the time ctx has left, at most max.
+func halfLeft(ctx context.Context, max time.Duration) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		return min(max, time.Until(dl)/2)
+	}
+	return max
+}
+
+// lostRoles counts the pieces of r's stripe whose node the map marks not
+// up (down, or failed with no stand-in).
+func lostRoles(s *schemeState, r batchRef, holders []cluster.Node) int {
 	lost := 0
 	for role := range s.spec.K + batchParities(s.spec) {
 		if p := batchPosition(s.spec, role, r.c); p < len(holders) && holders[p].State != cluster.Up {
 			lost++
 		}
 	}
+	return lost
+}
+
+// lostBatchKey is the error of a read of key whose batch stripe lost
+// more pieces than its scheme tolerates: -LOST, never nil.
+func (eng *Engine) lostBatchKey(m *cluster.Map, s *schemeState, lost int, key []byte, err error) error {
+	entry, _ := m.SchemeByID(s.id)
 	return kind.LostKey{Key: string(key), Scheme: entry.Name(), Lost: lost, Total: s.spec.K + s.spec.M,
 		Cause: fmt.Sprintf("its batch stripe: %v", err)}.Err()
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/store"
@@ -223,19 +224,19 @@ func (s *Bound) Remove(key []byte, below uint64) kind.Pending {
 	}
 	st.mu.Lock()
 	_, ups, err := st.data.Delete(key, below)
-	var seq uint64
-	var shard uint16
+	var marks uint64
 	if st.batch != nil && err == nil {
-		seq, shard, err = st.batch.deleteMarked(key, below)
+		_, _, err = st.batch.data.Delete(key, below) // queues its dead mark
+		marks = st.batch.data.marks.last()
 	}
 	st.mu.Unlock()
 	if err != nil {
 		s.eng.log.Warn("stripe delete failed", "key", string(key), "scheme", st.spec, "err", err)
 	}
-	switch {
-	case seq != 0:
-		return deadMarks{eng: s.eng, s: st, shard: shard, seq: seq}
-	case len(ups) == 0:
+	if sh := s.eng.host.Map().ShardOf(keyslot.Of(key)); marks != 0 && sh != nil {
+		return deadMarks{eng: s.eng, s: st, shard: uint16(sh.ID), seq: marks, ups: ups}
+	}
+	if len(ups) == 0 {
 		return nil
 	}
 	return owedUpdates{eng: s.eng, s: st, ups: ups}
