@@ -222,18 +222,22 @@ func (s *Bound) Remove(key []byte, below uint64) kind.Pending {
 	if st == nil {
 		return nil
 	}
+	sh := s.eng.host.Map().ShardOf(keyslot.Of(key))
 	st.mu.Lock()
 	_, ups, err := st.data.Delete(key, below)
 	var marks uint64
-	if st.batch != nil && err == nil {
+	if st.batch != nil && err == nil && sh != nil {
 		_, _, err = st.batch.data.Delete(key, below) // queues its dead mark
-		marks = st.batch.data.marks.last()
+		// Owed: every mark of the key's shard not yet delivered, if any.
+		if last := st.batch.data.marks.last(); !st.batch.data.marks.delivered(uint16(sh.ID), last) {
+			marks = last
+		}
 	}
 	st.mu.Unlock()
 	if err != nil {
 		s.eng.log.Warn("stripe delete failed", "key", string(key), "scheme", st.spec, "err", err)
 	}
-	if sh := s.eng.host.Map().ShardOf(keyslot.Of(key)); marks != 0 && sh != nil {
+	if marks != 0 {
 		return deadMarks{eng: s.eng, s: st, shard: uint16(sh.ID), seq: marks, ups: ups}
 	}
 	if len(ups) == 0 {
