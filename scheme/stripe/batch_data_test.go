@@ -10,9 +10,7 @@ import (
 func batchOf(keys []string, v uint64, n int) []batchObject {
 	objs := make([]batchObject, len(keys))
 	for i, k := range keys {
-		o := Object{Key: []byte(k), Value: bytes.Repeat([]byte{byte(v)}, n), Version: v}
-		enc := o.AppendTo(nil)
-		objs[i] = batchObject{enc: enc, key: enc[len(enc)-n-len(k) : len(enc)-n]}
+		objs[i] = newBatchObject(&Object{Key: []byte(k), Value: bytes.Repeat([]byte{byte(v)}, n), Version: v})
 	}
 	return objs
 }

@@ -13,12 +13,21 @@ import (
 // coordinator's objects, in K data chunks as long as their objects need
 // (at most the scheme's chunk size) and parity as long as the longest.
 
-// batchObject is one object of a batch: its encoding and its key's heat
-// (how often the key was written lately, heatSketch's estimate).
+// batchObject is one object of a batch: its encoding, key and version,
+// and its key's heat (how often the key was written lately, heatSketch's
+// estimate).
 type batchObject struct {
-	enc  []byte // Object.AppendTo
-	key  []byte // aliases enc
-	heat uint32
+	enc     []byte // Object.AppendTo
+	key     []byte // aliases enc
+	version uint64
+	heat    uint32
+}
+
+// newBatchObject encodes o as a batch object.
+func newBatchObject(o *Object) batchObject {
+	enc := o.AppendTo(make([]byte, 0, o.EncodedLen()))
+	end := len(enc) - len(o.Value)
+	return batchObject{enc: enc, key: enc[end-len(o.Key) : end], version: o.Version}
 }
 
 // packedStripe is a batch stripe ready to send: K data chunks, each as

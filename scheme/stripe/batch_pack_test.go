@@ -15,8 +15,8 @@ func randomBatch(rng *rand.Rand, n, maxValue int) []batchObject {
 	objs := make([]batchObject, n)
 	for i := range objs {
 		o := Object{Key: fmt.Appendf(nil, "key:%d:%d", i, rng.IntN(1000)), Value: bytes.Repeat([]byte{byte(i)}, rng.IntN(maxValue+1)), Version: uint64(i + 1)}
-		enc := o.AppendTo(nil)
-		objs[i] = batchObject{enc: enc, key: enc[len(enc)-len(o.Value)-len(o.Key) : len(enc)-len(o.Value)], heat: uint32(rng.IntN(8))}
+		objs[i] = newBatchObject(&o)
+		objs[i].heat = uint32(rng.IntN(8))
 	}
 	return objs
 }

@@ -140,12 +140,11 @@ func (eng *Engine) stageBatch(s *schemeState, w *kind.Staged, obj *Object) error
 	if sh == nil {
 		return fmt.Errorf("stripe: key %q has no shard in map epoch %d", w.Key, m.Epoch)
 	}
-	enc := obj.AppendTo(make([]byte, 0, obj.EncodedLen()))
-	key := enc[len(enc)-len(obj.Value)-len(obj.Key) : len(enc)-len(obj.Value)]
+	bo := newBatchObject(obj)
 	s.mu.Lock()
-	heat := s.batch.heat.add(key)
+	bo.heat = s.batch.heat.add(bo.key)
 	s.mu.Unlock()
-	w.Place = eng.join(s, uint16(sh.ID), batchObject{enc: enc, key: key, heat: heat})
+	w.Place = eng.join(s, uint16(sh.ID), bo)
 	return nil
 }
 
@@ -257,20 +256,11 @@ func newestPerKey(r *batchRound) []int {
 		case !seen:
 			at[string(o.key)] = len(order)
 			order = append(order, i)
-		case objectVersion(o.enc) > objectVersion(r.objs[order[k]].enc):
+		case o.version > r.objs[order[k]].version:
 			order[k] = i
 		}
 	}
 	return order
-}
-
-// objectVersion is the version of an encoded object.
-func objectVersion(enc []byte) uint64 {
-	o, _, _, _, err := parseHeader(enc)
-	if err != nil {
-		return 0
-	}
-	return o.Version
 }
 
 // addStripes registers r's durable stripes and gives each write the
@@ -287,7 +277,7 @@ func (eng *Engine) addStripes(s *schemeState, r *batchRound, winners []int, seri
 		for _, p := range ps.places {
 			w := winners[p.object]
 			pl := r.places[w]
-			pl.loc, pl.version = BatchLoc{Slot: slot, Chunk: p.chunk, Offset: p.offset}, objectVersion(r.objs[w].enc)
+			pl.loc, pl.version = BatchLoc{Slot: slot, Chunk: p.chunk, Offset: p.offset}, r.objs[w].version
 			byKey[string(r.objs[w].key)] = pl
 		}
 	}
@@ -318,6 +308,7 @@ func (eng *Engine) putStripes(ctx context.Context, s *schemeState, shard uint16,
 	frames := map[cluster.NodeID]*batchFrame{}
 	var order []cluster.NodeID
 	for i, ps := range stripes {
+		lens := ps.lens() // one slice for every piece of the stripe
 		for role, piece := range ps.pieces() {
 			node := holders[batchPosition(s.spec, role, c)]
 			if node.State != cluster.Up || (role == 0 && node.ID == self) {
@@ -329,7 +320,7 @@ func (eng *Engine) putStripes(ctx context.Context, s *schemeState, shard uint16,
 				frames[node.ID] = f
 				order = append(order, node.ID)
 			}
-			req := batchPutReq{Key: batchPieceKey{scheme: s.id, shard: shard, serial: serials[i], role: uint8(role)}, Lens: ps.lens(), Bytes: piece}
+			req := batchPutReq{Key: batchPieceKey{scheme: s.id, shard: shard, serial: serials[i], role: uint8(role)}, Lens: lens, Bytes: piece}
 			if role == s.spec.K {
 				req.Manifest = ps.manifest()
 			}
