@@ -150,6 +150,11 @@ func (eng *Engine) reputPieces(ctx context.Context, s *schemeState, holders []cl
 		reqs = append(reqs, Request{Node: holders[batchPosition(s.spec, role, r.c)], Msg: MsgBatch, Payload: encodeBatchPuts(s.id, shard, []batchPutReq{req}, nil)})
 	}
 	_, errs := eng.callEach(ctx, reqs)
+	for i, err := range errs {
+		if err == nil {
+			eng.stats.RebuiltBytes.Add(int64(len(pieces[missing[i]])))
+		}
+	}
 	return errors.Join(errs...)
 }
 

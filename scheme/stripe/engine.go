@@ -65,6 +65,10 @@ type Stats struct {
 	// objects they stored and BatchDeduplicated the writes whose object a
 	// newer write of the key in the same round replaced (decision 0009).
 	BatchRounds, BatchObjects, BatchDeduplicated atomic.Int64
+	// RebuiltBytes counts the bytes this node sent to re-protect chunks
+	// after a failure: lost chunks taken out of parity, updates resent to
+	// a parity holder being resynced, batch pieces put again.
+	RebuiltBytes atomic.Int64
 }
 
 // NewEngine returns an engine serving host's stripe schemes.

@@ -180,6 +180,7 @@ func (eng *Engine) dropChunk(ctx context.Context, lp lostPosition, holders []clu
 		if err != nil {
 			return fmt.Errorf("stripe: dropping lost %s of %s: %w", id, lp.entry.Name(), err)
 		}
+		eng.stats.RebuiltBytes.Add(int64(len(b)))
 	}
 	return nil
 }
@@ -282,6 +283,9 @@ func (eng *Engine) resyncHolder(ctx context.Context, s *schemeState, holder clus
 		acks, err := decodeAcks(replies[0], len(ups))
 		if err != nil {
 			return err
+		}
+		for _, u := range ups {
+			eng.stats.RebuiltBytes.Add(int64(len(u.Bytes)))
 		}
 		var lacking []Update
 		s.mu.Lock()

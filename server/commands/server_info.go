@@ -178,6 +178,7 @@ func (n *Server) infoKeyspace() resp.InfoSection {
 // on this node.
 func (n *Server) infoMemgest(ctx context.Context) resp.InfoSection {
 	m := n.Ctl.Map()
+	rebuild := n.RebuildReport()
 	fields := [][2]string{
 		{"node_id", string(n.NodeID)},
 		{"map_epoch", strconv.FormatUint(m.Epoch, 10)},
@@ -191,7 +192,8 @@ func (n *Server) infoMemgest(ctx context.Context) resp.InfoSection {
 		{"shards_rebuilding", strconv.Itoa(m.RebuildingShards())},
 		{"rebuild_keys_done", strconv.FormatInt(n.Rebuild.KeysDone.Load(), 10)},
 		{"rebuild_keys_total", strconv.FormatInt(n.Rebuild.KeysTotal.Load(), 10)},
-		{"rebuild_bytes_done", strconv.FormatInt(n.Rebuild.BytesDone.Load(), 10)},
+		{"rebuild_bytes_done", strconv.FormatInt(rebuild.BytesDone, 10)},
+		{"rebuild_busy_seconds", strconv.FormatFloat(rebuild.BusySeconds, 'f', 3, 64)},
 		{"lost_keys", strconv.Itoa(n.Lost.Count())},
 		{"corrupt_found", strconv.FormatInt(n.Health.Corrupt.Load(), 10)},
 		{"repairs", strconv.FormatInt(n.Health.Repaired.Load(), 10)},

@@ -63,6 +63,14 @@ func (u *SchemeUsage) add(o *SchemeUsage) {
 	}
 }
 
+// RebuildReport is the node's rebuild progress, the stripe engine's
+// re-protected chunks included.
+func (n *Server) RebuildReport() core.RebuildReport {
+	r := n.Rebuild.Report()
+	r.BytesDone += n.stripes.Stats().RebuiltBytes.Load()
+	return r
+}
+
 // LocalStats reads this node's stores' per-scheme counters.
 func (n *Server) LocalStats() NodeStats {
 	p, q := n.Primary.Stats(), n.Pieces.Stats()
@@ -70,7 +78,7 @@ func (n *Server) LocalStats() NodeStats {
 		PrimaryBytes: p.MemoryBytes(), PieceBytes: q.MemoryBytes(), OverheadPerKey: p.IndexHeaderPerKey(),
 		Serving: n.Serving(), Commands: n.Stats.Commands.Load()}
 	st.Lost, st.LostCount = n.Lost.List(lostListMax)
-	st.Rebuild = n.Rebuild.Report()
+	st.Rebuild = n.RebuildReport()
 	m := n.Ctl.Map()
 	t := n.Schemes(m)
 	usage := func(id uint16) *SchemeUsage {

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -10,6 +11,41 @@ import (
 type rebuildProgress struct {
 	KeysTotal, KeysDone, BytesDone atomic.Int64
 	Started                        atomic.Int64 // unix ns of the first rebuild
+
+	mu     sync.Mutex
+	active int           // shard rebuilds running
+	since  time.Time     // when active last rose from 0
+	busy   time.Duration // time with active > 0, before since
+}
+
+// Begin marks a shard rebuild running until the returned func is called:
+// the node's busy time, over which RebuildReport.Rate measures, counts
+// the time with at least one running, however many run at once.
+func (p *rebuildProgress) Begin() (end func()) {
+	p.mu.Lock()
+	if p.active == 0 {
+		p.since = time.Now()
+	}
+	p.active++
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		if p.active--; p.active == 0 {
+			p.busy += time.Since(p.since)
+		}
+		p.mu.Unlock()
+	}
+}
+
+// busySeconds is the time spent with a shard rebuild running.
+func (p *rebuildProgress) busySeconds() float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	busy := p.busy
+	if p.active > 0 {
+		busy += time.Since(p.since)
+	}
+	return busy.Seconds()
 }
 
 // RebuildReport is a node's rebuild progress as memgest status shows it.
@@ -18,35 +54,43 @@ type RebuildReport struct {
 	KeysTotal int64   `json:"keys_total"`
 	BytesDone int64   `json:"bytes_done"`
 	Seconds   float64 `json:"seconds"` // since the node's first rebuild began
+	// BusySeconds is the time the node spent with a shard rebuild
+	// running: the time Rate measures over.
+	BusySeconds float64 `json:"busy_seconds"`
 }
 
 func (p *rebuildProgress) Report() RebuildReport {
-	r := RebuildReport{KeysDone: p.KeysDone.Load(), KeysTotal: p.KeysTotal.Load(), BytesDone: p.BytesDone.Load()}
+	r := RebuildReport{KeysDone: p.KeysDone.Load(), KeysTotal: p.KeysTotal.Load(), BytesDone: p.BytesDone.Load(),
+		BusySeconds: p.busySeconds()}
 	if t := p.Started.Load(); t != 0 {
 		r.Seconds = time.Since(time.Unix(0, t)).Seconds()
 	}
 	return r
 }
 
-// Add sums reports of several nodes; the duration is the longest.
+// Add sums reports of several nodes; the durations are the longest, as
+// the nodes rebuild side by side.
 func (r RebuildReport) Add(o RebuildReport) RebuildReport {
 	return RebuildReport{KeysDone: r.KeysDone + o.KeysDone, KeysTotal: r.KeysTotal + o.KeysTotal,
-		BytesDone: r.BytesDone + o.BytesDone, Seconds: max(r.Seconds, o.Seconds)}
+		BytesDone: r.BytesDone + o.BytesDone, Seconds: max(r.Seconds, o.Seconds),
+		BusySeconds: max(r.BusySeconds, o.BusySeconds)}
 }
 
-// Rate is the bytes rebuilt per second so far.
+// Rate is the bytes rebuilt per second of rebuilding: the rebuild rate
+// the cluster measured, which memgest plan --addr feeds its model.
 func (r RebuildReport) Rate() float64 {
-	if r.Seconds <= 0 {
+	if r.BusySeconds <= 0 {
 		return 0
 	}
-	return float64(r.BytesDone) / r.Seconds
+	return float64(r.BytesDone) / r.BusySeconds
 }
 
-// ETA estimates the time left from the keys done so far, or 0.
+// ETA estimates the time left from the keys done so far and the time
+// spent rebuilding them, or 0.
 func (r RebuildReport) ETA() time.Duration {
 	if r.KeysDone == 0 || r.KeysDone >= r.KeysTotal {
 		return 0
 	}
-	perKey := r.Seconds / float64(r.KeysDone)
+	perKey := r.BusySeconds / float64(r.KeysDone)
 	return time.Duration(perKey * float64(r.KeysTotal-r.KeysDone) * float64(time.Second))
 }

@@ -73,6 +73,7 @@ const rebuildWorkers = 16
 // took the shard over after this one failed, resumes: keys whose pieces are
 // all in place are skipped. Keys with the least redundancy left go first.
 func (n *Repairer) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.Shard) error {
+	defer n.Rebuild.Begin()()
 	if err := n.stripes.Rebuild(ctx, m, sh); err != nil {
 		return err
 	}

@@ -1,0 +1,36 @@
+package core
+
+import (
+	"testing"
+	"time"
+)
+
+// Busy time counts the time with at least one shard rebuild running, once
+// however many overlap, and not the idle time between rebuilds.
+func TestRebuildBusyTimeCountsOverlapOnce(t *testing.T) {
+	var p rebuildProgress
+	began := time.Now()
+	endA := p.Begin()
+	endB := p.Begin()
+	time.Sleep(20 * time.Millisecond)
+	endA()
+	time.Sleep(20 * time.Millisecond)
+	endB()
+	wall := time.Since(began).Seconds()
+	first := p.Report().BusySeconds
+	if first > wall {
+		t.Errorf("two overlapping rebuilds counted %.3f s busy in %.3f s of wall time", first, wall)
+	}
+	time.Sleep(50 * time.Millisecond) // idle: must not count
+	if idle := p.Report().BusySeconds; idle != first {
+		t.Fatalf("busy time grew from %.3f to %.3f s while no rebuild ran", first, idle)
+	}
+	end := p.Begin()
+	time.Sleep(10 * time.Millisecond)
+	running := p.Report().BusySeconds
+	end()
+	done := p.Report().BusySeconds
+	if first < 0.04 || running < first+0.01 || done < running {
+		t.Errorf("busy %.3f s after two overlapping rebuilds of 40 ms, %.3f while a third ran, %.3f after it", first, running, done)
+	}
+}
