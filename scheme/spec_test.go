@@ -124,3 +124,19 @@ func TestModeSpelling(t *testing.T) {
 		}
 	}
 }
+
+// Every kind maps onto the reliability model with its own tolerance,
+// width and overhead.
+func TestModelAgreesWithSpec(t *testing.T) {
+	for _, s := range []string{"none", "rep:1", "rep:3", "split:4+2", "stripe:6+3@batch", "hybrid:4+2"} {
+		sp, err := Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := sp.Model()
+		if m.Name != sp.String() || m.Tolerance() != sp.Tolerance() || m.Width() != sp.Nodes() || m.Overhead() != sp.Overhead() {
+			t.Errorf("%s: model %+v: tolerance %d width %d overhead %g; spec %d %d %g",
+				s, m, m.Tolerance(), m.Width(), m.Overhead(), sp.Tolerance(), sp.Nodes(), sp.Overhead())
+		}
+	}
+}
