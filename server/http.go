@@ -13,6 +13,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/cluster/control"
+	"github.com/memgest/memgest/reliability"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/server/commands"
@@ -220,6 +221,7 @@ type nodeCollector struct {
 	corrupt, repaired, scrubbed, swept     *prometheus.Desc
 	relocated                              *prometheus.Desc
 	batchData, batchGarbage                *prometheus.Desc
+	nines, mttdl                           *prometheus.Desc
 }
 
 func (n *Node) collector() prometheus.Collector {
@@ -248,11 +250,13 @@ func (n *Node) collector() prometheus.Collector {
 		relocated:    d("stripe_relocated_objects_total", "Stripe objects compaction moved out of chunks with garbage or above free stripe numbers."),
 		batchData:    d("batch_data_bytes", "Data chunk bytes of the batch stripes this node's coordinator wrote, garbage included, by scheme (decision 0009).", "scheme"),
 		batchGarbage: d("batch_garbage_bytes", "Bytes of those batch stripes no key uses any more, which the GC reclaims, by scheme: over memgest_batch_data_bytes, the garbage ratio.", "scheme"),
+		nines:        d("scheme_nines", "Modelled nines of the probability that no key of the scheme is lost in a year on this cluster, by scheme, refreshed each minute (docs/reliability.md).", "scheme"),
+		mttdl:        d("scheme_mttdl_years", "Modelled mean time to losing some key of the scheme on this cluster, in years, by scheme.", "scheme"),
 	}
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.commands, c.forwarded, c.expired, c.epoch, c.keys, c.logical, c.stored, c.overhead, c.serving, c.nodes, c.recovering, c.rebuilding, c.rebuildKeys, c.rebuildBytes, c.corrupt, c.repaired, c.scrubbed, c.swept, c.relocated, c.batchData, c.batchGarbage} {
+	for _, d := range []*prometheus.Desc{c.commands, c.forwarded, c.expired, c.epoch, c.keys, c.logical, c.stored, c.overhead, c.serving, c.nodes, c.recovering, c.rebuilding, c.rebuildKeys, c.rebuildBytes, c.corrupt, c.repaired, c.scrubbed, c.swept, c.relocated, c.batchData, c.batchGarbage, c.nines, c.mttdl} {
 		ch <- d
 	}
 }
@@ -296,6 +300,10 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.batchData, prometheus.GaugeValue, float64(data), e.Name())
 			ch <- prometheus.MustNewConstMetric(c.batchGarbage, prometheus.GaugeValue, float64(garbage), e.Name())
 		}
+	}
+	for name, r := range n.cmds.SchemeReliability() {
+		ch <- prometheus.MustNewConstMetric(c.nines, prometheus.GaugeValue, r.Nines, name)
+		ch <- prometheus.MustNewConstMetric(c.mttdl, prometheus.GaugeValue, r.MTTDLHours/reliability.HoursPerYear, name)
 	}
 }
 

@@ -3,11 +3,17 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/memgest/memgest/reliability"
+	"github.com/memgest/memgest/scheme"
+	"github.com/redis/go-redis/v9"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -78,6 +84,47 @@ func TestMetricsEndpoint(t *testing.T) {
 		}
 	}
 	checkDashboard(t, families)
+	checkModelledNines(t, c, rdb)
+}
+
+// checkModelledNines checks SCHEME.INFO's modelled durability against the
+// reliability model run on the inputs it reports, and that /metrics
+// exports the same nines once its background refresh has run.
+func checkModelledNines(t *testing.T, c *testCluster, rdb *redis.Client) {
+	t.Helper()
+	nines := map[string]float64{}
+	for _, spec := range []string{"rep:3", "stripe:2+1"} {
+		f := schemeInfo(t, rdb, spec)
+		if f["model_nodes"] != int64(4) || f["model_rebuild_rate_source"] != "assumed" {
+			t.Fatalf("SCHEME.INFO %s: model on %v nodes, rate %v, want 4 and assumed (nothing rebuilt yet)", spec, f["model_nodes"], f["model_rebuild_rate_source"])
+		}
+		sp, err := scheme.Parse(spec)
+		must(t, err)
+		r, err := reliability.Evaluate(reliability.Cluster{Nodes: 4, NodeMTTF: infoFloat(t, f, "model_node_mttf_hours"),
+			Rebuild: infoFloat(t, f, "model_rebuild_seconds") / 3600, Detection: infoFloat(t, f, "model_detection_seconds") / 3600},
+			reliability.Single(sp.Model()), reliability.HoursPerYear)
+		must(t, err)
+		nines[spec] = infoFloat(t, f, "nines_per_year")
+		if got := nines[spec]; math.Abs(got-r.Nines) > 0.01 {
+			t.Errorf("SCHEME.INFO %s: %.3f nines, the model on its inputs %.3f", spec, got, r.Nines)
+		}
+	}
+	if nines["rep:3"] <= nines["stripe:2+1"] {
+		t.Errorf("rep:3 %.2f nines, stripe:2+1 %.2f: two failures tolerated must beat one", nines["rep:3"], nines["stripe:2+1"])
+	}
+	// The first scrape starts the refresh; a later one carries its result.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		m, ok := find(scrape(t, c.nodes[1].httpPort), "memgest_scheme_nines", map[string]string{"scheme": "rep:3"})
+		if ok {
+			if got := m.GetGauge().GetValue(); math.Abs(got-nines["rep:3"]) > 0.05 {
+				t.Errorf("memgest_scheme_nines{scheme=rep:3} %.3f, SCHEME.INFO %.3f", m.GetGauge().GetValue(), nines["rep:3"])
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("memgest_scheme_nines{scheme=rep:3} never appeared")
+		}
+	}
 }
 
 // checkDashboard fails for each metric the Grafana dashboard in deploy/

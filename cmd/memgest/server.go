@@ -74,6 +74,7 @@ the file.`,
 	f.BoolVar(&cfg.Spare, "spare", cfg.Spare, "join as a spare: hold nothing until replacing a failed node")
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", cfg.HeartbeatInterval, "how often a node reports to the control-plane leader")
 	f.DurationVar(&cfg.FailureTimeout, "failure-timeout", cfg.FailureTimeout, "silence after which the leader marks a node failed (≥ 3 heartbeat intervals)")
+	f.DurationVar(&cfg.NodeMTTF, "node-mttf", cfg.NodeMTTF, "mean time to failure of a node (any loss of its memory) that SCHEME.INFO and /metrics model nines with")
 	f.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "debug, info, warn or error")
 	f.IntVar(&gcPercent, "gc-percent", gcPercent, "Go GC target for a large heap: growth over live data before a collection, never below 32 MiB (GOGC overrides it when set)")
 	return cmd

@@ -23,6 +23,7 @@ type Server struct {
 	resp        *clientServer     // the client port's listener (nil in memory)
 	ownPassword *cluster.Password // --requirepass, before the map has the cluster's (auth.go)
 	version     string            // memgest's version, for INFO
+	nines       reliabilityCache  // each scheme's modelled durability, for /metrics
 }
 
 // New is the client side of the node whose core is c.

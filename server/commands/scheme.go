@@ -7,6 +7,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/reliability"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/stripe"
@@ -125,7 +126,27 @@ func cmdSchemeInfo(n *Server, ctx context.Context, cs *connState, args [][]byte)
 			fields = append(fields, resp.BulkString(d.Name), detailReply(d.Value))
 		}
 	}
+	if r, ok := n.schemeReliability(m, e, all); ok {
+		fields = append(fields, reliabilityFields(r)...)
+	}
 	return resp.Map(fields...)
+}
+
+// reliabilityFields are SCHEME.INFO's modelled durability over a year
+// on this cluster, and the inputs it came from (docs/reliability.md).
+func reliabilityFields(r LiveReliability) []resp.Reply {
+	f := func(x float64) resp.Reply { return resp.BulkString(strconv.FormatFloat(x, 'g', 4, 64)) }
+	return []resp.Reply{
+		resp.BulkString("nines_per_year"), f(r.Nines),
+		resp.BulkString("loss_probability_per_year"), f(r.LossProbability),
+		resp.BulkString("mttdl_years"), f(r.MTTDLHours / reliability.HoursPerYear),
+		resp.BulkString("model_nodes"), resp.Int(int64(r.Nodes)),
+		resp.BulkString("model_node_mttf_hours"), f(r.NodeMTTFHours),
+		resp.BulkString("model_detection_seconds"), f(r.DetectionHours * 3600),
+		resp.BulkString("model_rebuild_seconds"), f((r.RebuildHours - r.DetectionHours) * 3600),
+		resp.BulkString("model_rebuild_rate"), f(r.RebuildRate),
+		resp.BulkString("model_rebuild_rate_source"), resp.BulkString(r.RateSource),
+	}
 }
 
 // schemeInfoer is a bound scheme whose SCHEME.INFO adds fields of its

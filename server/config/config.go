@@ -93,6 +93,11 @@ type Config struct {
 	// heartbeat before marking it failed; a node whose lease (0.95 of this)
 	// lapses stops serving its keys first (docs/failure-model.md).
 	FailureTimeout time.Duration
+	// NodeMTTF is the mean time to failure of one node that SCHEME.INFO
+	// and /metrics model each scheme's nines with: any loss of the node's
+	// memory (crash, reboot, hardware), so the default is a quarter
+	// (docs/reliability.md).
+	NodeMTTF time.Duration
 	// RebuildRate bounds the bytes per second a node sends to rebuild lost
 	// pieces (0: no bound).
 	RebuildRate int64
@@ -133,6 +138,9 @@ type Config struct {
 // DefaultMaxClients is Redis's default maxclients.
 const DefaultMaxClients = 10000
 
+// DefaultNodeMTTF is the default NodeMTTF: a restart a quarter.
+const DefaultNodeMTTF = 90 * 24 * time.Hour
+
 // DefaultRebuildShare is the default RebuildShare (docs/failure-model.md,
 // "Rebuild": what it costs clients on a loaded machine).
 const DefaultRebuildShare = 0.05
@@ -158,6 +166,7 @@ func Default() Config {
 
 		HeartbeatInterval: 200 * time.Millisecond,
 		FailureTimeout:    1500 * time.Millisecond,
+		NodeMTTF:          DefaultNodeMTTF,
 		RebuildRate:       256 << 20,
 		RebuildShare:      DefaultRebuildShare,
 		ScrubRate:         4 << 20,
@@ -213,6 +222,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxMemory < 0 {
 		return errors.New("config: maxmemory must be ≥ 0")
+	}
+	if c.NodeMTTF <= 0 {
+		return errors.New("config: node-mttf must be positive")
 	}
 	if c.RebuildRate < 0 {
 		return errors.New("config: rebuild-rate must be ≥ 0 (0: no bound)")

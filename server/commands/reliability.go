@@ -1,0 +1,126 @@
+package commands
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/reliability"
+	"github.com/memgest/memgest/server/core"
+)
+
+// This file gives SCHEME.INFO and /metrics each scheme's modelled
+// durability on the live cluster (docs/reliability.md): the nodes of its
+// placement ring, the bytes they hold, the rebuild rate the cluster
+// measured and the configured node MTTF and failure timeout.
+
+// RebuildRateSource says where a model's rebuild rate came from.
+const (
+	// RateMeasured: bytes rebuilt over the time spent rebuilding.
+	RateMeasured = "measured"
+	// RateAssumed: no rebuild has run; the configured per-node rate bound
+	// times the rebuild share, from every survivor.
+	RateAssumed = "assumed"
+)
+
+// LiveReliability is a scheme's model on the live cluster and the inputs
+// it came from.
+type LiveReliability struct {
+	reliability.Result
+	// RebuildRate is the cluster's rebuild rate in bytes per second, and
+	// RateSource where it came from.
+	RebuildRate  float64
+	RateSource   string
+	BytesPerNode float64
+	// Nodes and NodeMTTFHours are the cluster's size and the configured
+	// node MTTF the model took.
+	Nodes                         int
+	NodeMTTFHours, DetectionHours float64
+}
+
+// liveCluster is the model's cluster as stats and the map show it.
+func (n *Server) liveCluster(m *cluster.Map, stats []NodeStats) (reliability.Cluster, float64, string, float64) {
+	nodes := len(m.Shards) // one shard per node of the placement ring
+	var bytes float64
+	var rebuilt core.RebuildReport
+	for _, s := range stats {
+		bytes += float64(s.PrimaryBytes + s.PieceBytes)
+		rebuilt = rebuilt.Add(s.Rebuild)
+	}
+	perNode := bytes / float64(max(len(stats), 1))
+	rate, source := rebuilt.Rate(), RateMeasured
+	if rate <= 0 {
+		rate = float64(n.Cfg.RebuildRate) * n.Cfg.RebuildShare * float64(max(nodes-1, 1))
+		source = RateAssumed
+	}
+	c := reliability.Cluster{
+		Nodes:     nodes,
+		NodeMTTF:  n.Cfg.NodeMTTF.Hours(),
+		Detection: n.Cfg.FailureTimeout.Hours(),
+		Rebuild:   max(reliability.RebuildHours(perNode, rate), 1.0/3600), // a rebuild takes a second at least
+	}
+	return c, rate, source, perNode
+}
+
+// schemeReliability models entry on the live cluster; false when the
+// cluster is too small for it or the model refuses it.
+func (n *Server) schemeReliability(m *cluster.Map, e cluster.SchemeEntry, stats []NodeStats) (LiveReliability, bool) {
+	c, rate, source, perNode := n.liveCluster(m, stats)
+	model := e.Spec.Model()
+	model.Name = e.Name()
+	r, err := reliability.Evaluate(c, reliability.Single(model), reliability.HoursPerYear)
+	if err != nil {
+		return LiveReliability{}, false
+	}
+	return LiveReliability{Result: r, RebuildRate: rate, RateSource: source, BytesPerNode: perNode,
+		Nodes: c.Nodes, NodeMTTFHours: c.NodeMTTF, DetectionHours: c.Detection}, true
+}
+
+// reliabilityCache keeps every scheme's model for /metrics, refreshed in
+// the background at most once per reliabilityTTL: a scrape must not fan
+// out to every node.
+type reliabilityCache struct {
+	mu         sync.Mutex
+	at         time.Time
+	refreshing bool
+	results    map[string]LiveReliability // by scheme name
+}
+
+const reliabilityTTL = time.Minute
+
+// SchemeReliability returns the latest models of every scheme, by name,
+// and starts a refresh when they are older than a minute. The first call
+// returns none.
+func (n *Server) SchemeReliability() map[string]LiveReliability {
+	c := &n.nines
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.refreshing && time.Since(c.at) > reliabilityTTL {
+		c.refreshing = true
+		go n.refreshReliability()
+	}
+	return c.results
+}
+
+func (n *Server) refreshReliability() {
+	ctx, cancel := context.WithTimeout(context.Background(), n.Cfg.PeerTimeout)
+	defer cancel()
+	out := map[string]LiveReliability{}
+	m := n.Ctl.Map()
+	stats, err := n.ClusterStats(ctx)
+	if err == nil {
+		for _, e := range m.Schemes {
+			if r, ok := n.schemeReliability(m, e, stats); ok {
+				out[e.Name()] = r
+			}
+		}
+	}
+	c := &n.nines
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refreshing = false
+	if err == nil {
+		c.results, c.at = out, time.Now()
+	}
+}
