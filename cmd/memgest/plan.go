@@ -332,15 +332,21 @@ func (o *planOptions) readCluster(cmd *cobra.Command) ([]planEntry, error) {
 		return nil, fmt.Errorf("status from %s: %w", client.addr, err)
 	}
 	changed := cmd.Flags().Changed
-	var bytes float64
+	up := 0 // the placement ring: failed nodes and spares hold no shard
 	for _, n := range st.Nodes {
-		bytes += float64(n.Bytes)
+		if n.State == "up" {
+			up++
+		}
+	}
+	var stored float64
+	for _, s := range st.Schemes {
+		stored += float64(s.Stored)
 	}
 	if !changed("nodes") {
-		o.nodes = len(st.Nodes)
+		o.nodes = up
 	}
-	if !changed("bytes-per-node") && !changed("logical-bytes") && len(st.Nodes) > 0 {
-		o.bytesPerNode = bytes / float64(len(st.Nodes))
+	if !changed("bytes-per-node") && !changed("logical-bytes") && up > 0 {
+		o.bytesPerNode = stored / float64(up)
 	}
 	rate := st.Rebuild.Rate()
 	if !changed("rebuild") && !changed("rebuild-rate") {
@@ -349,8 +355,8 @@ func (o *planOptions) readCluster(cmd *cobra.Command) ([]planEntry, error) {
 		}
 		o.rebuildRate = rate
 	}
-	o.fromCluster = fmt.Sprintf("%s: %d nodes, %s per node, rebuild %s/s measured over %.1f s of rebuilding",
-		client.addr, len(st.Nodes), humanBytes(o.bytesPerNode), humanBytes(rate), st.Rebuild.BusySeconds)
+	o.fromCluster = fmt.Sprintf("%s: %d nodes up, %s stored per node, rebuild %s/s measured over %.1f s of rebuilding",
+		client.addr, up, humanBytes(o.bytesPerNode), humanBytes(rate), st.Rebuild.BusySeconds)
 	if changed("scheme") || changed("mix") {
 		return nil, nil
 	}

@@ -154,10 +154,11 @@ func TestPlanHelpDocumentsEveryFlag(t *testing.T) {
 // rate from /status, and evaluates the schemes the keys use and their mix.
 func TestPlanFromCluster(t *testing.T) {
 	st := server.Status{
-		Nodes: []server.StatusNode{{ID: "a", Bytes: 3 << 30}, {ID: "b", Bytes: 3 << 30}, {ID: "c", Bytes: 3 << 30},
-			{ID: "d", Bytes: 3 << 30}, {ID: "e", Bytes: 3 << 30}, {ID: "f", Bytes: 3 << 30}},
-		Schemes: []server.StatusScheme{{Name: "none", Spec: "none"}, {Name: "hot", Spec: "rep:3", Keys: 10, Logical: 1 << 30},
-			{Name: "cold", Spec: "stripe:4+2", Keys: 90, Logical: 3 << 30}},
+		// Six nodes up, a failed one and a spare: the ring has six.
+		Nodes: []server.StatusNode{{ID: "a", State: "up"}, {ID: "b", State: "up"}, {ID: "c", State: "up"},
+			{ID: "d", State: "up"}, {ID: "e", State: "up"}, {ID: "f", State: "up"}, {ID: "g", State: "failed"}, {ID: "h", State: "spare"}},
+		Schemes: []server.StatusScheme{{Name: "none", Spec: "none"}, {Name: "hot", Spec: "rep:3", Keys: 10, Logical: 1 << 30, Stored: 3 << 30},
+			{Name: "cold", Spec: "stripe:4+2", Keys: 90, Logical: 3 << 30, Stored: 9 << 30}},
 		Rebuild: core.RebuildReport{BytesDone: 6 << 30, BusySeconds: 60},
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -173,7 +174,7 @@ func TestPlanFromCluster(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Inputs.Nodes != 6 || rep.Inputs.BytesPerNode != 3<<30 || rep.Inputs.RebuildRate != float64(6<<30)/60 {
+	if rep.Inputs.Nodes != 6 || rep.Inputs.BytesPerNode != 2<<30 || rep.Inputs.RebuildRate != float64(6<<30)/60 {
 		t.Errorf("inputs %+v", rep.Inputs)
 	}
 	var names []string

@@ -42,13 +42,15 @@ type LiveReliability struct {
 // liveCluster is the model's cluster as stats and the map show it.
 func (n *Server) liveCluster(m *cluster.Map, stats []NodeStats) (reliability.Cluster, float64, string, float64) {
 	nodes := len(m.Shards) // one shard per node of the placement ring
-	var bytes float64
+	var stored float64 // records, pieces and stripe chunks alike
+	for _, u := range SumSchemes(stats) {
+		stored += float64(u.Stored)
+	}
 	var rebuilt core.RebuildReport
 	for _, s := range stats {
-		bytes += float64(s.PrimaryBytes + s.PieceBytes)
 		rebuilt = rebuilt.Add(s.Rebuild)
 	}
-	perNode := bytes / float64(max(len(stats), 1))
+	perNode := stored / float64(max(nodes, 1))
 	rate, source := rebuilt.Rate(), RateMeasured
 	if rate <= 0 {
 		rate = float64(n.Cfg.RebuildRate) * n.Cfg.RebuildShare * float64(max(nodes-1, 1))
