@@ -26,7 +26,7 @@ type Result struct {
 	// MissionHours is the time LossProbability is over.
 	MissionHours float64 `json:"mission_hours"`
 	// LossProbability is the chance that some key is lost within the
-	// mission; Nines is −log10 of it (+Inf when it underflows).
+	// mission; Nines is −log10 of it (at most MaxNines).
 	LossProbability float64 `json:"loss_probability"`
 	Nines           float64 `json:"nines"`
 	// Availability is the expected fraction of the mission in which a

@@ -130,10 +130,15 @@ func meanLoss(t, mttdl float64) float64 {
 	return 1 + math.Expm1(-x)/x
 }
 
-// nines is −log10(p), +Inf for p = 0.
+// MaxNines is the nines reported for a loss probability below 1e-300
+// (or one that underflows): beyond any hardware's meaning, and finite so
+// results encode as JSON.
+const MaxNines = 300
+
+// nines is −log10(p), at most MaxNines.
 func nines(p float64) float64 {
-	if p <= 0 {
-		return math.Inf(1)
+	if p <= 1e-300 {
+		return MaxNines
 	}
 	return -math.Log10(p)
 }

@@ -42,7 +42,7 @@ type LiveReliability struct {
 // liveCluster is the model's cluster as stats and the map show it.
 func (n *Server) liveCluster(m *cluster.Map, stats []NodeStats) (reliability.Cluster, float64, string, float64) {
 	nodes := len(m.Shards) // one shard per node of the placement ring
-	var stored float64 // records, pieces and stripe chunks alike
+	var stored float64     // records, pieces and stripe chunks alike
 	for _, u := range SumSchemes(stats) {
 		stored += float64(u.Stored)
 	}
