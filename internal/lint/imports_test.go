@@ -85,6 +85,14 @@ var rules = []rule{
 		from:    func(dir string) bool { return under(dir, "cmd") },
 		refuses: func(rel string) bool { return under(rel, "internal/simcluster") },
 	},
+	{
+		// The reliability model is arithmetic over a cluster's shape
+		// (docs/reliability.md): scheme specs map onto it (Spec.Model),
+		// never the other way round.
+		name:    "the reliability model imports nothing from the project",
+		from:    func(dir string) bool { return under(dir, "reliability") },
+		refuses: func(string) bool { return true },
+	},
 }
 
 // under says whether rel is the package root or one below it.
@@ -139,6 +147,7 @@ func TestEveryRuleCatchesAPlantedViolation(t *testing.T) {
 		rules[4].name: {{"server/core", "server/repair"}, {"server/core", "server"}, {"server/repair", "server"},
 			{"server/repair", "server/commands"}, {"server/commands", "server/repair"}, {"server/core", "server/commands"}},
 		rules[5].name: {{"cmd/memgest", "internal/simcluster"}},
+		rules[6].name: {{"reliability", "scheme"}, {"reliability", "internal/bigcopy"}},
 	}
 	allowed := map[string][]imp{
 		rules[0].name: {{"store", "internal/bigcopy"}},
@@ -148,6 +157,7 @@ func TestEveryRuleCatchesAPlantedViolation(t *testing.T) {
 		rules[4].name: {{"server/core", "server/peer"}, {"server/repair", "server/core"}, {"server/commands", "server/core"},
 			{"server", "server/repair"}, {"server", "server/commands"}},
 		rules[5].name: {{"cmd/memgest", "server"}},
+		rules[6].name: {{"scheme", "reliability"}, {"cmd/memgest", "reliability"}},
 	}
 	for _, r := range rules {
 		if len(planted[r.name]) == 0 || len(allowed[r.name]) == 0 {
