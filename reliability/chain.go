@@ -21,6 +21,15 @@ type chain struct {
 	q      *mat.Dense
 	states []uint64
 	depth  int
+	lumped bool // states count failed nodes (lumped.go)
+}
+
+// kind names the chain for Result.Chain.
+func (ch *chain) kind() string {
+	if ch.lumped {
+		return "lumped"
+	}
+	return "exact"
 }
 
 // transient is the number of transient states.
@@ -138,23 +147,28 @@ func (b *builder) canonical(set uint64) uint64 {
 }
 
 // survives reports whether every shard of every scheme keeps its data
-// with the nodes of set down. Shard i's placement starts at node i.
+// with the nodes of set down, remembering the answer.
 func (b *builder) survives(set uint64) bool {
-	if ok, seen := b.safe[set]; seen {
-		return ok
+	ok, seen := b.safe[set]
+	if !seen {
+		ok = b.check(set)
+		b.safe[set] = ok
 	}
-	ok := true
-	for i := 0; i < b.nodes && ok; i++ {
+	return ok
+}
+
+// check is survives without the memory. Shard i's placement starts at
+// node i.
+func (b *builder) check(set uint64) bool {
+	for i := 0; i < b.nodes; i++ {
 		positions := b.rotate(set, i)
 		for _, w := range b.windows {
 			if !w.scheme.Survives(positions) {
-				ok = false
-				break
+				return false
 			}
 		}
 	}
-	b.safe[set] = ok
-	return ok
+	return true
 }
 
 // transition is a move out of a state: to a failed-node set (or FS) at a
@@ -237,15 +251,15 @@ func (b *builder) build() (*chain, error) {
 }
 
 // buildChain builds the chain for c and mix cut at depth, or as deep as
-// MaxStates allows, but never shallower than the mix's tolerance.
+// MaxStates allows; if that is short of tolerance+1 failures, it builds
+// the lumped chain (lumped.go) instead, which sees further.
 func buildChain(c Cluster, mix Mix, depth int) (*chain, error) {
-	floor := min(mix.Tolerance(), c.Nodes)
 	depth = min(depth, c.Nodes)
-	for ; depth >= floor; depth-- {
-		ch, err := newBuilder(c, mix, depth).build()
+	for d := depth; d >= min(mix.Tolerance()+1, c.Nodes); d-- {
+		ch, err := newBuilder(c, mix, d).build()
 		if !errors.Is(err, errTooManyStates) {
 			return ch, err
 		}
 	}
-	return nil, errTooManyStates
+	return lumpedChain(c, mix, depth)
 }

@@ -28,7 +28,11 @@
 // The chain is cut at a depth (number of nodes down at once, by default
 // tolerance+3, lowered when the state space would be too large), and a
 // failure beyond it counts as a loss: the cut only ever understates
-// reliability, and Result.Depth reports where it was made.
+// reliability, and Result.Depth reports where it was made. Where even
+// tolerance+1 would take too many states (wide codes on large clusters),
+// the chain is Ring A.2's, lumped by the number of nodes down, with the
+// share of surviving sets counted on memgest's placement (lumped.go);
+// Result.Chain says which was built.
 //
 // The linear algebra is gonum's (mat.Exp, LU solves); nothing here is
 // hand-written numerics beyond building the generator. The package imports

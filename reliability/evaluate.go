@@ -33,9 +33,12 @@ type Result struct {
 	// key can be read: not while its coordinator's failure is undetected
 	// (a failover follows), and not once data is lost.
 	Availability float64 `json:"availability"`
-	// Method is how LossProbability was computed; States and Depth the
-	// size of the chain and the number of nodes down at once it follows.
+	// Method is how LossProbability was computed; Chain is "exact"
+	// (states are failed-node sets) or "lumped" (states count failed
+	// nodes, Ring A.2); States and Depth are the chain's size and the
+	// number of nodes down at once it follows.
 	Method Method `json:"method"`
+	Chain  string `json:"chain"`
 	States int    `json:"states"`
 	Depth  int    `json:"depth"`
 }
@@ -68,6 +71,7 @@ func Evaluate(c Cluster, mix Mix, mission float64) (Result, error) {
 		Nines:           nines(loss),
 		Availability:    availability(c, mix, mission, tau),
 		Method:          method,
+		Chain:           ch.kind(),
 		States:          ch.transient(),
 		Depth:           ch.depth,
 	}, nil
