@@ -291,9 +291,11 @@ func (n *Coordinator) overlapLocked(s *inflightShard, q *pending, key, value []b
 
 // writeUnpeeked is a plain SET of key (no options) that commits at once,
 // without reading the key's record first, when that read could only
-// confirm it: the default scheme is none and no stripe scheme is in use,
-// so the write goes to none unless the key holds a record of another
-// scheme, which the commit's own lookup refuses (errPeekNeeded). It
+// confirm it: the scheme of a new key of this size (the default, or the
+// policy's pick) is none and no stripe scheme is in use, so the write goes
+// to none unless the key holds a record of another scheme, which the
+// commit's own lookup refuses (errPeekNeeded); a policy that picks none
+// for a new key picks it for a key in none too (cluster.Policy.Pick). It
 // reports done false, with s.mu still held, when the write must take the
 // usual path; done true with s.mu released otherwise. The caller holds
 // s.mu, and no write of key is in flight.
@@ -301,7 +303,7 @@ func (n *Coordinator) writeUnpeeked(s *inflightShard, key, value []byte, began i
 	if n.packedInUse() {
 		return nil, false, nil
 	}
-	def := n.Ctl.Map().DefaultScheme()
+	def := pickScheme(n.Ctl.Map(), Current{}, len(value))
 	if def.ID == 0 {
 		return nil, false, nil
 	}
