@@ -3,10 +3,16 @@ package simcluster_test
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/simcluster"
+	"github.com/memgest/memgest/server/core"
+	"github.com/memgest/memgest/server/resp"
 )
 
 // Scheme policies (DESIGN.md §7b, decision 0010) on six nodes in memory.
@@ -119,13 +125,17 @@ func TestSchemePolicyBadInput(t *testing.T) {
 		{"SIZE 0 small rep:2", "-ERR memgest: the threshold must be a positive number of bytes"},
 		{"SIZE ten small rep:2", "-ERR memgest: the threshold must be a positive number of bytes"},
 		{"SIZE 2000000000000 small rep:2", "-ERR cluster: policy threshold must be 1..1099511627776 bytes, got 2000000000000"},
-		{"SIZE 10 small", "-ERR syntax error. Try SCHEME.POLICY [OFF | SIZE <bytes> <below> <at-or-above>]"},
-		{"OFF now", "-ERR syntax error. Try SCHEME.POLICY [OFF | SIZE <bytes> <below> <at-or-above>]"},
-		{"LRU 10", "-ERR syntax error. Try SCHEME.POLICY [OFF | SIZE <bytes> <below> <at-or-above>]"},
+		{"SIZE 10 small", "-ERR syntax error. Try SCHEME.POLICY [OFF | SIZE <bytes> <below> <at-or-above> | TEMPERATURE <hot> <cold> <idle-seconds>]"},
+		{"OFF now", "-ERR syntax error. Try SCHEME.POLICY [OFF | SIZE <bytes> <below> <at-or-above> | TEMPERATURE <hot> <cold> <idle-seconds>]"},
+		{"LRU 10", "-ERR syntax error. Try SCHEME.POLICY [OFF | SIZE <bytes> <below> <at-or-above> | TEMPERATURE <hot> <cold> <idle-seconds>]"},
 		{"SIZE 10 rep:2 nosuch", `-ERR cluster: no scheme named "nosuch"`},
 		{"SIZE 10 rep:2 split:9+9", "-ERR cluster: scheme split:9+9 needs 18 nodes, the cluster has 6"},
 		{"SIZE 10 rep:2 rep:99", "-ERR cluster: bad spec \"rep:99\": replica count must be 1..16"},
 		{"SIZE 10 small rep:3", "-ERR cluster: a size policy needs two different schemes"},
+		{"TEMPERATURE small rep:2 0", "-ERR memgest: the idle time must be a positive number of seconds"},
+		{"TEMPERATURE small rep:2 99999999", "-ERR cluster: policy idle time must be 1..2592000 seconds, got 99999999"},
+		{"TEMPERATURE small rep:3 60", "-ERR cluster: a temperature policy needs two different schemes"},
+		{"TEMPERATURE small rep:2", "-ERR syntax error. Try SCHEME.POLICY [OFF | SIZE <bytes> <below> <at-or-above> | TEMPERATURE <hot> <cold> <idle-seconds>]"},
 	} {
 		expect(t, "SCHEME.POLICY "+tc.args, c.Do(c.AnyLive(), append([]string{"SCHEME.POLICY"}, strings.Fields(tc.args)...)...), tc.want)
 	}
@@ -168,5 +178,232 @@ func TestSizePolicySurvivesFailover(t *testing.T) {
 		expect(t, "SET big", c.Do(c.AnyLive(), "SET", k, big), "+OK")
 		expectSpec(t, c, "crossing after the failover", k, "split:3+2")
 		expectValue(t, "GET", c.Do(c.AnyLive(), "GET", k), big)
+	}
+}
+
+// infoSum sums an INFO memgest field over the live nodes.
+func infoSum(t *testing.T, c *simcluster.Cluster, field string) int64 {
+	t.Helper()
+	var sum int64
+	for i := range c.Len() {
+		if c.Alive(i) {
+			sum += infoInt(t, c.Do(i, "INFO", "memgest").Text(), field)
+		}
+	}
+	return sum
+}
+
+// awaitSpec waits until every key of keys is stored under spec.
+func awaitSpec(t *testing.T, c *simcluster.Cluster, what string, keys []string, spec string) {
+	t.Helper()
+	c.Until(what, func() (bool, string) {
+		for _, k := range keys {
+			if got := simcluster.Fields(c.DoQuiet(c.AnyLiveFirst(), "SCHEME.OF", k))["spec"].Text(); got != spec {
+				return false, k + " is in " + got
+			}
+		}
+		return true, ""
+	})
+}
+
+// TestTemperaturePolicy: with SCHEME.POLICY TEMPERATURE rep:3 stripe:4+2
+// 10, keys written without SCHEME go to rep:3; on the injected clock, keys
+// neither read nor written for more than 10 s move to stripe:4+2 in the
+// background, and keys read meanwhile stay; a write moves a cold key back
+// at once, PromoteReads reads within the idle time move it back in the
+// background, one read does not; a key put in another scheme explicitly
+// stays there. INFO counts the moves and the bytes saved.
+func TestTemperaturePolicy(t *testing.T) {
+	c := simcluster.Start(t, simcluster.Seed(t), simcluster.Options{Nodes: 6})
+	setPolicy(t, c, "TEMPERATURE", "rep:3", "stripe:4+2", "10")
+	expect(t, "SCHEME.POLICY", c.Do(c.AnyLive(), "SCHEME.POLICY"),
+		`["policy" "temperature" "hot" "rep:3" "cold" "stripe:4+2" "idle_seconds" :10]`)
+	var warm, idle []string
+	values := map[string]string{}
+	for i := range 6 {
+		for j := range 3 {
+			for n, set := range []*[]string{&warm, &idle} {
+				k := c.KeyOn(i, fmt.Sprintf("%s%d:%d:", []string{"warm", "idle"}[n], i, j))
+				values[k] = value(c, "stripe:4+2", k)
+				expect(t, "SET", c.Do(c.AnyLive(), "SET", k, values[k]), "+OK")
+				*set = append(*set, k)
+			}
+		}
+	}
+	pinned := c.KeyOn(0, "pinned:")
+	expect(t, "SET SCHEME", c.Do(c.AnyLive(), "SET", pinned, "v", "SCHEME", "rep:2"), "+OK")
+	awaitSpec(t, c, "new keys hot", append(warm, idle...), "rep:3")
+	c.Advance(6 * time.Second)
+	for _, k := range warm {
+		expectValue(t, "GET", c.Do(c.AnyLive(), "GET", k), values[k])
+	}
+	c.Advance(6 * time.Second)
+	awaitSpec(t, c, "idle keys cold", idle, "stripe:4+2")
+	for _, k := range warm {
+		expectSpec(t, c, "a key read within the idle time", k, "rep:3")
+	}
+	expectSpec(t, c, "a key in a scheme the policy does not name", pinned, "rep:2")
+	for _, k := range idle {
+		expectValue(t, "GET of a cold key", c.Do(c.AnyLive(), "GET", k), values[k])
+	}
+	if got := infoSum(t, c, "policy_moves_to_cold"); got != int64(len(idle)) {
+		t.Fatalf("policy_moves_to_cold = %d over the nodes, want %d", got, len(idle))
+	}
+	if saved := infoSum(t, c, "policy_bytes_saved"); saved <= 0 {
+		t.Fatalf("policy_bytes_saved = %d after moves from rep:3 to stripe:4+2", saved)
+	}
+
+	// Back to hot: a write at once, PromoteReads reads in the background.
+	expect(t, "SET", c.Do(c.AnyLive(), "SET", idle[0], "rewritten"), "+OK")
+	expectSpec(t, c, "a cold key written", idle[0], "rep:3")
+	for range core.PromoteReads {
+		expectValue(t, "GET", c.Do(c.AnyLive(), "GET", idle[1]), values[idle[1]])
+	}
+	expectValue(t, "GET", c.Do(c.AnyLive(), "GET", idle[2]), values[idle[2]]) // once only
+	awaitSpec(t, c, "a cold key read often", idle[1:2], "rep:3")
+	expectSpec(t, c, "a cold key read once", idle[2], "stripe:4+2")
+	if got := infoSum(t, c, "policy_moves_to_hot"); got != 2 {
+		t.Fatalf("policy_moves_to_hot = %d, want 2", got)
+	}
+	setPolicy(t, c, "OFF")
+}
+
+// register is porcupine's model of one string key: SET and GET, per key.
+var register = porcupine.Model{
+	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+		byKey := map[string][]porcupine.Operation{}
+		var keys []string
+		for _, op := range history {
+			k := op.Input.(regOp).key
+			if byKey[k] == nil {
+				keys = append(keys, k)
+			}
+			byKey[k] = append(byKey[k], op)
+		}
+		out := make([][]porcupine.Operation, 0, len(keys))
+		for _, k := range keys {
+			out = append(out, byKey[k])
+		}
+		return out
+	},
+	Init: func() any { return regOut{} },
+	Step: func(state, input, output any) (bool, any) {
+		in, s := input.(regOp), state.(regOut)
+		if in.set {
+			return true, regOut{value: in.value, exists: true}
+		}
+		return output.(regOut) == s, s
+	},
+}
+
+type regOp struct {
+	key, value string
+	set        bool
+}
+
+type regOut struct {
+	value  string
+	exists bool
+}
+
+// TestTemperatureMovesUnderReads (DESIGN.md §8.2, §8.4): keys move between
+// a temperature policy's schemes in both directions — idle ones to cold
+// in the background after each jump of the clock past the idle time, cold
+// ones back when written or read often — while three clients read them
+// and one writes them. Every read answers a value, never nil or an error,
+// and the history is linearizable per key (porcupine).
+func TestTemperatureMovesUnderReads(t *testing.T) {
+	c := simcluster.Start(t, simcluster.Seed(t), simcluster.Options{Nodes: 6, FailureTimeout: 20 * time.Second})
+	setPolicy(t, c, "TEMPERATURE", "rep:3", "stripe:4+2", "2")
+	start := time.Now()
+	var mu sync.Mutex
+	var history []porcupine.Operation
+	var failures []string
+	do := func(client int, in regOp) { // client i talks to node i (the seeded Rand is not for goroutines)
+		args := []string{"GET", in.key}
+		if in.set {
+			args = []string{"SET", in.key, in.value}
+		}
+		call := time.Since(start).Nanoseconds()
+		r := c.DoQuiet(client, args...)
+		ret := time.Since(start).Nanoseconds()
+		out := regOut{value: r.Text(), exists: r.Kind() == resp.KindBulk}
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case in.set && r.Text() != "OK", !in.set && r.Kind() != resp.KindBulk:
+			failures = append(failures, fmt.Sprintf("%s → %s", strings.Join(args, " "), simcluster.Render(r)))
+		}
+		history = append(history, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
+	}
+	var keys []string
+	for i := range 6 {
+		k := c.KeyOn(i, fmt.Sprintf("temp%d:", i))
+		keys = append(keys, k)
+		do(0, regOp{key: k, value: "v0", set: true})
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for client := 1; client <= 4; client++ {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(20 * time.Millisecond): // a pace that leaves keys idle between the clock's jumps
+				}
+				k := keys[(n+client)%len(keys)]
+				if client == 4 { // the writer, at a fifth of a reader's rate
+					if n%5 == 0 {
+						do(client, regOp{key: k, value: fmt.Sprintf("v%d", n), set: true})
+					}
+					continue
+				}
+				do(client, regOp{key: k})
+			}
+		})
+	}
+	c.Until("moves both ways under reads", func() (bool, string) {
+		cold, hot := infoSum(t, c, "policy_moves_to_cold"), infoSum(t, c, "policy_moves_to_hot")
+		if cold >= 12 && hot >= 12 {
+			return true, ""
+		}
+		c.Advance(3 * time.Second) // one step: every key not read since is idle
+		return false, fmt.Sprintf("%d moves to cold, %d to hot", cold, hot)
+	})
+	close(stop)
+	wg.Wait()
+	if len(failures) > 0 {
+		t.Fatalf("%d commands failed during the moves, the first: %s", len(failures), failures[0])
+	}
+	if !porcupine.CheckOperations(register, history) {
+		t.Fatalf("the history of %d operations is not linearizable", len(history))
+	}
+	t.Logf("%d operations, %d moves to cold, %d to hot", len(history), infoSum(t, c, "policy_moves_to_cold"), infoSum(t, c, "policy_moves_to_hot"))
+}
+
+// TestTemperaturePolicySurvivesFailover: a temperature policy outlives the
+// Raft leader, which coordinated some keys; once failed over, the keys'
+// new coordinators cool them when idle, and they keep their values.
+func TestTemperaturePolicySurvivesFailover(t *testing.T) {
+	c := simcluster.Start(t, simcluster.Seed(t), simcluster.Options{Nodes: 6, Spares: 1})
+	setPolicy(t, c, "TEMPERATURE", "rep:3", "split:3+2", "5")
+	leader := c.Leader()
+	var keys []string
+	for j := range 4 {
+		k := c.KeyOn(leader, fmt.Sprintf("tf%d:", j))
+		expect(t, "SET", c.Do(c.AnyLive(), "SET", k, k), "+OK")
+		keys = append(keys, k)
+	}
+	awaitSpec(t, c, "new keys hot", keys, "rep:3")
+	c.Kill(leader)
+	c.FailOver(leader)
+	c.Settle("failed over")
+	expect(t, "SCHEME.POLICY after the failover", c.Do(c.AnyLive(), "SCHEME.POLICY"),
+		`["policy" "temperature" "hot" "rep:3" "cold" "split:3+2" "idle_seconds" :5]`)
+	c.Advance(8 * time.Second)
+	awaitSpec(t, c, "idle keys cooled by their new coordinators", keys, "split:3+2")
+	for _, k := range keys {
+		expectValue(t, "GET", c.Do(c.AnyLive(), "GET", k), k)
 	}
 }

@@ -14,8 +14,9 @@ func init() {
 	register("scheme.policy", &command{run: cmdSchemePolicy, needsFormed: true})
 }
 
-// cmdSchemePolicy shows the policy (no argument), removes it (OFF), or sets
-// KVMD's size-threshold mode (SIZE <bytes> <below> <at-or-above>). Bad
+// cmdSchemePolicy shows the policy (no argument), removes it (OFF), sets
+// KVMD's size-threshold mode (SIZE <bytes> <below> <at-or-above>) or a
+// temperature policy (TEMPERATURE <hot> <cold> <idle-seconds>). Bad
 // input is refused before anything is proposed, and the map refuses a
 // policy whose schemes cannot be used, so either changes nothing.
 func cmdSchemePolicy(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
@@ -32,6 +33,9 @@ func cmdSchemePolicy(n *Server, ctx context.Context, cs *connState, args [][]byt
 	return resp.OK()
 }
 
+// policySyntax is SCHEME.POLICY's syntax, for its errors.
+const policySyntax = "SCHEME.POLICY [OFF | SIZE <bytes> <below> <at-or-above> | TEMPERATURE <hot> <cold> <idle-seconds>]"
+
 // parsePolicy reads SCHEME.POLICY's arguments into the map command.
 func parsePolicy(args [][]byte) (cluster.SetPolicy, resp.Reply) {
 	kind := strings.ToLower(string(args[1]))
@@ -44,8 +48,14 @@ func parsePolicy(args [][]byte) (cluster.SetPolicy, resp.Reply) {
 			return cluster.SetPolicy{}, resp.Err("ERR memgest: the threshold must be a positive number of bytes")
 		}
 		return cluster.SetPolicy{Kind: cluster.PolicySize, Threshold: t, Below: string(args[3]), Above: string(args[4])}, resp.Reply{}
+	case kind == cluster.PolicyTemperature && len(args) == 5:
+		idle, ok := resp.ParseInt(args[4])
+		if !ok || idle < 1 {
+			return cluster.SetPolicy{}, resp.Err("ERR memgest: the idle time must be a positive number of seconds")
+		}
+		return cluster.SetPolicy{Kind: cluster.PolicyTemperature, Hot: string(args[2]), Cold: string(args[3]), IdleSeconds: idle}, resp.Reply{}
 	}
-	return cluster.SetPolicy{}, resp.Err("ERR syntax error. Try SCHEME.POLICY [OFF | SIZE <bytes> <below> <at-or-above>]")
+	return cluster.SetPolicy{}, resp.Err("ERR syntax error. Try " + policySyntax)
 }
 
 // policyReply describes m's policy: its kind ("off" for none) and
@@ -73,4 +83,12 @@ func policyReply(m *cluster.Map) resp.Reply {
 			resp.BulkString("idle_seconds"), resp.Int(p.IdleSeconds))
 	}
 	return resp.Map(fields...)
+}
+
+// policyKind names m's policy for INFO: its kind, or "off".
+func policyKind(m *cluster.Map) string {
+	if m.Policy == nil {
+		return cluster.PolicyOff
+	}
+	return m.Policy.Kind
 }

@@ -73,6 +73,10 @@ type WriteOp struct {
 	removals []kind.Pending
 	// bound is entry's bound scheme once scheme has looked it up.
 	bound kind.Scheme
+	// policyMove marks a move a temperature policy makes or causes, from
+	// policyFrom; commitLocked counts it (temperature.go).
+	policyMove policyMove
+	policyFrom cluster.SchemeEntry
 }
 
 // scheme is op's bound scheme (Node.kindOf of its entry), looked up once:
@@ -303,7 +307,8 @@ func (n *Coordinator) writeUnpeeked(s *inflightShard, key, value []byte, began i
 	if n.packedInUse() {
 		return nil, false, nil
 	}
-	def := pickScheme(n.Ctl.Map(), Current{}, len(value))
+	m := n.Ctl.Map()
+	def := pickScheme(m, Current{}, len(value))
 	if def.ID == 0 {
 		return nil, false, nil
 	}
@@ -312,6 +317,7 @@ func (n *Coordinator) writeUnpeeked(s *inflightShard, key, value []byte, began i
 		return nil, false, nil
 	}
 	op = &WriteOp{Key: key, Value: value, Entry: def, began: began, unpeeked: true, bound: sch}
+	n.written(m, Current{}, op, true)
 	if err := n.checkMemory(op); err != nil {
 		s.Mu.Unlock()
 		return op, true, err
@@ -460,6 +466,9 @@ func (n *Coordinator) commitLocked(s *inflightShard, op *WriteOp, v uint64, p *p
 	rel, err := n.commitRecordLocked(s, op, v, p)
 	if err == nil && !op.relocate && op.Entry.ID != 0 {
 		n.Metrics.wrote(op.Entry, began, op.logicalBytes())
+	}
+	if err == nil && op.policyMove != moveNone {
+		n.countMove(op)
 	}
 	return rel, err
 }

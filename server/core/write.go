@@ -18,11 +18,13 @@ import (
 // scheme and new keys take the default; KEEPTTL keeps the expiry.
 func (n *Coordinator) ValueOp(cur Current, key, value []byte, expireAt int64, keepTTL bool, entry *cluster.SchemeEntry) *WriteOp {
 	op := &WriteOp{Key: key, Value: value, ExpireAt: expireAt}
+	m := n.Ctl.Map()
 	if entry != nil {
 		op.Entry = *entry
 	} else {
-		op.Entry = pickScheme(n.Ctl.Map(), cur, len(value))
+		op.Entry = pickScheme(m, cur, len(value))
 	}
+	n.written(m, cur, op, entry == nil)
 	if keepTTL && cur.Exists {
 		op.ExpireAt = cur.Meta.ExpireAt
 	}
