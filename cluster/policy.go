@@ -36,8 +36,8 @@ const (
 // id, which are never reused, and DropScheme refuses a scheme it names. It
 // manages only keys in its own schemes: a key that lives in any other (put
 // there by an explicit SCHEME, or before the policy was set) stays there
-// ([decision 0010](../docs/decisions/0010-scheme-policies.md)). A Policy in
-// a published map is never modified.
+// (docs/decisions/0010-scheme-policies.md). A Policy in a published map is
+// never modified.
 type Policy struct {
 	Kind string `json:"kind"` // PolicySize or PolicyTemperature
 	// Threshold, Below, Above: PolicySize's parameters.
