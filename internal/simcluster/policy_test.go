@@ -112,6 +112,24 @@ func TestSizePolicyWithNone(t *testing.T) {
 	}
 }
 
+// TestSizePolicyPacked: small values packed into stripe chunks, large
+// ones split (KVMD's hybrid mode with memgest's packed scheme for the
+// small side); updates cross both ways, through the packed engine's moves
+// in and out of the primary store, and every key reads back.
+func TestSizePolicyPacked(t *testing.T) {
+	c := simcluster.Start(t, simcluster.Seed(t), simcluster.Options{Nodes: 6})
+	setPolicy(t, c, "SIZE", "64", "stripe:4+2", "split:4+2")
+	small, big := strings.Repeat("s", 63), strings.Repeat("b", 64)
+	for i := range 6 {
+		k := c.KeyOn(i, fmt.Sprintf("packed%d:", i))
+		for _, step := range []struct{ v, spec string }{{small, "stripe:4+2"}, {big, "split:4+2"}, {small, "stripe:4+2"}} {
+			expect(t, "SET", c.Do(c.AnyLive(), "SET", k, step.v), "+OK")
+			expectSpec(t, c, fmt.Sprintf("a %d-byte value", len(step.v)), k, step.spec)
+			expectValue(t, "GET", c.Do(c.AnyLive(), "GET", k), step.v)
+		}
+	}
+}
+
 // TestSchemePolicyBadInput (DESIGN.md §8.6): malformed SCHEME.POLICY
 // commands and policies the map refuses get a clear error and change
 // nothing, neither the policy nor the catalogue; a scheme a policy names
