@@ -153,6 +153,8 @@ func TestSchemePolicyBadInput(t *testing.T) {
 		{"TEMPERATURE small rep:2 0", "-ERR memgest: the idle time must be a positive number of seconds"},
 		{"TEMPERATURE small rep:2 99999999", "-ERR cluster: policy idle time must be 1..2592000 seconds, got 99999999"},
 		{"TEMPERATURE small rep:3 60", "-ERR cluster: a temperature policy needs two different schemes"},
+		{"TEMPERATURE hybrid:4+2 small 60", "-ERR memgest: the hot scheme of a temperature policy cannot be a packed scheme (hybrid:4+2): idle keys are found by scanning the records of the coordinators' primary stores, which a packed scheme's keys do not have"},
+		{"TEMPERATURE stripe:4+2 small 60", "-ERR memgest: the hot scheme of a temperature policy cannot be a packed scheme (stripe:4+2): idle keys are found by scanning the records of the coordinators' primary stores, which a packed scheme's keys do not have"},
 		{"TEMPERATURE small rep:2", "-ERR syntax error. Try SCHEME.POLICY [OFF | SIZE <bytes> <below> <at-or-above> | TEMPERATURE <hot> <cold> <idle-seconds>]"},
 	} {
 		expect(t, "SCHEME.POLICY "+tc.args, c.Do(c.AnyLive(), append([]string{"SCHEME.POLICY"}, strings.Fields(tc.args)...)...), tc.want)

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/server/resp"
 )
 
@@ -26,6 +28,9 @@ func cmdSchemePolicy(n *Server, ctx context.Context, cs *connState, args [][]byt
 	c, bad := parsePolicy(args)
 	if bad.IsError() {
 		return bad
+	}
+	if c.Kind == cluster.PolicyTemperature && n.packed(c.Hot) {
+		return resp.Errorf("ERR memgest: the hot scheme of a temperature policy cannot be a packed scheme (%s): idle keys are found by scanning the records of the coordinators' primary stores, which a packed scheme's keys do not have", c.Hot)
 	}
 	if _, err := n.Propose(ctx, c); err != nil {
 		return errReply(err)
@@ -91,4 +96,19 @@ func policyKind(m *cluster.Map) string {
 		return cluster.PolicyOff
 	}
 	return m.Policy.Kind
+}
+
+// packed says whether the scheme called name (registered or a spec) packs
+// its objects into chunks (kind.Packed): its keys have no primary record.
+func (n *Server) packed(name string) bool {
+	e, ok := n.Ctl.Map().Scheme(name)
+	if !ok {
+		sp, err := scheme.Parse(name)
+		if err != nil {
+			return false // the map refuses it
+		}
+		e = cluster.SchemeEntry{Spec: sp}
+	}
+	_, packed := n.KindOf(e).(kind.Packed)
+	return packed
 }
