@@ -235,6 +235,8 @@ func (c DropScheme) apply(m *Map) (*Map, error) {
 		return nil, errorf(ErrProtected, "scheme none is built in and cannot be dropped")
 	case e.ID == m.Default:
 		return nil, errorf(ErrProtected, "scheme %s is the default; set another default first", e.Name())
+	case m.Policy.Names(e.ID):
+		return nil, errorf(ErrProtected, "scheme %s is named by the %s policy; change the policy first (SCHEME.POLICY)", e.Name(), m.Policy.Kind)
 	}
 	next := m.Clone()
 	next.Schemes = slices.DeleteFunc(next.Schemes, func(x SchemeEntry) bool { return x.ID == e.ID })

@@ -219,6 +219,9 @@ func TestCommandEncoding(t *testing.T) {
 		CreateScheme{Spec: spec(t, "rep:3")},
 		DropScheme{Name: "hot"},
 		SetDefault{Name: "rep:3"},
+		SetPolicy{Kind: PolicySize, Threshold: 4096, Below: "rep:3", Above: "cold"},
+		SetPolicy{Kind: PolicyTemperature, Hot: "hot", Cold: "stripe:4+2", IdleSeconds: 60},
+		SetPolicy{Kind: PolicyOff},
 	} {
 		b, err := EncodeCommand(c)
 		if err != nil {

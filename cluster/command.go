@@ -7,7 +7,7 @@ import (
 )
 
 // Command is a change to the map. The concrete commands are Init, AddNode,
-// CreateScheme, DropScheme, SetDefault, MarkFailed, ShardRecovered,
+// CreateScheme, DropScheme, SetDefault, SetPolicy, MarkFailed, ShardRecovered,
 // StripesRestored, RebuildDone, SetVoters, Rejoin and SetPassword; Apply applies one, and
 // EncodeCommand/DecodeCommand carry one through the Raft log or to the
 // leader over the peer protocol.
@@ -57,11 +57,26 @@ type SetDefault struct {
 	Name string `json:"name"`
 }
 
+// SetPolicy sets the cluster's scheme policy, replacing any, or removes it
+// (Kind PolicyOff). Schemes are named as in SetDefault: an alias or a spec,
+// a spec not registered yet being registered as a bare entry in the same
+// change, so a refused policy changes nothing.
+type SetPolicy struct {
+	Kind        string `json:"kind"`
+	Threshold   int64  `json:"threshold,omitempty"`
+	Below       string `json:"below,omitempty"`
+	Above       string `json:"above,omitempty"`
+	Hot         string `json:"hot,omitempty"`
+	Cold        string `json:"cold,omitempty"`
+	IdleSeconds int64  `json:"idle_seconds,omitempty"`
+}
+
 func (Init) op() string            { return "init" }
 func (AddNode) op() string         { return "add_node" }
 func (CreateScheme) op() string    { return "create_scheme" }
 func (DropScheme) op() string      { return "drop_scheme" }
 func (SetDefault) op() string      { return "set_default" }
+func (SetPolicy) op() string       { return "set_policy" }
 func (MarkFailed) op() string      { return "mark_failed" }
 func (ShardRecovered) op() string  { return "shard_recovered" }
 func (StripesRestored) op() string { return "stripes_restored" }
@@ -104,6 +119,8 @@ func DecodeCommand(b []byte) (Command, error) {
 		return decodeArgs[DropScheme](env)
 	case "set_default":
 		return decodeArgs[SetDefault](env)
+	case "set_policy":
+		return decodeArgs[SetPolicy](env)
 	case "mark_failed":
 		return decodeArgs[MarkFailed](env)
 	case "shard_recovered":

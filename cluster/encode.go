@@ -57,7 +57,7 @@ func (e *SchemeEntry) UnmarshalJSON(b []byte) error {
 // validate checks every invariant of a map. Apply keeps them by
 // construction; UnmarshalMap checks them on input it does not trust.
 func (m *Map) validate() error {
-	for _, check := range []func() error{m.validateHeader, m.validateNodes, m.validateShards, m.validateSchemes} {
+	for _, check := range []func() error{m.validateHeader, m.validateNodes, m.validateShards, m.validateSchemes, m.validatePolicy} {
 		if err := check(); err != nil {
 			return err
 		}

@@ -31,7 +31,7 @@ var (
 )
 
 func (g *cmdGen) command() Command {
-	switch g.next(6) {
+	switch g.next(7) {
 	case 0:
 		return Init{Expect: g.next(8), Voters: g.next(6)}
 	case 1, 2:
@@ -45,6 +45,11 @@ func (g *cmdGen) command() Command {
 		return CreateScheme{Alias: genAliases[g.next(len(genAliases))], Spec: sp}
 	case 4:
 		return DropScheme{Name: genNames[g.next(len(genNames))]}
+	case 5:
+		kinds := []string{PolicySize, PolicyTemperature, PolicyOff, "bogus"}
+		return SetPolicy{Kind: kinds[g.next(len(kinds))], Threshold: int64(g.next(3)) * 100,
+			Below: genNames[g.next(len(genNames))], Above: genNames[g.next(len(genNames))],
+			Hot: genNames[g.next(len(genNames))], Cold: genNames[g.next(len(genNames))], IdleSeconds: int64(g.next(3))}
 	}
 	return SetDefault{Name: genNames[g.next(len(genNames))]}
 }

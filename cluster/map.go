@@ -129,6 +129,9 @@ type Map struct {
 	// Password is the clients' password every node checks AUTH against;
 	// nil: none.
 	Password *Password `json:"password,omitempty"`
+	// Policy picks the scheme of keys written without one (DESIGN.md
+	// §7b); nil: the default scheme for new keys, and keys stay put.
+	Policy *Policy `json:"policy,omitempty"`
 
 	idx *index // derived lookup tables; nil on a Clone
 }

@@ -48,7 +48,7 @@ func (n *Node) startHTTP() (*httpServer, error) {
 // httpRoutes is the HTTP port's handler.
 func (n *Node) httpRoutes() http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(n.collector())
+	reg.MustRegister(n.collector(), n.policyCollector())
 	n.Metrics.Register(reg)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

@@ -153,6 +153,7 @@ func (n *Node) startLoops() {
 	n.background(ctx, n.repair.ScrubLoop)
 	n.background(ctx, n.repair.SweepLoop)
 	n.background(ctx, n.compactLoop)
+	n.background(ctx, n.temperatureLoop)
 	n.background(ctx, n.checkOwnPassword)
 	if n.Cfg.Join != "" {
 		n.background(ctx, n.joinLoop)

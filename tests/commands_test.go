@@ -187,4 +187,57 @@ func TestMultiKeyAcrossNodes(t *testing.T) {
 	if n := dbsizeCluster(t, ctx, rdb); n != 0 {
 		t.Fatalf("DBSIZE after DEL = %d", n)
 	}
+	checkSizePolicy(t, c)
+}
+
+// checkSizePolicy runs SCHEME.POLICY SIZE on real processes (decision
+// 0010): once every node's map has it, MSET's keys on every coordinator
+// take the scheme their size picks, an update crossing the threshold
+// moves a key, and OFF removes the policy. The rest is tested in
+// internal/simcluster.
+func checkSizePolicy(t *testing.T, c *testCluster) {
+	ctx := ctxT(t)
+	rdb := c.plainClient(1, 2)
+	must(t, rdb.Do(ctx, "SCHEME.POLICY", "SIZE", "16", "rep:3", "split:2+1").Err())
+	awaitPolicy := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for i := range c.nodes {
+			for fmt.Sprint(c.plainClient(i, 2).Do(ctx, "SCHEME.POLICY").Val()) != want {
+				if time.Now().After(deadline) {
+					t.Fatalf("node %d: SCHEME.POLICY = %v, want %s", i, c.plainClient(i, 2).Do(ctx, "SCHEME.POLICY").Val(), want)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}
+	awaitPolicy("[policy size threshold 16 below rep:3 at_or_above split:2+1]")
+	specOf := func(k string) string {
+		t.Helper()
+		r, err := rdb.Do(ctx, "SCHEME.OF", k).Slice()
+		if err != nil || len(r) < 4 {
+			t.Fatalf("SCHEME.OF %s: %v, %v", k, r, err)
+		}
+		return fmt.Sprint(r[3])
+	}
+	var pairs []any
+	for i := range 12 {
+		pairs = append(pairs, fmt.Sprintf("policy:%d", i), strings.Repeat("x", 10+i))
+	}
+	must(t, rdb.MSet(ctx, pairs...).Err())
+	for i := range 12 {
+		want := map[bool]string{true: "rep:3", false: "split:2+1"}[10+i < 16]
+		if got := specOf(fmt.Sprintf("policy:%d", i)); got != want {
+			t.Fatalf("policy:%d (%d bytes) is in %s, want %s", i, 10+i, got, want)
+		}
+	}
+	must(t, rdb.Append(ctx, "policy:0", "0123456789").Err())
+	if got := specOf("policy:0"); got != "split:2+1" {
+		t.Fatalf("an APPEND crossing the threshold left the key in %s", got)
+	}
+	must(t, rdb.Do(ctx, "SCHEME.POLICY", "OFF").Err())
+	awaitPolicy("[policy off]")
+	for i := range 12 {
+		must(t, rdb.Del(ctx, fmt.Sprintf("policy:%d", i)).Err())
+	}
 }

@@ -196,3 +196,14 @@ func (c *Cluster) AwaitDirectory(want int) {
 		return got >= want, fmt.Sprintf("%d entries", got)
 	})
 }
+
+// Advance moves the fake clock on by d, in steps of at most a quarter of
+// the failure timeout, waiting after each until every live node has
+// renewed its lease at the new time, so that the step fails no node.
+func (c *Cluster) Advance(d time.Duration) {
+	c.t.Helper()
+	c.tracer.add("advance %s", d)
+	for step := c.opts.FailureTimeout / 4; d > 0; d -= step {
+		c.awaitRenewals(c.clock.Advance(min(step, d)), nil)
+	}
+}

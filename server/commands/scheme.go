@@ -54,6 +54,7 @@ func schemeHelp() resp.Reply {
 		"OF <key>               -- a key's scheme, version and where its pieces live.",
 		"MOVE <key> <name>      -- change a key's scheme atomically.",
 		"VERIFY <key>           -- check every piece of a key against its committed version.",
+		"POLICY [OFF | SIZE <bytes> <below> <at-or-above> | TEMPERATURE <hot> <cold> <idle-seconds>] -- show, set or remove the scheme policy.",
 	}
 	items := make([]resp.Reply, len(lines))
 	for i, l := range lines {

@@ -210,6 +210,10 @@ func (n *Server) infoMemgest(ctx context.Context) resp.InfoSection {
 		{"shards_stripes_pending", strconv.Itoa(m.StripesPendingShards())},
 		{"default_scheme", m.DefaultScheme().Name()},
 		{"redirect", strconv.FormatBool(n.Cfg.Redirect)},
+		{"policy", policyKind(m)},
+		{"policy_moves_to_cold", strconv.FormatInt(n.Temp.ToCold.Load(), 10)},
+		{"policy_moves_to_hot", strconv.FormatInt(n.Temp.ToHot.Load(), 10)},
+		{"policy_bytes_saved", strconv.FormatInt(n.Temp.BytesSaved.Load(), 10)},
 	}
 	st := n.LocalStats()
 	for _, e := range m.Schemes {

@@ -38,6 +38,7 @@ func cmdGet(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.R
 	if !cur.Exists {
 		return resp.Nil()
 	}
+	n.Accessed(args[1], cur)
 	return resp.BulkOwned(cur.Value) // a read's value is never modified (readCommitted)
 }
 
@@ -46,6 +47,7 @@ func cmdStrlen(n *Server, ctx context.Context, cs *connState, args [][]byte) res
 	if err != nil {
 		return errReply(err)
 	}
+	n.Accessed(args[1], cur)
 	return resp.Int(int64(len(cur.Value)))
 }
 

@@ -119,6 +119,11 @@ type Config struct {
 	// CompactShare bounds the share of the time compaction works, in
 	// (0, 1]; 1 is no bound.
 	CompactShare float64
+	// PolicyMoveRate bounds the keys per second a node moves for a
+	// temperature policy (SCHEME.POLICY TEMPERATURE), idle keys to the
+	// cold scheme and often-read cold keys back (server/temperature.go;
+	// 0: no background moves; writes still move cold keys back).
+	PolicyMoveRate int
 	// EnableDebugCommand allows DEBUG (FLIP corrupts stored copies of a
 	// key on purpose, for tests and drills).
 	EnableDebugCommand bool
@@ -173,6 +178,7 @@ func Default() Config {
 		SweepInterval:     time.Second,
 		CompactRate:       1 << 20,
 		CompactShare:      DefaultRebuildShare,
+		PolicyMoveRate:    100,
 	}
 }
 
@@ -243,6 +249,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.CompactShare > 0 && c.CompactShare <= 1) {
 		return errors.New("config: compact-share must be in (0, 1] (1: no bound)")
+	}
+	if c.PolicyMoveRate < 0 || c.PolicyMoveRate > 1_000_000 {
+		return errors.New("config: policy-move-rate must be 0..1000000 keys per second (0: no background moves)")
 	}
 	if c.MaxArgs < 2 {
 		return errors.New("config: max-args must be ≥ 2")

@@ -56,6 +56,7 @@ type Coordinator struct {
 	Health     integrity    // checksum failures found and repaired
 	MemUsed    memGauge
 	ExpireQ    chan []byte
+	Temp       Temperature // a temperature policy's access sketch and moves (temperature.go)
 
 	// Kinds binds the catalogue's schemes to the packages implementing
 	// them; the node builds it (Kinds.go), so the core names no kind.
@@ -72,6 +73,7 @@ func NewCoordinator(cfg config.Config, log *slog.Logger, started time.Time, cloc
 		Inflight:  NewInflight(),
 		Workers:   newWorkerPool(),
 		ExpireQ:   make(chan []byte, expireQueueSize),
+		Temp:      Temperature{Promote: make(chan []byte, promoteQueue)},
 		Primary:   store.New(store.WithMaxValueSize(int(cfg.MaxValueSize))),
 		Pieces:    store.New(store.WithMaxValueSize(int(cfg.MaxValueSize) + 1024)),
 		Peers:     transport.NewPool(pool...),

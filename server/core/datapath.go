@@ -73,6 +73,10 @@ type WriteOp struct {
 	removals []kind.Pending
 	// bound is entry's bound scheme once scheme has looked it up.
 	bound kind.Scheme
+	// policyMove marks a move a temperature policy makes or causes, from
+	// policyFrom; commitLocked counts it (temperature.go).
+	policyMove policyMove
+	policyFrom cluster.SchemeEntry
 }
 
 // scheme is op's bound scheme (Node.kindOf of its entry), looked up once:
@@ -291,9 +295,11 @@ func (n *Coordinator) overlapLocked(s *inflightShard, q *pending, key, value []b
 
 // writeUnpeeked is a plain SET of key (no options) that commits at once,
 // without reading the key's record first, when that read could only
-// confirm it: the default scheme is none and no stripe scheme is in use,
-// so the write goes to none unless the key holds a record of another
-// scheme, which the commit's own lookup refuses (errPeekNeeded). It
+// confirm it: the scheme of a new key of this size (the default, or the
+// policy's pick) is none and no stripe scheme is in use, so the write goes
+// to none unless the key holds a record of another scheme, which the
+// commit's own lookup refuses (errPeekNeeded); a policy that picks none
+// for a new key picks it for a key in none too (cluster.Policy.Pick). It
 // reports done false, with s.mu still held, when the write must take the
 // usual path; done true with s.mu released otherwise. The caller holds
 // s.mu, and no write of key is in flight.
@@ -301,7 +307,8 @@ func (n *Coordinator) writeUnpeeked(s *inflightShard, key, value []byte, began i
 	if n.packedInUse() {
 		return nil, false, nil
 	}
-	def := n.Ctl.Map().DefaultScheme()
+	m := n.Ctl.Map()
+	def := pickScheme(m, Current{}, len(value))
 	if def.ID == 0 {
 		return nil, false, nil
 	}
@@ -310,6 +317,7 @@ func (n *Coordinator) writeUnpeeked(s *inflightShard, key, value []byte, began i
 		return nil, false, nil
 	}
 	op = &WriteOp{Key: key, Value: value, Entry: def, began: began, unpeeked: true, bound: sch}
+	n.written(m, Current{}, op, true)
 	if err := n.checkMemory(op); err != nil {
 		s.Mu.Unlock()
 		return op, true, err
@@ -458,6 +466,9 @@ func (n *Coordinator) commitLocked(s *inflightShard, op *WriteOp, v uint64, p *p
 	rel, err := n.commitRecordLocked(s, op, v, p)
 	if err == nil && !op.relocate && op.Entry.ID != 0 {
 		n.Metrics.wrote(op.Entry, began, op.logicalBytes())
+	}
+	if err == nil && op.policyMove != moveNone {
+		n.countMove(op)
 	}
 	return rel, err
 }

@@ -13,19 +13,18 @@ import (
 // (retimeOp), and the peek at a key's committed state a write starts
 // from (peekLocked).
 
-// ValueOp builds the write of a new value over cur: the key keeps its
-// scheme unless one is named, new keys take the default; KEEPTTL keeps the
-// expiry.
+// ValueOp builds the write of a new value over cur: a named scheme wins;
+// otherwise the map's policy picks (pickScheme), or the key keeps its
+// scheme and new keys take the default; KEEPTTL keeps the expiry.
 func (n *Coordinator) ValueOp(cur Current, key, value []byte, expireAt int64, keepTTL bool, entry *cluster.SchemeEntry) *WriteOp {
 	op := &WriteOp{Key: key, Value: value, ExpireAt: expireAt}
-	switch {
-	case entry != nil:
+	m := n.Ctl.Map()
+	if entry != nil {
 		op.Entry = *entry
-	case cur.Exists:
-		op.Entry = cur.Entry
-	default:
-		op.Entry = n.Ctl.Map().DefaultScheme()
+	} else {
+		op.Entry = pickScheme(m, cur, len(value))
 	}
+	n.written(m, cur, op, entry == nil)
 	if keepTTL && cur.Exists {
 		op.ExpireAt = cur.Meta.ExpireAt
 	}

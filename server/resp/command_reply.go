@@ -301,5 +301,7 @@ func SchemeHelp() Reply {
 		"    Show the scheme a key is stored under and the failures it tolerates now.",
 		"MOVE <key> <alias>",
 		"    Re-encode a key under another scheme.",
+		"POLICY [OFF | SIZE <bytes> <below> <at-or-above> | TEMPERATURE <hot> <cold> <idle-seconds>]",
+		"    Show, set or remove the policy that picks the scheme of keys written without one.",
 	)
 }

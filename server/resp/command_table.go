@@ -444,6 +444,8 @@ var schemeSubs = []def{
 		keys:  []KeySpec{ks(2, single, 1, "RO")},
 		group: "memgest", since: memgestSince, complexity: o1,
 		summary: "Returns the storage scheme of a key and how many failures it tolerates now."},
+	{name: "policy", arity: -2, flags: FlagWrite | FlagNoScript, group: "memgest", since: memgestSince,
+		complexity: o1, summary: "Returns the scheme policy that picks the scheme of keys written without one, or sets or removes it."},
 	{name: "verify", arity: 3, flags: FlagReadOnly, first: 2, last: 2, step: 1,
 		keys:  []KeySpec{ks(2, single, 1, "RO")},
 		group: "memgest", since: memgestSince, complexity: "O(N) where N is the size of the value",

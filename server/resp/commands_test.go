@@ -69,6 +69,7 @@ var redisTable = []struct {
 	{"scheme|default", -2, 0, 0, 0, "write noscript"},
 	{"scheme|of", 3, 2, 2, 1, "readonly fast"},
 	{"scheme|move", 4, 2, 2, 1, "write denyoom"},
+	{"scheme|policy", -2, 0, 0, 0, "write noscript"},
 	{"scheme.create", 3, 0, 0, 0, "write noscript"},
 	{"scheme.list", 1, 0, 0, 0, "readonly loading stale"},
 	{"scheme.info", 2, 0, 0, 0, "readonly loading stale"},
@@ -77,6 +78,7 @@ var redisTable = []struct {
 	{"scheme.of", 2, 1, 1, 1, "readonly fast"},
 	{"scheme.verify", 2, 1, 1, 1, "readonly"},
 	{"scheme.move", 3, 1, 1, 1, "write denyoom"},
+	{"scheme.policy", -1, 0, 0, 0, "write noscript"},
 }
 
 func TestCommandTable(t *testing.T) {
@@ -94,7 +96,7 @@ func TestCommandTable(t *testing.T) {
 			t.Errorf("%s: flags %q, want %q", w.name, got, w.flags)
 		}
 	}
-	if top := len(Commands()); top != 51 {
+	if top := len(Commands()); top != 52 {
 		t.Errorf("%d top-level commands", top)
 	}
 }
