@@ -272,6 +272,14 @@ func TestTemperaturePolicy(t *testing.T) {
 	if saved := infoSum(t, c, "policy_bytes_saved"); saved <= 0 {
 		t.Fatalf("policy_bytes_saved = %d after moves from rep:3 to stripe:4+2", saved)
 	}
+	// SCHEME.INFO of either scheme gives its role and the cluster's moves.
+	for spec, role := range map[string]string{"rep:3": "hot", "stripe:4+2": "cold"} {
+		want := fmt.Sprintf(`"temperature_role" %q "policy_moves_to_cold" :%d "policy_moves_to_hot" :0 "policy_bytes_saved" :%d`,
+			role, len(idle), infoSum(t, c, "policy_bytes_saved"))
+		if got := simcluster.Render(c.Do(c.AnyLive(), "SCHEME.INFO", spec)); !strings.Contains(got, want) {
+			t.Fatalf("SCHEME.INFO %s = %s, want it to hold %s", spec, got, want)
+		}
+	}
 
 	// Back to hot: a write at once, PromoteReads reads in the background.
 	expect(t, "SET", c.Do(c.AnyLive(), "SET", idle[0], "rewritten"), "+OK")

@@ -127,10 +127,33 @@ func cmdSchemeInfo(n *Server, ctx context.Context, cs *connState, args [][]byte)
 			fields = append(fields, resp.BulkString(d.Name), detailReply(d.Value))
 		}
 	}
+	if p := m.Policy.Temperature(); p != nil && p.Names(e.ID) {
+		fields = append(fields, temperatureFields(p, e.ID, all)...)
+	}
 	if r, ok := n.schemeReliability(m, e, all); ok {
 		fields = append(fields, reliabilityFields(r)...)
 	}
 	return resp.Map(fields...)
+}
+
+// temperatureFields are SCHEME.INFO's account of the temperature policy
+// that names scheme id: its role and the cluster's moves and the memory
+// they saved (decision 0010).
+func temperatureFields(p *cluster.Policy, id uint16, all []NodeStats) []resp.Reply {
+	role := "cold"
+	if p.Hot == id {
+		role = "hot"
+	}
+	var toCold, toHot, saved int64
+	for _, st := range all {
+		toCold, toHot, saved = toCold+st.PolicyToCold, toHot+st.PolicyToHot, saved+st.PolicyBytesSaved
+	}
+	return []resp.Reply{
+		resp.BulkString("temperature_role"), resp.BulkString(role),
+		resp.BulkString("policy_moves_to_cold"), resp.Int(toCold),
+		resp.BulkString("policy_moves_to_hot"), resp.Int(toHot),
+		resp.BulkString("policy_bytes_saved"), resp.Int(saved),
+	}
 }
 
 // reliabilityFields are SCHEME.INFO's modelled durability over a year

@@ -34,6 +34,11 @@ type NodeStats struct {
 	Rebuild core.RebuildReport `json:"rebuild"`
 	// Commands counts the client commands the node has processed.
 	Commands int64 `json:"commands"`
+	// PolicyToCold, PolicyToHot and PolicyBytesSaved are the temperature
+	// policy's moves committed on the node and the memory they saved.
+	PolicyToCold     int64 `json:"policy_to_cold,omitempty"`
+	PolicyToHot      int64 `json:"policy_to_hot,omitempty"`
+	PolicyBytesSaved int64 `json:"policy_bytes_saved,omitempty"`
 }
 
 // lostListMax bounds the lost keys a node reports in its statistics.
@@ -79,6 +84,7 @@ func (n *Server) LocalStats() NodeStats {
 		Serving: n.Serving(), Commands: n.Stats.Commands.Load()}
 	st.Lost, st.LostCount = n.Lost.List(lostListMax)
 	st.Rebuild = n.RebuildReport()
+	st.PolicyToCold, st.PolicyToHot, st.PolicyBytesSaved = n.Temp.ToCold.Load(), n.Temp.ToHot.Load(), n.Temp.BytesSaved.Load()
 	m := n.Ctl.Map()
 	t := n.Schemes(m)
 	usage := func(id uint16) *SchemeUsage {
