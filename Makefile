@@ -10,7 +10,7 @@ CI_FUZZTIME ?= 5s
 BENCHTIME ?= 200ms
 ROUNDS    ?= 5
 
-.PHONY: all build dev test test-deps test-huge check fmt-check vet unit fuzz-short fuzz robustness bench bench-ec bench-ec-raw bench-memory bench-store bench-failure bench-hybrid bench-batch bench-tools clean
+.PHONY: all build dev test test-deps test-huge check fmt-check vet unit fuzz-short fuzz robustness bench bench-ec bench-ec-raw bench-memory bench-store bench-failure bench-hybrid bench-batch bench-temperature bench-plan bench-tools clean
 
 all: build
 
@@ -111,6 +111,18 @@ bench-batch:
 	$(GO) build -o bin/memgest ./cmd/memgest
 	{ echo; echo '## redis-benchmark -P16 (scripts/bench-wire.sh)'; echo; echo '```'; \
 		scripts/bench-wire.sh $(CURDIR)/bin/memgest stripe:4+2 stripe:4+2@batch hybrid:4+2 hybrid:4+2@batch; echo '```'; } >> docs/benchmarks/batch.md
+
+## bench-temperature: issue 27's measurement of the temperature policy: TestTemperatureBenchmarkReport (6 nodes; 100 k keys of 1000 B, 60 s of zipfian load with every key rep:3, every key stripe:4+2, and rep:3 keys under SCHEME.POLICY TEMPERATURE rep:3 stripe:4+2 10 at --policy-move-rate 500; YCSB-B (95% reads) to docs/benchmarks/temperature.md, then YCSB-A (50% reads) to temperature-a.md; about 8 minutes).
+bench-temperature:
+	MEMGEST_TEST_NORACE=1 $(GO) test ./tests -run '^TestTemperatureBenchmarkReport$$' -count=1 -timeout 30m -v \
+		-tempbench.report=$(CURDIR)/docs/benchmarks/temperature.md -tempbench.duration=60s
+	MEMGEST_TEST_NORACE=1 $(GO) test ./tests -run '^TestTemperatureBenchmarkReport$$' -count=1 -timeout 30m -v \
+		-tempbench.report=$(CURDIR)/docs/benchmarks/temperature-a.md -tempbench.duration=60s -tempbench.reads=0.5
+
+## bench-plan: memgest plan on the 6-node dev cluster with the rebuild rate it measured after a node was killed (scripts/plan-dev.sh; about a minute), to docs/benchmarks/plan-dev6.{txt,json,png}.
+bench-plan:
+	$(GO) build -o bin/memgest ./cmd/memgest
+	scripts/plan-dev.sh $(CURDIR)/bin/memgest $(CURDIR)/docs/benchmarks/plan-dev6
 
 ## bench-failure: kill -9 a node under a steady GET/SET load (rep:3, then split:4+2); per-second throughput and p99, rebuild rate vs loopback copy, in docs/benchmarks/failure.md and failure.png.
 bench-failure:

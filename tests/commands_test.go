@@ -3,6 +3,7 @@ package tests
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -188,6 +189,7 @@ func TestMultiKeyAcrossNodes(t *testing.T) {
 		t.Fatalf("DBSIZE after DEL = %d", n)
 	}
 	checkSizePolicy(t, c)
+	checkTemperaturePolicy(t, c)
 }
 
 // checkSizePolicy runs SCHEME.POLICY SIZE on real processes (decision
@@ -199,27 +201,9 @@ func checkSizePolicy(t *testing.T, c *testCluster) {
 	ctx := ctxT(t)
 	rdb := c.plainClient(1, 2)
 	must(t, rdb.Do(ctx, "SCHEME.POLICY", "SIZE", "16", "rep:3", "split:2+1").Err())
-	awaitPolicy := func(want string) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for i := range c.nodes {
-			for fmt.Sprint(c.plainClient(i, 2).Do(ctx, "SCHEME.POLICY").Val()) != want {
-				if time.Now().After(deadline) {
-					t.Fatalf("node %d: SCHEME.POLICY = %v, want %s", i, c.plainClient(i, 2).Do(ctx, "SCHEME.POLICY").Val(), want)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-		}
-	}
+	awaitPolicy := func(want string) { awaitPolicyEverywhere(t, c, want) }
 	awaitPolicy("[policy size threshold 16 below rep:3 at_or_above split:2+1]")
-	specOf := func(k string) string {
-		t.Helper()
-		r, err := rdb.Do(ctx, "SCHEME.OF", k).Slice()
-		if err != nil || len(r) < 4 {
-			t.Fatalf("SCHEME.OF %s: %v, %v", k, r, err)
-		}
-		return fmt.Sprint(r[3])
-	}
+	specOf := func(k string) string { return specOfKey(t, rdb, k) }
 	var pairs []any
 	for i := range 12 {
 		pairs = append(pairs, fmt.Sprintf("policy:%d", i), strings.Repeat("x", 10+i))
@@ -239,5 +223,106 @@ func checkSizePolicy(t *testing.T, c *testCluster) {
 	awaitPolicy("[policy off]")
 	for i := range 12 {
 		must(t, rdb.Del(ctx, fmt.Sprintf("policy:%d", i)).Err())
+	}
+}
+
+// awaitPolicyEverywhere waits until every node's SCHEME.POLICY reads want.
+func awaitPolicyEverywhere(t *testing.T, c *testCluster, want string) {
+	t.Helper()
+	ctx := ctxT(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for i := range c.nodes {
+		for fmt.Sprint(c.plainClient(i, 2).Do(ctx, "SCHEME.POLICY").Val()) != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d: SCHEME.POLICY = %v, want %s", i, c.plainClient(i, 2).Do(ctx, "SCHEME.POLICY").Val(), want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// specOfKey is the spec SCHEME.OF gives key.
+func specOfKey(t *testing.T, rdb *redis.Client, key string) string {
+	t.Helper()
+	r, err := rdb.Do(ctxT(t), "SCHEME.OF", key).Slice()
+	if err != nil || len(r) < 4 {
+		t.Fatalf("SCHEME.OF %s: %v, %v", key, r, err)
+	}
+	return fmt.Sprint(r[3])
+}
+
+// checkTemperaturePolicy runs SCHEME.POLICY TEMPERATURE on real processes
+// (decision 0010) with a reader that never stops: keys written go to the
+// hot scheme, move to the cold one once idle a second, read back their
+// values throughout (never nil), and a write moves one back. The sketch,
+// the promotion by reads and linearizability are tested in
+// internal/simcluster on the injected clock.
+func checkTemperaturePolicy(t *testing.T, c *testCluster) {
+	ctx := ctxT(t)
+	rdb := c.plainClient(2, 2)
+	must(t, rdb.Do(ctx, "SCHEME.POLICY", "TEMPERATURE", "rep:3", "stripe:2+1", "1").Err())
+	awaitPolicyEverywhere(t, c, "[policy temperature hot rep:3 cold stripe:2+1 idle_seconds 1]")
+	keys := make([]string, 12)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("temp:{%d}", i)
+		must(t, rdb.Set(ctx, keys[i], "value-"+keys[i], 0).Err())
+		if got := specOfKey(t, rdb, keys[i]); got != "rep:3" {
+			t.Fatalf("%s written under the policy is in %s, want rep:3", keys[i], got)
+		}
+	}
+	stop := make(chan struct{})
+	readerDone := make(chan error, 1)
+	go func() { // reads one key after another while they move
+		reader := c.plainClient(3, 2)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				readerDone <- nil
+				return
+			default:
+			}
+			k := keys[i%len(keys)]
+			if v, err := reader.Get(ctx, k).Result(); err != nil || v != "value-"+k {
+				readerDone <- fmt.Errorf("GET %s while keys move = %q, %v", k, v, err)
+				return
+			}
+			time.Sleep(250 * time.Millisecond) // each key read every 3 s: idle long enough to move between reads
+		}
+	}()
+	var once sync.Once
+	stopReader := func() error {
+		var err error
+		once.Do(func() { close(stop); err = <-readerDone })
+		return err
+	}
+	defer func() { _ = stopReader() }() // after a failure already reported
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		cold := 0
+		for _, k := range keys {
+			if specOfKey(t, rdb, k) == "stripe:2+1" {
+				cold++
+			}
+		}
+		if cold > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no key moved to the cold scheme in 20 s with an idle time of 1 s")
+		}
+	}
+	for _, k := range keys {
+		if specOfKey(t, rdb, k) == "stripe:2+1" {
+			must(t, rdb.Set(ctx, k, "value-"+k, 0).Err())
+			if got := specOfKey(t, rdb, k); got != "rep:3" {
+				t.Fatalf("a cold key written is in %s, want rep:3", got)
+			}
+			break
+		}
+	}
+	must(t, stopReader())
+	must(t, rdb.Do(ctx, "SCHEME.POLICY", "OFF").Err())
+	awaitPolicyEverywhere(t, c, "[policy off]")
+	for _, k := range keys {
+		must(t, rdb.Del(ctx, k).Err())
 	}
 }
