@@ -48,7 +48,7 @@ type planOptions struct {
 }
 
 func planCmd() *cobra.Command {
-	o := planOptions{nodeMTTF: defaultNodeMTTFHours, detection: defaultDetectionHours, mission: reliability.HoursPerYear, nines: -1}
+	o := planOptions{nodeMTTF: defaultNodeMTTFHours, detection: defaultDetectionHours, mission: reliability.HoursPerYear}
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Compare schemes' durability and memory on a cluster: MTTDL, loss probability, nines",
@@ -93,7 +93,7 @@ rates may end in /s.`,
 	f.StringVar(&o.hostLayout, "host-layout", "alternate", "how nodes map to hosts in ring order: alternate (node i on host i mod H) or blocks (consecutive nodes share a host)")
 	f.Var(hoursValue{&o.hostMTTF}, "host-mttf", "mean time between failures of a whole host (with --hosts)")
 	f.BoolVar(&o.parallel, "parallel-rebuild", false, "rebuild all failed nodes at once, each at the full rate (default: one at a time)")
-	f.Float64Var(&o.nines, "nines", -1, "show the cheapest scheme in memory per logical byte that reaches this many nines")
+	f.Float64Var(&o.nines, "nines", 0, "show the cheapest scheme in memory per logical byte that reaches this many nines")
 	f.BoolVar(&o.sweep, "sweep", false, "show each scheme's nines with node MTTF, rebuild, detection (and host MTTF) scaled ×¼ to ×4")
 	f.BoolVar(&o.asJSON, "json", false, "print JSON")
 	f.StringVar(&o.plot, "plot", "", "draw nines against bytes per logical byte for each scheme into this PNG file")
