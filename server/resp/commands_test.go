@@ -29,6 +29,12 @@ var redisTable = []struct {
 	{"decrby", 3, 1, 1, 1, "write denyoom fast"},
 	{"append", 3, 1, 1, 1, "write denyoom fast"},
 	{"strlen", 2, 1, 1, 1, "readonly fast"},
+	{"setnx", 3, 1, 1, 1, "write denyoom fast"},
+	{"setex", 4, 1, 1, 1, "write denyoom"},
+	{"psetex", 4, 1, 1, 1, "write denyoom"},
+	{"getset", 3, 1, 1, 1, "write denyoom fast"},
+	{"getrange", 4, 1, 1, 1, "readonly"},
+	{"substr", 4, 1, 1, 1, "readonly"},
 	{"expire", -3, 1, 1, 1, "write fast"},
 	{"pexpire", -3, 1, 1, 1, "write fast"},
 	{"expireat", -3, 1, 1, 1, "write fast"},
@@ -96,7 +102,7 @@ func TestCommandTable(t *testing.T) {
 			t.Errorf("%s: flags %q, want %q", w.name, got, w.flags)
 		}
 	}
-	if top := len(Commands()); top != 52 {
+	if top := len(Commands()); top != 58 {
 		t.Errorf("%d top-level commands", top)
 	}
 }
