@@ -34,7 +34,10 @@
 // share of surviving sets counted on memgest's placement (lumped.go);
 // Result.Chain says which was built.
 //
-// The linear algebra is gonum's (mat.Exp, LU solves); nothing here is
-// hand-written numerics beyond building the generator. The package imports
+// The matrix exponential is gonum's (mat.Exp). The MTTDL solve is
+// hand-written state reduction (solve.go): gonum's LU cancels and calls
+// −Q_TT singular when loss is 10^15 times rarer than a rebuild, and gonum
+// has no subtraction-free solver; the tests check it against gonum's LU
+// where that is well conditioned. The package imports
 // nothing from memgest: cmd/memgest turns scheme specs into Schemes.
 package reliability

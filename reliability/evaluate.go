@@ -3,7 +3,6 @@ package reliability
 import (
 	"fmt"
 	"math"
-	"sort"
 )
 
 // DefaultDepthBeyondTolerance is how many failures past the mix's
@@ -130,32 +129,32 @@ type Sensitivity struct {
 	Nines  float64 `json:"nines"`
 }
 
+// sweepInput is one input Sweep scales.
+type sweepInput struct {
+	name  string
+	scale func(*Cluster, float64)
+}
+
 // Sweep evaluates mix with each input of c scaled by each factor in turn,
 // the others as given: which input the nines depend on most.
 func Sweep(c Cluster, mix Mix, mission float64, factors []float64) ([]Sensitivity, error) {
-	inputs := map[string]func(*Cluster, float64){
-		"node-mttf": func(c *Cluster, f float64) { c.NodeMTTF *= f },
-		"rebuild":   func(c *Cluster, f float64) { c.Rebuild *= f },
-		"detection": func(c *Cluster, f float64) { c.Detection *= f },
-	}
+	inputs := []sweepInput{{"detection", func(c *Cluster, f float64) { c.Detection *= f }}}
 	if c.HostMTTF > 0 {
-		inputs["host-mttf"] = func(c *Cluster, f float64) { c.HostMTTF *= f }
+		inputs = append(inputs, sweepInput{"host-mttf", func(c *Cluster, f float64) { c.HostMTTF *= f }})
 	}
-	names := make([]string, 0, len(inputs))
-	for name := range inputs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	inputs = append(inputs,
+		sweepInput{"node-mttf", func(c *Cluster, f float64) { c.NodeMTTF *= f }},
+		sweepInput{"rebuild", func(c *Cluster, f float64) { c.Rebuild *= f }})
 	var out []Sensitivity
-	for _, name := range names {
+	for _, in := range inputs {
 		for _, f := range factors {
 			scaled := c
-			inputs[name](&scaled, f)
+			in.scale(&scaled, f)
 			r, err := Evaluate(scaled, mix, mission)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, Sensitivity{Input: name, Factor: f, Nines: r.Nines})
+			out = append(out, Sensitivity{Input: in.name, Factor: f, Nines: r.Nines})
 		}
 	}
 	return out, nil

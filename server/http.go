@@ -273,7 +273,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.rebuilding, prometheus.GaugeValue, float64(m.RebuildingShards()))
 	ch <- prometheus.MustNewConstMetric(c.rebuildKeys, prometheus.GaugeValue, float64(n.Rebuild.KeysTotal.Load()), "total")
 	ch <- prometheus.MustNewConstMetric(c.rebuildKeys, prometheus.GaugeValue, float64(n.Rebuild.KeysDone.Load()), "done")
-	ch <- prometheus.MustNewConstMetric(c.rebuildBytes, prometheus.CounterValue, float64(n.Rebuild.BytesDone.Load()+n.stripes.Stats().RebuiltBytes.Load()))
+	ch <- prometheus.MustNewConstMetric(c.rebuildBytes, prometheus.CounterValue, float64(n.cmds.RebuildReport().BytesDone))
 	ch <- prometheus.MustNewConstMetric(c.corrupt, prometheus.CounterValue, float64(n.Health.Corrupt.Load()))
 	ch <- prometheus.MustNewConstMetric(c.repaired, prometheus.CounterValue, float64(n.Health.Repaired.Load()))
 	ch <- prometheus.MustNewConstMetric(c.scrubbed, prometheus.CounterValue, float64(n.Health.Scrubbed.Load()))

@@ -175,13 +175,13 @@ type bbSnap struct {
 // nodes' CPU ticks.
 func bbSnapshot(t *testing.T, c *testCluster, spec string) bbSnap {
 	var s bbSnap
-	for i, nd := range c.nodes {
+	for i := range c.nodes {
 		f := scrape(t, c.nodes[i].httpPort)
 		label := map[string]string{"scheme": spec}
 		s.peer += sumMetric(only(f), "memgest_peer_redundancy_bytes_total", label)
 		s.written += sumMetric(only(f), "memgest_scheme_written_bytes_total", label)
-		s.cpuTicks += procTicks(nd.cmd.Process.Pid)
 	}
+	s.cpuTicks = clusterCPUTicks(c)
 	return s
 }
 

@@ -136,7 +136,7 @@ func tbRun(t *testing.T, c *testCluster, rdb *redis.ClusterClient, cfg tbConfig,
 	ctx, cancel := context.WithTimeout(context.Background(), *tempbenchDuration) // not ctxT: runs may outlast its minute
 	defer cancel()
 	zipf := newYCSBZipf(int64(*tempbenchKeys), *tempbenchTheta)
-	cpu0 := tbCPUTicks(c)
+	cpu0 := clusterCPUTicks(c)
 	start := time.Now()
 	const window = 5 * time.Second
 	windows := int(*tempbenchDuration/window) + 1
@@ -203,7 +203,7 @@ func tbRun(t *testing.T, c *testCluster, rdb *redis.ClusterClient, cfg tbConfig,
 	row := tbRow{config: cfg.name, ops: int64(len(all)), secs: secs, errors: errs.Load()}
 	if n := len(all); n > 0 {
 		row.p50, row.p99, row.max = all[n/2], all[n*99/100], all[n-1]
-		row.cpuUs = float64(tbCPUTicks(c)-cpu0) / bbTicksPerSec * 1e6 / float64(n)
+		row.cpuUs = float64(clusterCPUTicks(c)-cpu0) / bbTicksPerSec * 1e6 / float64(n)
 	}
 	row.stored, row.logical = tbStored(c)
 	row.rss = tbRSS(c)
@@ -213,8 +213,8 @@ func tbRun(t *testing.T, c *testCluster, rdb *redis.ClusterClient, cfg tbConfig,
 	return row, series
 }
 
-// tbCPUTicks sums the nodes' CPU ticks.
-func tbCPUTicks(c *testCluster) int64 {
+// clusterCPUTicks sums the nodes' CPU ticks (procTicks).
+func clusterCPUTicks(c *testCluster) int64 {
 	var sum int64
 	for _, nd := range c.nodes {
 		sum += procTicks(nd.cmd.Process.Pid)

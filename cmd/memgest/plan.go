@@ -11,6 +11,7 @@ import (
 	"github.com/memgest/memgest/reliability"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/server"
+	"github.com/memgest/memgest/server/commands"
 	"github.com/spf13/cobra"
 )
 
@@ -103,11 +104,6 @@ rates may end in /s.`,
 	return cmd
 }
 
-// planEntry is one row to evaluate: a scheme or a mix.
-type planEntry struct {
-	mix reliability.Mix
-}
-
 // planReport is what memgest plan prints (or encodes as JSON).
 type planReport struct {
 	Inputs   planInputs                           `json:"inputs"`
@@ -135,7 +131,7 @@ type planInputs struct {
 }
 
 func runPlan(cmd *cobra.Command, o *planOptions, out io.Writer) error {
-	var entries []planEntry
+	var entries []reliability.Mix
 	if o.status.addr != "" {
 		cluster, err := o.readCluster(cmd)
 		if err != nil {
@@ -200,7 +196,7 @@ func (o *planOptions) validate(cmd *cobra.Command) error {
 
 // namedEntries parses --scheme and --mix; with neither (and nothing from
 // a cluster), the default schemes that fit the nodes.
-func (o *planOptions) namedEntries(defaults bool) ([]planEntry, error) {
+func (o *planOptions) namedEntries(defaults bool) ([]reliability.Mix, error) {
 	names := o.schemes
 	if len(names) == 0 && o.mix == "" && defaults {
 		for _, s := range defaultPlanSchemes {
@@ -209,20 +205,20 @@ func (o *planOptions) namedEntries(defaults bool) ([]planEntry, error) {
 			}
 		}
 	}
-	var out []planEntry
+	var out []reliability.Mix
 	for _, s := range names {
 		sp, err := o.spec(s)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, planEntry{mix: reliability.Single(sp.Model())})
+		out = append(out, reliability.Single(sp.Model()))
 	}
 	if o.mix != "" {
 		mix, err := o.parseMix(o.mix)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, planEntry{mix: mix})
+		out = append(out, mix)
 	}
 	return out, nil
 }
@@ -283,21 +279,21 @@ func (o *planOptions) cluster(mix reliability.Mix) reliability.Cluster {
 }
 
 // evaluate runs the model for every entry, and the target and sweep.
-func (o *planOptions) evaluate(entries []planEntry) (planReport, error) {
+func (o *planOptions) evaluate(entries []reliability.Mix) (planReport, error) {
 	rep := planReport{Inputs: planInputs{Nodes: o.nodes, NodeMTTFHours: o.nodeMTTF, DetectionHours: o.detection,
 		RebuildHours: o.rebuild, RebuildRate: o.rebuildRate, BytesPerNode: o.bytesPerNode, LogicalBytes: o.logical,
 		MissionHours: o.mission, ParallelRebuild: o.parallel, FromCluster: o.fromCluster}}
 	if o.hosts > 0 {
 		rep.Inputs.Hosts, rep.Inputs.HostLayout, rep.Inputs.HostMTTFHours = o.hosts, o.hostLayout, o.hostMTTF
 	}
-	for _, e := range entries {
-		r, err := reliability.Evaluate(o.cluster(e.mix), e.mix, o.mission)
+	for _, mix := range entries {
+		r, err := reliability.Evaluate(o.cluster(mix), mix, o.mission)
 		if err != nil {
 			return rep, err
 		}
 		rep.Results = append(rep.Results, r)
 		if o.sweep {
-			s, err := reliability.Sweep(o.cluster(e.mix), e.mix, o.mission, sweepFactors)
+			s, err := reliability.Sweep(o.cluster(mix), mix, o.mission, sweepFactors)
 			if err != nil {
 				return rep, err
 			}
@@ -321,8 +317,8 @@ var sweepFactors = []float64{0.25, 0.5, 2, 4}
 
 // readCluster takes nodes, bytes per node and the measured rebuild rate
 // from a running cluster's /status (flags given win), and returns the
-// schemes its keys use, and their mix, as entries.
-func (o *planOptions) readCluster(cmd *cobra.Command) ([]planEntry, error) {
+// schemes its keys use and, when there are several, their mix.
+func (o *planOptions) readCluster(cmd *cobra.Command) ([]reliability.Mix, error) {
 	client, err := o.status.client(io.Discard)
 	if err != nil {
 		return nil, err
@@ -356,7 +352,7 @@ func (o *planOptions) readCluster(cmd *cobra.Command) ([]planEntry, error) {
 		o.rebuildRate = rate
 	}
 	o.fromCluster = fmt.Sprintf("%s: %d nodes up, %s stored per node, rebuild %s/s measured over %.1f s of rebuilding",
-		client.addr, up, humanBytes(o.bytesPerNode), humanBytes(rate), st.Rebuild.BusySeconds)
+		client.addr, up, commands.HumanBytes(int64(o.bytesPerNode)), commands.HumanBytes(int64(rate)), st.Rebuild.BusySeconds)
 	if changed("scheme") || changed("mix") {
 		return nil, nil
 	}
@@ -365,8 +361,8 @@ func (o *planOptions) readCluster(cmd *cobra.Command) ([]planEntry, error) {
 
 // clusterEntries are the schemes a cluster's keys use and, when there
 // are several, their mix by logical bytes.
-func clusterEntries(st server.Status) ([]planEntry, error) {
-	var out []planEntry
+func clusterEntries(st server.Status) ([]reliability.Mix, error) {
+	var out []reliability.Mix
 	var mix reliability.Mix
 	var total float64
 	for _, s := range st.Schemes {
@@ -379,7 +375,7 @@ func clusterEntries(st server.Status) ([]planEntry, error) {
 		}
 		m := sp.Model()
 		m.Name = s.Name
-		out = append(out, planEntry{mix: reliability.Single(m)})
+		out = append(out, reliability.Single(m))
 		if s.Logical > 0 {
 			mix = append(mix, reliability.Share{Scheme: m, Fraction: float64(s.Logical)})
 			total += float64(s.Logical)
@@ -390,7 +386,7 @@ func clusterEntries(st server.Status) ([]planEntry, error) {
 			mix[i].Fraction /= total
 		}
 		sort.SliceStable(mix, func(i, j int) bool { return mix[i].Fraction > mix[j].Fraction })
-		out = append(out, planEntry{mix: mix})
+		out = append(out, mix)
 	}
 	return out, nil
 }

@@ -10,11 +10,13 @@ import (
 	"text/tabwriter"
 
 	"github.com/memgest/memgest/reliability"
+	"github.com/memgest/memgest/server/commands"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 )
 
+// writeJSON writes v as indented JSON (memgest plan and status --json).
 func writeJSON(out io.Writer, v any) error {
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
@@ -56,9 +58,9 @@ func rebuildInput(in planInputs) string {
 	case in.RebuildHours > 0:
 		return "rebuild " + formatHours(in.RebuildHours) + " per node"
 	case in.BytesPerNode > 0:
-		return fmt.Sprintf("rebuild at %s/s of %s per node", humanBytes(in.RebuildRate), humanBytes(in.BytesPerNode))
+		return fmt.Sprintf("rebuild at %s/s of %s per node", commands.HumanBytes(int64(in.RebuildRate)), commands.HumanBytes(int64(in.BytesPerNode)))
 	}
-	return fmt.Sprintf("rebuild at %s/s, %s logical bytes × each scheme's overhead over the nodes", humanBytes(in.RebuildRate), humanBytes(in.LogicalBytes))
+	return fmt.Sprintf("rebuild at %s/s, %s logical bytes × each scheme's overhead over the nodes", commands.HumanBytes(int64(in.RebuildRate)), commands.HumanBytes(int64(in.LogicalBytes)))
 }
 
 // printSweep writes, per scheme, the nines with each input scaled.

@@ -116,13 +116,3 @@ func parseBytes(s string) (float64, error) {
 	}
 	return x * scale, nil
 }
-
-// humanBytes writes b with a binary unit.
-func humanBytes(b float64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
-	i := 0
-	for ; b >= 1024 && i < len(units)-1; i++ {
-		b /= 1024
-	}
-	return fmt.Sprintf("%.3g %s", b, units[i])
-}

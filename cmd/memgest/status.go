@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -55,9 +54,7 @@ func statusCmd() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
+				return writeJSON(os.Stdout, st)
 			}
 			printStatus(os.Stdout, st, nil)
 			return nil

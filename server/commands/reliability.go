@@ -28,19 +28,24 @@ const (
 // it came from.
 type LiveReliability struct {
 	reliability.Result
+	liveInputs
+}
+
+// liveInputs are the model's inputs as the map and the nodes' statistics
+// show them.
+type liveInputs struct {
+	// Cluster is what the model was given: nodes, the configured node
+	// MTTF and failure timeout, the rebuild time.
+	Cluster reliability.Cluster
 	// RebuildRate is the cluster's rebuild rate in bytes per second, and
-	// RateSource where it came from.
+	// RateSource where it came from; BytesPerNode what a node holds.
 	RebuildRate  float64
 	RateSource   string
 	BytesPerNode float64
-	// Nodes and NodeMTTFHours are the cluster's size and the configured
-	// node MTTF the model took.
-	Nodes                         int
-	NodeMTTFHours, DetectionHours float64
 }
 
-// liveCluster is the model's cluster as stats and the map show it.
-func (n *Server) liveCluster(m *cluster.Map, stats []NodeStats) (reliability.Cluster, float64, string, float64) {
+// liveCluster reads the model's inputs from the map and stats.
+func (n *Server) liveCluster(m *cluster.Map, stats []NodeStats) liveInputs {
 	nodes := len(m.Shards) // one shard per node of the placement ring
 	var stored float64     // records, pieces and stripe chunks alike
 	for _, u := range SumSchemes(stats) {
@@ -50,33 +55,30 @@ func (n *Server) liveCluster(m *cluster.Map, stats []NodeStats) (reliability.Clu
 	for _, s := range stats {
 		rebuilt = rebuilt.Add(s.Rebuild)
 	}
-	perNode := stored / float64(max(nodes, 1))
-	rate, source := rebuilt.Rate(), RateMeasured
-	if rate <= 0 {
-		rate = float64(n.Cfg.RebuildRate) * n.Cfg.RebuildShare * float64(max(nodes-1, 1))
-		source = RateAssumed
+	in := liveInputs{BytesPerNode: stored / float64(max(nodes, 1)), RebuildRate: rebuilt.Rate(), RateSource: RateMeasured}
+	if in.RebuildRate <= 0 {
+		in.RebuildRate = float64(n.Cfg.RebuildRate) * n.Cfg.RebuildShare * float64(max(nodes-1, 1))
+		in.RateSource = RateAssumed
 	}
-	c := reliability.Cluster{
+	in.Cluster = reliability.Cluster{
 		Nodes:     nodes,
 		NodeMTTF:  n.Cfg.NodeMTTF.Hours(),
 		Detection: n.Cfg.FailureTimeout.Hours(),
-		Rebuild:   max(reliability.RebuildHours(perNode, rate), 1.0/3600), // a rebuild takes a second at least
+		Rebuild:   max(reliability.RebuildHours(in.BytesPerNode, in.RebuildRate), 1.0/3600), // a rebuild takes a second at least
 	}
-	return c, rate, source, perNode
+	return in
 }
 
-// schemeReliability models entry on the live cluster; false when the
-// cluster is too small for it or the model refuses it.
-func (n *Server) schemeReliability(m *cluster.Map, e cluster.SchemeEntry, stats []NodeStats) (LiveReliability, bool) {
-	c, rate, source, perNode := n.liveCluster(m, stats)
-	model := e.Spec.Model()
-	model.Name = e.Name()
-	r, err := reliability.Evaluate(c, reliability.Single(model), reliability.HoursPerYear)
+// model runs the model for entry on in's cluster; false when the cluster
+// is too small for it or the model refuses it.
+func (in liveInputs) model(e cluster.SchemeEntry) (LiveReliability, bool) {
+	scheme := e.Spec.Model()
+	scheme.Name = e.Name()
+	r, err := reliability.Evaluate(in.Cluster, reliability.Single(scheme), reliability.HoursPerYear)
 	if err != nil {
 		return LiveReliability{}, false
 	}
-	return LiveReliability{Result: r, RebuildRate: rate, RateSource: source, BytesPerNode: perNode,
-		Nodes: c.Nodes, NodeMTTFHours: c.NodeMTTF, DetectionHours: c.Detection}, true
+	return LiveReliability{Result: r, liveInputs: in}, true
 }
 
 // reliabilityCache keeps every scheme's model for /metrics, refreshed in
@@ -112,8 +114,9 @@ func (n *Server) refreshReliability() {
 	m := n.Ctl.Map()
 	stats, err := n.ClusterStats(ctx)
 	if err == nil {
+		in := n.liveCluster(m, stats)
 		for _, e := range m.Schemes {
-			if r, ok := n.schemeReliability(m, e, stats); ok {
+			if r, ok := in.model(e); ok {
 				out[e.Name()] = r
 			}
 		}

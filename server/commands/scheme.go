@@ -130,7 +130,7 @@ func cmdSchemeInfo(n *Server, ctx context.Context, cs *connState, args [][]byte)
 	if p := m.Policy.Temperature(); p != nil && p.Names(e.ID) {
 		fields = append(fields, temperatureFields(p, e.ID, all)...)
 	}
-	if r, ok := n.schemeReliability(m, e, all); ok {
+	if r, ok := n.liveCluster(m, all).model(e); ok {
 		fields = append(fields, reliabilityFields(r)...)
 	}
 	return resp.Map(fields...)
@@ -164,10 +164,10 @@ func reliabilityFields(r LiveReliability) []resp.Reply {
 		resp.BulkString("nines_per_year"), f(r.Nines),
 		resp.BulkString("loss_probability_per_year"), f(r.LossProbability),
 		resp.BulkString("mttdl_years"), f(r.MTTDLHours / reliability.HoursPerYear),
-		resp.BulkString("model_nodes"), resp.Int(int64(r.Nodes)),
-		resp.BulkString("model_node_mttf_hours"), f(r.NodeMTTFHours),
-		resp.BulkString("model_detection_seconds"), f(r.DetectionHours * 3600),
-		resp.BulkString("model_rebuild_seconds"), f((r.RebuildHours - r.DetectionHours) * 3600),
+		resp.BulkString("model_nodes"), resp.Int(int64(r.Cluster.Nodes)),
+		resp.BulkString("model_node_mttf_hours"), f(r.Cluster.NodeMTTF),
+		resp.BulkString("model_detection_seconds"), f(r.Cluster.Detection * 3600),
+		resp.BulkString("model_rebuild_seconds"), f(r.Cluster.Rebuild * 3600),
 		resp.BulkString("model_rebuild_rate"), f(r.RebuildRate),
 		resp.BulkString("model_rebuild_rate_source"), resp.BulkString(r.RateSource),
 	}

@@ -24,8 +24,7 @@ func init() {
 
 // cmdSetNX is SET key value NX answering 1 when it wrote, else 0.
 func cmdSetNX(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	a, _ := resp.ParseSet([][]byte{[]byte("set"), args[1], args[2], []byte("NX")})
-	r := n.setConditional(ctx, args[1], args[2], 0, a, nil)
+	r := n.setConditional(ctx, args[1], args[2], 0, resp.SetArgs{NX: true}, nil)
 	switch {
 	case r.IsError():
 		return r
@@ -65,8 +64,7 @@ func setWithExpiry(name, unit string) handler {
 
 // cmdGetSet is SET key value GET: the old value, or nil.
 func cmdGetSet(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	a, _ := resp.ParseSet([][]byte{[]byte("set"), args[1], args[2], []byte("GET")})
-	return n.setConditional(ctx, args[1], args[2], 0, a, nil)
+	return n.setConditional(ctx, args[1], args[2], 0, resp.SetArgs{Get: true}, nil)
 }
 
 // cmdGetRange returns the bytes start..end (inclusive) of a value,
