@@ -102,7 +102,7 @@ func cmdMSet(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.
 		return resp.ErrWrongArity(string(args[0]))
 	}
 	for i := 2; i < len(args); i += 2 {
-		if r, ok := n.checkValueSize(args[i]); !ok {
+		if r, ok := n.checkStringValue(args[i]); !ok {
 			return r
 		}
 	}

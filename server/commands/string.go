@@ -56,7 +56,7 @@ func cmdSet(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.R
 	if bad.IsError() {
 		return bad
 	}
-	if r, ok := n.checkValueSize(args[2]); !ok {
+	if r, ok := n.checkStringValue(args[2]); !ok {
 		return r
 	}
 	expireAt, ok := a.ExpireAt(core.NowMs())
@@ -245,13 +245,6 @@ func errReply(err error) resp.Reply {
 		return resp.Err("ERR memgest: timed out; the command may or may not have run: " + err.Error())
 	}
 	return resp.Err("ERR " + err.Error())
-}
-
-func (n *Server) checkValueSize(v []byte) (resp.Reply, bool) {
-	if int64(len(v)) > n.Cfg.MaxValueSize {
-		return resp.Err(errTooBig.Error()), false
-	}
-	return resp.Reply{}, true
 }
 
 // intBool is Redis's 1/0 integer reply for a yes/no outcome.
