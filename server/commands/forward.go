@@ -64,7 +64,7 @@ func (n *Server) OnScan(b []byte) ([]byte, error) {
 	if err := n.stripes.RestoreAll(ctx); err != nil {
 		return nil, err
 	}
-	return n.scanLocal(req).encode(nil), nil
+	return n.scanLocal(ctx, req).encode(nil), nil
 }
 
 func (n *Server) OnFlush([]byte) ([]byte, error) {

@@ -76,12 +76,17 @@ func fanCount(n *Server, ctx context.Context, cs *connState, args [][]byte) resp
 	return resp.Int(sum)
 }
 
+// cmdType answers a key's type, which its value carries (package
+// object): the value is read, its shards gathered for a split key.
 func cmdType(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	meta, ok := n.KeyMeta(args[1])
-	if !ok || (meta.ExpireAt != 0 && meta.ExpireAt <= core.NowMs()) {
+	cur, err := n.Get(ctx, args[1])
+	if err != nil {
+		return errReply(err)
+	}
+	if !cur.Exists {
 		return resp.Simple("none")
 	}
-	return resp.Simple("string")
+	return resp.Simple(typeOf(cur).String())
 }
 
 // cmdExpire is EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT with Redis 7's NX,

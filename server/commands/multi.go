@@ -70,8 +70,11 @@ func cmdMGet(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.
 		items = append(items, cmdGet(n, ctx, cs, [][]byte{nil, k}))
 	}
 	for i, r := range items {
-		if r.IsError() { // MGET answers nil for keys it cannot read as strings
+		switch {
+		case r.Equal(resp.ErrWrongType): // MGET answers nil for a key of another type
 			items[i] = resp.Nil()
+		case r.IsError(): // a lost or unreadable key never reads as nil
+			return r
 		}
 	}
 	return resp.Array(items...)

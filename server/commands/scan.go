@@ -54,7 +54,7 @@ func cmdScan(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.
 		return r
 	}
 	req.Cursor = a.Cursor
-	res := n.scanLocal(req)
+	res := n.scanLocal(ctx, req)
 	return scanReply(res.Next, res.Keys)
 }
 
@@ -76,7 +76,7 @@ func (n *Server) scanCluster(ctx context.Context, cursor uint64, req scanReq) re
 		if err := n.stripes.RestoreAll(ctx); err != nil {
 			return errReply(err)
 		}
-		res = n.scanLocal(req)
+		res = n.scanLocal(ctx, req)
 	} else {
 		out, err := n.Call(ctx, nodes[idx], peer.MsgScan, req.encode(nil))
 		if err == nil {
@@ -108,7 +108,7 @@ func scanReply(next uint64, keys [][]byte) resp.Reply {
 // primary store, then its stripe schemes' objects. Only keys of the slots
 // its map says it coordinates are listed, so the nodes' answers stay
 // disjoint while a takeover is applied.
-func (n *Server) scanLocal(req scanReq) scanResp {
+func (n *Server) scanLocal(ctx context.Context, req scanReq) scanResp {
 	count := req.Count
 	if count <= 0 {
 		count = 10
@@ -116,15 +116,32 @@ func (n *Server) scanLocal(req scanReq) scanResp {
 	now := core.NowMs()
 	m := n.Ctl.Map()
 	var out scanResp
-	typeOK := req.Type == "" || strings.EqualFold(req.Type, "string")
 	visit := func(key []byte, expireAt int64) {
-		if typeOK && (expireAt == 0 || expireAt > now) && (len(req.Match) == 0 || resp.GlobMatch(req.Match, key, false)) &&
+		if (expireAt == 0 || expireAt > now) && (len(req.Match) == 0 || resp.GlobMatch(req.Match, key, false)) &&
 			n.coordinates(m, key) {
 			out.Keys = append(out.Keys, append([]byte(nil), key...))
 		}
 	}
 	out.Next = n.walkKeys(req.Cursor, count, visit)
+	if req.Type != "" {
+		out.Keys = n.keysOfType(ctx, out.Keys, req.Type)
+	}
 	return out
+}
+
+// keysOfType keeps the keys whose value is of type name (SCAN's TYPE,
+// compared as Redis does, ignoring case; an unknown name keeps none).
+// A key's type is in its value, so each is read: a split key's shards are
+// gathered. A key deleted since the walk, or unreadable, is left out.
+func (n *Server) keysOfType(ctx context.Context, keys [][]byte, name string) [][]byte {
+	kept := keys[:0]
+	for _, k := range keys {
+		cur, err := n.Get(ctx, k)
+		if err == nil && cur.Exists && strings.EqualFold(typeOf(cur).String(), name) {
+			kept = append(kept, k)
+		}
+	}
+	return kept
 }
 
 // walkKeys visits up to about count of the keys this node holds as

@@ -7,6 +7,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/bigcopy"
+	"github.com/memgest/memgest/object"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/server/core"
@@ -38,6 +39,9 @@ func cmdGet(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.R
 	if !cur.Exists {
 		return resp.Nil()
 	}
+	if notString(cur) {
+		return resp.ErrWrongType
+	}
 	n.Accessed(args[1], cur)
 	return resp.BulkOwned(cur.Value) // a read's value is never modified (readCommitted)
 }
@@ -46,6 +50,9 @@ func cmdStrlen(n *Server, ctx context.Context, cs *connState, args [][]byte) res
 	cur, err := n.Get(ctx, args[1])
 	if err != nil {
 		return errReply(err)
+	}
+	if notString(cur) {
+		return resp.ErrWrongType
 	}
 	n.Accessed(args[1], cur)
 	return resp.Int(int64(len(cur.Value)))
@@ -88,6 +95,9 @@ func (n *Server) setConditional(ctx context.Context, key, value []byte, expireAt
 	var existed, wrote bool
 	err := n.RMW(ctx, key, func(cur core.Current) (*core.WriteOp, error) {
 		old, existed, wrote = cur.Value, cur.Exists, false
+		if a.Get && notString(cur) {
+			return nil, errWrongType
+		}
 		if (a.NX && cur.Exists) || (a.XX && !cur.Exists) {
 			return nil, nil
 		}
@@ -115,6 +125,9 @@ func cmdGetDel(n *Server, ctx context.Context, cs *connState, args [][]byte) res
 		if !cur.Exists {
 			return nil, nil
 		}
+		if notString(cur) {
+			return nil, errWrongType
+		}
 		return &core.WriteOp{Key: args[1], Del: true, Entry: cur.Entry}, nil
 	})
 	if err != nil {
@@ -141,6 +154,9 @@ func cmdGetEx(n *Server, ctx context.Context, cs *connState, args [][]byte) resp
 		if !cur.Exists {
 			return nil, nil
 		}
+		if notString(cur) {
+			return nil, errWrongType
+		}
 		// Redis checks the expiry only once the key is found.
 		var expireAt int64
 		if expireAt, bad = a.ExpireAt(core.NowMs()); bad.IsError() {
@@ -163,9 +179,15 @@ func cmdGetEx(n *Server, ctx context.Context, cs *connState, args [][]byte) resp
 func cmdAppend(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	var newLen int
 	err := n.RMW(ctx, args[1], func(cur core.Current) (*core.WriteOp, error) {
+		if notString(cur) {
+			return nil, errWrongType
+		}
 		v := bigcopy.Append(bigcopy.Append(make([]byte, 0, len(cur.Value)+len(args[2])), cur.Value), args[2])
 		if int64(len(v)) > n.Cfg.MaxValueSize {
 			return nil, errTooBig
+		}
+		if object.IsReserved(v) {
+			return nil, errReservedValue
 		}
 		newLen = len(v)
 		return n.ValueOp(cur, args[1], v, 0, true, nil), nil
@@ -206,6 +228,9 @@ func (n *Server) incr(ctx context.Context, key []byte, delta int64) resp.Reply {
 	var result int64
 	err := n.RMW(ctx, key, func(cur core.Current) (*core.WriteOp, error) {
 		var v int64
+		if notString(cur) {
+			return nil, errWrongType
+		}
 		if cur.Exists {
 			var ok bool
 			if v, ok = resp.ParseInt(cur.Value); !ok {
@@ -233,7 +258,8 @@ func errReply(err error) resp.Reply {
 	switch {
 	case errors.As(err, &lost):
 		return resp.Err(lost.Error())
-	case errors.Is(err, errNotInt), errors.Is(err, errOverflow), errors.Is(err, errTooBig):
+	case errors.Is(err, errNotInt), errors.Is(err, errOverflow), errors.Is(err, errTooBig),
+		errors.Is(err, errWrongType), errors.Is(err, errReservedValue):
 		return resp.Err(err.Error())
 	case errors.Is(err, core.ErrOOM):
 		return resp.Err(core.ErrOOM.Error())

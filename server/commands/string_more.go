@@ -24,6 +24,9 @@ func init() {
 
 // cmdSetNX is SET key value NX answering 1 when it wrote, else 0.
 func cmdSetNX(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	if r, ok := n.checkStringValue(args[2]); !ok {
+		return r
+	}
 	r := n.setConditional(ctx, args[1], args[2], 0, resp.SetArgs{NX: true}, nil)
 	switch {
 	case r.IsError():
@@ -55,6 +58,9 @@ func setWithExpiry(name, unit string) handler {
 		if !ok {
 			return resp.ErrInvalidExpire(name)
 		}
+		if r, ok := n.checkStringValue(args[3]); !ok {
+			return r
+		}
 		if err := n.Set(ctx, args[1], args[3], expireAt, false, nil); err != nil {
 			return errReply(err)
 		}
@@ -64,6 +70,9 @@ func setWithExpiry(name, unit string) handler {
 
 // cmdGetSet is SET key value GET: the old value, or nil.
 func cmdGetSet(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	if r, ok := n.checkStringValue(args[2]); !ok {
+		return r
+	}
 	return n.setConditional(ctx, args[1], args[2], 0, resp.SetArgs{Get: true}, nil)
 }
 
@@ -79,6 +88,9 @@ func cmdGetRange(n *Server, ctx context.Context, cs *connState, args [][]byte) r
 	cur, err := n.Get(ctx, args[1])
 	if err != nil {
 		return errReply(err)
+	}
+	if notString(cur) {
+		return resp.ErrWrongType
 	}
 	n.Accessed(args[1], cur)
 	first, last, empty := byteRange(start, end, int64(len(cur.Value)))

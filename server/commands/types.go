@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"errors"
+
 	"github.com/memgest/memgest/object"
 	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/resp"
@@ -11,8 +13,12 @@ import (
 // WRONGTYPE for a typed value, and refuse to store a string that would
 // read as one (docs/decisions/0012-value-types.md).
 
-// errReservedString refuses a string that starts with object's header.
-var errReservedString = resp.Err("ERR memgest: a string value may not begin with the 8 bytes memgest reserves for typed values (\\x00\\xffmgo)")
+var (
+	// errReservedValue refuses a string that starts with object's header.
+	errReservedValue = errors.New("ERR memgest: a string value may not begin with the 8 bytes memgest reserves for typed values (\\x00\\xffmgo)")
+	// errWrongType aborts a read-modify-write of a key of another type.
+	errWrongType = errors.New(resp.ErrWrongType.Text())
+)
 
 // typeOf is the type of an existing key's value.
 func typeOf(cur core.Current) object.Type { return object.TypeOf(cur.Value) }
@@ -30,7 +36,7 @@ func (n *Server) checkStringValue(v []byte) (resp.Reply, bool) {
 		return resp.Err(errTooBig.Error()), false
 	}
 	if object.IsReserved(v) {
-		return errReservedString, false
+		return resp.Err(errReservedValue.Error()), false
 	}
 	return resp.Reply{}, true
 }

@@ -356,25 +356,40 @@ const ClusterOption = "cluster"
 // wins) in any order; a COUNT that is not an integer is [ErrNotInteger],
 // below 1 or any other option is "ERR syntax error".
 func ParseScan(args [][]byte) (ScanArgs, Reply) {
-	a := ScanArgs{Count: 10}
 	if len(args) < 2 {
-		return a, ErrWrongArity("scan")
+		return ScanArgs{}, ErrWrongArity("scan")
 	}
-	cursor, ok := parseCursor(args[1])
+	return parseScan(args[1], args[2:], true)
+}
+
+// ParseHScan parses HSCAN key cursor [MATCH p] [COUNT n]: SCAN's cursor and
+// options, without TYPE and CLUSTER.
+func ParseHScan(args [][]byte) (ScanArgs, Reply) {
+	if len(args) < 3 {
+		return ScanArgs{}, ErrWrongArity("hscan")
+	}
+	return parseScan(args[2], args[3:], false)
+}
+
+// parseScan reads a cursor and the options after it; keyspace allows
+// SCAN's TYPE and CLUSTER.
+func parseScan(cursorArg []byte, opts [][]byte, keyspace bool) (ScanArgs, Reply) {
+	a := ScanArgs{Count: 10}
+	cursor, ok := parseCursor(cursorArg)
 	if !ok {
 		return ScanArgs{}, ErrInvalidCursor
 	}
 	a.Cursor = cursor
-	for i := 2; i < len(args); i += 2 {
-		opt, more := args[i], len(args)-i >= 2
-		if equalFold(opt, ClusterOption) {
+	for i := 0; i < len(opts); i += 2 {
+		opt, more := opts[i], len(opts)-i >= 2
+		if keyspace && equalFold(opt, ClusterOption) {
 			a.Cluster = true
 			i-- // a flag: no value follows
 			continue
 		}
 		switch {
 		case equalFold(opt, "count") && more:
-			n, r := IntArg(args[i+1])
+			n, r := IntArg(opts[i+1])
 			if r.IsError() {
 				return ScanArgs{}, r
 			}
@@ -383,12 +398,12 @@ func ParseScan(args [][]byte) (ScanArgs, Reply) {
 			}
 			a.Count = int(n)
 		case equalFold(opt, "match") && more:
-			a.Match = args[i+1]
+			a.Match = opts[i+1]
 			if len(a.Match) == 1 && a.Match[0] == '*' {
 				a.Match = nil
 			}
-		case equalFold(opt, "type") && more:
-			a.Type = string(args[i+1])
+		case keyspace && equalFold(opt, "type") && more:
+			a.Type = string(opts[i+1])
 		default:
 			return ScanArgs{}, ErrSyntax
 		}
