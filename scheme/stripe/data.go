@@ -332,7 +332,53 @@ func (d *Data) Update(key []byte, o *Object) (loc Loc, ups []Update, ok bool) {
 	}
 	d.inPlace[loc] = staged{obj: Object{Key: slices.Clone(o.Key), Value: slices.Clone(o.Value), Version: o.Version, ExpireAt: o.ExpireAt}, delta: delta}
 	c.inflight++
-	return loc, []Update{d.record(c, Update{Kind: Delta, Offset: off, Bytes: delta})}, true
+	return loc, d.recordDelta(c, off, delta, false), true
+}
+
+// recordDelta records the delta of an object at off in c as the updates
+// that carry its changing runs (deltaRuns); clone copies their bytes.
+func (d *Data) recordDelta(c *dataChunk, off int, delta []byte, clone bool) []Update {
+	runs := deltaRuns(delta)
+	ups := make([]Update, 0, len(runs))
+	for _, r := range runs {
+		b := delta[r[0]:r[1]]
+		if clone {
+			b = slices.Clone(b)
+		}
+		ups = append(ups, d.record(c, Update{Kind: Delta, Offset: off + r[0], Bytes: b}))
+	}
+	return ups
+}
+
+// deltaGap is the run of unchanged bytes worth a second update: an
+// update's own fields cost about as much.
+const deltaGap = 32
+
+// deltaRuns cuts a delta (old ⊕ new) into the runs that change bytes:
+// XOR with zero changes nothing, so an update of a hash field sends the
+// header's version and the field's bytes, not the whole object. Runs
+// fewer than deltaGap bytes apart are merged; a delta without a change
+// is one byte, so an update is always sent.
+func deltaRuns(delta []byte) [][2]int {
+	var runs [][2]int
+	for i := 0; i < len(delta); {
+		if delta[i] == 0 {
+			i++
+			continue
+		}
+		end := i + 1
+		for j := end; j < len(delta) && j < end+deltaGap; j++ {
+			if delta[j] != 0 {
+				end = j + 1
+			}
+		}
+		runs = append(runs, [2]int{i, end})
+		i = end
+	}
+	if len(runs) == 0 && len(delta) > 0 {
+		runs = [][2]int{{0, 1}}
+	}
+	return runs
 }
 
 // Commit makes the object appended at loc key's current one unless the
@@ -406,7 +452,7 @@ func (d *Data) Abort(loc Loc) ([]Update, error) {
 	c.inflight--
 	if st, ok := d.inPlace[loc]; ok {
 		delete(d.inPlace, loc)
-		ups := []Update{d.record(c, Update{Kind: Delta, Offset: int(loc.Offset), Bytes: slices.Clone(st.delta)})}
+		ups := d.recordDelta(c, int(loc.Offset), st.delta, true)
 		return append(ups, d.settle(c)...), nil
 	}
 	return d.remove(c, loc)
