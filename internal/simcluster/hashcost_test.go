@@ -47,7 +47,9 @@ func TestHashFieldUpdateCost(t *testing.T) {
 		rows = append(rows, fmt.Sprintf("| %s | %.0f | %.0f |", spec, sameLen, grown))
 	}
 	encoded := fields*(1+len("field10")+1+valueLen) + 9
-	report := fmt.Sprintf("Peer bytes per HSET of one field of a %d-field hash (%d-byte values, about %d bytes encoded), "+
+	report := fmt.Sprintf("# Hash field updates: peer bytes by scheme\n\n"+
+		"`go test ./internal/simcluster -run TestHashFieldUpdateCost -hashcost.report=$PWD/docs/benchmarks/hash-updates.md` "+
+		"(six in-process nodes; decision 0012).\n\nPeer bytes per HSET of one field of a %d-field hash (%d-byte values, about %d bytes encoded), "+
 		"%d updates each, summed over the six nodes' memgest_peer_redundancy_bytes_total:\n\n"+
 		"| scheme | same-length value | longer value |\n|---|---|---|\n%s\n", fields, valueLen, encoded, updates, strings.Join(rows, "\n"))
 	t.Log("\n" + report)
