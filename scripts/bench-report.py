@@ -168,19 +168,19 @@ def ratio_tables(runs, sizes):
     return "\n".join(out)
 
 
-def ycsb_tables(runs, workloads):
+def ycsb_tables(runs, workloads, tool="ycsb"):
     dists = ("zipfian", "uniform")
     header = ["target"] + [f"{w} {d[:4]}." for d in dists for w in workloads]
     thr, lat, rat, errs = [], [], [], []
     for t in runs.targets:
-        if not runs.get("ycsb", t, workloads[0], dists[0]):
+        if not runs.get(tool, t, workloads[0], dists[0]):
             continue
-        thr.append([t] + [kilo(runs.median("ycsb", t, w, d)) for d in dists for w in workloads])
+        thr.append([t] + [kilo(runs.median(tool, t, w, d)) for d in dists for w in workloads])
         lat.append(
             [t]
             + [
-                f"{runs.median('ycsb', t, w, d, field=1):.2f} / {runs.median('ycsb', t, w, d, field=2):.2f}"
-                if runs.get("ycsb", t, w, d)
+                f"{runs.median(tool, t, w, d, field=1):.2f} / {runs.median(tool, t, w, d, field=2):.2f}"
+                if runs.get(tool, t, w, d)
                 else "–"
                 for d in dists
                 for w in workloads
@@ -191,12 +191,12 @@ def ycsb_tables(runs, workloads):
                 rat.append(
                     [f"{t} / {ref}"]
                     + [
-                        ratio(runs.median("ycsb", t, w, d), runs.median("ycsb", ref, w, d))
+                        ratio(runs.median(tool, t, w, d), runs.median(tool, ref, w, d))
                         for d in dists
                         for w in workloads
                     ]
                 )
-        e = sum(runs.errors[("ycsb", t, w, d, "-")] for d in dists for w in workloads)
+        e = sum(runs.errors[(tool, t, w, d, "-")] for d in dists for w in workloads)
         errs.append(f"{t}: {e}")
     return (
         "Operations per second:\n\n"
@@ -312,6 +312,11 @@ def charts(out, runs, sizes, workloads, mem):
     return made
 
 
+def runs_of(runs, tool):
+    """Whether any row was measured with tool."""
+    return any(k[0] == tool for k in runs.rows)
+
+
 def main():
     out = Path(sys.argv[1])
     meta = dict(line.rstrip("\n").split("=", 1) for line in open(out / "bench-meta.txt") if "=" in line)
@@ -344,8 +349,10 @@ tuned: [analysis.md](analysis.md).
   understate fast targets. Clusters are driven with `--cluster`.
   SET and GET at {size_label(HEADLINE_SIZE)} run {meta['repeats']} times: those cells show the
   median with (min–max); the other cells are one run each. MSET counts commands of 10 keys.
-- YCSB: go-ycsb's redis binding, `string` data type (memgest has no hashes yet), {records}
-  records of 10 fields × 100 B (one ~1.1 KB JSON value per key), {meta['ops']} operations per workload,
+- YCSB: go-ycsb's redis binding, {records} records of 10 fields × 100 B, once with the `string`
+  data type (one ~1.1 KB JSON value per key, read with GET, updated by GET and SET) and once with
+  `hash` (a hash of 10 fields per key, read with HMGET, updated with HSET of one field; the
+  target flushed in between), {meta['ops']} operations per workload,
   {meta['threads']} threads, one run each; workload D's Zipfian row uses its own `latest`
   distribution. Workload E needs SCAN, which go-ycsb's redis binding does not implement.
 - Memory: the RSS the target's processes gained while the YCSB records were loaded.
@@ -375,6 +382,9 @@ Ratios of medians, {size_label(HEADLINE_SIZE)} values for redis-benchmark.
 ![YCSB](bench-ycsb.png)
 
 {ycsb_tables(runs, workloads) if workloads else 'not run'}
+## YCSB, hash data type
+
+{ycsb_tables(runs, workloads, "ycsb-hash") if runs_of(runs, "ycsb-hash") else 'not run'}
 ## Memory per object
 
 ![memory](bench-memory.png)

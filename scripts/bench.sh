@@ -11,9 +11,12 @@
 #     REPEATS times;
 #   - go-ycsb v1.0.1 (built once by ycsb_setup): a load of RECORDS records,
 #     then workloads A, B, C, D, F of OPS operations each with Zipfian and
-#     uniform request distributions, THREADS threads, string data type;
+#     uniform request distributions, THREADS threads, once per data type of
+#     DATATYPES: `string` (a record is one JSON value; CSV tool "ycsb") and
+#     `hash` (a record is a hash of 10 fields read with HMGET and updated
+#     with HSET; tool "ycsb-hash"), the target flushed in between;
 #   - memory: the RSS the target's processes gained while the YCSB load was
-#     written, per record.
+#     written, per record (the hash load's row is "TARGET (hash)").
 #
 # Results go to OUTDIR/bench-results.csv, bench-memory.csv and bench-meta.txt; then
 # scripts/bench-report.py writes OUTDIR/README.md and its PNG charts.
@@ -22,7 +25,7 @@
 #
 # Sizing knobs (defaults finish in about 25 minutes on 2 cores): REPEATS,
 # MIN_SECONDS, RUN_SECONDS, REQUESTS (a cell's first try), KEYSPACE,
-# CLIENTS, RECORDS, OPS, THREADS, SIZES, WORKLOADS, TARGETS (a
+# CLIENTS, RECORDS, OPS, THREADS, SIZES, WORKLOADS, DATATYPES, TARGETS (a
 # ;-separated subset of the names below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +42,7 @@ OPS=${OPS:-50000}
 THREADS=${THREADS:-16}
 SIZES=${SIZES:-"32 100 1024 16384"}
 WORKLOADS=${WORKLOADS:-"a b c d f"}
+DATATYPES=${DATATYPES:-"string hash"}
 ALL_TARGETS=("redis" "redis+2replicas" "redis cluster" "memgest 1 node none"
 	"memgest none" "memgest rep:3" "memgest split:4+2" "memgest stripe:4+2")
 
@@ -130,25 +134,39 @@ ycsb_total() {
 		END { printf "%s %.3f %.3f %d\n", ops, p50 / 1000, p99 / 1000, errs }' <<<"$1"
 }
 
-# ycsb_suite TARGET MODE: load RECORDS records, measure the memory they took,
-# then run every workload with each distribution. MODE is go-ycsb's
-# redis.mode (single or cluster).
+# ycsb_suite TARGET MODE: ycsb_datatype for each of DATATYPES, the target
+# flushed before each but the first. MODE is go-ycsb's redis.mode (single
+# or cluster).
 ycsb_suite() {
-	local target=$1 mode=$2 w dist
+	local target=$1 mode=$2 datatype first=1
+	for datatype in $DATATYPES; do
+		[ "$first" = 1 ] || flush_target
+		first=0
+		ycsb_datatype "$target" "$mode" "$datatype"
+	done
+}
+
+# ycsb_datatype TARGET MODE DATATYPE: load RECORDS records of go-ycsb's
+# redis.datatype DATATYPE, measure the memory they took, then run every
+# workload with each distribution. Rows go under tool "ycsb" for strings,
+# "ycsb-DATATYPE" otherwise.
+ycsb_datatype() {
+	local target=$1 mode=$2 datatype=$3 w dist tool=ycsb memtarget=$1
+	[ "$datatype" = string ] || tool=ycsb-$datatype memtarget="$1 ($datatype)"
 	local props=(-p recordcount="$RECORDS" -p threadcount="$THREADS" -p redis.mode="$mode"
-		-p redis.addr=127.0.0.1:"$port" -p redis.datatype=string)
+		-p redis.addr=127.0.0.1:"$port" -p redis.datatype="$datatype")
 	sleep 1
 	local before after
 	before=$(rss "${procs[@]}")
 	local res
 	res=$("$ycsb" load redis -P "$ycsb_workloads/workloada" "${props[@]}" 2>&1)
 	read -r ops p50 p99 errs < <(ycsb_total "$res")
-	row ycsb "$target" load - - 1 "$ops" "$p50" "$p99" "$errs"
+	row "$tool" "$target" load - - 1 "$ops" "$p50" "$p99" "$errs"
 	[ "$target" = redis+2replicas ] && redis_synced
 	sleep 3 # background redundancy and directory updates settle
 	after=$(rss "${procs[@]}")
-	echo "$target,$RECORDS,$before,$after" >>"$memcsv"
-	echo "  $target: load $ops rec/s, $(((after - before) / RECORDS)) B/record" >&2
+	echo "$memtarget,$RECORDS,$before,$after" >>"$memcsv"
+	echo "  $memtarget: load $ops rec/s, $(((after - before) / RECORDS)) B/record" >&2
 	for dist in zipfian uniform; do
 		for w in $WORKLOADS; do
 			local d=$dist
@@ -157,8 +175,8 @@ ycsb_suite() {
 			res=$("$ycsb" run redis -P "$ycsb_workloads/workload$w" "${props[@]}" \
 				-p operationcount="$OPS" -p requestdistribution="$d" 2>&1)
 			read -r ops p50 p99 errs < <(ycsb_total "$res")
-			row ycsb "$target" "${w^^}" "$dist" - 1 "$ops" "$p50" "$p99" "$errs"
-			echo "  $target YCSB ${w^^} $dist: $ops ops/s p50 $p50 ms p99 $p99 ms errors $errs" >&2
+			row "$tool" "$target" "${w^^}" "$dist" - 1 "$ops" "$p50" "$p99" "$errs"
+			echo "  $memtarget YCSB ${w^^} $dist: $ops ops/s p50 $p50 ms p99 $p99 ms errors $errs" >&2
 		done
 	done
 }
@@ -208,6 +226,7 @@ for t in "${targets[@]}"; do run_target "$t"; done
 	echo "clients=$CLIENTS"
 	echo "records=$RECORDS"
 	echo "ops=$OPS"
+	echo "datatypes=$DATATYPES"
 	echo "threads=$THREADS"
 	echo "seconds=$(($(date +%s) - started))"
 } >"$out/bench-meta.txt"

@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
-	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -367,31 +364,8 @@ func checkSchemeShrank(t *testing.T, rdb *redis.Client, sch string, before map[s
 }
 
 // runRedisPy runs tests/pyclient/keyspace.py with args against node 0 of
-// c through the interpreter MEMGEST_TEST_PYTHON names (`make test` sets
-// it to a venv with a pinned redis-py; scripts/test-deps.sh makes one) and
-// returns the JSON object it printed.
+// c (runPyClient).
 func runRedisPy(t *testing.T, c *testCluster, args ...string) map[string]json.RawMessage {
 	t.Helper()
-	py := os.Getenv("MEMGEST_TEST_PYTHON")
-	if py == "" {
-		msg := "MEMGEST_TEST_PYTHON is not set: run `make test`, or `export MEMGEST_TEST_PYTHON=$(scripts/test-deps.sh)` (`make test-deps` prints it) for the redis-py venv"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	host, port := "127.0.0.1", strconv.Itoa(c.nodes[0].port)
-	cmd := exec.Command(py, append([]string{"pyclient/keyspace.py", host, port}, args...)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("keyspace.py %v: %v\n%s", args, err, stderr.String())
-	}
-	var got map[string]json.RawMessage
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("keyspace.py printed %q: %v", out, err)
-	}
-	t.Logf("redis-py %s", got["redis_py"])
-	return got
+	return runPyClient(t, c, "keyspace.py", args...)
 }
