@@ -174,7 +174,7 @@ start_redis_cluster() {
 	procs=()
 	for i in $(seq 1 "$1"); do
 		p=$(free_cluster_port)
-		mkdir -p "$work/rc$i"
+		rm -rf "$work/rc$i" && mkdir -p "$work/rc$i" # a fresh node: a restart must not load the last nodes.conf
 		(cd "$work/rc$i" && exec redis-server --port "$p" --bind 127.0.0.1 --cluster-enabled yes \
 			--cluster-config-file nodes.conf --save "" --appendonly no >log 2>&1) &
 		pids+=($!)

@@ -351,8 +351,8 @@ tuned: [analysis.md](analysis.md).
   median with (min–max); the other cells are one run each. MSET counts commands of 10 keys.
 - YCSB: go-ycsb's redis binding, {records} records of 10 fields × 100 B, once with the `string`
   data type (one ~1.1 KB JSON value per key, read with GET, updated by GET and SET) and once with
-  `hash` (a hash of 10 fields per key, read with HMGET, updated with HSET of one field; the
-  target flushed in between), {meta['ops']} operations per workload,
+  `hash` (a hash of 10 fields per key, read with HMGET, updated with HSET of one field; each
+  data type on a freshly started target), {meta['ops']} operations per workload,
   {meta['threads']} threads, one run each; workload D's Zipfian row uses its own `latest`
   distribution. Workload E needs SCAN, which go-ycsb's redis binding does not implement.
 - Memory: the RSS the target's processes gained while the YCSB records were loaded.

@@ -14,7 +14,7 @@
 #     uniform request distributions, THREADS threads, once per data type of
 #     DATATYPES: `string` (a record is one JSON value; CSV tool "ycsb") and
 #     `hash` (a record is a hash of 10 fields read with HMGET and updated
-#     with HSET; tool "ycsb-hash"), the target flushed in between;
+#     with HSET; tool "ycsb-hash"), each on a freshly started target;
 #   - memory: the RSS the target's processes gained while the YCSB load was
 #     written, per record (the hash load's row is "TARGET (hash)").
 #
@@ -134,18 +134,6 @@ ycsb_total() {
 		END { printf "%s %.3f %.3f %d\n", ops, p50 / 1000, p99 / 1000, errs }' <<<"$1"
 }
 
-# ycsb_suite TARGET MODE: ycsb_datatype for each of DATATYPES, the target
-# flushed before each but the first. MODE is go-ycsb's redis.mode (single
-# or cluster).
-ycsb_suite() {
-	local target=$1 mode=$2 datatype first=1
-	for datatype in $DATATYPES; do
-		[ "$first" = 1 ] || flush_target
-		first=0
-		ycsb_datatype "$target" "$mode" "$datatype"
-	done
-}
-
 # ycsb_datatype TARGET MODE DATATYPE: load RECORDS records of go-ycsb's
 # redis.datatype DATATYPE, measure the memory they took, then run every
 # workload with each distribution. Rows go under tool "ycsb" for strings,
@@ -181,11 +169,33 @@ ycsb_datatype() {
 	done
 }
 
-# run_target NAME: starts NAME, measures it and stops it.
+# run_target NAME: starts NAME, measures it and stops it; then, for each
+# data type of DATATYPES after the first, starts a fresh NAME for its YCSB
+# suite, so that each load's memory is measured from the same start.
 run_target() {
-	local name=$1
+	local name=$1 datatype first=1
 	echo "$name" >&2
-	local mode=single args=()
+	for datatype in $DATATYPES; do
+		start_target "$name"
+		# The single node answers only the like-for-like redis-benchmark
+		# comparison; YCSB and memory run on the clusters.
+		if [ "$name" = "memgest 1 node none" ]; then
+			rb_matrix "$name" "${args[@]}"
+			stop_all
+			break
+		fi
+		ycsb_datatype "$name" "$mode" "$datatype"
+		if [ "$first" = 1 ]; then rb_matrix "$name" "${args[@]}"; fi
+		stop_all
+		first=0
+	done
+}
+
+# start_target NAME: starts NAME and sets mode (go-ycsb's redis.mode),
+# args (redis-benchmark's) and what flush_target empties.
+start_target() {
+	local name=$1
+	mode=single args=()
 	case $name in
 	redis) start_redis 0 ;;
 	redis+2replicas) start_redis 2 ;;
@@ -199,11 +209,6 @@ run_target() {
 	"memgest 1 node none") flush_args=(CLUSTER) ;;
 	"memgest "*) flush_args=(CLUSTER) mode=cluster args=(--cluster) ;;
 	esac
-	# The single node answers only the like-for-like redis-benchmark
-	# comparison; YCSB and memory run on the clusters.
-	[ "$name" != "memgest 1 node none" ] && ycsb_suite "$name" "$mode"
-	rb_matrix "$name" "${args[@]}"
-	stop_all
 }
 
 targets=("${ALL_TARGETS[@]}")
