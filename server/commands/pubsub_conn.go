@@ -222,13 +222,9 @@ func (s *subscriber) writeLoop() {
 			s.mu.Unlock()
 			return
 		}
-		batch := net.Buffers(s.outbox)
+		batch, size := coalesce(s.outbox)
 		s.outbox = nil
 		s.mu.Unlock()
-		size := int64(0)
-		for _, b := range batch {
-			size += int64(len(b))
-		}
 		_, err := batch.WriteTo(s.conn)
 		s.mu.Lock()
 		s.pending -= size
@@ -238,6 +234,29 @@ func (s *subscriber) writeLoop() {
 		s.cond.Broadcast()
 		s.mu.Unlock()
 	}
+}
+
+// coalesceMax is the most bytes of frames copied into one write; more
+// go out as they are (writev on TCP).
+const coalesceMax = 256 << 10
+
+// coalesce is the frames to write at once and their size: copied into
+// one buffer when they are several and small, so that a connection over
+// TLS, which writes each buffer apart, sends one record rather than one
+// per message.
+func coalesce(frames [][]byte) (net.Buffers, int64) {
+	size := 0
+	for _, f := range frames {
+		size += len(f)
+	}
+	if len(frames) == 1 || size > coalesceMax {
+		return frames, int64(size)
+	}
+	joined := make([]byte, 0, size)
+	for _, f := range frames {
+		joined = append(joined, f...)
+	}
+	return net.Buffers{joined}, int64(size)
 }
 
 // drainTimeout bounds how long a connection leaving (QUIT, CLIENT KILL
