@@ -235,40 +235,61 @@ func TestShardPubSubFollowsTheSlot(t *testing.T) {
 }
 
 // A subscriber that does not read is disconnected once what waits for it
-// passes the pubsub output limit, without holding up the publisher.
+// passes the pubsub output limit's hard bound, or stays past its soft
+// bound for longer than the soft seconds (on the injected clock), without
+// holding up the publisher.
 func TestSlowSubscriberIsDisconnected(t *testing.T) {
-	const limit = 64 << 10
+	const hard, soft = 64 << 10, 16 << 10
 	c := simcluster.Start(t, simcluster.Seed(t), simcluster.Options{Nodes: 1, Configure: func(_ int, cfg *server.Config) {
-		cfg.PubSubLimit = server.OutputLimit{Hard: limit}
+		cfg.PubSubLimit = server.OutputLimit{Hard: hard, Soft: soft, SoftFor: 2 * time.Second}
 	}})
+	payload := strings.Repeat("x", 1024)
+	publish := func(n int) (received int) {
+		for range n {
+			if c.DoQuiet(0, "PUBLISH", "firehose", payload).Int() == 1 {
+				received++
+			}
+		}
+		return received
+	}
+	gone := func(x *simcluster.Conn) {
+		t.Helper()
+		c.Until("the subscriber's subscription is gone", func() (bool, string) {
+			got := simcluster.Render(c.DoQuiet(0, "PUBSUB", "NUMSUB", "firehose"))
+			return got == `["firehose" :0]`, got
+		})
+		for {
+			_, err := x.ReceiveWithin(5 * time.Second)
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				t.Fatalf("reading the disconnected subscriber: %v", err)
+			}
+		}
+	}
+
 	slow := c.Connect(0)
 	slow.Send("SUBSCRIBE", "firehose")
 	expectFrames(t, slow, `["subscribe" "firehose" :1]`)
-	payload := strings.Repeat("x", 1024)
-	received := 0
-	for range 2 * limit / len(payload) {
-		if c.DoQuiet(0, "PUBLISH", "firehose", payload).Int() == 1 {
-			received++
-		}
+	if got := publish(2 * hard / len(payload)); got == 0 || got > hard/len(payload)+1 {
+		t.Fatalf("%d messages queued for a subscriber that does not read, hard limit %d bytes", got, hard)
 	}
-	if received == 0 || received > limit/len(payload)+1 {
-		t.Fatalf("%d messages queued for a subscriber that does not read, limit %d bytes", received, limit)
+	gone(slow)
+
+	lagging := c.Connect(0)
+	lagging.Send("SUBSCRIBE", "firehose")
+	expectFrames(t, lagging, `["subscribe" "firehose" :1]`)
+	if got := publish(2 * soft / len(payload)); got != 2*soft/len(payload) {
+		t.Fatalf("%d of %d messages queued past the soft limit, before its seconds", got, 2*soft/len(payload))
 	}
-	c.Until("the subscriber's subscription is gone", func() (bool, string) {
-		got := simcluster.Render(c.DoQuiet(0, "PUBSUB", "NUMSUB", "firehose"))
-		return got == `["firehose" :0]`, got
-	})
+	c.Advance(3 * time.Second)
+	if got := publish(1); got != 0 {
+		t.Fatal("still subscribed after staying past the soft limit for longer than its seconds")
+	}
+	gone(lagging)
 	info := c.Do(0, "INFO", "stats").Text()
-	if !strings.Contains(info, "client_output_buffer_limit_disconnections:1\r\n") {
+	if !strings.Contains(info, "client_output_buffer_limit_disconnections:2\r\n") {
 		t.Fatalf("INFO stats:\n%s", info)
-	}
-	for {
-		_, err := slow.ReceiveWithin(5 * time.Second)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("reading the disconnected subscriber: %v", err)
-		}
 	}
 }
