@@ -201,7 +201,9 @@ func (s *subscriber) closeLocked() {
 	s.closed = true
 	s.outbox = nil
 	s.cond.Broadcast()
-	_ = s.conn.Close()
+	// Not under mu: closing a TLS connection nobody writes to sends an
+	// alert, which may wait seconds for a client that does not read.
+	go func() { _ = s.conn.Close() }()
 }
 
 func (s *subscriber) isClosed() bool {
