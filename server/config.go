@@ -13,6 +13,9 @@ type (
 	// Clock is the time leases and the failure detector read
 	// (config.Clock).
 	Clock = config.Clock
+	// OutputLimit is a client-output-buffer-limit class
+	// (config.OutputLimit).
+	OutputLimit = config.OutputLimit
 )
 
 // DefaultConfig returns a single-node configuration on loopback.

@@ -32,6 +32,16 @@ func (n *Node) Map() *cluster.Map { return n.Ctl.Map() }
 // IsLeader says whether the node leads the control plane now.
 func (n *Node) IsLeader() bool { return n.Ctl.IsLeader() }
 
+// Connect opens a client connection to the node over an in-memory pipe,
+// served as a connection to its client port is: how in-process tests
+// hold a connection of their own (a subscriber, say). Closing the node
+// closes it.
+func (n *Node) Connect() net.Conn {
+	client, server := net.Pipe()
+	n.cmds.ServeConn(server)
+	return client
+}
+
 // Do runs one command as a RESP2 client connection of its own would and
 // returns its reply: how in-process tests drive a node, which has no
 // client port in memory. It works on any node.

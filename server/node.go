@@ -154,6 +154,7 @@ func (n *Node) startLoops() {
 	n.background(ctx, n.repair.SweepLoop)
 	n.background(ctx, n.compactLoop)
 	n.background(ctx, n.temperatureLoop)
+	n.background(ctx, n.cmds.PubSubLoop)
 	n.background(ctx, n.checkOwnPassword)
 	if n.Cfg.Join != "" {
 		n.background(ctx, n.joinLoop)

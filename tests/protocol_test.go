@@ -148,6 +148,7 @@ func TestClusterClient(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	t.Run("pubsub", func(t *testing.T) { checkPubSub(t, c) })
 }
 
 // TestAuthAndLimits covers requirepass, maxmemory's -OOM and INFO fields.

@@ -63,6 +63,7 @@ the file.`,
 	f.Int64Var(&cfg.MaxValueSize, "max-value-size", cfg.MaxValueSize, "largest value and bulk argument in bytes (proto-max-bulk-len)")
 	f.IntVar(&cfg.MaxArgs, "max-args", cfg.MaxArgs, "most arguments in one command")
 	f.IntVar(&cfg.MaxClients, "maxclients", cfg.MaxClients, "most client connections at once; lowered to fit the open-file limit")
+	f.Var(&cfg.PubSubLimit, "client-output-buffer-limit-pubsub", "a subscribed client's unwritten output: \"<hard> <soft> <soft seconds>\"; past hard, or past soft for longer than the seconds, the connection is closed (0: no limit)")
 	f.DurationVar(&cfg.PeerTimeout, "peer-timeout", cfg.PeerTimeout, "bound on one node-to-node request")
 	f.Int64Var(&cfg.RebuildRate, "rebuild-rate", cfg.RebuildRate, "bytes per second a node sends to rebuild lost pieces (0: no bound)")
 	f.Float64Var(&cfg.RebuildShare, "rebuild-share", cfg.RebuildShare, "share of the time each rebuild worker may work, resting the rest, in (0, 1] (1: no bound)")

@@ -57,6 +57,7 @@ type Cluster struct {
 	log    *slog.Logger
 	nodes  []*member
 	tracer trace
+	conns  int // connections opened (Connect), to name them in the trace
 }
 
 // member is one node the cluster started.

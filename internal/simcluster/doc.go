@@ -6,11 +6,12 @@
 // A Cluster starts its nodes one after another (so the join order, and
 // with it the placement, is the same on every run), with node ids drawn
 // from the seed. Tests drive it sequentially: Do runs a command on a node
-// (server.Node.Do; there is no client port), Kill closes a node abruptly,
-// FailOver moves the fake clock on until the control plane has marked the
-// killed or cut-off nodes failed, Partition and Heal cut and restore peer
-// links (frames and Raft alike), AddSpare joins a spare, WaitMap waits for
-// a condition on every live node's map. Each of these appends a line to
+// (server.Node.Do; there is no client port), Connect opens a connection of
+// the test's own over an in-memory pipe (a subscriber's, say), Kill closes
+// a node abruptly, FailOver moves the fake clock on until the control
+// plane has marked the killed or cut-off nodes failed, Partition and Heal
+// cut and restore peer links (frames and Raft alike), AddSpare joins a
+// spare, WaitMap waits for a condition on every live node's map. Each of these appends a line to
 // the trace (Trace): the command and its reply, or the step and the map's
 // epoch and node states once the step has settled.
 //

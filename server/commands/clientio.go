@@ -23,7 +23,8 @@ import (
 // goes.
 
 // clientServer accepts client connections and serves each on its own
-// goroutine until the node closes it. It serves at most the node's
+// goroutine until the node closes it; without a listener (a node in
+// memory) it serves only the connections handed to ServeConn. It serves at most the node's
 // MaxClients at once: one more is refused as Redis refuses it.
 type clientServer struct {
 	n     *Server
@@ -64,19 +65,28 @@ func (s *clientServer) serve() {
 			continue
 		}
 		backoff = 0
-		switch s.track(c) {
-		case closing:
-			_ = c.Close()
+		if !s.handle(c) {
 			return
-		case overLimit:
-			go s.refuse(c)
-			continue
 		}
-		go func() {
-			defer s.untrack(c)
-			s.n.serveClient(c)
-		}()
 	}
+}
+
+// handle serves c on a goroutine of its own, or refuses it beyond
+// MaxClients; false means the server is closing.
+func (s *clientServer) handle(c net.Conn) bool {
+	switch s.track(c) {
+	case closing:
+		_ = c.Close()
+		return false
+	case overLimit:
+		go s.refuse(c)
+		return true
+	}
+	go func() {
+		defer s.untrack(c)
+		s.n.serveClient(c)
+	}()
+	return true
 }
 
 func (s *clientServer) closing() bool {
@@ -133,7 +143,10 @@ func (s *clientServer) untrack(c net.Conn) {
 func (s *clientServer) Close() error {
 	s.mu.Lock()
 	s.done = true
-	err := s.ln.Close()
+	var err error
+	if s.ln != nil {
+		err = s.ln.Close()
+	}
 	for c := range s.conns {
 		_ = c.Close()
 	}
@@ -143,12 +156,7 @@ func (s *clientServer) Close() error {
 
 // openClients is the number of client connections open, as maxclients
 // counts them.
-func (n *Server) openClients() int {
-	if n.resp == nil {
-		return len(n.clients.list())
-	}
-	return n.resp.open()
-}
+func (n *Server) openClients() int { return n.resp.open() }
 
 // serveClient runs one connection: protected mode, then pipelines until
 // the client leaves, sends QUIT, is killed or breaks the protocol.
@@ -158,6 +166,7 @@ func (n *Server) serveClient(c net.Conn) {
 		return
 	}
 	defer n.clients.remove(cs)
+	defer n.endSubscriber(cs)
 	rd := requestReader{conn: c, maxBulk: n.Cfg.MaxValueSize, maxArgs: int64(n.Cfg.MaxArgs)}
 	for {
 		cmds, err := rd.readPipeline(cs.pipe.cmds[:0], !cs.authed)

@@ -20,15 +20,18 @@ type Server struct {
 	*core.Coordinator
 	stripes     *stripe.Engine
 	clients     clientRegistry
-	resp        *clientServer     // the client port's listener (nil in memory)
+	resp        *clientServer     // the client connections (and port: none in memory)
 	ownPassword *cluster.Password // --requirepass, before the map has the cluster's (auth.go)
 	version     string            // memgest's version, for INFO
 	nines       reliabilityCache  // each scheme's modelled durability, for /metrics
+	pubsub      pubsubHub         // this node's subscriptions and the bus to other nodes' (pubsub_*.go)
 }
 
 // New is the client side of the node whose core is c.
 func New(c *core.Coordinator, stripes *stripe.Engine, ownPassword *cluster.Password, version string) *Server {
-	return &Server{Coordinator: c, stripes: stripes, ownPassword: ownPassword, version: version}
+	n := &Server{Coordinator: c, stripes: stripes, ownPassword: ownPassword, version: version}
+	n.resp = newClientServer(n, nil)
+	return n
 }
 
 // Do runs one command as a RESP2 client connection of its own would and
@@ -43,17 +46,18 @@ func (n *Server) Do(ctx context.Context, args ...string) resp.Reply {
 	return n.execute(ctx, cs, b)
 }
 
-// Serve answers clients on l until Close.
+// Serve answers clients on l until Close; it is called once, before any
+// client is served.
 func (n *Server) Serve(l net.Listener) {
-	n.resp = newClientServer(n, l)
+	n.resp.ln = l
 	go n.resp.serve()
 }
 
-// Close stops the client port, if it was served, and closes its
-// connections.
-func (n *Server) Close() error {
-	if n.resp == nil {
-		return nil
-	}
-	return n.resp.Close()
-}
+// ServeConn serves one client connection that did not come through the
+// client port, as one that did: an in-memory pipe of a test (a node in
+// memory has no port). It counts towards maxclients, and Close closes it.
+func (n *Server) ServeConn(c net.Conn) { n.resp.handle(c) }
+
+// Close stops the client port, if it was served, and closes every client
+// connection.
+func (n *Server) Close() error { return n.resp.Close() }

@@ -33,6 +33,7 @@ type connState struct {
 	pipe      pipelineBufs // runPipeline's slices, reused likewise
 	conn      net.Conn     // what CLIENT KILL from another connection closes
 	killed    atomic.Bool  // CLIENT KILL of itself: close after the reply
+	pubsub    *subscriber  // its pub/sub side, once it used a subscription command (set under mu)
 }
 
 var nextConnID atomic.Int64
@@ -73,6 +74,9 @@ func (n *Server) protectedRefuses(remote string) bool {
 // replies go out in order in one write. It reports whether the connection
 // stays open (not after QUIT, CLIENT KILL of itself or a failed write).
 func (n *Server) servePipeline(c net.Conn, cs *connState, cmds [][][]byte) bool {
+	if cs.pubsub != nil || subscribes(cmds) {
+		return n.serveSubscribed(c, cs, cmds)
+	}
 	defer cs.pipe.reset(cmds)
 	for i := range cmds {
 		if isQuit(cmds[i]) {

@@ -24,6 +24,13 @@ func init() {
 // cmdPing answers PONG or its one argument. The table's arity (-1) is
 // Redis's; like Redis's pingCommand it refuses more than one argument.
 func cmdPing(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	if len(args) <= 2 && cs.subscribedRESP2() { // Redis's reply in the subscribed state
+		msg := resp.BulkString("")
+		if len(args) == 2 {
+			msg = resp.Bulk(args[1])
+		}
+		return resp.Array(resp.BulkString("pong"), msg)
+	}
 	switch len(args) {
 	case 1:
 		return resp.Simple("PONG")
@@ -142,8 +149,18 @@ func clientLine(cs *connState, now time.Time) string {
 	if spec := cs.lastCmd.Load(); spec != nil {
 		last = spec.Name
 	}
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%s",
-		cs.id, cs.addr, cs.laddr, cs.name, int(now.Sub(cs.created).Seconds()), last, strconv.Itoa(cs.proto))
+	flags, subs := "N", [kinds]int32{}
+	if s := cs.pubsub; s != nil {
+		for k := range kinds {
+			subs[k] = s.counts[k].Load()
+		}
+		if s.total() > 0 {
+			flags = "P"
+		}
+	}
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=0 flags=%s db=0 sub=%d psub=%d ssub=%d multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%s",
+		cs.id, cs.addr, cs.laddr, cs.name, int(now.Sub(cs.created).Seconds()), flags,
+		subs[kindChannel], subs[kindPattern], subs[kindShard], last, strconv.Itoa(cs.proto))
 }
 
 // clientList is CLIENT LIST [TYPE type | ID id [id ...]], parsed as Redis 7

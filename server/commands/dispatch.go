@@ -28,6 +28,15 @@ type command struct {
 	noAuth bool
 	// cluster commands need a formed cluster (data commands).
 	needsFormed bool
+	// channels commands' keys are shard channels: routed to their slot's
+	// coordinator as keys are, but naming no data, so neither refused
+	// while the slot's records recover nor restored (SPUBLISH).
+	channels bool
+	// session commands run on the connection whatever their keys: the
+	// shard channels of SSUBSCRIBE and SUNSUBSCRIBE, which the handler
+	// checks itself (-MOVED, never forwarded: a subscription lives on
+	// the connection).
+	session bool
 }
 
 // commands is the dispatch table, filled by the cmd_*.go files' init.
@@ -79,6 +88,9 @@ func (n *Server) executeParsed(ctx context.Context, cs *connState, args [][]byte
 			return r
 		}
 	}
+	if r, refused := refuseSubscribed(cs, spec); refused {
+		return r
+	}
 	start := core.Monotime()
 	r := n.dispatch(ctx, cs, cmd, args, p)
 	n.Metrics.ObserveCommand(cmd, name, start)
@@ -94,17 +106,9 @@ func (n *Server) dispatch(ctx context.Context, cs *connState, cmd *command, args
 	if len(args) > n.Cfg.MaxArgs {
 		return resp.Err("ERR too many arguments")
 	}
-	if len(keys) > 0 {
-		for _, k := range keys {
-			if len(k) > MaxKeySize {
-				return resp.Errorf("ERR memgest: key of %d bytes exceeds the %d-byte limit", len(k), MaxKeySize)
-			}
-		}
-		if r, refused := n.refuseKeys(n.Ctl.Map(), keys); refused {
+	if len(keys) > 0 && !cmd.session {
+		if r, refused := n.checkKeys(ctx, cmd, keys); refused {
 			return r
-		}
-		if err := n.stripes.RestoreKeys(ctx, keys); err != nil {
-			return resp.Errorf("TRYAGAIN memgest: restoring the key's stripe chunk: %v", err)
 		}
 		if p.local {
 			return n.coordinate(ctx, cs, cmd, args, spec)
@@ -117,6 +121,27 @@ func (n *Server) dispatch(ctx context.Context, cs *connState, cmd *command, args
 		}
 	}
 	return cmd.run(n, ctx, cs, args)
+}
+
+// checkKeys refuses keys too long, or that this node must not serve now
+// (refuseKeys), and restores the keys' deferred stripe chunks; a
+// command's shard channels only go through the first check.
+func (n *Server) checkKeys(ctx context.Context, cmd *command, keys [][]byte) (resp.Reply, bool) {
+	for _, k := range keys {
+		if len(k) > MaxKeySize {
+			return resp.Errorf("ERR memgest: key of %d bytes exceeds the %d-byte limit", len(k), MaxKeySize), true
+		}
+	}
+	if cmd.channels {
+		return resp.Reply{}, false
+	}
+	if r, refused := n.refuseKeys(n.Ctl.Map(), keys); refused {
+		return r, true
+	}
+	if err := n.stripes.RestoreKeys(ctx, keys); err != nil {
+		return resp.Errorf("TRYAGAIN memgest: restoring the key's stripe chunk: %v", err), true
+	}
+	return resp.Reply{}, false
 }
 
 var errNoAuth = resp.Err("NOAUTH Authentication required.")

@@ -13,11 +13,14 @@ func TestForwardAndScanRoundTrips(t *testing.T) {
 	}
 }
 
-// FuzzCommandPayloads: the forward and scan decoders never panic on
-// arbitrary bytes.
+// FuzzCommandPayloads: the forward, scan and publish decoders never panic
+// on arbitrary bytes.
 func FuzzCommandPayloads(f *testing.F) {
 	f.Add([]byte(forwardReq{Proto: 2, Args: [][]byte{[]byte("GET"), []byte("k")}}.encode(nil)))
+	publish, _ := encodePublish([]busMsg{{[]byte("ch"), []byte("msg")}})
+	f.Add(publish)
 	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = decodePublish(b)
 		_, _ = decodeForward(b)
 		_, _ = decodeScan(b)
 		_, _ = decodeScanResp(b)

@@ -152,6 +152,7 @@ func (n *Server) infoMemory() resp.InfoSection {
 }
 
 func (n *Server) infoStats() resp.InfoSection {
+	ps := n.PubSub()
 	return resp.InfoSection{Name: "Stats", Fields: [][2]string{
 		{"total_connections_received", strconv.FormatInt(n.Stats.Connections.Load(), 10)},
 		{"total_commands_processed", strconv.FormatInt(n.Stats.Commands.Load(), 10)},
@@ -159,6 +160,11 @@ func (n *Server) infoStats() resp.InfoSection {
 		{"expired_keys", strconv.FormatInt(n.Stats.Expired.Load(), 10)},
 		{"memgest_forwarded_commands", strconv.FormatInt(n.Stats.Forwarded.Load(), 10)},
 		{"memgest_stripe_relocated_objects", strconv.FormatInt(n.Stats.Relocated.Load(), 10)},
+		{"pubsub_channels", strconv.Itoa(ps.Channels)},
+		{"pubsub_patterns", strconv.Itoa(ps.Patterns)},
+		{"pubsubshard_channels", strconv.Itoa(ps.ShardChannels)},
+		{"client_output_buffer_limit_disconnections", strconv.FormatInt(ps.Overflowed, 10)},
+		{"memgest_pubsub_bus_dropped", strconv.FormatInt(ps.BusDropped, 10)},
 	}}
 }
 

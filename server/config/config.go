@@ -84,6 +84,12 @@ type Config struct {
 	// reached" and closed. cmd/memgest lowers it to what the process's
 	// open-file limit allows.
 	MaxClients int
+	// PubSubLimit bounds the output a subscribed client's connection may
+	// have waiting to be written (Redis's client-output-buffer-limit
+	// pubsub): past Hard bytes, or past Soft bytes for longer than
+	// SoftFor, the node closes the connection, so that a subscriber that
+	// does not read neither holds up publishers nor grows without bound.
+	PubSubLimit OutputLimit
 	// PeerTimeout bounds one node-to-node request.
 	PeerTimeout time.Duration
 	// HeartbeatInterval is how often a node reports to the Raft leader,
@@ -166,6 +172,7 @@ func Default() Config {
 		MaxValueSize:    512 << 20,
 		MaxArgs:         1 << 20,
 		MaxClients:      DefaultMaxClients,
+		PubSubLimit:     DefaultPubSubLimit,
 		PeerTimeout:     5 * time.Second,
 		LogLevel:        "warn",
 
@@ -258,6 +265,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxClients < 1 {
 		return errors.New("config: maxclients must be ≥ 1")
+	}
+	if err := c.PubSubLimit.validate(); err != nil {
+		return err
 	}
 	if c.PeerTimeout <= 0 {
 		return errors.New("config: peer-timeout must be positive")

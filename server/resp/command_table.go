@@ -509,7 +509,7 @@ var (
 
 func init() {
 	var defs []def
-	for _, group := range [][]def{stringDefs, hashDefs, genericDefs, serverDefs, connectionDefs, clusterDefs} {
+	for _, group := range [][]def{stringDefs, hashDefs, genericDefs, serverDefs, connectionDefs, clusterDefs, pubsubDefs} {
 		defs = append(defs, group...)
 	}
 	defs = append(defs, schemeDef)

@@ -83,6 +83,23 @@ var redisTable = []struct {
 	{"cluster|slots", 2, 0, 0, 0, "loading stale"},
 	{"cluster|keyslot", 3, 0, 0, 0, "stale"},
 	{"command|info", -2, 0, 0, 0, "loading stale"},
+	// Pub/Sub (Redis 7.2's COMMAND INFO) and RESET.
+	{"subscribe", -2, 0, 0, 0, "pubsub noscript loading stale"},
+	{"unsubscribe", -1, 0, 0, 0, "pubsub noscript loading stale"},
+	{"psubscribe", -2, 0, 0, 0, "pubsub noscript loading stale"},
+	{"punsubscribe", -1, 0, 0, 0, "pubsub noscript loading stale"},
+	{"publish", 3, 0, 0, 0, "pubsub loading stale fast may_replicate"},
+	{"spublish", 3, 1, 1, 1, "pubsub loading stale fast may_replicate"},
+	{"ssubscribe", -2, 1, -1, 1, "pubsub noscript loading stale"},
+	{"sunsubscribe", -1, 1, -1, 1, "pubsub noscript loading stale"},
+	{"pubsub", -2, 0, 0, 0, ""},
+	{"pubsub|channels", -2, 0, 0, 0, "pubsub loading stale"},
+	{"pubsub|numsub", -2, 0, 0, 0, "pubsub loading stale"},
+	{"pubsub|numpat", 2, 0, 0, 0, "pubsub loading stale"},
+	{"pubsub|shardchannels", -2, 0, 0, 0, "pubsub loading stale"},
+	{"pubsub|shardnumsub", -2, 0, 0, 0, "pubsub loading stale"},
+	{"pubsub|help", 2, 0, 0, 0, "loading stale"},
+	{"reset", 1, 0, 0, 0, "noscript loading stale fast no_auth allow_busy"},
 	// memgest's own.
 	{"scheme", -2, 0, 0, 0, ""},
 	{"scheme|create", 4, 0, 0, 0, "write noscript"},
@@ -146,6 +163,10 @@ func TestACLCategories(t *testing.T) {
 		"config|get":  "@admin @slow @dangerous",
 		"client|kill": "@admin @slow @dangerous @connection",
 		"scheme|of":   "@read @fast",
+		"subscribe":   "@pubsub @slow",
+		"publish":     "@pubsub @fast",
+		"pubsub|help": "@slow",
+		"reset":       "@fast @connection",
 	}
 	for name, cats := range want {
 		s, _ := lookupFullName(name)
@@ -202,7 +223,8 @@ func checkSpec(t *testing.T, s *CommandSpec, parent *CommandSpec) {
 	default:
 		t.Errorf("%s: several key specs", s.Name)
 	}
-	if s.Has(FlagWrite) == s.Has(FlagReadOnly) && len(s.KeySpecs) > 0 {
+	// Shard channels are not_key specs: neither read nor written.
+	if s.Has(FlagWrite) == s.Has(FlagReadOnly) && len(s.KeySpecs) > 0 && !slices.Contains(s.KeySpecs[0].Flags, "not_key") {
 		t.Errorf("%s: a keyed command must be exactly one of write and readonly", s.Name)
 	}
 	cats := strings.Join(s.ACLCategories, " ")
