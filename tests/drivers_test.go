@@ -18,9 +18,10 @@ import (
 // TestClientLibraries drives a cluster with the client libraries
 // applications use (issue 28): go-redis v9's ClusterClient here, and
 // redis-py's RedisCluster and Redis (tests/pyclient/drivers.py), through
-// strings and hashes on keys of every scheme; each library's own calls,
-// not raw commands, so what they send (HSET with a map, HSCAN iterators,
-// float replies) is what memgest answers.
+// strings and hashes on keys of every scheme, and pub/sub (go-redis's is
+// in checkPubSub); each library's own calls, not raw commands, so what they
+// send (HSET with a map, HSCAN iterators, float replies, sharded
+// subscriptions) is what memgest answers.
 func TestClientLibraries(t *testing.T) {
 	c := startCluster(t, 6, clusterOptions{})
 	ctx := ctxT(t)
@@ -36,6 +37,26 @@ func TestClientLibraries(t *testing.T) {
 				t.Fatalf("%s: %v in %s", spec, err, got[spec])
 			}
 			checkPyResults(t, spec, res)
+		}
+		var ps struct {
+			PublishReceivers  int        `json:"publish_receivers"`
+			Messages          [][]string `json:"messages"`
+			SPublishReceivers int        `json:"spublish_receivers"`
+			SMessage          []string   `json:"smessage"`
+		}
+		if err := json.Unmarshal(got["pubsub"], &ps); err != nil {
+			t.Fatalf("pubsub: %v in %s", err, got["pubsub"])
+		}
+		wantMessages := [][]string{{"message", "py:news", "hello"}, {"pmessage", "py:news", "hello"}}
+		if !reflect.DeepEqual(ps.Messages, wantMessages) || ps.SPublishReceivers != 1 ||
+			!reflect.DeepEqual(ps.SMessage, []string{"smessage", "{py}:orders", "o1"}) {
+			t.Fatalf("redis-py pub/sub saw %+v; want messages %v and one smessage", ps, wantMessages)
+		}
+		// PUBLISH counts the receivers on the node it ran on (Redis
+		// Cluster's reply): 2 (channel and pattern) when the subscriber
+		// is on node 0, else 0.
+		if ps.PublishReceivers != 0 && ps.PublishReceivers != 2 {
+			t.Fatalf("redis-py: PUBLISH answered %d receivers", ps.PublishReceivers)
 		}
 	})
 }

@@ -6,12 +6,16 @@ scheme.
 
 For each scheme, RedisCluster runs a cache library's string calls and a
 session store's hash calls on keys moved to the scheme; a plain Redis
-client on one node (memgest forwards for it) reads a hash back. The Go
-test compares every result with Redis's answer.
+client on one node (memgest forwards for it) reads a hash back. Then
+pub/sub: RedisCluster's pubsub subscribes to a channel and a pattern and
+receives what the plain client publishes, and a sharded subscription
+receives an SPUBLISH. The Go test compares every result with Redis's
+answer.
 """
 
 import json
 import sys
+import time
 
 import redis
 from redis.cluster import RedisCluster
@@ -55,12 +59,54 @@ def on_scheme(rc, plain, spec):
     return out
 
 
+def wait_message(p, get):
+    """The next message p receives within 10 s (confirmations skipped)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        m = get(p, timeout=0.5)
+        if m is not None and m["type"] in ("message", "pmessage", "smessage"):
+            return [m["type"], m["channel"], m["data"]]
+    return None
+
+
+def confirmations(p, get, n):
+    """Reads p's next n subscription confirmations (within 10 s)."""
+    deadline = time.monotonic() + 10
+    while n > 0 and time.monotonic() < deadline:
+        m = get(p, timeout=0.5)
+        if m is not None and m["type"] in ("subscribe", "psubscribe", "ssubscribe"):
+            n -= 1
+
+
+def pubsub(rc, plain):
+    """Classic and sharded pub/sub as an application subscribes: through
+    RedisCluster's pubsub, published from another connection."""
+    out = {}
+    p = rc.pubsub()
+    p.subscribe("py:news")
+    p.psubscribe("py:n*")
+    confirmations(p, lambda p, timeout: p.get_message(timeout=timeout), 2)
+    out["publish_receivers"] = plain.publish("py:news", "hello")
+    got = [wait_message(p, lambda p, timeout: p.get_message(timeout=timeout)) for _ in range(2)]
+    out["messages"] = sorted(got, key=lambda m: m[0] if m else "")
+    p.close()
+    sp = rc.pubsub()
+    sp.ssubscribe("{py}:orders")
+    get_sharded = lambda p, timeout: p.get_sharded_message(timeout=timeout)
+    confirmations(sp, get_sharded, 1)
+    out["spublish_receivers"] = rc.spublish("{py}:orders", "o1")
+    out["smessage"] = wait_message(sp, get_sharded)
+    sp.close()
+    return out
+
+
 def main():
     host, port, specs = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(",")
     rc = RedisCluster(host=host, port=port, decode_responses=True)
     plain = redis.Redis(host=host, port=port, decode_responses=True)
     try:
         out = {spec: on_scheme(rc, plain, spec) for spec in specs}
+        out["pubsub"] = pubsub(rc, plain)
     finally:
         rc.close()
         plain.close()
