@@ -220,6 +220,19 @@ var stringDefs = []def{
 		group: "string", since: "1.0.0", deprecated: "2.0.0", replacedBy: "`GETRANGE`",
 		complexity: "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.",
 		summary:    "Returns a substring from a string value."},
+	{name: "setrange", arity: 4, flags: FlagWrite | FlagDenyOOM, acl: aclString, first: 1, last: 1, step: 1,
+		keys:  []KeySpec{ks(1, single, 1, "RW", "update")},
+		group: "string", since: "2.2.0",
+		complexity: "O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument.",
+		summary:    "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist."},
+	{name: "incrbyfloat", arity: 3, flags: fWDF, acl: aclString, first: 1, last: 1, step: 1,
+		keys:  []KeySpec{ks(1, single, 1, "RW", "access", "update")},
+		group: "string", since: "2.6.0", complexity: o1,
+		summary: "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist."},
+	{name: "lcs", arity: -3, flags: FlagReadOnly, acl: aclString, first: 1, last: 2, step: 1,
+		keys:  []KeySpec{ks(1, 1, 1, "RO", "access")},
+		group: "string", since: "7.0.0", complexity: "O(N*M) where N and M are the lengths of s1 and s2, respectively",
+		summary: "Finds the longest common substring."},
 }
 
 var genericDefs = []def{
