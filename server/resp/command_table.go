@@ -289,6 +289,20 @@ var genericDefs = []def{
 		complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
 		summary:    "Iterates over the key names in the database.",
 		history:    [][2]string{{"6.0.0", "Added the `TYPE` subcommand."}}},
+	{name: "rename", arity: 3, flags: FlagWrite, acl: aclKeyspace, first: 1, last: 2, step: 1,
+		keys:  []KeySpec{ks(1, single, 1, "RW", "access", "delete"), ks(2, single, 1, "OW", "update")},
+		group: "generic", since: "1.0.0", complexity: o1,
+		summary: "Renames a key and overwrites the destination."},
+	{name: "renamenx", arity: 3, flags: fWF, acl: aclKeyspace, first: 1, last: 2, step: 1,
+		keys:  []KeySpec{ks(1, single, 1, "RW", "access", "delete"), ks(2, single, 1, "OW", "insert")},
+		group: "generic", since: "1.0.0", complexity: o1,
+		summary: "Renames a key only when the target key name doesn't exist.",
+		history: [][2]string{{"3.2.0", "The command no longer returns an error when source and destination names are the same."}}},
+	{name: "copy", arity: -3, flags: FlagWrite | FlagDenyOOM, acl: aclKeyspace, first: 1, last: 2, step: 1,
+		keys:  []KeySpec{ks(1, single, 1, "RO", "access"), ks(2, single, 1, "OW", "update")},
+		group: "generic", since: "6.2.0",
+		complexity: "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
+		summary:    "Copies the value of a key to a new key."},
 }
 
 var serverDefs = []def{

@@ -63,6 +63,9 @@ var redisTable = []struct {
 	{"persist", 2, 1, 1, 1, "write fast"},
 	{"type", 2, 1, 1, 1, "readonly fast"},
 	{"scan", -2, 0, 0, 0, "readonly"},
+	{"rename", 3, 1, 2, 1, "write"},
+	{"renamenx", 3, 1, 2, 1, "write fast"},
+	{"copy", -3, 1, 2, 1, "write denyoom"},
 	{"dbsize", -1, 0, 0, 0, "readonly fast"}, // Redis: 1; memgest adds DBSIZE CLUSTER (decision 0004)
 	{"flushall", -1, 0, 0, 0, "write"},
 	{"flushdb", -1, 0, 0, 0, "write"},
@@ -187,7 +190,9 @@ func checkSpec(t *testing.T, s *CommandSpec, parent *CommandSpec) {
 	if s.Arity == 0 || (parent != nil && s.Arity > 0 && s.Arity < 2) {
 		t.Errorf("%s: arity %d", s.Name, s.Arity)
 	}
-	// The legacy range is the one key spec seen the legacy way.
+	// The legacy range is the key specs seen the legacy way: one spec, or
+	// single keys at consecutive positions (RENAME, COPY), which Redis's
+	// populateCommandLegacyRangeSpec merges into one range.
 	switch len(s.KeySpecs) {
 	case 0:
 		if s.FirstKey != 0 || s.LastKey != 0 || s.Step != 0 {
@@ -203,7 +208,14 @@ func checkSpec(t *testing.T, s *CommandSpec, parent *CommandSpec) {
 			t.Errorf("%s: range %d,%d,%d disagrees with key spec %+v", s.Name, s.FirstKey, s.LastKey, s.Step, k)
 		}
 	default:
-		t.Errorf("%s: several key specs", s.Name)
+		for i, k := range s.KeySpecs {
+			if k.LastKey != 0 || k.BeginIndex != s.FirstKey+i {
+				t.Errorf("%s: key spec %+v is not a single key after the one before", s.Name, k)
+			}
+		}
+		if s.LastKey != s.FirstKey+len(s.KeySpecs)-1 || s.Step != 1 {
+			t.Errorf("%s: range %d,%d,%d disagrees with its key specs", s.Name, s.FirstKey, s.LastKey, s.Step)
+		}
 	}
 	if s.Has(FlagWrite) == s.Has(FlagReadOnly) && len(s.KeySpecs) > 0 {
 		t.Errorf("%s: a keyed command must be exactly one of write and readonly", s.Name)
