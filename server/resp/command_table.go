@@ -303,6 +303,66 @@ var genericDefs = []def{
 		group: "generic", since: "6.2.0",
 		complexity: "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
 		summary:    "Copies the value of a key to a new key."},
+	{name: "keys", arity: -2, flags: FlagReadOnly, acl: aclKeyspace | aclDangerous, // memgest: KEYS pattern [CLUSTER]
+		tips:  []string{"request_policy:all_shards", nondetOrder},
+		group: "generic", since: "1.0.0",
+		complexity: "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
+		summary:    "Returns all key names that match a pattern."},
+	{name: "randomkey", arity: 1, flags: FlagReadOnly, acl: aclKeyspace, // and TOUCHES_ARBITRARY_KEYS, which COMMAND INFO hides
+		tips:  []string{"request_policy:all_shards", "response_policy:special", nondet},
+		group: "generic", since: "1.0.0", complexity: o1,
+		summary: "Returns a random key name from the database."},
+	{name: "touch", arity: -2, flags: fRF, acl: aclKeyspace, first: 1, last: -1, step: 1,
+		tips: tipsMultiShardSum, keys: []KeySpec{ks(1, -1, 1, "RO")},
+		group: "generic", since: "3.2.1", complexity: "O(N) where N is the number of keys that will be touched.",
+		summary: "Returns the number of existing keys out of those specified after updating the time they were last accessed."},
+	{name: "expiretime", arity: 2, flags: fRF, acl: aclKeyspace, first: 1, last: 1, step: 1,
+		keys:  []KeySpec{ks(1, single, 1, "RO", "access")},
+		group: "generic", since: "7.0.0", complexity: o1,
+		summary: "Returns the expiration time of a key as a Unix timestamp."},
+	{name: "pexpiretime", arity: 2, flags: fRF, acl: aclKeyspace, first: 1, last: 1, step: 1,
+		keys:  []KeySpec{ks(1, single, 1, "RO", "access")},
+		group: "generic", since: "7.0.0", complexity: o1,
+		summary: "Returns the expiration time of a key as a Unix milliseconds timestamp."},
+	{name: "wait", arity: 3, acl: aclConnection,
+		tips:  []string{"request_policy:all_shards", "response_policy:agg_min"},
+		group: "generic", since: "3.0.0", complexity: o1,
+		summary: "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."},
+	{name: "object", arity: -2, group: "generic", since: "2.2.3", complexity: depends,
+		summary: "A container for object introspection commands.", subs: objectSubs},
+}
+
+// objectSubs are OBJECT's subcommands; key positions count from "OBJECT"
+// at 0.
+var objectSubs = []def{
+	{name: "encoding", arity: 3, flags: FlagReadOnly, acl: aclKeyspace, first: 2, last: 2, step: 1,
+		tips: []string{nondet}, keys: []KeySpec{ks(2, single, 1, "RO")},
+		group: "generic", since: "2.2.3", complexity: o1,
+		summary: "Returns the internal encoding of a Redis object."},
+	{name: "freq", arity: 3, flags: FlagReadOnly, acl: aclKeyspace, first: 2, last: 2, step: 1,
+		tips: []string{nondet}, keys: []KeySpec{ks(2, single, 1, "RO")},
+		group: "generic", since: "4.0.0", complexity: o1,
+		summary: "Returns the logarithmic access frequency counter of a Redis object."},
+	{name: "help", arity: 2, flags: fLS, acl: aclKeyspace, group: "generic", since: "6.2.0",
+		complexity: o1, summary: helpSummary},
+	{name: "idletime", arity: 3, flags: FlagReadOnly, acl: aclKeyspace, first: 2, last: 2, step: 1,
+		tips: []string{nondet}, keys: []KeySpec{ks(2, single, 1, "RO")},
+		group: "generic", since: "2.2.3", complexity: o1,
+		summary: "Returns the time since the last access to a Redis object."},
+	{name: "refcount", arity: 3, flags: FlagReadOnly, acl: aclKeyspace, first: 2, last: 2, step: 1,
+		tips: []string{nondet}, keys: []KeySpec{ks(2, single, 1, "RO")},
+		group: "generic", since: "2.2.3", complexity: o1,
+		summary: "Returns the reference count of a value of a key."},
+}
+
+// memorySubs are the MEMORY subcommands memgest has: USAGE and HELP (it
+// has no allocator to report on).
+var memorySubs = []def{
+	{name: "help", arity: 2, flags: fLS, group: "server", since: "4.0.0", complexity: o1, summary: helpSummary},
+	{name: "usage", arity: -3, flags: FlagReadOnly, first: 2, last: 2, step: 1,
+		keys:  []KeySpec{ks(2, single, 1, "RO")},
+		group: "server", since: "4.0.0", complexity: "O(N) where N is the number of samples.",
+		summary: "Estimates the memory usage of a key."},
 }
 
 var serverDefs = []def{
@@ -330,6 +390,10 @@ var serverDefs = []def{
 		summary: "Returns detailed information about all commands.", subs: commandSubs},
 	{name: "config", arity: -2, group: "server", since: "2.0.0", complexity: depends,
 		summary: "A container for server configuration commands.", subs: configSubs},
+	{name: "memory", arity: -2, group: "server", since: "4.0.0", complexity: depends,
+		summary: "A container for memory diagnostics commands.", subs: memorySubs},
+	{name: "time", arity: 1, flags: fLSF, tips: []string{nondet},
+		group: "server", since: "2.6.0", complexity: o1, summary: "Returns the server time."},
 }
 
 var commandSubs = []def{
