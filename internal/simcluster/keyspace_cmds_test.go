@@ -87,14 +87,7 @@ func TestKeyIntrospectionOnEveryScheme(t *testing.T) {
 	var noneUsage int64
 	for _, spec := range everyScheme {
 		t.Run(spec, func(t *testing.T) {
-			key := func(name string) string { return fmt.Sprintf("%s:{%s}", name, spec) }
-			do := func(args ...string) string { return simcluster.Render(c.Do(c.AnyLive(), args...)) }
-			check := func(what, got, want string) {
-				t.Helper()
-				if got != want {
-					t.Fatalf("%s = %s, want %s", what, got, want)
-				}
-			}
+			key, do, check := onScheme(t, c, spec)
 			k1, k2 := key("key1"), key("key2")
 			check("SET", do("SET", k1, "Hello", "SCHEME", spec), "+OK")
 			check("SET", do("SET", k2, "World", "SCHEME", spec), "+OK")
@@ -192,4 +185,20 @@ func TestWaitCountsTheLastWritesHolders(t *testing.T) {
 			t.Errorf("WAIT %s %s = %s, want %s", tc[0], tc[1], got, tc[2])
 		}
 	}
+}
+
+// Under a temperature policy OBJECT IDLETIME answers from the access
+// sketch: the seconds since the key was last read or written.
+func TestObjectIdletimeUnderTemperaturePolicy(t *testing.T) {
+	c := simcluster.Start(t, simcluster.Seed(t), simcluster.Options{Nodes: 6})
+	setPolicy(t, c, "TEMPERATURE", "rep:3", "stripe:4+2", "3600")
+	expect(t, "SET", c.Do(0, "SET", "idle", "v"), "+OK")
+	expect(t, "GET", c.Do(1, "GET", "idle"), `"v"`)
+	c.Advance(30 * time.Second)
+	idle := c.Do(2, "OBJECT", "IDLETIME", "idle")
+	if idle.Kind() != resp.KindInt || idle.Int() < 29 || idle.Int() > 31 {
+		t.Fatalf("OBJECT IDLETIME 30 s after a read = %s", simcluster.Render(idle))
+	}
+	expect(t, "GET", c.Do(1, "GET", "idle"), `"v"`)
+	expect(t, "OBJECT IDLETIME after a read", c.Do(2, "OBJECT", "IDLETIME", "idle"), ":0")
 }

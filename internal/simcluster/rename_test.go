@@ -1,7 +1,6 @@
 package simcluster_test
 
 import (
-	"fmt"
 	"sync"
 	"testing"
 
@@ -16,14 +15,7 @@ func TestRenameAndCopyOnEveryScheme(t *testing.T) {
 	c := simcluster.Start(t, simcluster.Seed(t), simcluster.Options{Nodes: 6})
 	for _, spec := range everyScheme {
 		t.Run(spec, func(t *testing.T) {
-			key := func(name string) string { return fmt.Sprintf("%s:{%s}", name, spec) }
-			do := func(args ...string) string { return simcluster.Render(c.Do(c.AnyLive(), args...)) }
-			check := func(what, got, want string) {
-				t.Helper()
-				if got != want {
-					t.Fatalf("%s = %s, want %s", what, got, want)
-				}
-			}
+			key, do, check := onScheme(t, c, spec)
 			// RENAME: the documentation's example, with a TTL.
 			mykey, other := key("mykey"), key("myotherkey")
 			check("SET", do("SET", mykey, "Hello", "SCHEME", spec, "EX", "100"), "+OK")
@@ -31,7 +23,7 @@ func TestRenameAndCopyOnEveryScheme(t *testing.T) {
 			check("GET", do("GET", other), `"Hello"`)
 			check("EXISTS source", do("EXISTS", mykey), ":0")
 			check("TTL moved", do("TTL", other), ":100")
-			check("scheme moved", schemeOf(c, other), spec)
+			check("scheme moved", specOf(t, c, other), spec)
 			// Over an existing key of another scheme: it takes the source's.
 			check("SET", do("SET", mykey, "again", "SCHEME", spec), "+OK")
 			check("RENAME over", do("RENAME", other, mykey), "+OK")
@@ -53,7 +45,7 @@ func TestRenameAndCopyOnEveryScheme(t *testing.T) {
 			check("RENAMENX missing", do("RENAMENX", key("nosuch"), key("x")), "-ERR no such key")
 			check("RENAMENX", do("RENAMENX", mykey, key("fresh")), ":1")
 			check("GET", do("GET", key("fresh")), `"Hello"`)
-			check("scheme moved", schemeOf(c, key("fresh")), spec)
+			check("scheme moved", specOf(t, c, key("fresh")), spec)
 
 			// COPY: the documentation's example, then REPLACE and DB.
 			dolly, clone := key("dolly"), key("clone")
@@ -62,7 +54,7 @@ func TestRenameAndCopyOnEveryScheme(t *testing.T) {
 			check("GET", do("GET", clone), `"sheep"`)
 			check("GET source", do("GET", dolly), `"sheep"`)
 			check("TTL copied", do("TTL", clone), ":100")
-			check("scheme copied", schemeOf(c, clone), spec)
+			check("scheme copied", specOf(t, c, clone), spec)
 			check("SET", do("SET", dolly, "goat"), "+OK")
 			check("COPY onto an existing key", do("COPY", dolly, clone), ":0")
 			check("GET", do("GET", clone), `"sheep"`)
@@ -84,7 +76,7 @@ func TestRenameAndCopyOnEveryScheme(t *testing.T) {
 			check("COPY a hash", do("COPY", h, key("hcopy")), ":1")
 			check("RENAME a hash", do("RENAME", key("hcopy"), key("hmoved")), "+OK")
 			check("the hash moved", rawValue(t, c, key("hmoved")), string(mustHash("field", "value")))
-			check("scheme moved", schemeOf(c, key("hmoved")), spec)
+			check("scheme moved", specOf(t, c, key("hmoved")), spec)
 		})
 	}
 }

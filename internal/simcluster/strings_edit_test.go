@@ -12,6 +12,20 @@ import (
 // everyScheme is the scheme specs the command tests run on.
 var everyScheme = []string{"none", "rep:3", "split:4+2", "stripe:4+2", "hybrid:4+2", "stripe:4+2@batch"}
 
+// onScheme is how a command test on one scheme names its keys (one
+// slot per scheme), runs commands on any live node and checks replies.
+func onScheme(t *testing.T, c *simcluster.Cluster, spec string) (key func(string) string, do func(...string) string, check func(what, got, want string)) {
+	key = func(name string) string { return fmt.Sprintf("%s:{%s}", name, spec) }
+	do = func(args ...string) string { return simcluster.Render(c.Do(c.AnyLive(), args...)) }
+	check = func(what, got, want string) {
+		t.Helper()
+		if got != want {
+			t.Fatalf("%s = %s, want %s", what, got, want)
+		}
+	}
+	return key, do, check
+}
+
 // setHash stores a hash value under key in spec through key's coordinator,
 // as HSET would: the string commands must answer WRONGTYPE for it.
 func setHash(t *testing.T, c *simcluster.Cluster, key, spec string, fields ...string) {
@@ -26,11 +40,6 @@ func setHash(t *testing.T, c *simcluster.Cluster, key, spec string, fields ...st
 	}
 }
 
-// schemeOf is the spec SCHEME.OF reports for key.
-func schemeOf(c *simcluster.Cluster, key string) string {
-	return simcluster.Fields(c.Do(c.AnyLive(), "SCHEME.OF", key))["spec"].Text()
-}
-
 // SETRANGE, INCRBYFLOAT, LCS and APPEND (issue 28) on every scheme: the
 // Redis 7 documentation's examples, Redis's error texts, the key's scheme
 // and TTL kept, and refusals that change nothing.
@@ -38,14 +47,7 @@ func TestStringEditCommandsOnEveryScheme(t *testing.T) {
 	c := simcluster.Start(t, simcluster.Seed(t), simcluster.Options{Nodes: 6})
 	for _, spec := range everyScheme {
 		t.Run(spec, func(t *testing.T) {
-			key := func(name string) string { return fmt.Sprintf("%s:{%s}", name, spec) }
-			do := func(args ...string) string { return simcluster.Render(c.Do(c.AnyLive(), args...)) }
-			check := func(what, got, want string) {
-				t.Helper()
-				if got != want {
-					t.Fatalf("%s = %s, want %s", what, got, want)
-				}
-			}
+			key, do, check := onScheme(t, c, spec)
 			// SETRANGE: the documentation's examples.
 			k1, k2 := key("key1"), key("key2")
 			check("SET", do("SET", k1, "Hello World", "SCHEME", spec, "EX", "100"), "+OK")
@@ -54,7 +56,7 @@ func TestStringEditCommandsOnEveryScheme(t *testing.T) {
 			check("SETRANGE pads", do("SETRANGE", k2, "6", "Redis"), ":11")
 			check("GET", do("GET", k2), `"\x00\x00\x00\x00\x00\x00Redis"`)
 			check("SETRANGE keeps the TTL", do("TTL", k1), ":100")
-			check("SETRANGE keeps the scheme", schemeOf(c, k1), spec)
+			check("SETRANGE keeps the scheme", specOf(t, c, k1), spec)
 			check("SETRANGE empty on existing", do("SETRANGE", k1, "100", ""), ":11")
 			check("SETRANGE empty on missing", do("SETRANGE", key("none"), "5", ""), ":0")
 			check("EXISTS after empty SETRANGE", do("EXISTS", key("none")), ":0")
@@ -70,7 +72,7 @@ func TestStringEditCommandsOnEveryScheme(t *testing.T) {
 			check("SET", do("SET", ap, "Hello", "SCHEME", spec), "+OK")
 			check("APPEND", do("APPEND", ap, " World"), ":11")
 			check("GET", do("GET", ap), `"Hello World"`)
-			check("APPEND keeps the scheme", schemeOf(c, ap), spec)
+			check("APPEND keeps the scheme", specOf(t, c, ap), spec)
 
 			// INCRBYFLOAT: the documentation's example.
 			f := key("f")
@@ -79,7 +81,7 @@ func TestStringEditCommandsOnEveryScheme(t *testing.T) {
 			check("INCRBYFLOAT -5", do("INCRBYFLOAT", f, "-5"), `"5.6"`)
 			check("SET", do("SET", f, "5.0e3"), "+OK")
 			check("INCRBYFLOAT 2.0e2", do("INCRBYFLOAT", f, "2.0e2"), `"5200"`)
-			check("INCRBYFLOAT keeps the scheme", schemeOf(c, f), spec)
+			check("INCRBYFLOAT keeps the scheme", specOf(t, c, f), spec)
 			check("INCRBYFLOAT x", do("INCRBYFLOAT", f, "x"), "-ERR value is not a valid float")
 			check("INCRBYFLOAT inf", do("INCRBYFLOAT", f, "inf"), "-ERR increment would produce NaN or Infinity")
 			check("SET", do("SET", f, "1.18e4932"), "+OK")

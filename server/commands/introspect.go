@@ -104,12 +104,9 @@ func cmdObject(n *Server, ctx context.Context, cs *connState, args [][]byte) res
 	if sub == "help" {
 		return objectHelp
 	}
-	cur, err := n.Get(ctx, args[2])
-	switch {
-	case err != nil:
-		return errReply(err)
-	case !cur.Exists:
-		return resp.Nil()
+	cur, r := n.getOrNil(ctx, args[2])
+	if !cur.Exists {
+		return r
 	}
 	switch sub {
 	case "encoding":
@@ -211,14 +208,21 @@ func cmdMemory(n *Server, ctx context.Context, cs *connState, args [][]byte) res
 		}
 		j++ // a value is one object: nothing to sample
 	}
-	cur, err := n.Get(ctx, args[2])
-	switch {
-	case err != nil:
-		return errReply(err)
-	case !cur.Exists:
-		return resp.Nil()
+	cur, r := n.getOrNil(ctx, args[2])
+	if !cur.Exists {
+		return r
 	}
 	return resp.Int(memoryUsage(args[2], cur))
+}
+
+// getOrNil reads key for a command that answers nil for a missing key:
+// the key's state, or (not existing) the reply to give, nil or an error.
+func (n *Server) getOrNil(ctx context.Context, key []byte) (core.Current, resp.Reply) {
+	cur, err := n.Get(ctx, key)
+	if err != nil {
+		return core.Current{}, errReply(err)
+	}
+	return cur, resp.Nil()
 }
 
 var memoryHelp = resp.Help("memory",
