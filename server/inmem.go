@@ -46,3 +46,9 @@ func (n *Node) Connect() net.Conn {
 // returns its reply: how in-process tests drive a node, which has no
 // client port in memory. It works on any node.
 func (n *Node) Do(ctx context.Context, args ...string) resp.Reply { return n.cmds.Do(ctx, args...) }
+
+// DoSession runs commands in order on one in-process client connection
+// (commands.Server.DoSession).
+func (n *Node) DoSession(ctx context.Context, cmds ...[]string) []resp.Reply {
+	return n.cmds.DoSession(ctx, cmds...)
+}

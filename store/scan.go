@@ -1,5 +1,7 @@
 package store
 
+import "math/rand/v2"
+
 // A cursor names a shard and a hash prefix: shard<<32 | cursorMark | prefix.
 // Every key is visited in (shard, prefix) order, and a key's shard and prefix
 // never change, so a key present for a whole iteration is visited however
@@ -183,4 +185,13 @@ func (f *sampled) each(fn func(key []byte, m Meta)) {
 		fn(f.keys[start:end:end], f.metas[i])
 		start = end
 	}
+}
+
+// RandomCursor is a Scan cursor at a shard and hash prefix drawn at
+// random: a Scan from it visits first the keys at or after that place,
+// which is how RANDOMKEY draws a key without a structure per key. Keys
+// after long empty runs of prefixes are drawn more often, as Redis's
+// bucket sampling favours keys in short chains.
+func (s *Store) RandomCursor() uint64 {
+	return cursorOf(rand.IntN(len(s.shards)), rand.Uint64N(prefixEnd))
 }

@@ -255,6 +255,21 @@ func (c *Cluster) DoQuiet(i int, args ...string) resp.Reply {
 	return c.nodes[i].srv.Do(ctx, args...)
 }
 
+// DoSession runs commands in order on one client connection to node i,
+// tracing each, and returns their replies.
+func (c *Cluster) DoSession(i int, cmds ...[]string) []resp.Reply {
+	if !c.nodes[i].alive {
+		c.t.Fatalf("simcluster: commands on node %d, which is not running", i)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	out := c.nodes[i].srv.DoSession(ctx, cmds...)
+	for j, args := range cmds {
+		c.tracer.add("n%d %s → %s", i, renderArgs(args), Render(out[j]))
+	}
+	return out
+}
+
 // Kill closes node i abruptly, as a crash would end it: its connections
 // close and it never answers again.
 func (c *Cluster) Kill(i int) {

@@ -12,16 +12,9 @@ import (
 // examples, and bad input that changes nothing.
 func TestStringFamilyCommandsOnEveryScheme(t *testing.T) {
 	c := simcluster.Start(t, simcluster.Seed(t), simcluster.Options{Nodes: 6})
-	for _, spec := range []string{"none", "rep:3", "split:4+2", "stripe:4+2", "hybrid:4+2", "stripe:4+2@batch"} {
+	for _, spec := range everyScheme {
 		t.Run(spec, func(t *testing.T) {
-			key := func(name string) string { return fmt.Sprintf("%s:{%s}", name, spec) }
-			do := func(args ...string) string { return simcluster.Render(c.Do(c.AnyLive(), args...)) }
-			check := func(what, got, want string) {
-				t.Helper()
-				if got != want {
-					t.Fatalf("%s = %s, want %s", what, got, want)
-				}
-			}
+			key, do, check := onScheme(t, c, spec)
 			// GETRANGE: the documentation's example.
 			k := key("mykey")
 			check("SET", do("SET", k, "This is a string", "SCHEME", spec), "+OK")

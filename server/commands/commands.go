@@ -38,12 +38,23 @@ func New(c *core.Coordinator, stripes *stripe.Engine, ownPassword *cluster.Passw
 // returns its reply: how in-process tests drive a node, which has no
 // client port in memory. It works on any node.
 func (n *Server) Do(ctx context.Context, args ...string) resp.Reply {
-	b := make([][]byte, len(args))
-	for i, a := range args {
-		b[i] = []byte(a)
-	}
+	return n.DoSession(ctx, args)[0]
+}
+
+// DoSession runs commands one after the other on one RESP2 client
+// connection of their own, as Do runs one: for what a connection
+// remembers between commands (WAIT counts its last write).
+func (n *Server) DoSession(ctx context.Context, cmds ...[]string) []resp.Reply {
 	cs := &connState{id: nextConnID.Add(1), proto: 2, authed: !n.authRequired(), addr: "inmem", created: time.Now()}
-	return n.execute(ctx, cs, b)
+	out := make([]resp.Reply, len(cmds))
+	for i, args := range cmds {
+		b := make([][]byte, len(args))
+		for j, a := range args {
+			b[j] = []byte(a)
+		}
+		out[i] = n.execute(ctx, cs, b)
+	}
+	return out
 }
 
 // Serve answers clients on l until Close; it is called once, before any

@@ -29,6 +29,7 @@ type connState struct {
 	laddr     string
 	created   time.Time
 	lastCmd   atomic.Pointer[resp.CommandSpec]
+	lastWrite []byte       // under mu: the first key of the last write that succeeded, for WAIT
 	out       []byte       // reply buffer reused across pipelines (conn goroutine only)
 	pipe      pipelineBufs // runPipeline's slices, reused likewise
 	conn      net.Conn     // what CLIENT KILL from another connection closes

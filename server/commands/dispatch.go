@@ -93,6 +93,7 @@ func (n *Server) executeParsed(ctx context.Context, cs *connState, args [][]byte
 	}
 	start := core.Monotime()
 	r := n.dispatch(ctx, cs, cmd, args, p)
+	cs.noteWrite(spec, p.keys, r)
 	n.Metrics.ObserveCommand(cmd, name, start)
 	return r
 }

@@ -40,8 +40,8 @@ func cmdConfig(n *Server, ctx context.Context, cs *connState, args [][]byte) res
 // configSet is CONFIG SET: requirepass only, which is the cluster's (auth.go);
 // the rest is per-node configuration given by flags at start.
 func (n *Server) configSet(ctx context.Context, pairs [][]byte) resp.Reply {
-	if len(pairs) == 0 || len(pairs)%2 != 0 {
-		return resp.Err("ERR wrong number of arguments for 'config|set' command")
+	if len(pairs)%2 != 0 { // Redis 7.2's configSetCommand: an odd count is a syntax error
+		return resp.ErrSyntax
 	}
 	if len(pairs) != 2 || !strings.EqualFold(string(pairs[0]), "requirepass") {
 		return resp.Err("ERR memgest: CONFIG SET supports requirepass only (the cluster's password); restart the node with new flags for the rest")

@@ -239,3 +239,14 @@ func (n *Coordinator) MoveForPolicy(ctx context.Context, p *cluster.Policy, key 
 	})
 	return moved && err == nil, err
 }
+
+// IdleSeconds is about how many seconds ago key was last used, from the
+// access sketch (at most; a collision makes it look used more recently):
+// OBJECT IDLETIME's answer. ok is false without a temperature policy, when
+// the node keeps no record of uses.
+func (n *Coordinator) IdleSeconds(key []byte) (idle int64, ok bool) {
+	if n.Ctl.Map().Policy.Temperature() == nil {
+		return 0, false
+	}
+	return max(n.sketchFor().idle(key, n.seconds()), 0), true
+}

@@ -412,15 +412,27 @@ func parseScan(cursorArg []byte, opts [][]byte, keyspace bool) (ScanArgs, Reply)
 }
 
 // ParseDBSize parses args ("DBSIZE" [CLUSTER]) and says whether CLUSTER
-// was given; any other argument is "ERR syntax error".
+// was given; any other argument is Redis's arity error, since Redis's
+// DBSIZE takes none.
 func ParseDBSize(args [][]byte) (cluster bool, bad Reply) {
+	return parseClusterTail(args, 1)
+}
+
+// ParseKeys parses args ("KEYS" pattern [CLUSTER]) likewise.
+func ParseKeys(args [][]byte) (cluster bool, bad Reply) {
+	return parseClusterTail(args, 2)
+}
+
+// parseClusterTail reads a command of n arguments that memgest lets end
+// with CLUSTER; any other count is the arity error Redis gives.
+func parseClusterTail(args [][]byte, n int) (cluster bool, bad Reply) {
 	switch {
-	case len(args) == 1:
+	case len(args) == n:
 		return false, Reply{}
-	case len(args) == 2 && equalFold(args[1], ClusterOption):
+	case len(args) == n+1 && equalFold(args[n], ClusterOption):
 		return true, Reply{}
 	}
-	return false, ErrSyntax
+	return false, ErrWrongArity(string(args[0]))
 }
 
 // ParseFlush parses args ("FLUSHALL" or "FLUSHDB" [ASYNC|SYNC] [CLUSTER],

@@ -263,7 +263,11 @@ func getKeys(argv [][]byte, withFlags bool) Reply {
 	for i, k := range keys {
 		items[i] = Bulk(k)
 		if withFlags {
-			items[i] = Array(items[i], simpleSet(spec.KeySpecs[0].Flags))
+			ks := spec.KeySpecs[0]
+			if len(spec.KeySpecs) > 1 { // single keys in a row (RENAME, COPY)
+				ks = spec.KeySpecs[min(i, len(spec.KeySpecs)-1)]
+			}
+			items[i] = Array(items[i], simpleSet(ks.Flags))
 		}
 	}
 	return Array(items...)

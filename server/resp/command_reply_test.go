@@ -62,7 +62,7 @@ func TestCommandCommand(t *testing.T) {
 		{"COMMAND LIST FILTERBY MODULE foo", Array()},
 		{"COMMAND LIST FILTERBY ACLCAT nosuch", Array()},
 		{"COMMAND LIST FILTERBY ACLCAT DANGEROUS", BulkStrings("client|kill", "client|list",
-			"config|get", "config|resetstat", "config|rewrite", "config|set", "debug", "flushall", "flushdb", "info")},
+			"config|get", "config|resetstat", "config|rewrite", "config|set", "debug", "flushall", "flushdb", "info", "keys")},
 		{"COMMAND LIST FILTERBY BOGUS x", ErrSyntax},
 		{"COMMAND LIST FILTERBY PATTERN", ErrSyntax},
 		{"COMMAND LIST FILTERBY PATTERN a FILTERBY PATTERN b", ErrSyntax},
@@ -80,6 +80,11 @@ func TestCommandCommand(t *testing.T) {
 		{"COMMAND GETKEYSANDFLAGS DEL a b", Array(
 			Array(BulkString("a"), Set(Simple("RM"), Simple("delete"))),
 			Array(BulkString("b"), Set(Simple("RM"), Simple("delete"))))},
+		{"COMMAND GETKEYSANDFLAGS RENAME a b", Array(
+			Array(BulkString("a"), Set(Simple("RW"), Simple("access"), Simple("delete"))),
+			Array(BulkString("b"), Set(Simple("OW"), Simple("update"))))},
+		{"COMMAND GETKEYS COPY a b DB 0 REPLACE", BulkStrings("a", "b")},
+		{"COMMAND GETKEYS OBJECT ENCODING k", BulkStrings("k")},
 		{"COMMAND DOCS nosuch", Map()},
 		{"COMMAND NOSUCH", ErrUnknownSubcommand("command", "NOSUCH")},
 	}

@@ -220,6 +220,19 @@ var stringDefs = []def{
 		group: "string", since: "1.0.0", deprecated: "2.0.0", replacedBy: "`GETRANGE`",
 		complexity: "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.",
 		summary:    "Returns a substring from a string value."},
+	{name: "setrange", arity: 4, flags: FlagWrite | FlagDenyOOM, acl: aclString, first: 1, last: 1, step: 1,
+		keys:  []KeySpec{ks(1, single, 1, "RW", "update")},
+		group: "string", since: "2.2.0",
+		complexity: "O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument.",
+		summary:    "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist."},
+	{name: "incrbyfloat", arity: 3, flags: fWDF, acl: aclString, first: 1, last: 1, step: 1,
+		keys:  []KeySpec{ks(1, single, 1, "RW", "access", "update")},
+		group: "string", since: "2.6.0", complexity: o1,
+		summary: "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist."},
+	{name: "lcs", arity: -3, flags: FlagReadOnly, acl: aclString, first: 1, last: 2, step: 1,
+		keys:  []KeySpec{ks(1, 1, 1, "RO", "access")},
+		group: "string", since: "7.0.0", complexity: "O(N*M) where N and M are the lengths of s1 and s2, respectively",
+		summary: "Finds the longest common substring."},
 }
 
 var genericDefs = []def{
@@ -276,6 +289,80 @@ var genericDefs = []def{
 		complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
 		summary:    "Iterates over the key names in the database.",
 		history:    [][2]string{{"6.0.0", "Added the `TYPE` subcommand."}}},
+	{name: "rename", arity: 3, flags: FlagWrite, acl: aclKeyspace, first: 1, last: 2, step: 1,
+		keys:  []KeySpec{ks(1, single, 1, "RW", "access", "delete"), ks(2, single, 1, "OW", "update")},
+		group: "generic", since: "1.0.0", complexity: o1,
+		summary: "Renames a key and overwrites the destination."},
+	{name: "renamenx", arity: 3, flags: fWF, acl: aclKeyspace, first: 1, last: 2, step: 1,
+		keys:  []KeySpec{ks(1, single, 1, "RW", "access", "delete"), ks(2, single, 1, "OW", "insert")},
+		group: "generic", since: "1.0.0", complexity: o1,
+		summary: "Renames a key only when the target key name doesn't exist.",
+		history: [][2]string{{"3.2.0", "The command no longer returns an error when source and destination names are the same."}}},
+	{name: "copy", arity: -3, flags: FlagWrite | FlagDenyOOM, acl: aclKeyspace, first: 1, last: 2, step: 1,
+		keys:  []KeySpec{ks(1, single, 1, "RO", "access"), ks(2, single, 1, "OW", "update")},
+		group: "generic", since: "6.2.0",
+		complexity: "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
+		summary:    "Copies the value of a key to a new key."},
+	{name: "keys", arity: -2, flags: FlagReadOnly, acl: aclKeyspace | aclDangerous, // memgest: KEYS pattern [CLUSTER]
+		tips:  []string{"request_policy:all_shards", nondetOrder},
+		group: "generic", since: "1.0.0",
+		complexity: "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
+		summary:    "Returns all key names that match a pattern."},
+	{name: "randomkey", arity: 1, flags: FlagReadOnly, acl: aclKeyspace, // and TOUCHES_ARBITRARY_KEYS, which COMMAND INFO hides
+		tips:  []string{"request_policy:all_shards", "response_policy:special", nondet},
+		group: "generic", since: "1.0.0", complexity: o1,
+		summary: "Returns a random key name from the database."},
+	{name: "touch", arity: -2, flags: fRF, acl: aclKeyspace, first: 1, last: -1, step: 1,
+		tips: tipsMultiShardSum, keys: []KeySpec{ks(1, -1, 1, "RO")},
+		group: "generic", since: "3.2.1", complexity: "O(N) where N is the number of keys that will be touched.",
+		summary: "Returns the number of existing keys out of those specified after updating the time they were last accessed."},
+	{name: "expiretime", arity: 2, flags: fRF, acl: aclKeyspace, first: 1, last: 1, step: 1,
+		keys:  []KeySpec{ks(1, single, 1, "RO", "access")},
+		group: "generic", since: "7.0.0", complexity: o1,
+		summary: "Returns the expiration time of a key as a Unix timestamp."},
+	{name: "pexpiretime", arity: 2, flags: fRF, acl: aclKeyspace, first: 1, last: 1, step: 1,
+		keys:  []KeySpec{ks(1, single, 1, "RO", "access")},
+		group: "generic", since: "7.0.0", complexity: o1,
+		summary: "Returns the expiration time of a key as a Unix milliseconds timestamp."},
+	{name: "wait", arity: 3, acl: aclConnection,
+		tips:  []string{"request_policy:all_shards", "response_policy:agg_min"},
+		group: "generic", since: "3.0.0", complexity: o1,
+		summary: "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."},
+	{name: "object", arity: -2, group: "generic", since: "2.2.3", complexity: depends,
+		summary: "A container for object introspection commands.", subs: objectSubs},
+}
+
+// objectSubs are OBJECT's subcommands; key positions count from "OBJECT"
+// at 0.
+var objectSubs = []def{
+	{name: "encoding", arity: 3, flags: FlagReadOnly, acl: aclKeyspace, first: 2, last: 2, step: 1,
+		tips: []string{nondet}, keys: []KeySpec{ks(2, single, 1, "RO")},
+		group: "generic", since: "2.2.3", complexity: o1,
+		summary: "Returns the internal encoding of a Redis object."},
+	{name: "freq", arity: 3, flags: FlagReadOnly, acl: aclKeyspace, first: 2, last: 2, step: 1,
+		tips: []string{nondet}, keys: []KeySpec{ks(2, single, 1, "RO")},
+		group: "generic", since: "4.0.0", complexity: o1,
+		summary: "Returns the logarithmic access frequency counter of a Redis object."},
+	{name: "help", arity: 2, flags: fLS, acl: aclKeyspace, group: "generic", since: "6.2.0",
+		complexity: o1, summary: helpSummary},
+	{name: "idletime", arity: 3, flags: FlagReadOnly, acl: aclKeyspace, first: 2, last: 2, step: 1,
+		tips: []string{nondet}, keys: []KeySpec{ks(2, single, 1, "RO")},
+		group: "generic", since: "2.2.3", complexity: o1,
+		summary: "Returns the time since the last access to a Redis object."},
+	{name: "refcount", arity: 3, flags: FlagReadOnly, acl: aclKeyspace, first: 2, last: 2, step: 1,
+		tips: []string{nondet}, keys: []KeySpec{ks(2, single, 1, "RO")},
+		group: "generic", since: "2.2.3", complexity: o1,
+		summary: "Returns the reference count of a value of a key."},
+}
+
+// memorySubs are the MEMORY subcommands memgest has: USAGE and HELP (it
+// has no allocator to report on).
+var memorySubs = []def{
+	{name: "help", arity: 2, flags: fLS, group: "server", since: "4.0.0", complexity: o1, summary: helpSummary},
+	{name: "usage", arity: -3, flags: FlagReadOnly, first: 2, last: 2, step: 1,
+		keys:  []KeySpec{ks(2, single, 1, "RO")},
+		group: "server", since: "4.0.0", complexity: "O(N) where N is the number of samples.",
+		summary: "Estimates the memory usage of a key."},
 }
 
 var serverDefs = []def{
@@ -303,6 +390,10 @@ var serverDefs = []def{
 		summary: "Returns detailed information about all commands.", subs: commandSubs},
 	{name: "config", arity: -2, group: "server", since: "2.0.0", complexity: depends,
 		summary: "A container for server configuration commands.", subs: configSubs},
+	{name: "memory", arity: -2, group: "server", since: "4.0.0", complexity: depends,
+		summary: "A container for memory diagnostics commands.", subs: memorySubs},
+	{name: "time", arity: 1, flags: fLSF, tips: []string{nondet},
+		group: "server", since: "2.6.0", complexity: o1, summary: "Returns the server time."},
 }
 
 var commandSubs = []def{

@@ -51,6 +51,9 @@ var redisTable = []struct {
 	{"hincrbyfloat", 4, 1, 1, 1, "write denyoom fast"},
 	{"hscan", -3, 1, 1, 1, "readonly"},
 	{"hrandfield", -2, 1, 1, 1, "readonly"},
+	{"setrange", 4, 1, 1, 1, "write denyoom"},
+	{"incrbyfloat", 3, 1, 1, 1, "write denyoom fast"},
+	{"lcs", -3, 1, 2, 1, "readonly"},
 	{"expire", -3, 1, 1, 1, "write fast"},
 	{"pexpire", -3, 1, 1, 1, "write fast"},
 	{"expireat", -3, 1, 1, 1, "write fast"},
@@ -60,6 +63,25 @@ var redisTable = []struct {
 	{"persist", 2, 1, 1, 1, "write fast"},
 	{"type", 2, 1, 1, 1, "readonly fast"},
 	{"scan", -2, 0, 0, 0, "readonly"},
+	{"rename", 3, 1, 2, 1, "write"},
+	{"renamenx", 3, 1, 2, 1, "write fast"},
+	{"copy", -3, 1, 2, 1, "write denyoom"},
+	{"keys", -2, 0, 0, 0, "readonly"}, // Redis: 2; memgest adds KEYS pattern CLUSTER (decision 0004)
+	{"randomkey", 1, 0, 0, 0, "readonly"},
+	{"touch", -2, 1, -1, 1, "readonly fast"},
+	{"expiretime", 2, 1, 1, 1, "readonly fast"},
+	{"pexpiretime", 2, 1, 1, 1, "readonly fast"},
+	{"wait", 3, 0, 0, 0, ""},
+	{"object", -2, 0, 0, 0, ""},
+	{"object|encoding", 3, 2, 2, 1, "readonly"},
+	{"object|freq", 3, 2, 2, 1, "readonly"},
+	{"object|idletime", 3, 2, 2, 1, "readonly"},
+	{"object|refcount", 3, 2, 2, 1, "readonly"},
+	{"object|help", 2, 0, 0, 0, "loading stale"},
+	{"memory", -2, 0, 0, 0, ""},
+	{"memory|usage", -3, 2, 2, 1, "readonly"},
+	{"memory|help", 2, 0, 0, 0, "loading stale"},
+	{"time", 1, 0, 0, 0, "loading stale fast"},
 	{"dbsize", -1, 0, 0, 0, "readonly fast"}, // Redis: 1; memgest adds DBSIZE CLUSTER (decision 0004)
 	{"flushall", -1, 0, 0, 0, "write"},
 	{"flushdb", -1, 0, 0, 0, "write"},
@@ -150,23 +172,30 @@ func TestCommandTable(t *testing.T) {
 
 func TestACLCategories(t *testing.T) {
 	want := map[string]string{
-		"get":         "@read @string @fast",
-		"set":         "@write @string @slow",
-		"del":         "@keyspace @write @slow",
-		"exists":      "@keyspace @read @fast",
-		"scan":        "@keyspace @read @slow",
-		"flushall":    "@keyspace @write @slow @dangerous",
-		"info":        "@slow @dangerous",
-		"auth":        "@fast @connection",
-		"command":     "@slow @connection",
-		"client":      "@slow",
-		"config|get":  "@admin @slow @dangerous",
-		"client|kill": "@admin @slow @dangerous @connection",
-		"scheme|of":   "@read @fast",
-		"subscribe":   "@pubsub @slow",
-		"publish":     "@pubsub @fast",
-		"pubsub|help": "@slow",
-		"reset":       "@fast @connection",
+		"get":          "@read @string @fast",
+		"set":          "@write @string @slow",
+		"del":          "@keyspace @write @slow",
+		"exists":       "@keyspace @read @fast",
+		"scan":         "@keyspace @read @slow",
+		"flushall":     "@keyspace @write @slow @dangerous",
+		"info":         "@slow @dangerous",
+		"auth":         "@fast @connection",
+		"command":      "@slow @connection",
+		"client":       "@slow",
+		"config|get":   "@admin @slow @dangerous",
+		"client|kill":  "@admin @slow @dangerous @connection",
+		"scheme|of":    "@read @fast",
+		"subscribe":    "@pubsub @slow",
+		"publish":      "@pubsub @fast",
+		"pubsub|help":  "@slow",
+		"reset":        "@fast @connection",
+		"keys":         "@keyspace @read @slow @dangerous",
+		"wait":         "@slow @connection",
+		"time":         "@fast",
+		"memory|usage": "@read @slow",
+		"object|help":  "@keyspace @slow",
+		"incrbyfloat":  "@write @string @fast",
+		"rename":       "@keyspace @write @slow",
 	}
 	for name, cats := range want {
 		s, _ := lookupFullName(name)
@@ -205,7 +234,9 @@ func checkSpec(t *testing.T, s *CommandSpec, parent *CommandSpec) {
 	if s.Arity == 0 || (parent != nil && s.Arity > 0 && s.Arity < 2) {
 		t.Errorf("%s: arity %d", s.Name, s.Arity)
 	}
-	// The legacy range is the one key spec seen the legacy way.
+	// The legacy range is the key specs seen the legacy way: one spec, or
+	// single keys at consecutive positions (RENAME, COPY), which Redis's
+	// populateCommandLegacyRangeSpec merges into one range.
 	switch len(s.KeySpecs) {
 	case 0:
 		if s.FirstKey != 0 || s.LastKey != 0 || s.Step != 0 {
@@ -221,7 +252,14 @@ func checkSpec(t *testing.T, s *CommandSpec, parent *CommandSpec) {
 			t.Errorf("%s: range %d,%d,%d disagrees with key spec %+v", s.Name, s.FirstKey, s.LastKey, s.Step, k)
 		}
 	default:
-		t.Errorf("%s: several key specs", s.Name)
+		for i, k := range s.KeySpecs {
+			if k.LastKey != 0 || k.BeginIndex != s.FirstKey+i {
+				t.Errorf("%s: key spec %+v is not a single key after the one before", s.Name, k)
+			}
+		}
+		if s.LastKey != s.FirstKey+len(s.KeySpecs)-1 || s.Step != 1 {
+			t.Errorf("%s: range %d,%d,%d disagrees with its key specs", s.Name, s.FirstKey, s.LastKey, s.Step)
+		}
 	}
 	// Shard channels are not_key specs: neither read nor written.
 	if s.Has(FlagWrite) == s.Has(FlagReadOnly) && len(s.KeySpecs) > 0 && !slices.Contains(s.KeySpecs[0].Flags, "not_key") {
