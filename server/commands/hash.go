@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"strconv"
 
@@ -328,29 +329,33 @@ func cmdHIncrBy(n *Server, ctx context.Context, cs *connState, args [][]byte) re
 }
 
 // cmdHIncrByFloat adds a float to a field, as Redis's
-// hincrbyfloatCommand; the result is stored and answered in the shortest
-// decimal form that reads back as the same number.
+// hincrbyfloatCommand: in the x87 long double Redis computes in
+// (parseLongDouble, formatLongDouble: INCRBYFLOAT's), so the digits stored
+// and answered are Redis's.
 func cmdHIncrByFloat(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	incr, ok := parseFloat(args[3])
+	incr, ok := parseLongDouble(args[3])
 	switch {
 	case !ok:
 		return resp.Err(errNotFloat.Error())
-	case math.IsNaN(incr) || math.IsInf(incr, 0):
+	case incr.IsInf():
 		return resp.Err(errIncrNaN.Error())
 	}
 	var result []byte
 	err := n.hashWrite(ctx, args[1], func(h *object.HashObject) (bool, error) {
-		var v float64
+		value := new(big.Float).SetPrec(longDoubleBits)
 		if old, ok := h.Get(args[2]); ok {
-			if v, ok = parseFloat(old); !ok {
+			if value, ok = parseLongDouble(old); !ok {
 				return false, errHashNotFloat
 			}
 		}
-		sum := v + incr
-		if math.IsNaN(sum) || math.IsInf(sum, 0) {
+		if value.IsInf() {
 			return false, errFloatInfinite
 		}
-		result = strconv.AppendFloat(nil, sum, 'f', -1, 64)
+		sum := new(big.Float).SetPrec(longDoubleBits).Add(value, incr)
+		if sum.MantExp(nil) > longDoubleMaxExp {
+			return false, errFloatInfinite
+		}
+		result = []byte(formatLongDouble(sum))
 		h.Set(args[2], result)
 		return true, nil
 	})
@@ -358,19 +363,6 @@ func cmdHIncrByFloat(n *Server, ctx context.Context, cs *connState, args [][]byt
 		return hashErrReply(err)
 	}
 	return resp.Bulk(result)
-}
-
-// parseFloat reads a float as Redis's string2ld: no surrounding space,
-// nothing after the number, never NaN.
-func parseFloat(b []byte) (float64, bool) {
-	if len(b) == 0 || len(b) > 5000 || b[0] == ' ' || b[len(b)-1] == ' ' {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(string(b), 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsNaN(f) {
-		return 0, false
-	}
-	return f, true
 }
 
 // hashErrReply is errReply knowing the hash commands' own error texts.
@@ -388,13 +380,19 @@ func hashErrReply(err error) resp.Reply {
 // may ignore, and one reply returns every field present throughout, as
 // SCAN guarantees. MATCH filters field names.
 func cmdHScan(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+	if _, ok := resp.ParseCursor(args[2]); !ok {
+		return resp.ErrInvalidCursor
+	}
+	h, r := n.readHash(ctx, args[1])
+	switch {
+	case r.IsError():
+		return r
+	case h == nil: // Redis answers a missing key before reading the options
+		return resp.Array(resp.BulkString("0"), resp.Array())
+	}
 	a, bad := resp.ParseHScan(args)
 	if bad.IsError() {
 		return bad
-	}
-	h, r := n.readHash(ctx, args[1])
-	if r.IsError() {
-		return r
 	}
 	items := make([]resp.Reply, 0, 2*len(h))
 	for _, f := range h {
@@ -425,7 +423,9 @@ func cmdHRandField(n *Server, ctx context.Context, cs *connState, args [][]byte)
 	switch {
 	case len(args) > 4 || withValues && !bytes.EqualFold(args[3], []byte("withvalues")):
 		return resp.ErrSyntax
-	case count < -math.MaxInt64 || withValues && (count < -math.MaxInt64/2 || count > math.MaxInt64/2):
+	case count < -math.MaxInt64:
+		return resp.Err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+	case withValues && (count < -math.MaxInt64/2 || count > math.MaxInt64/2):
 		return resp.Err(errValueOutOfRange.Error())
 	case count < -maxRandomFields:
 		return resp.Errorf("ERR memgest: HRANDFIELD answers at most %d fields", maxRandomFields)
@@ -452,8 +452,8 @@ func cmdHRandField(n *Server, ctx context.Context, cs *connState, args [][]byte)
 // would build however large: a stranger's count must not size memory.
 const maxRandomFields = 1 << 20
 
-// randomFields picks count distinct fields of h (all of them, in random
-// order, when count ≥ len(h)), or -count fields with repeats.
+// randomFields picks count distinct fields of h (all of them, in order,
+// when count ≥ len(h)), or -count fields with repeats.
 func randomFields(h object.HashObject, count int64) object.HashObject {
 	if len(h) == 0 || count == 0 {
 		return nil
@@ -465,7 +465,10 @@ func randomFields(h object.HashObject, count int64) object.HashObject {
 		}
 		return out
 	}
+	if count >= int64(len(h)) {
+		return h // the whole hash, in order, as Redis answers it
+	}
 	out := append(object.HashObject(nil), h...)
 	rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	return out[:min(int64(len(out)), count)]
+	return out[:count]
 }

@@ -454,6 +454,9 @@ func ParseFlush(args [][]byte) (cluster bool, bad Reply) {
 	return cluster, Reply{}
 }
 
+// ParseCursor reads a SCAN-family cursor as Redis does (parseCursor).
+func ParseCursor(b []byte) (uint64, bool) { return parseCursor(b) }
+
 // parseCursor reads b as strtoul(b, &end, 10) with Redis's checks: the
 // first byte is not a space, the whole string converts and it fits. C reads
 // up to the first NUL; an empty string is cursor 0.
