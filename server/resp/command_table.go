@@ -596,6 +596,7 @@ var (
 	commandIndex    = map[string]*CommandSpec{}
 	subcommandIndex = map[string]*CommandSpec{}
 	commandList     []*CommandSpec
+	allSpecs        []*CommandSpec // every command and subcommand, by Index
 )
 
 func init() {
@@ -630,7 +631,9 @@ func build(d def, parent *CommandSpec) *CommandSpec {
 		Tips:          d.tips, KeySpecs: d.keys, Parent: parent,
 		Group: d.group, Summary: d.summary, Since: d.since, Complexity: d.complexity,
 		History: d.history, DeprecatedSince: d.deprecated, ReplacedBy: d.replacedBy,
+		index: len(allSpecs),
 	}
+	allSpecs = append(allSpecs, spec)
 	if d.deprecated != "" {
 		spec.DocFlags = []string{"deprecated"}
 	}
