@@ -100,7 +100,7 @@ var redisTable = []struct {
 	{"readonly", 1, 0, 0, 0, "loading stale fast"},
 	{"readwrite", 1, 0, 0, 0, "loading stale fast"},
 	{"client|list", -2, 0, 0, 0, "admin noscript loading stale"},
-	{"client|setinfo", 4, 0, 0, 0, "noscript loading stale allow_busy"},
+	{"client|setinfo", 4, 0, 0, 0, "noscript loading stale"},
 	{"config|get", -3, 0, 0, 0, "admin noscript loading stale"},
 	{"cluster|slots", 2, 0, 0, 0, "loading stale"},
 	{"cluster|keyslot", 3, 0, 0, 0, "stale"},
