@@ -2,21 +2,27 @@
 # redis-command-golden.sh [OUT]: asks a local Redis what COMMAND INFO and
 # COMMAND DOCS say of every command memgest serves (or its branches are
 # adding), and writes them, with Redis's COMMAND LIST, to OUT
-# (server/resp/testdata/redis-commands.json). TestCommandTableAgainstRedis
-# compares memgest's command table with that file; CI has no redis-server
-# and reads only the file.
+# (server/resp/testdata/redis-live-commands.json). TestCommandTableAgainstRedis
+# compares memgest's command table with that file where it agrees with
+# Redis 7.2.6's src/commands (testdata/redis-source-commands.json, from
+# scripts/redis-command-json.py on a redis/redis checkout), and with the
+# latter everywhere; CI has no redis-server and reads only the files.
+#
+# After adding names below, regenerate both:
+#   scripts/redis-command-golden.sh
+#   scripts/redis-command-json.py ~/src/redis 7.2.6
 #
 # Needs redis-server and redis-cli (REDIS_SERVER, REDIS_CLI override them;
 # apt install redis-server) and python3. It starts Redis on a free
 # loopback port with no persistence, and kills it by its PID when done.
 #
 # A command added to memgest's table that Redis has must be added to NAMES
-# below and the file regenerated: the test names any it cannot find.
+# below and both files regenerated: the test names any it cannot find.
 # COMMAND DOCS' argument descriptions are dropped (memgest does not serve
 # them). Subcommands come with their containers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-server/resp/testdata/redis-commands.json}
+out=${1:-server/resp/testdata/redis-live-commands.json}
 server=${REDIS_SERVER:-redis-server}
 cli=${REDIS_CLI:-redis-cli}
 
