@@ -102,6 +102,18 @@ func TestInfoMeasuresTheNode(t *testing.T) {
 		}
 	}
 
+	// CONFIG RESETSTAT zeroes the counters, as Redis's does.
+	c.Do(0, "CONFIG", "RESETSTAT")
+	st = info("stats", "commandstats", "errorstats")
+	for _, name := range []string{"keyspace_hits", "keyspace_misses", "total_error_replies"} {
+		if v := infoInt(t, st, name); v != 0 {
+			t.Errorf("%s %d after CONFIG RESETSTAT", name, v)
+		}
+	}
+	if strings.Contains(st, "cmdstat_get:") || strings.Contains(st, "errorstat_") {
+		t.Errorf("CONFIG RESETSTAT kept command or error counts:\n%s", st)
+	}
+
 	all := info("everything")
 	for _, want := range []string{"role:master", "connected_slaves:0", "aof_enabled:0", "loading:0",
 		"rdb_changes_since_last_save:0", "evicted_keys:0", "maxmemory_policy:noeviction", "cluster_enabled:1"} {

@@ -71,6 +71,21 @@ func (s *cmdStats) rejected(spec *resp.CommandSpec, r resp.Reply) {
 	}
 }
 
+// reset zeroes every count (CONFIG RESETSTAT).
+func (s *cmdStats) reset() {
+	for i := range s.byIndex {
+		c := &s.byIndex[i]
+		c.calls.Store(0)
+		c.nanos.Store(0)
+		c.rejected.Store(0)
+		c.failed.Store(0)
+	}
+	s.errs.mu.Lock()
+	clear(s.errs.codes)
+	s.errs.total.Store(0)
+	s.errs.mu.Unlock()
+}
+
 // refusedBeforeRunning says whether an error code is one Redis Cluster
 // answers only before running a command (processCommand's redirections).
 func refusedBeforeRunning(code string) bool {

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/memgest/memgest/server/core"
@@ -34,7 +35,10 @@ func cmdConfig(n *Server, ctx context.Context, cs *connState, args [][]byte) res
 		return n.configGet(args[2:])
 	case "SET":
 		return n.configSet(ctx, args[2:])
-	case "RESETSTAT", "REWRITE":
+	case "RESETSTAT":
+		n.resetStats()
+		return resp.OK()
+	case "REWRITE":
 		return resp.OK()
 	}
 	return resp.Errorf("ERR unknown subcommand '%s'. Try CONFIG HELP.", args[1])
@@ -154,6 +158,21 @@ func randomHex40() string {
 	var b [20]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// resetStats is CONFIG RESETSTAT: it zeroes what Redis's resetServerStats
+// zeroes of INFO (the Stats section's counters, commandstats, errorstats)
+// and restarts the memory peak from the memory used now. The Memgest
+// section's counters and /metrics are left alone: Prometheus counters
+// only grow.
+func (n *Server) resetStats() {
+	for _, c := range []*atomic.Int64{&n.Stats.Commands, &n.Stats.Connections, &n.Stats.Expired,
+		&n.Stats.RejectedConns, &n.Stats.KeyspaceHits, &n.Stats.KeyspaceMisses,
+		&n.info.meters.netIn, &n.info.meters.netOut} {
+		c.Store(0)
+	}
+	n.info.cmds.reset()
+	n.info.meters.peakMemory.Store(n.MemUsed.Used())
 }
 
 func (n *Server) infoServer() resp.InfoSection {
