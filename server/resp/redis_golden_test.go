@@ -68,6 +68,7 @@ func (g *redisGolden) docs(name string) map[string]any {
 // Redis's, by command and field: memgest extends these commands.
 var memgestDiffers = map[string]string{
 	"dbsize": "arity", // DBSIZE [CLUSTER] (decision 0004); Redis: 1
+	"keys":   "arity", // KEYS pattern [CLUSTER] (decision 0004); Redis: 2
 }
 
 // infoFields name COMMAND INFO's first nine fields; the tenth, the
