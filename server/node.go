@@ -156,6 +156,7 @@ func (n *Node) startLoops() {
 	n.background(ctx, n.temperatureLoop)
 	n.background(ctx, n.cmds.PubSubLoop)
 	n.background(ctx, n.checkOwnPassword)
+	n.background(ctx, n.cmds.SampleLoop)
 	if n.Cfg.Join != "" {
 		n.background(ctx, n.joinLoop)
 	}

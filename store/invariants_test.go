@@ -30,6 +30,7 @@ func (sh *shard) check(s *Store, index int) error {
 	segLive := make([]int32, len(sh.mem.segs))
 	var keyBytes, valBytes int64
 	expiring := 0
+	var expires expireSum
 	largeRefs := map[int]bool{}
 	schemes := map[uint16]SchemeStats{}
 	for _, e := range sh.tab.slots {
@@ -53,6 +54,7 @@ func (sh *shard) check(s *Store, index int) error {
 		valBytes += int64(len(sh.value(r)))
 		if r.meta().ExpireAt != 0 {
 			expiring++
+			expires.add(r.meta().ExpireAt, 1)
 		}
 		c := schemes[r.meta().Scheme]
 		c.Keys, c.KeyBytes, c.ValueBytes = c.Keys+1, c.KeyBytes+int64(r.keyLen), c.ValueBytes+int64(len(sh.value(r)))
@@ -64,9 +66,9 @@ func (sh *shard) check(s *Store, index int) error {
 			largeRefs[r.largeID()] = true
 		}
 	}
-	if keyBytes != sh.keyBytes || valBytes != sh.valBytes || expiring != sh.expiring {
-		return fmt.Errorf("counters: keys %d/%d values %d/%d expiring %d/%d",
-			keyBytes, sh.keyBytes, valBytes, sh.valBytes, expiring, sh.expiring)
+	if keyBytes != sh.keyBytes || valBytes != sh.valBytes || expiring != sh.expiring || expires != sh.expireSum {
+		return fmt.Errorf("counters: keys %d/%d values %d/%d expiring %d/%d expiry sum %v/%v",
+			keyBytes, sh.keyBytes, valBytes, sh.valBytes, expiring, sh.expiring, expires, sh.expireSum)
 	}
 	for _, c := range sh.schemes {
 		want, ok := schemes[c.id]

@@ -20,6 +20,7 @@ type shard struct {
 	valBytes   int64
 	largeBytes int64
 	expiring   int           // records with ExpireAt ≠ 0, so the sampler can skip the shard
+	expireSum  expireSum     // Σ ExpireAt of those records
 	schemes    []schemeCount // by Meta.Scheme, for the schemes with records here
 
 	_ [64]byte // keeps the next shard's lock off this shard's cache lines
@@ -31,6 +32,7 @@ func (sh *shard) init(seed maphash.Seed, minSeg int, ratio float64) {
 	sh.mem = newArena(minSeg, ratio)
 	sh.large, sh.freeL = nil, nil
 	sh.keyBytes, sh.valBytes, sh.largeBytes, sh.expiring = 0, 0, 0, 0
+	sh.expireSum = expireSum{}
 	sh.schemes = nil
 }
 
@@ -246,6 +248,7 @@ func (sh *shard) account(keyLen, valLen int, m *Meta, sign int) {
 	sh.valBytes += int64(sign * valLen)
 	if m.ExpireAt != 0 {
 		sh.expiring += sign
+		sh.expireSum.add(m.ExpireAt, sign)
 	}
 	i := sh.schemeCount(m.Scheme)
 	c := &sh.schemes[i]

@@ -4,8 +4,11 @@ package store
 // the structures they name; the Go allocator's own rounding of slab buffers
 // is zero because segment sizes are powers of two it serves exactly.
 type Stats struct {
-	Keys         int   // keys stored
-	ExpiringKeys int   // keys with ExpireAt ≠ 0
+	Keys         int // keys stored
+	ExpiringKeys int // keys with ExpireAt ≠ 0
+	// MeanExpireAt is the mean ExpireAt of those keys (unix
+	// milliseconds), 0 without any.
+	MeanExpireAt int64
 	KeyBytes     int64 // Σ len(key)
 	ValueBytes   int64 // Σ len(value)
 	RecordBytes  int64 // live record bytes in slabs: headers, keys, inline values
@@ -30,11 +33,13 @@ type SchemeStats struct {
 // Stats returns the current figures, summed shard by shard.
 func (s *Store) Stats() Stats {
 	st := Stats{ByScheme: map[uint16]SchemeStats{}}
+	var expires expireSum
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.RLock()
 		st.Keys += sh.tab.count
 		st.ExpiringKeys += sh.expiring
+		expires = expires.plus(sh.expireSum)
 		st.KeyBytes += sh.keyBytes
 		st.ValueBytes += sh.valBytes
 		st.RecordBytes += sh.mem.live
@@ -52,6 +57,7 @@ func (s *Store) Stats() Stats {
 		}
 		sh.mu.RUnlock()
 	}
+	st.MeanExpireAt = expires.mean(st.ExpiringKeys)
 	return st
 }
 

@@ -123,15 +123,9 @@ func chunkCounts(t *testing.T, c *simcluster.Cluster) (copied, decoded int64) {
 // infoInt is field name of an INFO text, as an integer.
 func infoInt(t *testing.T, info, name string) int64 {
 	t.Helper()
-	for line := range strings.SplitSeq(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, name+":"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				t.Fatalf("INFO %s: %v", name, err)
-			}
-			return n
-		}
+	n, err := strconv.ParseInt(field(t, info, name), 10, 64)
+	if err != nil {
+		t.Fatalf("INFO %s: %v", name, err)
 	}
-	t.Fatalf("INFO has no %s", name)
-	return 0
+	return n
 }

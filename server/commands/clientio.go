@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/memgest/memgest/server/resp"
@@ -167,7 +168,7 @@ func (n *Server) serveClient(c net.Conn) {
 	}
 	defer n.clients.remove(cs)
 	defer n.endSubscriber(cs)
-	rd := requestReader{conn: c, maxBulk: n.Cfg.MaxValueSize, maxArgs: int64(n.Cfg.MaxArgs)}
+	rd := requestReader{conn: countingReader{c, &n.info.meters.netIn}, maxBulk: n.Cfg.MaxValueSize, maxArgs: int64(n.Cfg.MaxArgs)}
 	for {
 		cmds, err := rd.readPipeline(cs.pipe.cmds[:0], !cs.authed)
 		if err != nil {
@@ -321,4 +322,17 @@ func (r *requestReader) newChunk(pending int) {
 	chunk := make([]byte, size)
 	r.carried += int64(copy(chunk, r.buf[r.start:r.end]))
 	r.buf, r.start, r.end = chunk, 0, pending
+}
+
+// countingReader counts the bytes read from r (INFO's
+// total_net_input_bytes).
+type countingReader struct {
+	r     io.Reader
+	total *atomic.Int64
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.total.Add(int64(n))
+	return n, err
 }

@@ -25,11 +25,12 @@ type Server struct {
 	version     string            // memgest's version, for INFO
 	nines       reliabilityCache  // each scheme's modelled durability, for /metrics
 	pubsub      pubsubHub         // this node's subscriptions and the bus to other nodes' (pubsub_*.go)
+	info        *infoState        // INFO's counters, meters and identities (server_info.go)
 }
 
 // New is the client side of the node whose core is c.
 func New(c *core.Coordinator, stripes *stripe.Engine, ownPassword *cluster.Password, version string) *Server {
-	n := &Server{Coordinator: c, stripes: stripes, ownPassword: ownPassword, version: version}
+	n := &Server{Coordinator: c, stripes: stripes, ownPassword: ownPassword, version: version, info: newInfoState()}
 	n.resp = newClientServer(n, nil)
 	return n
 }

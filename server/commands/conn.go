@@ -91,11 +91,15 @@ func (n *Server) servePipeline(c net.Conn, cs *connState, cmds [][][]byte) bool 
 		cs.out = buf
 	}
 	var err error
+	var wrote int64
 	if large == nil {
-		_, err = c.Write(buf)
+		var k int
+		k, err = c.Write(buf)
+		wrote = int64(k)
 	} else {
-		_, err = large.WriteTo(c)
+		wrote, err = large.WriteTo(c)
 	}
+	n.info.meters.netOut.Add(wrote)
 	if err != nil {
 		return false
 	}

@@ -74,27 +74,34 @@ func (n *Server) executeParsed(ctx context.Context, cs *connState, args [][]byte
 	spec, bad := p.spec, p.bad
 	if bad.IsError() {
 		if r := n.admit(cs); r.IsError() {
-			return r
+			return n.rejected(nil, r)
 		}
-		return bad
+		return n.rejected(resp.Invoked(args), bad)
 	}
 	name := topName(spec)
 	cmd := commands[name]
 	if cmd == nil {
-		return resp.ErrUnknownCommand(string(args[0]), args[1:])
+		return n.rejected(nil, resp.ErrUnknownCommand(string(args[0]), args[1:]))
 	}
 	if !cmd.noAuth {
 		if r := n.admit(cs); r.IsError() {
-			return r
+			return n.rejected(spec, r)
 		}
 	}
 	if r, refused := refuseSubscribed(cs, spec); refused {
-		return r
+		return n.rejected(spec, r)
 	}
 	start := core.Monotime()
 	r := n.dispatch(ctx, cs, cmd, args, p)
 	cs.noteWrite(spec, p.keys, r)
-	n.Metrics.ObserveCommand(cmd, name, start)
+	n.info.cmds.ran(spec, r, n.Metrics.ObserveCommand(cmd, name, start))
+	return r
+}
+
+// rejected counts r, an error given before a command of spec (nil for
+// none) ran, for INFO commandstats and errorstats, and returns it.
+func (n *Server) rejected(spec *resp.CommandSpec, r resp.Reply) resp.Reply {
+	n.info.cmds.rejected(spec, r)
 	return r
 }
 

@@ -39,6 +39,9 @@ type subscriber struct {
 	// overflowed counts connections closed at the limit (INFO's
 	// client_output_buffer_limit_disconnections).
 	overflowed *atomic.Int64
+	// netOut counts the bytes written (INFO's total_net_output_bytes);
+	// nil counts nothing.
+	netOut *atomic.Int64
 
 	mu   sync.Mutex
 	cond sync.Cond // outbox, pending or closed changed
@@ -72,7 +75,7 @@ var (
 
 // newSubscriber starts the pub/sub side of cs, served on c.
 func (n *Server) newSubscriber(cs *connState, c net.Conn) *subscriber {
-	s := &subscriber{cs: cs, conn: c, limit: n.Cfg.PubSubLimit, now: func() time.Duration { return time.Duration(n.MonoNow()) }, overflowed: &n.pubsub.overflowed}
+	s := &subscriber{cs: cs, conn: c, limit: n.Cfg.PubSubLimit, now: func() time.Duration { return time.Duration(n.MonoNow()) }, overflowed: &n.pubsub.overflowed, netOut: &n.info.meters.netOut}
 	s.cond.L = &s.mu
 	for k := range s.sets {
 		s.sets[k] = map[string]struct{}{}
@@ -227,7 +230,10 @@ func (s *subscriber) writeLoop() {
 		batch, size := coalesce(s.outbox)
 		s.outbox = nil
 		s.mu.Unlock()
-		_, err := batch.WriteTo(s.conn)
+		wrote, err := batch.WriteTo(s.conn)
+		if s.netOut != nil {
+			s.netOut.Add(wrote)
+		}
 		s.mu.Lock()
 		s.pending -= size
 		if err != nil {

@@ -85,7 +85,7 @@ func (g *setGroup) flush(n *Server, ctx context.Context, cs *connState, replies 
 		n.WriteBlind(ctx, g.writes, start)
 		ok = n.WithinLease(ctx, a, false, resp.OK()) // one check after every write ended covers them all
 	}
-	n.Metrics.ObserveCommands(commands["set"], "set", start, len(g.writes))
+	took := n.Metrics.ObserveCommands(commands["set"], "set", start, len(g.writes))
 	cs.lastCmd.Store(setSpec)
 	n.Stats.Commands.Add(int64(len(g.writes)))
 	for i, w := range g.writes {
@@ -94,6 +94,7 @@ func (g *setGroup) flush(n *Server, ctx context.Context, cs *connState, replies 
 		} else {
 			replies[g.at[i]] = ok
 		}
+		n.info.cmds.ran(setSpec, replies[g.at[i]], took)
 	}
 	clear(g.writes)
 	g.writes, g.at = g.writes[:0], g.at[:0]

@@ -19,6 +19,10 @@ type counters struct {
 
 	// RejectedConns counts client connections refused at maxclients.
 	RejectedConns atomic.Int64
+	// KeyspaceHits and KeyspaceMisses count reads of a key's value (Get)
+	// that found it and that did not, as Redis's keyspace_hits and
+	// keyspace_misses count read lookups.
+	KeyspaceHits, KeyspaceMisses atomic.Int64
 }
 
 // DetachedBytes is scheme id's count of detached value bytes.

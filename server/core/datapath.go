@@ -113,8 +113,12 @@ func (n *Coordinator) Get(ctx context.Context, key []byte) (Current, error) {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		cur, err := n.readCommitted(ctx, key)
 		if !errors.Is(err, kind.ErrPieceGone) {
-			if cur.Exists {
+			switch {
+			case cur.Exists:
 				n.Metrics.read(cur.Entry)
+				n.Stats.KeyspaceHits.Add(1)
+			case err == nil:
+				n.Stats.KeyspaceMisses.Add(1)
 			}
 			return cur, err
 		}

@@ -29,6 +29,10 @@ func (g *memGauge) Refresh(n *Coordinator) func(context.Context) {
 	}
 }
 
+// Used is the bytes the stores held at the last refresh: what maxmemory
+// bounds, and INFO's used_memory.
+func (g *memGauge) Used() int64 { return g.used.Load() }
+
 // checkMemory refuses a write that would grow the node beyond maxmemory.
 // The bound is checked against the last refresh plus this write, so it can
 // overshoot by one refresh interval of writes, like Redis's per-command

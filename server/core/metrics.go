@@ -163,24 +163,26 @@ var clockStart = time.Now()
 // pipelined SETs on one node before (docs/benchmarks/analysis.md).
 func Monotime() int64 { return int64(time.Since(clockStart)) }
 
-// ObserveCommand records one command's duration under its registry name;
-// cmd identifies the command (its registry entry), so that the histogram
-// is resolved once per command.
-func (nm *nodeMetrics) ObserveCommand(cmd any, name string, since int64) {
-	nm.ObserveCommands(cmd, name, since, 1)
+// ObserveCommand records one command's duration under its registry name
+// and returns it in nanoseconds; cmd identifies the command (its registry
+// entry), so that the histogram is resolved once per command.
+func (nm *nodeMetrics) ObserveCommand(cmd any, name string, since int64) int64 {
+	return nm.ObserveCommands(cmd, name, since, 1)
 }
 
 // ObserveCommands records count commands that ran together (a blind SET
-// group) and took the time since since (a monotime).
-func (nm *nodeMetrics) ObserveCommands(cmd any, name string, since int64, count int) {
+// group) and took the time since since (a monotime), and returns that
+// time in nanoseconds.
+func (nm *nodeMetrics) ObserveCommands(cmd any, name string, since int64, count int) int64 {
 	o, ok := nm.byCommand.Load(cmd)
 	if !ok {
 		o, _ = nm.byCommand.LoadOrStore(cmd, nm.commandLatency.WithLabelValues(name))
 	}
-	took := Seconds(Monotime() - since)
+	took := Monotime() - since
 	for range count {
-		o.(prometheus.Observer).Observe(took)
+		o.(prometheus.Observer).Observe(Seconds(took))
 	}
+	return took
 }
 
 // scheme returns the instruments of scheme entry e.

@@ -6,9 +6,11 @@ import (
 )
 
 // The table transcribes Redis 7.2's command metadata (src/commands/*.json
-// as COMMAND INFO and COMMAND DOCS report it) for the commands memgest
-// serves, plus memgest's SCHEME. Containers list only the subcommands
-// memgest implements or is likely to.
+// of 7.2.6, the last 7.2 release checked, as COMMAND INFO and COMMAND DOCS
+// report it) for the commands memgest serves, plus memgest's SCHEME.
+// Containers list only the subcommands memgest implements or is likely
+// to. TestCommandTableAgainstRedis compares the rows with what a real
+// Redis answers (testdata/redis-commands.json).
 
 // ACL categories, in the order Redis prints them.
 type aclCat uint32
@@ -87,6 +89,7 @@ type def struct {
 	history           [][2]string
 	deprecated        string // deprecated since
 	replacedBy        string
+	docFlags          []string // besides "deprecated", which deprecated implies
 	subs              []def
 }
 
@@ -370,7 +373,7 @@ var serverDefs = []def{
 		tips:  []string{"request_policy:all_shards", "response_policy:agg_sum"},
 		group: "server", since: "1.0.0", complexity: o1,
 		summary: "Returns the number of keys in the database."},
-	{name: "debug", arity: -2, flags: fANLS, group: "server", since: "1.0.0",
+	{name: "debug", arity: -2, flags: fANLS, group: "server", since: "1.0.0", docFlags: []string{"syscmd"},
 		complexity: depends, summary: "A container for debugging commands."},
 	{name: "flushall", arity: -1, flags: FlagWrite, acl: aclKeyspace | aclDangerous,
 		tips: tipsAllShardsOK, group: "server", since: "1.0.0", history: histFlush,
@@ -379,7 +382,7 @@ var serverDefs = []def{
 	{name: "flushdb", arity: -1, flags: FlagWrite, acl: aclKeyspace | aclDangerous,
 		tips: tipsAllShardsOK, group: "server", since: "1.0.0", history: histFlush,
 		complexity: "O(N) where N is the number of keys in the selected database",
-		summary:    "Removes all keys from the current database."},
+		summary:    "Remove all keys from the current database."}, // sic: 7.2 says "Remove" here, "Removes" for FLUSHALL
 	{name: "info", arity: -1, flags: fLS, acl: aclDangerous,
 		tips:  []string{nondet, "request_policy:all_shards", "response_policy:special"},
 		group: "server", since: "1.0.0", complexity: o1,
@@ -488,10 +491,10 @@ var clientSubs = []def{
 			{"7.0.0", "Added `resp`, `multi-mem`, `rbs` and `rbp` fields."},
 			{"7.0.3", "Added `ssub` field."},
 		}},
-	{name: "setinfo", arity: 4, flags: fNLS | FlagAllowBusy, acl: aclConnection, tips: tipsAllNodesOK,
+	{name: "setinfo", arity: 4, flags: fNLS, acl: aclConnection, tips: tipsAllNodesOK,
 		group: "connection", since: "7.2.0", complexity: o1,
 		summary: "Sets information specific to the client or connection."},
-	{name: "setname", arity: 3, flags: fNLS, acl: aclConnection, group: "connection", since: "2.6.9",
+	{name: "setname", arity: 3, flags: fNLS, acl: aclConnection, tips: tipsAllNodesOK, group: "connection", since: "2.6.9",
 		complexity: o1, summary: "Sets the connection name."},
 }
 
@@ -512,16 +515,16 @@ var clusterSubs = []def{
 		since: "3.0.0", complexity: "O(N) where N is the number of requested keys",
 		summary: "Returns the key names in a hash slot."},
 	{name: "help", arity: 2, flags: fLS, group: "cluster", since: "5.0.0", complexity: o1, summary: helpSummary},
-	{name: "info", arity: 2, flags: fLS, tips: []string{nondet}, group: "cluster", since: "3.0.0",
+	{name: "info", arity: 2, flags: FlagStale, tips: []string{nondet}, group: "cluster", since: "3.0.0",
 		complexity: o1, summary: "Returns information about the state of a node."},
 	{name: "keyslot", arity: 3, flags: FlagStale, group: "cluster", since: "3.0.0",
 		complexity: "O(N) where N is the number of bytes in the key",
 		summary:    "Returns the hash slot for a key."},
-	{name: "myid", arity: 2, flags: fLS, group: "cluster", since: "3.0.0", complexity: o1,
+	{name: "myid", arity: 2, flags: FlagStale, group: "cluster", since: "3.0.0", complexity: o1,
 		summary: "Returns the ID of a node."},
-	{name: "myshardid", arity: 2, flags: fLS, tips: []string{nondet}, group: "cluster", since: "7.2.0",
+	{name: "myshardid", arity: 2, flags: FlagStale, tips: []string{nondet}, group: "cluster", since: "7.2.0",
 		complexity: o1, summary: "Returns the shard ID of a node."},
-	{name: "nodes", arity: 2, flags: fLS, tips: []string{nondet}, group: "cluster", since: "3.0.0",
+	{name: "nodes", arity: 2, flags: FlagStale, tips: []string{nondet}, group: "cluster", since: "3.0.0",
 		complexity: "O(N) where N is the total number of Cluster nodes",
 		summary:    "Returns the cluster configuration for a node."},
 	{name: "shards", arity: 2, flags: fLS, tips: []string{nondet}, group: "cluster", since: "7.0.0",
@@ -596,6 +599,7 @@ var (
 	commandIndex    = map[string]*CommandSpec{}
 	subcommandIndex = map[string]*CommandSpec{}
 	commandList     []*CommandSpec
+	allSpecs        []*CommandSpec // every command and subcommand, by Index
 )
 
 func init() {
@@ -630,9 +634,12 @@ func build(d def, parent *CommandSpec) *CommandSpec {
 		Tips:          d.tips, KeySpecs: d.keys, Parent: parent,
 		Group: d.group, Summary: d.summary, Since: d.since, Complexity: d.complexity,
 		History: d.history, DeprecatedSince: d.deprecated, ReplacedBy: d.replacedBy,
+		index: len(allSpecs),
 	}
+	allSpecs = append(allSpecs, spec)
+	spec.DocFlags = d.docFlags
 	if d.deprecated != "" {
-		spec.DocFlags = []string{"deprecated"}
+		spec.DocFlags = append(slices.Clone(d.docFlags), "deprecated")
 	}
 	for _, s := range d.subs {
 		sub := build(s, spec)

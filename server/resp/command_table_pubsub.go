@@ -8,7 +8,9 @@ package resp
 // Flag sets of the pub/sub rows.
 const (
 	fSub = FlagPubSub | FlagNoScript | FlagLoading | FlagStale
-	fPub = FlagPubSub | FlagLoading | FlagStale | FlagFast | FlagMayReplicate
+	// PUBLISH and SPUBLISH are may_replicate in src/commands, a flag
+	// COMMAND INFO never shows (addReplyFlagsForCommand hides it).
+	fPub = FlagPubSub | FlagLoading | FlagStale | FlagFast
 	fPS  = FlagPubSub | FlagLoading | FlagStale
 )
 

@@ -42,7 +42,16 @@ type CommandSpec struct {
 
 	flags Flag
 	subs  map[string]*CommandSpec // subcommands by lower-case short name
+	index int                     // position in allSpecs (Index)
 }
+
+// Index is the spec's position among every command and subcommand
+// (0 ≤ Index < SpecCount), for per-command tables such as INFO
+// commandstats' counters.
+func (spec *CommandSpec) Index() int { return spec.index }
+
+// SpecCount is the number of commands and subcommands in the table.
+func SpecCount() int { return len(allSpecs) }
 
 // KeySpec is a key specification whose begin_search is an index and whose
 // find_keys is a range, the only forms memgest's commands need.
@@ -205,6 +214,12 @@ func lookupFullName(name string) (*CommandSpec, bool) {
 // Commands returns every top-level command sorted by name. The slice is
 // shared; do not modify it.
 func Commands() []*CommandSpec { return commandList }
+
+// Invoked is the command or subcommand args names, found as Resolve finds
+// it but without checking arity, or nil when args names none: after
+// Resolve refused args, the spec whose arity they failed (INFO
+// commandstats counts it as rejected).
+func Invoked(args [][]byte) *CommandSpec { return resolveQuiet(args) }
 
 // Resolve finds the command args invokes and makes the checks Redis makes
 // before running it, returning the spec to run or the error reply to send:

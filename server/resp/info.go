@@ -16,28 +16,14 @@ type InfoSection struct {
 
 // RenderInfo renders sections in the order given, as Redis's INFO does:
 // "# Server\r\nfield:value\r\n...", sections separated by an empty line.
-// want holds INFO's arguments, matched ignoring case: section names,
-// "default" (every section not marked Extra; also what no argument
-// means), "all" and "everything" (every section). Unknown names select
-// nothing. The result goes out as a verbatim "txt" string in RESP3 and a
+// want holds INFO's arguments, and a section is rendered if InfoSelects
+// says so. The result goes out as a verbatim "txt" string in RESP3 and a
 // bulk string in RESP2, as Redis 7 sends it.
 func RenderInfo(sections []InfoSection, want []string) []byte {
-	all, dflt := false, len(want) == 0
-	named := make(map[string]bool, len(want))
-	for _, w := range want {
-		switch w = strings.ToLower(w); w {
-		case "all", "everything":
-			all = true
-		case "default":
-			dflt = true
-		default:
-			named[w] = true
-		}
-	}
 	var out []byte
 	n := 0
 	for _, sec := range sections {
-		if !all && !named[strings.ToLower(sec.Name)] && (!dflt || sec.Extra) {
+		if !InfoSelects(want, sec.Name, sec.Extra) {
 			continue
 		}
 		if n > 0 {
@@ -50,4 +36,25 @@ func RenderInfo(sections []InfoSection, want []string) []byte {
 		}
 	}
 	return out
+}
+
+// InfoSelects says whether INFO with arguments want shows the section
+// named name (extra if left out of the default selection). Arguments match
+// ignoring case: section names, "default" (every section not extra; also
+// what no argument means), "all" and "everything" (every section; memgest
+// has no module sections, which only "everything" adds in Redis). Unknown
+// names select nothing. Callers may use it to build only the sections
+// asked for.
+func InfoSelects(want []string, name string, extra bool) bool {
+	if len(want) == 0 {
+		return !extra
+	}
+	for _, w := range want {
+		switch {
+		case strings.EqualFold(w, "all"), strings.EqualFold(w, "everything"),
+			strings.EqualFold(w, name), strings.EqualFold(w, "default") && !extra:
+			return true
+		}
+	}
+	return false
 }
