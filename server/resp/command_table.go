@@ -509,7 +509,7 @@ var (
 
 func init() {
 	var defs []def
-	for _, group := range [][]def{stringDefs, genericDefs, serverDefs, connectionDefs, clusterDefs} {
+	for _, group := range [][]def{stringDefs, genericDefs, serverDefs, connectionDefs, clusterDefs, transactionDefs} {
 		defs = append(defs, group...)
 	}
 	defs = append(defs, schemeDef)

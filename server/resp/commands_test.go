@@ -66,6 +66,11 @@ var redisTable = []struct {
 	{"cluster|slots", 2, 0, 0, 0, "loading stale"},
 	{"cluster|keyslot", 3, 0, 0, 0, "stale"},
 	{"command|info", -2, 0, 0, 0, "loading stale"},
+	{"multi", 1, 0, 0, 0, "noscript loading stale fast allow_busy"},
+	{"exec", 1, 0, 0, 0, "noscript loading stale skip_slowlog"},
+	{"discard", 1, 0, 0, 0, "noscript loading stale fast allow_busy"},
+	{"watch", -2, 1, -1, 1, "noscript loading stale fast allow_busy"},
+	{"unwatch", 1, 0, 0, 0, "noscript loading stale fast allow_busy"},
 	// memgest's own.
 	{"scheme", -2, 0, 0, 0, ""},
 	{"scheme|create", 4, 0, 0, 0, "write noscript"},
@@ -102,7 +107,7 @@ func TestCommandTable(t *testing.T) {
 			t.Errorf("%s: flags %q, want %q", w.name, got, w.flags)
 		}
 	}
-	if top := len(Commands()); top != 58 {
+	if top := len(Commands()); top != 63 {
 		t.Errorf("%d top-level commands", top)
 	}
 }
@@ -122,6 +127,8 @@ func TestACLCategories(t *testing.T) {
 		"config|get":  "@admin @slow @dangerous",
 		"client|kill": "@admin @slow @dangerous @connection",
 		"scheme|of":   "@read @fast",
+		"watch":       "@fast @transaction",
+		"exec":        "@slow @transaction",
 	}
 	for name, cats := range want {
 		s, _ := lookupFullName(name)
@@ -178,7 +185,8 @@ func checkSpec(t *testing.T, s *CommandSpec, parent *CommandSpec) {
 	default:
 		t.Errorf("%s: several key specs", s.Name)
 	}
-	if s.Has(FlagWrite) == s.Has(FlagReadOnly) && len(s.KeySpecs) > 0 {
+	// WATCH is keyed but neither, as in Redis: it reads nothing a client sees.
+	if s.Has(FlagWrite) == s.Has(FlagReadOnly) && len(s.KeySpecs) > 0 && s.Name != "watch" {
 		t.Errorf("%s: a keyed command must be exactly one of write and readonly", s.Name)
 	}
 	cats := strings.Join(s.ACLCategories, " ")
