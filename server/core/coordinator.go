@@ -57,6 +57,7 @@ type Coordinator struct {
 	MemUsed    memGauge
 	ExpireQ    chan []byte
 	Temp       Temperature // a temperature policy's access sketch and moves (temperature.go)
+	Deletions  Deletions   // deletions per slot, for WATCH (deletions.go)
 
 	// Kinds binds the catalogue's schemes to the packages implementing
 	// them; the node builds it (Kinds.go), so the core names no kind.
