@@ -24,6 +24,7 @@ type Server struct {
 	ownPassword *cluster.Password // --requirepass, before the map has the cluster's (auth.go)
 	version     string            // memgest's version, for INFO
 	nines       reliabilityCache  // each scheme's modelled durability, for /metrics
+	slots       slotLocks         // transactions apart from other commands (slotlock.go)
 }
 
 // New is the client side of the node whose core is c.

@@ -107,7 +107,7 @@ func (n *Server) dispatch(ctx context.Context, cs *connState, cmd *command, args
 			return resp.Errorf("TRYAGAIN memgest: restoring the key's stripe chunk: %v", err)
 		}
 		if p.local {
-			return n.coordinate(ctx, cs, cmd, args, spec)
+			return n.coordinate(ctx, cs, cmd, spec, args, keys)
 		}
 		return n.route(ctx, cs, cmd, spec, args, keys)
 	}
@@ -159,7 +159,7 @@ func (n *Server) route(ctx context.Context, cs *connState, cmd *command, spec *r
 		return cmd.fanout(n, ctx, cs, args)
 	}
 	if owner.ID == n.NodeID {
-		return n.coordinate(ctx, cs, cmd, args, spec)
+		return n.coordinate(ctx, cs, cmd, spec, args, keys)
 	}
 	if cs.forwarded {
 		return resp.Errorf("MOVED %d %s", slot, owner.ClientAddr)
@@ -171,14 +171,19 @@ func (n *Server) route(ctx context.Context, cs *connState, cmd *command, spec *r
 }
 
 // coordinate runs a key command whose keys this node coordinates, under
-// its lease (withinLease); a read-only command (the command table's
-// readonly flag) is a read there.
-func (n *Server) coordinate(ctx context.Context, cs *connState, cmd *command, args [][]byte, spec *resp.CommandSpec) resp.Reply {
+// its lease (withinLease), with its keys' slots held shared so that no
+// transaction's EXEC runs meanwhile (slotlock.go); a read-only command
+// (the command table's readonly flag) is a read there.
+func (n *Server) coordinate(ctx context.Context, cs *connState, cmd *command, spec *resp.CommandSpec, args, keys [][]byte) resp.Reply {
 	a := n.TakeAuthority()
 	if !a.Ok {
 		return errFenced // lapsed since refuseKeys: nothing ran
 	}
-	return n.WithinLease(ctx, a, spec.Has(resp.FlagReadOnly), cmd.run(n, ctx, cs, args))
+	var buf [4]uint16
+	held := n.slots.rlockKeys(ctx, buf[:0], keys)
+	r := cmd.run(n, ctx, cs, args)
+	n.slots.runlock(held)
+	return n.WithinLease(ctx, a, spec.Has(resp.FlagReadOnly), r)
 }
 
 // coordinatorOf returns the common coordinator of keys, or single=false.
