@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/server/commands"
 	"github.com/memgest/memgest/server/resp"
 )
 
@@ -36,3 +37,7 @@ func (n *Node) IsLeader() bool { return n.Ctl.IsLeader() }
 // returns its reply: how in-process tests drive a node, which has no
 // client port in memory. It works on any node.
 func (n *Node) Do(ctx context.Context, args ...string) resp.Reply { return n.cmds.Do(ctx, args...) }
+
+// Session opens a client session on the node: commands that keep state
+// between requests (MULTI, WATCH) run in it.
+func (n *Node) Session() *commands.Session { return n.cmds.Session() }

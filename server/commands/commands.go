@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"math/rand/v2"
 	"net"
 	"time"
 
@@ -25,23 +26,19 @@ type Server struct {
 	version     string            // memgest's version, for INFO
 	nines       reliabilityCache  // each scheme's modelled durability, for /metrics
 	slots       slotLocks         // transactions apart from other commands (slotlock.go)
+	boot        uint64            // this Server's nonce: WATCH's versions are its own (tx.go)
 }
 
 // New is the client side of the node whose core is c.
 func New(c *core.Coordinator, stripes *stripe.Engine, ownPassword *cluster.Password, version string) *Server {
-	return &Server{Coordinator: c, stripes: stripes, ownPassword: ownPassword, version: version}
+	return &Server{Coordinator: c, stripes: stripes, ownPassword: ownPassword, version: version, boot: rand.Uint64()}
 }
 
 // Do runs one command as a RESP2 client connection of its own would and
 // returns its reply: how in-process tests drive a node, which has no
 // client port in memory. It works on any node.
 func (n *Server) Do(ctx context.Context, args ...string) resp.Reply {
-	b := make([][]byte, len(args))
-	for i, a := range args {
-		b[i] = []byte(a)
-	}
-	cs := &connState{id: nextConnID.Add(1), proto: 2, authed: !n.authRequired(), addr: "inmem", created: time.Now()}
-	return n.execute(ctx, cs, b)
+	return n.Session().Do(ctx, args...)
 }
 
 // Serve answers clients on l until Close.
@@ -57,4 +54,44 @@ func (n *Server) Close() error {
 		return nil
 	}
 	return n.resp.Close()
+}
+
+// Session is a client connection without a socket: its commands share one
+// session (MULTI's queue, WATCH's versions, the protocol), as in-process
+// tests need. A Session is used by one goroutine at a time.
+type Session struct {
+	n  *Server
+	cs *connState
+}
+
+// Session opens a session on this node, as a RESP2 connection would.
+func (n *Server) Session() *Session {
+	cs := &connState{id: nextConnID.Add(1), proto: 2, authed: !n.authRequired(), addr: "inmem", created: time.Now()}
+	return &Session{n: n, cs: cs}
+}
+
+// Do runs one command in the session.
+func (s *Session) Do(ctx context.Context, args ...string) resp.Reply {
+	return s.n.execute(ctx, s.cs, bytesOf(args))
+}
+
+// Pipeline runs cmds as one pipeline, as if a client had sent them at
+// once, and returns their replies.
+func (s *Session) Pipeline(cmds ...[]string) []resp.Reply {
+	in := make([][][]byte, len(cmds))
+	for i, c := range cmds {
+		in[i] = bytesOf(c)
+	}
+	replies, _ := s.n.runPipeline(s.cs, in)
+	out := append([]resp.Reply(nil), replies...)
+	s.cs.pipe.reset(in)
+	return out
+}
+
+func bytesOf(args []string) [][]byte {
+	b := make([][]byte, len(args))
+	for i, a := range args {
+		b[i] = []byte(a)
+	}
+	return b
 }

@@ -28,6 +28,12 @@ type command struct {
 	noAuth bool
 	// cluster commands need a formed cluster (data commands).
 	needsFormed bool
+	// tx commands run at once between MULTI and EXEC rather than being
+	// queued (MULTI, EXEC, DISCARD, WATCH, QUIT).
+	tx bool
+	// routes marks a key command that finds its keys' coordinator itself
+	// (WATCH): dispatch runs it wherever it was sent.
+	routes bool
 }
 
 // commands is the dispatch table, filled by the cmd_*.go files' init.
@@ -64,6 +70,7 @@ func parseCommand(args [][]byte) parsed {
 func (n *Server) executeParsed(ctx context.Context, cs *connState, args [][]byte, p parsed) resp.Reply {
 	spec, bad := p.spec, p.bad
 	if bad.IsError() {
+		cs.flagTx()
 		if r := n.admit(cs); r.IsError() {
 			return r
 		}
@@ -72,12 +79,17 @@ func (n *Server) executeParsed(ctx context.Context, cs *connState, args [][]byte
 	name := topName(spec)
 	cmd := commands[name]
 	if cmd == nil {
+		cs.flagTx()
 		return resp.ErrUnknownCommand(string(args[0]), args[1:])
 	}
 	if !cmd.noAuth {
 		if r := n.admit(cs); r.IsError() {
+			cs.flagTx()
 			return r
 		}
+	}
+	if cs.tx != nil && cs.tx.multi && !cmd.tx {
+		return n.queue(cs, spec, args, p.keys)
 	}
 	start := core.Monotime()
 	r := n.dispatch(ctx, cs, cmd, args, p)
@@ -105,6 +117,9 @@ func (n *Server) dispatch(ctx context.Context, cs *connState, cmd *command, args
 		}
 		if err := n.stripes.RestoreKeys(ctx, keys); err != nil {
 			return resp.Errorf("TRYAGAIN memgest: restoring the key's stripe chunk: %v", err)
+		}
+		if cmd.routes {
+			return cmd.run(n, ctx, cs, args)
 		}
 		if p.local {
 			return n.coordinate(ctx, cs, cmd, spec, args, keys)

@@ -36,6 +36,7 @@ const (
 	MsgStripeRead                    // read a data chunk, a parity chunk or an open chunk's copy (stripe.Engine.OnRead)
 	MsgStripeResync                  // send a list's chunks whole to one parity holder (stripe.Engine.OnResync)
 	MsgStripeBatch                   // put, read, list or free batch stripes' pieces (stripe.Engine.OnBatch)
+	MsgTx                            // WATCH's versions, or a whole transaction run at EXEC, on its slot's coordinator (server/commands/tx_remote.go)
 )
 
 // Piece is one unit of redundancy stored on a node: a replica of a value or
