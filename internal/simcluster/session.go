@@ -47,11 +47,19 @@ func (s *Session) DoQuiet(args ...string) resp.Reply {
 // Pipeline sends cmds at once, as a client pipelining them would, and
 // returns their replies.
 func (s *Session) Pipeline(cmds ...[]string) []resp.Reply {
-	replies := s.s.Pipeline(cmds...)
+	replies := s.PipelineQuiet(cmds...)
 	var b strings.Builder
 	for i, c := range cmds {
 		b.WriteString("\n  " + renderArgs(c) + " → " + Render(replies[i]))
 	}
 	s.c.tracer.add("n%d pipeline%s", s.i, b.String())
 	return replies
+}
+
+// PipelineQuiet is Pipeline without the trace, for concurrent clients.
+func (s *Session) PipelineQuiet(cmds ...[]string) []resp.Reply {
+	if !s.c.nodes[s.i].alive {
+		s.c.t.Fatalf("simcluster: pipeline on node %d, which is not running", s.i)
+	}
+	return s.s.Pipeline(cmds...)
 }
