@@ -25,8 +25,11 @@ type Server struct {
 	ownPassword *cluster.Password // --requirepass, before the map has the cluster's (auth.go)
 	version     string            // memgest's version, for INFO
 	nines       reliabilityCache  // each scheme's modelled durability, for /metrics
-	slots       slotLocks         // transactions apart from other commands (slotlock.go)
 	boot        uint64            // this Server's nonce: WATCH's versions are its own (tx.go)
+
+	// slots keep transactions apart from other commands (slotlock.go);
+	// last, after every pointer, so the collector does not scan them.
+	slots slotLocks
 }
 
 // New is the client side of the node whose core is c.

@@ -13,11 +13,16 @@ func TestForwardAndScanRoundTrips(t *testing.T) {
 	}
 }
 
-// FuzzCommandPayloads: the forward and scan decoders never panic on
+// FuzzCommandPayloads: the forward, scan and Tx decoders never panic on
 // arbitrary bytes.
 func FuzzCommandPayloads(f *testing.F) {
 	f.Add([]byte(forwardReq{Proto: 2, Args: [][]byte{[]byte("GET"), []byte("k")}}.encode(nil)))
+	tx, _ := txReq{kind: txExec, proto: 2, slot: 1, watch: &watchSet{keys: []watchedKey{{key: []byte("k")}}},
+		cmds: [][][]byte{{[]byte("GET"), []byte("k")}}}.spool()
+	f.Add(tx)
 	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = decodeTx(b)
+		_, _, _ = decodeWatch(b, 0, [][]byte{[]byte("k")})
 		_, _ = decodeForward(b)
 		_, _ = decodeScan(b)
 		_, _ = decodeScanResp(b)

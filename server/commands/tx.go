@@ -27,14 +27,15 @@ func init() {
 }
 
 var (
-	errNestedMulti  = resp.Err("ERR MULTI calls can not be nested")
-	errExecNoMulti  = resp.Err("ERR EXEC without MULTI")
-	errDiscardNoTx  = resp.Err("ERR DISCARD without MULTI")
-	errWatchInMulti = resp.Err("ERR WATCH inside MULTI is not allowed")
-	errExecAbort    = resp.Err("EXECABORT Transaction discarded because of previous errors.")
-	errCrossSlot    = resp.Err("CROSSSLOT Keys in request don't hash to the same slot")
-	errNotInTx      = resp.Err("ERR Command not allowed inside a transaction")
-	queuedReply     = resp.Simple("QUEUED")
+	errNestedMulti   = resp.Err("ERR MULTI calls can not be nested")
+	errExecNoMulti   = resp.Err("ERR EXEC without MULTI")
+	errDiscardNoTx   = resp.Err("ERR DISCARD without MULTI")
+	errWatchInMulti  = resp.Err("ERR WATCH inside MULTI is not allowed")
+	errExecAbort     = resp.Err("EXECABORT Transaction discarded because of previous errors.")
+	errCrossSlot     = resp.Err("CROSSSLOT Keys in request don't hash to the same slot")
+	errNotInTx       = resp.Err("ERR Command not allowed inside a transaction")
+	errSlotNotServed = resp.Err("CLUSTERDOWN Hash slot not served")
+	queuedReply      = resp.Simple("QUEUED")
 )
 
 // watchSpec is WATCH's spec: the pipeline runs it in order, since it
@@ -228,7 +229,7 @@ func cmdExec(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.
 	owner, ok := n.Ctl.Map().Coordinator(slot)
 	switch {
 	case !ok:
-		return resp.Err("CLUSTERDOWN Hash slot not served")
+		return errSlotNotServed
 	case owner.ID == n.NodeID:
 		return n.runTx(ctx, cs, slot, tx.watch, tx.queued)
 	case cs.forwarded || n.Cfg.Redirect:
@@ -341,7 +342,7 @@ func cmdWatch(n *Server, ctx context.Context, cs *connState, args [][]byte) resp
 	var r resp.Reply
 	switch {
 	case !ok:
-		return resp.Err("CLUSTERDOWN Hash slot not served")
+		return errSlotNotServed
 	case owner.ID == n.NodeID:
 		w, r = n.watchHere(ctx, slot, keys)
 	case cs.forwarded || n.Cfg.Redirect:

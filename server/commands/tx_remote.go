@@ -117,11 +117,15 @@ func (n *Server) OnTx(b []byte) ([]byte, error) {
 	defer cancel()
 	var reply resp.Reply
 	var w watchSet
-	if owner, ok := n.Ctl.Map().Coordinator(r.slot); !ok || owner.ID != n.NodeID {
+	owner, ok := n.Ctl.Map().Coordinator(r.slot)
+	switch {
+	case !ok:
+		reply = errSlotNotServed
+	case owner.ID != n.NodeID:
 		reply = resp.Moved(r.slot, owner.ClientAddr) // maps in flux: the client retries there
-	} else if r.kind == txWatch {
+	case r.kind == txWatch:
 		w, reply = n.watchHere(ctx, r.slot, r.keys)
-	} else {
+	default:
 		cs := &connState{proto: r.proto, authed: true, forwarded: true}
 		reply = n.runTx(ctx, cs, r.slot, r.watch, r.cmds)
 	}
