@@ -225,13 +225,20 @@ func coordinatorOf(m *cluster.Map, keys [][]byte) (owner cluster.Node, slot int,
 // themselves, which would apply an INCR twice.
 func (n *Server) forward(ctx context.Context, cs *connState, owner cluster.Node, args [][]byte) resp.Reply {
 	payload, tail := forwardReq{Proto: cs.proto, Args: args}.spool()
-	out, err := n.CallUnder(ctx, core.PeerReq{Node: owner, Typ: peer.MsgForward, Payload: payload, Tail: tail}, nil)
+	return n.relay(ctx, core.PeerReq{Node: owner, Typ: peer.MsgForward, Payload: payload, Tail: tail}, "command")
+}
+
+// relay sends req, a client's command or transaction (what), to the
+// coordinator req.Node, and returns the RESP reply it answers.
+func (n *Server) relay(ctx context.Context, req core.PeerReq, what string) resp.Reply {
+	owner := req.Node
+	out, err := n.CallUnder(ctx, req, nil)
 	if errors.Is(err, transport.ErrNotSent) {
 		// Safe to retry: the coordinator never saw the command.
-		return resp.Errorf("TRYAGAIN memgest: coordinator %s unreachable; the command was not sent: %v", owner.ClientAddr, err)
+		return resp.Errorf("TRYAGAIN memgest: coordinator %s unreachable; the %s was not sent: %v", owner.ClientAddr, what, err)
 	}
 	if err != nil {
-		return resp.Errorf("ERR memgest: forwarding to coordinator %s failed; the command may or may not have run: %v", owner.ClientAddr, err)
+		return resp.Errorf("ERR memgest: forwarding to coordinator %s failed; the %s may or may not have run: %v", owner.ClientAddr, what, err)
 	}
 	r, _, err := resp.ParseOwned(out) // a fresh frame's: a huge value is not copied again
 	if err != nil {

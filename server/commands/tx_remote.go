@@ -3,13 +3,11 @@ package commands
 import (
 	"bytes"
 	"context"
-	"errors"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/server/resp"
-	"github.com/memgest/memgest/transport"
 	"github.com/memgest/memgest/wire"
 )
 
@@ -186,17 +184,5 @@ func (n *Server) watchRemote(ctx context.Context, owner cluster.Node, slot int, 
 // after the request was sent leaves the outcome unknown.
 func (n *Server) forwardTx(ctx context.Context, cs *connState, owner cluster.Node, slot int, w *watchSet, cmds [][][]byte) resp.Reply {
 	payload, tail := txReq{kind: txExec, proto: cs.proto, slot: slot, watch: w, cmds: cmds}.spool()
-	out, err := n.CallUnder(ctx, core.PeerReq{Node: owner, Typ: peer.MsgTx, Payload: payload, Tail: tail}, nil)
-	if errors.Is(err, transport.ErrNotSent) {
-		return resp.Errorf("TRYAGAIN memgest: coordinator %s unreachable; the transaction was not sent: %v", owner.ClientAddr, err)
-	}
-	if err != nil {
-		return resp.Errorf("ERR memgest: forwarding the transaction to coordinator %s failed; it may or may not have run: %v", owner.ClientAddr, err)
-	}
-	r, _, err := resp.ParseOwned(out)
-	if err != nil {
-		return resp.Errorf("ERR bad reply from coordinator %s: %v", owner.ClientAddr, err)
-	}
-	n.Stats.Forwarded.Add(1)
-	return r
+	return n.relay(ctx, core.PeerReq{Node: owner, Typ: peer.MsgTx, Payload: payload, Tail: tail}, "transaction")
 }
