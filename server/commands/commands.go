@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"math/rand/v2"
 	"net"
 	"time"
 
@@ -26,11 +27,16 @@ type Server struct {
 	nines       reliabilityCache  // each scheme's modelled durability, for /metrics
 	pubsub      pubsubHub         // this node's subscriptions and the bus to other nodes' (pubsub_*.go)
 	info        *infoState        // INFO's counters, meters and identities (server_info.go)
+	boot        uint64            // this Server's nonce: WATCH's versions are its own (tx.go)
+
+	// slots keep transactions apart from other commands (slotlock.go);
+	// last, after every pointer, so the collector does not scan them.
+	slots slotLocks
 }
 
 // New is the client side of the node whose core is c.
 func New(c *core.Coordinator, stripes *stripe.Engine, ownPassword *cluster.Password, version string) *Server {
-	n := &Server{Coordinator: c, stripes: stripes, ownPassword: ownPassword, version: version, info: newInfoState()}
+	n := &Server{Coordinator: c, stripes: stripes, ownPassword: ownPassword, version: version, info: newInfoState(), boot: rand.Uint64()}
 	n.resp = newClientServer(n, nil)
 	return n
 }
@@ -39,21 +45,17 @@ func New(c *core.Coordinator, stripes *stripe.Engine, ownPassword *cluster.Passw
 // returns its reply: how in-process tests drive a node, which has no
 // client port in memory. It works on any node.
 func (n *Server) Do(ctx context.Context, args ...string) resp.Reply {
-	return n.DoSession(ctx, args)[0]
+	return n.Session().Do(ctx, args...)
 }
 
 // DoSession runs commands one after the other on one RESP2 client
 // connection of their own, as Do runs one: for what a connection
 // remembers between commands (WAIT counts its last write).
 func (n *Server) DoSession(ctx context.Context, cmds ...[]string) []resp.Reply {
-	cs := &connState{id: nextConnID.Add(1), proto: 2, authed: !n.authRequired(), addr: "inmem", created: time.Now()}
+	s := n.Session()
 	out := make([]resp.Reply, len(cmds))
 	for i, args := range cmds {
-		b := make([][]byte, len(args))
-		for j, a := range args {
-			b[j] = []byte(a)
-		}
-		out[i] = n.execute(ctx, cs, b)
+		out[i] = s.Do(ctx, args...)
 	}
 	return out
 }
@@ -73,3 +75,42 @@ func (n *Server) ServeConn(c net.Conn) { n.resp.handle(c) }
 // Close stops the client port, if it was served, and closes every client
 // connection.
 func (n *Server) Close() error { return n.resp.Close() }
+// Session is a client connection without a socket: its commands share one
+// session (MULTI's queue, WATCH's versions, the protocol), as in-process
+// tests need. A Session is used by one goroutine at a time.
+type Session struct {
+	n  *Server
+	cs *connState
+}
+
+// Session opens a session on this node, as a RESP2 connection would.
+func (n *Server) Session() *Session {
+	cs := &connState{id: nextConnID.Add(1), proto: 2, authed: !n.authRequired(), addr: "inmem", created: time.Now()}
+	return &Session{n: n, cs: cs}
+}
+
+// Do runs one command in the session.
+func (s *Session) Do(ctx context.Context, args ...string) resp.Reply {
+	return s.n.execute(ctx, s.cs, bytesOf(args))
+}
+
+// Pipeline runs cmds as one pipeline, as if a client had sent them at
+// once, and returns their replies.
+func (s *Session) Pipeline(cmds ...[]string) []resp.Reply {
+	in := make([][][]byte, len(cmds))
+	for i, c := range cmds {
+		in[i] = bytesOf(c)
+	}
+	replies, _ := s.n.runPipeline(s.cs, in)
+	out := append([]resp.Reply(nil), replies...)
+	s.cs.pipe.reset(in)
+	return out
+}
+
+func bytesOf(args []string) [][]byte {
+	b := make([][]byte, len(args))
+	for i, a := range args {
+		b[i] = []byte(a)
+	}
+	return b
+}

@@ -35,6 +35,7 @@ type connState struct {
 	conn      net.Conn     // what CLIENT KILL from another connection closes
 	killed    atomic.Bool  // CLIENT KILL of itself: close after the reply
 	pubsub    *subscriber  // its pub/sub side, once it used a subscription command (set under mu)
+	tx        *txState     // MULTI's queue and WATCH's versions (tx.go); nil: none
 }
 
 var nextConnID atomic.Int64
@@ -190,7 +191,10 @@ func (n *Server) runPipeline(cs *connState, cmds [][][]byte) ([]resp.Reply, []in
 	ctx := context.Background()
 	for i, args := range cmds {
 		p := parseCommand(args)
-		spec, keys, concurrent := p.spec, p.keys, len(p.keys) > 0
+		// While a transaction queues, and for WATCH, which changes the
+		// session, commands run in order.
+		spec, keys := p.spec, p.keys
+		concurrent := len(keys) > 0 && !cs.queuing() && spec != watchSpec
 		if !concurrent {
 			group.flush(n, ctx, cs, replies)
 			wg.Wait()

@@ -16,7 +16,7 @@ func init() {
 	register("echo", &command{run: cmdEcho})
 	register("hello", &command{run: cmdHello, noAuth: true})
 	register("auth", &command{run: cmdAuth, noAuth: true})
-	register("quit", &command{run: cmdOK, noAuth: true})
+	register("quit", &command{run: cmdOK, noAuth: true, tx: true})
 	register("select", &command{run: cmdSelect})
 	register("client", &command{run: cmdClient})
 }

@@ -37,6 +37,12 @@ type command struct {
 	// checks itself (-MOVED, never forwarded: a subscription lives on
 	// the connection).
 	session bool
+	// tx commands run at once between MULTI and EXEC rather than being
+	// queued (MULTI, EXEC, DISCARD, WATCH, QUIT).
+	tx bool
+	// routes marks a key command that finds its keys' coordinator itself
+	// (WATCH): dispatch runs it wherever it was sent.
+	routes bool
 }
 
 // commands is the dispatch table, filled by the cmd_*.go files' init.
@@ -73,6 +79,7 @@ func parseCommand(args [][]byte) parsed {
 func (n *Server) executeParsed(ctx context.Context, cs *connState, args [][]byte, p parsed) resp.Reply {
 	spec, bad := p.spec, p.bad
 	if bad.IsError() {
+		cs.flagTx()
 		if r := n.admit(cs); r.IsError() {
 			return n.rejected(nil, r)
 		}
@@ -81,15 +88,20 @@ func (n *Server) executeParsed(ctx context.Context, cs *connState, args [][]byte
 	name := topName(spec)
 	cmd := commands[name]
 	if cmd == nil {
+		cs.flagTx()
 		return n.rejected(nil, resp.ErrUnknownCommand(string(args[0]), args[1:]))
 	}
 	if !cmd.noAuth {
 		if r := n.admit(cs); r.IsError() {
+			cs.flagTx()
 			return n.rejected(spec, r)
 		}
 	}
 	if r, refused := refuseSubscribed(cs, spec); refused {
 		return n.rejected(spec, r)
+	}
+	if cs.tx != nil && cs.tx.multi && !cmd.tx {
+		return n.queue(cs, spec, args, p.keys)
 	}
 	start := core.Monotime()
 	r := n.dispatch(ctx, cs, cmd, args, p)
@@ -118,8 +130,11 @@ func (n *Server) dispatch(ctx context.Context, cs *connState, cmd *command, args
 		if r, refused := n.checkKeys(ctx, cmd, keys); refused {
 			return r
 		}
+		if cmd.routes {
+			return cmd.run(n, ctx, cs, args)
+		}
 		if p.local {
-			return n.coordinate(ctx, cs, cmd, args, spec)
+			return n.coordinate(ctx, cs, cmd, spec, args, keys)
 		}
 		return n.route(ctx, cs, cmd, spec, args, keys)
 	}
@@ -192,7 +207,7 @@ func (n *Server) route(ctx context.Context, cs *connState, cmd *command, spec *r
 		return cmd.fanout(n, ctx, cs, args)
 	}
 	if owner.ID == n.NodeID {
-		return n.coordinate(ctx, cs, cmd, args, spec)
+		return n.coordinate(ctx, cs, cmd, spec, args, keys)
 	}
 	if cs.forwarded {
 		return resp.Errorf("MOVED %d %s", slot, owner.ClientAddr)
@@ -204,14 +219,19 @@ func (n *Server) route(ctx context.Context, cs *connState, cmd *command, spec *r
 }
 
 // coordinate runs a key command whose keys this node coordinates, under
-// its lease (withinLease); a read-only command (the command table's
-// readonly flag) is a read there.
-func (n *Server) coordinate(ctx context.Context, cs *connState, cmd *command, args [][]byte, spec *resp.CommandSpec) resp.Reply {
+// its lease (withinLease), with its keys' slots held shared so that no
+// transaction's EXEC runs meanwhile (slotlock.go); a read-only command
+// (the command table's readonly flag) is a read there.
+func (n *Server) coordinate(ctx context.Context, cs *connState, cmd *command, spec *resp.CommandSpec, args, keys [][]byte) resp.Reply {
 	a := n.TakeAuthority()
 	if !a.Ok {
 		return errFenced // lapsed since refuseKeys: nothing ran
 	}
-	return n.WithinLease(ctx, a, spec.Has(resp.FlagReadOnly), cmd.run(n, ctx, cs, args))
+	var buf [4]uint16
+	held := n.slots.rlockKeys(ctx, buf[:0], keys)
+	r := cmd.run(n, ctx, cs, args)
+	n.slots.runlock(held)
+	return n.WithinLease(ctx, a, spec.Has(resp.FlagReadOnly), r)
 }
 
 // coordinatorOf returns the common coordinator of keys, or single=false.
@@ -238,13 +258,20 @@ func coordinatorOf(m *cluster.Map, keys [][]byte) (owner cluster.Node, slot int,
 // themselves, which would apply an INCR twice.
 func (n *Server) forward(ctx context.Context, cs *connState, owner cluster.Node, args [][]byte) resp.Reply {
 	payload, tail := forwardReq{Proto: cs.proto, Args: args}.spool()
-	out, err := n.CallUnder(ctx, core.PeerReq{Node: owner, Typ: peer.MsgForward, Payload: payload, Tail: tail}, nil)
+	return n.relay(ctx, core.PeerReq{Node: owner, Typ: peer.MsgForward, Payload: payload, Tail: tail}, "command")
+}
+
+// relay sends req, a client's command or transaction (what), to the
+// coordinator req.Node, and returns the RESP reply it answers.
+func (n *Server) relay(ctx context.Context, req core.PeerReq, what string) resp.Reply {
+	owner := req.Node
+	out, err := n.CallUnder(ctx, req, nil)
 	if errors.Is(err, transport.ErrNotSent) {
 		// Safe to retry: the coordinator never saw the command.
-		return resp.Errorf("TRYAGAIN memgest: coordinator %s unreachable; the command was not sent: %v", owner.ClientAddr, err)
+		return resp.Errorf("TRYAGAIN memgest: coordinator %s unreachable; the %s was not sent: %v", owner.ClientAddr, what, err)
 	}
 	if err != nil {
-		return resp.Errorf("ERR memgest: forwarding to coordinator %s failed; the command may or may not have run: %v", owner.ClientAddr, err)
+		return resp.Errorf("ERR memgest: forwarding to coordinator %s failed; the %s may or may not have run: %v", owner.ClientAddr, what, err)
 	}
 	r, _, err := resp.ParseOwned(out) // a fresh frame's: a huge value is not copied again
 	if err != nil {

@@ -13,14 +13,19 @@ func TestForwardAndScanRoundTrips(t *testing.T) {
 	}
 }
 
-// FuzzCommandPayloads: the forward, scan and publish decoders never panic
-// on arbitrary bytes.
+// FuzzCommandPayloads: the forward, scan, publish and Tx decoders never
+// panic on arbitrary bytes.
 func FuzzCommandPayloads(f *testing.F) {
 	f.Add([]byte(forwardReq{Proto: 2, Args: [][]byte{[]byte("GET"), []byte("k")}}.encode(nil)))
 	publish, _ := encodePublish([]busMsg{{[]byte("ch"), []byte("msg")}})
 	f.Add(publish)
+	tx, _ := txReq{kind: txExec, proto: 2, slot: 1, watch: &watchSet{keys: []watchedKey{{key: []byte("k")}}},
+		cmds: [][][]byte{{[]byte("GET"), []byte("k")}}}.spool()
+	f.Add(tx)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _ = decodePublish(b)
+		_, _ = decodeTx(b)
+		_, _, _ = decodeWatch(b, 0, [][]byte{[]byte("k")})
 		_, _ = decodeForward(b)
 		_, _ = decodeScan(b)
 		_, _ = decodeScanResp(b)

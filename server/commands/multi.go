@@ -148,15 +148,21 @@ func lastOccurrence(args [][]byte) map[string]int {
 // MSETNX sets all keys only if none exists. The check and the writes are
 // separate steps, so it is not atomic against concurrent writers of the
 // same keys (documented; Redis Cluster refuses it across slots instead).
+// cmdMSetNX's keys are all coordinated here, and their slots held
+// (coordinate): it counts them with EXISTS's handler, not through
+// execute, which would take the slots again.
 func cmdMSetNX(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	return msetnx(n, ctx, cs, args, cmdMSet)
+	return msetnx(n, ctx, cs, args, cmdExists, cmdMSet)
 }
 
 func fanMSetNX(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	return msetnx(n, ctx, cs, args, fanMSet)
+	exists := func(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
+		return n.execute(ctx, cs.sub(), args)
+	}
+	return msetnx(n, ctx, cs, args, exists, fanMSet)
 }
 
-func msetnx(n *Server, ctx context.Context, cs *connState, args [][]byte, mset handler) resp.Reply {
+func msetnx(n *Server, ctx context.Context, cs *connState, args [][]byte, count, mset handler) resp.Reply {
 	if len(args)%2 != 1 {
 		return resp.ErrWrongArity(string(args[0]))
 	}
@@ -164,7 +170,7 @@ func msetnx(n *Server, ctx context.Context, cs *connState, args [][]byte, mset h
 	for i := 1; i < len(args); i += 2 {
 		exists = append(exists, args[i])
 	}
-	r := n.execute(ctx, cs.sub(), exists)
+	r := count(n, ctx, cs, exists)
 	if r.IsError() {
 		return r
 	}

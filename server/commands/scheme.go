@@ -30,17 +30,20 @@ func init() {
 }
 
 // cmdSchemeContainer serves the space-separated spelling (SCHEME CREATE ...)
-// by running the dotted command.
+// by running the dotted command's handler: the subcommand's spec has the
+// same keys and arity, so dispatch has routed it and checked them already
+// (and holds its keys' slots, which execute would take again).
 func cmdSchemeContainer(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	sub := strings.ToLower(string(args[1]))
 	if sub == "help" {
 		return schemeHelp()
 	}
 	dotted := append([][]byte{[]byte("scheme." + sub)}, args[2:]...)
-	if _, ok := commands["scheme."+sub]; !ok {
+	cmd, ok := commands["scheme."+sub]
+	if !ok {
 		return resp.Errorf("ERR unknown subcommand '%s'. Try SCHEME HELP.", args[1])
 	}
-	return n.execute(ctx, cs, dotted)
+	return cmd.run(n, ctx, cs, dotted)
 }
 
 func schemeHelp() resp.Reply {

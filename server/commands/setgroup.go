@@ -18,6 +18,7 @@ type setGroup struct {
 	writes []core.BlindWrite
 	at     []int               // each write's position in the pipeline
 	keys   map[uint64]struct{} // hashes of the keys: a collision only flushes early
+	slots  []uint16            // the keys' slots, for the flush to hold (slotlock.go)
 }
 
 // groupSeed hashes the keys of setGroups.
@@ -63,6 +64,15 @@ func (g *setGroup) add(at int, key, value []byte) {
 	g.at = append(g.at, at)
 }
 
+// slotsOf is the slots of the group's keys, in g.slots.
+func (g *setGroup) slotsOf() []uint16 {
+	g.slots = g.slots[:0]
+	for _, w := range g.writes {
+		g.slots = append(g.slots, uint16(keyslot.Of(w.Key)))
+	}
+	return g.slots
+}
+
 // touches says whether any of keys is in the group.
 func (g *setGroup) touches(keys [][]byte) bool {
 	for _, k := range keys {
@@ -82,7 +92,9 @@ func (g *setGroup) flush(n *Server, ctx context.Context, cs *connState, replies 
 	a := n.TakeAuthority()
 	ok := errFenced // lapsed since the SETs joined: none runs
 	if a.Ok {
+		held := n.slots.rlock(g.slotsOf())
 		n.WriteBlind(ctx, g.writes, start)
+		n.slots.runlock(held)
 		ok = n.WithinLease(ctx, a, false, resp.OK()) // one check after every write ended covers them all
 	}
 	took := n.Metrics.ObserveCommands(commands["set"], "set", start, len(g.writes))

@@ -193,7 +193,6 @@ func crossSlot(*Server, context.Context, *connState, [][]byte) resp.Reply {
 	return errCrossSlot
 }
 
-var errCrossSlot = resp.Err("CROSSSLOT Keys in request don't hash to the same slot")
 
 // sameSlot answers CROSSSLOT unless every key hashes to one slot: the
 // command's keys share a coordinator (the dispatcher saw to it), but Redis

@@ -42,7 +42,7 @@ func (n *Coordinator) Call(ctx context.Context, node cluster.Node, typ uint8, pa
 // come (transport.Client.CallUntilIdle).
 func (n *Coordinator) CallUnder(ctx context.Context, r PeerReq, auth *authority) ([]byte, error) {
 	size := r.size()
-	if r.Typ == peer.MsgForward {
+	if r.Typ == peer.MsgForward || r.Typ == peer.MsgTx {
 		size *= ForwardWork
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.peerDeadline(size))

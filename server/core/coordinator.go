@@ -64,6 +64,11 @@ type Coordinator struct {
 	// PackedHeld says whether a packed scheme may hold objects on this
 	// node (nil: none can), see packedInUse.
 	PackedHeld func() bool
+
+	// Deletions counts deletions per slot, for WATCH (deletions.go). Last,
+	// after every pointer: the collector scans a struct only up to its
+	// last pointer, and this is 128 KiB of counters.
+	Deletions Deletions
 }
 
 // NewCoordinator builds a node's core for cfg; the node sets its id, its

@@ -482,6 +482,9 @@ func (n *Coordinator) commitRecordLocked(s *inflightShard, op *WriteOp, v uint64
 	if p != nil {
 		s.End(op.Key, p)
 	}
+	if op.Del {
+		n.Deletions.note(op.Key)
+	}
 	if _, toPacked := op.packedOf(n); toPacked && !op.Del || n.inPacked(op.Key) {
 		n.Lost.Forget(op.Key, op.Del) // written or deleted: no longer reported lost
 		return n.commitPackedLocked(op, v)

@@ -140,6 +140,7 @@ func (n *Coordinator) FlushStores(also func()) {
 	}()
 	n.Primary.Clear()
 	n.Pieces.Clear()
+	n.Deletions.flush.Add(1)
 	also()
 	n.Stats.detachedValues.Clear()
 }

@@ -37,6 +37,7 @@ const (
 	MsgStripeResync                  // send a list's chunks whole to one parity holder (stripe.Engine.OnResync)
 	MsgStripeBatch                   // put, read, list or free batch stripes' pieces (stripe.Engine.OnBatch)
 	MsgPublish                       // PUBLISH messages for a node's subscribers, in order (server/commands/pubsub_bus.go)
+	MsgTx                            // WATCH's versions, or a whole transaction run at EXEC, on its slot's coordinator (server/commands/tx_remote.go)
 )
 
 // Piece is one unit of redundancy stored on a node: a replica of a value or

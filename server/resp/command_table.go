@@ -604,7 +604,7 @@ var (
 
 func init() {
 	var defs []def
-	for _, group := range [][]def{stringDefs, hashDefs, genericDefs, serverDefs, connectionDefs, clusterDefs, pubsubDefs} {
+	for _, group := range [][]def{stringDefs, hashDefs, genericDefs, serverDefs, connectionDefs, clusterDefs, pubsubDefs, transactionDefs} {
 		defs = append(defs, group...)
 	}
 	defs = append(defs, schemeDef)

@@ -122,6 +122,11 @@ var redisTable = []struct {
 	{"pubsub|shardnumsub", -2, 0, 0, 0, "pubsub loading stale"},
 	{"pubsub|help", 2, 0, 0, 0, "loading stale"},
 	{"reset", 1, 0, 0, 0, "noscript loading stale fast no_auth allow_busy"},
+	{"multi", 1, 0, 0, 0, "noscript loading stale fast allow_busy"},
+	{"exec", 1, 0, 0, 0, "noscript loading stale skip_slowlog"},
+	{"discard", 1, 0, 0, 0, "noscript loading stale fast allow_busy"},
+	{"watch", -2, 1, -1, 1, "noscript loading stale fast allow_busy"},
+	{"unwatch", 1, 0, 0, 0, "noscript loading stale fast allow_busy"},
 	// memgest's own.
 	{"scheme", -2, 0, 0, 0, ""},
 	{"scheme|create", 4, 0, 0, 0, "write noscript"},
@@ -196,6 +201,8 @@ func TestACLCategories(t *testing.T) {
 		"object|help":  "@keyspace @slow",
 		"incrbyfloat":  "@write @string @fast",
 		"rename":       "@keyspace @write @slow",
+		"watch":        "@fast @transaction",
+		"exec":         "@slow @transaction",
 	}
 	for name, cats := range want {
 		s, _ := lookupFullName(name)
@@ -261,8 +268,9 @@ func checkSpec(t *testing.T, s *CommandSpec, parent *CommandSpec) {
 			t.Errorf("%s: range %d,%d,%d disagrees with its key specs", s.Name, s.FirstKey, s.LastKey, s.Step)
 		}
 	}
-	// Shard channels are not_key specs: neither read nor written.
-	if s.Has(FlagWrite) == s.Has(FlagReadOnly) && len(s.KeySpecs) > 0 && !slices.Contains(s.KeySpecs[0].Flags, "not_key") {
+	// Shard channels are not_key specs: neither read nor written; WATCH is
+	// keyed but neither, as in Redis: it reads nothing a client sees.
+	if s.Has(FlagWrite) == s.Has(FlagReadOnly) && len(s.KeySpecs) > 0 && !slices.Contains(s.KeySpecs[0].Flags, "not_key") && s.Name != "watch" {
 		t.Errorf("%s: a keyed command must be exactly one of write and readonly", s.Name)
 	}
 	cats := strings.Join(s.ACLCategories, " ")

@@ -59,15 +59,7 @@ func anyListed(listed map[string]bool, subs []*CommandSpec) bool {
 	return slices.ContainsFunc(subs, func(s *CommandSpec) bool { return listed[readmeName(s)] })
 }
 
-// inFlight are the commands the README lists that another branch of
-// issue 28 is adding (multi: transactions): TestReadmeCommandsAreServed
-// skips while only these are missing, and runs once it merges (then
-// inFlight can go).
-var inFlight = []string{"MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH"}
-
-// Every command the README lists as supported is served. Until the
-// transactions branch of issue 28 merges, its commands are missing: the
-// test skips, naming them, while every missing one is in inFlight.
+// Every command the README lists as supported is served.
 func TestReadmeCommandsAreServed(t *testing.T) {
 	served := map[string]bool{}
 	var walk func([]*CommandSpec)
@@ -78,22 +70,14 @@ func TestReadmeCommandsAreServed(t *testing.T) {
 		}
 	}
 	walk(Commands())
-	var missing, pending []string
+	var missing []string
 	for name := range readmeCommands(t) {
-		switch {
-		case served[name]:
-		case slices.Contains(inFlight, name):
-			pending = append(pending, name)
-		default:
+		if !served[name] {
 			missing = append(missing, name)
 		}
 	}
 	slices.Sort(missing)
-	slices.Sort(pending)
 	if len(missing) > 0 {
 		t.Fatalf("README.md lists commands memgest does not serve: %v", missing)
-	}
-	if len(pending) > 0 {
-		t.Skipf("enable at merge: README.md lists commands the transactions branch is adding: %v", pending)
 	}
 }
