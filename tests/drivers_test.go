@@ -18,8 +18,8 @@ import (
 // TestClientLibraries drives a cluster with the client libraries
 // applications use (issue 28): go-redis v9's ClusterClient here, and
 // redis-py's RedisCluster and Redis (tests/pyclient/drivers.py), through
-// strings and hashes on keys of every scheme, and pub/sub (go-redis's is
-// in checkPubSub); each library's own calls, not raw commands, so what they
+// strings, hashes and transactions on keys of every scheme, and pub/sub
+// (go-redis's is in checkPubSub); each library's own calls, not raw commands, so what they
 // send (HSET with a map, HSCAN iterators, float replies, sharded
 // subscriptions) is what memgest answers.
 func TestClientLibraries(t *testing.T) {
@@ -146,6 +146,52 @@ func goRedisOnScheme(ctx context.Context, t *testing.T, cl *redis.ClusterClient,
 	if err := cl.HGet(ctx, s, "f").Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
 		t.Fatalf("%s: HGet on a string = %v", spec, err)
 	}
+	goRedisTransactions(ctx, t, cl, spec, key)
+}
+
+// goRedisTransactions: TxPipelined (MULTI/EXEC) over a string and a hash
+// of one slot, and Watch's optimistic update, which a write between WATCH
+// and EXEC makes fail with redis.TxFailedErr.
+func goRedisTransactions(ctx context.Context, t *testing.T, cl *redis.ClusterClient, spec string, key func(string) string) {
+	c, h := key("tx-counter"), key("tx-hash")
+	if err := cl.Set(ctx, c, "10", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cl.Do(ctx, "SCHEME.MOVE", c, spec)
+	cmds, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Incr(ctx, c)
+		p.HSet(ctx, h, "f", "v")
+		p.HGet(ctx, h, "f")
+		return nil
+	})
+	if err != nil || len(cmds) != 3 || cmds[0].(*redis.IntCmd).Val() != 11 || cmds[2].(*redis.StringCmd).Val() != "v" {
+		t.Fatalf("%s: TxPipelined = %v, %v", spec, cmds, err)
+	}
+	incrBy := func(delta int64, meddle bool) error {
+		return cl.Watch(ctx, func(tx *redis.Tx) error {
+			n, err := tx.Get(ctx, c).Int64()
+			if err != nil {
+				return err
+			}
+			if meddle { // another client writes the watched key
+				cl.Set(ctx, c, "100", 0)
+			}
+			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.Set(ctx, c, n+delta, 0)
+				return nil
+			})
+			return err
+		}, c)
+	}
+	if err := incrBy(5, false); err != nil {
+		t.Fatalf("%s: Watch: %v", spec, err)
+	}
+	if err := incrBy(5, true); err != redis.TxFailedErr {
+		t.Fatalf("%s: Watch with a write in between = %v, want TxFailedErr", spec, err)
+	}
+	if v, _ := cl.Get(ctx, c).Result(); v != "100" {
+		t.Fatalf("%s: after the aborted transaction the counter is %q, want the other client's 100", spec, v)
+	}
 }
 
 // checkPyResults compares what drivers.py saw on one scheme with what
@@ -157,6 +203,8 @@ func checkPyResults(t *testing.T, spec string, res map[string]any) {
 		"hincrby": 42.0, "hincrbyfloat": 1.75, "hgetall": map[string]any{"user": "ada", "visits": "42", "score": "1.75"},
 		"hmget": []any{"ada", nil}, "hscan_fields": 3.0, "hrandfield_distinct": true, "hdel": 3.0, "exists_after_hdel": 0.0,
 		"hget_on_string": "WRONGTYPE", "plain_hgetall": map[string]any{"a": "1"}, "plain_type": "hash",
+		"cluster_tx": []any{11.0, 1.0, "v"}, "plain_tx": []any{1.0, 2.0}, "watch_ok": 15.0, "watch_aborted": "WatchError",
+		"after_watch": "100",
 	}
 	for k, w := range want {
 		if g, ok := res[k]; !ok || !reflect.DeepEqual(g, w) {

@@ -6,7 +6,8 @@ scheme.
 
 For each scheme, RedisCluster runs a cache library's string calls and a
 session store's hash calls on keys moved to the scheme; a plain Redis
-client on one node (memgest forwards for it) reads a hash back. Then
+client on one node (memgest forwards for it) reads a hash back;
+transactions run through both (MULTI/EXEC pipelines, WATCH). Then
 pub/sub: RedisCluster's pubsub subscribes to a channel and a pattern and
 receives what the plain client publishes, and a sharded subscription
 receives an SPUBLISH. The Go test compares every result with Redis's
@@ -56,7 +57,49 @@ def on_scheme(rc, plain, spec):
     plain.hset(p, "a", 1)
     out["plain_hgetall"] = plain.hgetall(p)
     out["plain_type"] = plain.type(p)
+    transactions(rc, plain, key, spec, out)
     return out
+
+
+def transactions(rc, plain, key, spec, out):
+    """MULTI/EXEC through RedisCluster's transactional pipeline and the
+    plain client's default pipeline (transactional), and WATCH through
+    redis-py's optimistic transaction() helper."""
+    c, h = key("tx-counter"), key("tx-hash")
+    rc.set(c, "10")
+    rc.execute_command("SCHEME.MOVE", c, spec)
+    with rc.pipeline(transaction=True) as p:
+        p.incr(c)
+        p.hset(h, "f", "v")
+        p.hget(h, "f")
+        out["cluster_tx"] = p.execute()
+    n = key("tx-plain")
+    with plain.pipeline() as p:  # transaction=True is the default
+        p.incr(n)
+        p.incr(n)
+        out["plain_tx"] = p.execute()
+
+    def add(delta, meddle):
+        def step(pipe):
+            v = int(pipe.get(c))
+            if meddle:
+                plain.set(c, "100")  # another client writes the watched key
+            pipe.multi()
+            pipe.set(c, v + delta)
+        return step
+
+    plain.set(c, "10")
+    plain.transaction(add(5, False), c)
+    out["watch_ok"] = int(plain.get(c))
+    try:
+        with plain.pipeline() as pipe:
+            pipe.watch(c)
+            add(5, True)(pipe)
+            pipe.execute()
+        out["watch_aborted"] = "committed"
+    except redis.WatchError:
+        out["watch_aborted"] = "WatchError"
+    out["after_watch"] = plain.get(c)
 
 
 def wait_message(p, get):
