@@ -216,8 +216,8 @@ func (n *Server) runPipeline(cs *connState, cmds [][][]byte) ([]resp.Reply, []in
 			group.add(i, args[1], args[2])
 			continue
 		}
-		if n.runsLocally(spec, args, keys) {
-			p.local = true
+		if slot, ok := n.runsLocally(spec, args, keys); ok {
+			p.local, p.slot = true, slot
 			replies[i] = n.executeParsed(ctx, cs, args, p)
 			continue
 		}
@@ -246,10 +246,12 @@ func (n *Server) runPipeline(cs *connState, cmds [][][]byte) ([]resp.Reply, []in
 // worker: every key is coordinated here, no write of it is in flight, and
 // it is a read of a key whose value is local (not split) or a write whose
 // scheme is none. A wrong guess only costs concurrency, never correctness.
-func (n *Server) runsLocally(spec *resp.CommandSpec, args, keys [][]byte) bool {
+// It also returns the keys' slot when they have one (a one-key command),
+// else -1, for coordinate to hold without hashing the key again.
+func (n *Server) runsLocally(spec *resp.CommandSpec, args, keys [][]byte) (int, bool) {
 	m := n.Ctl.Map()
 	if m.State != cluster.OK || (spec.Name == "set" && len(args) > 3) {
-		return false // SET with options may name a scheme
+		return -1, false // SET with options may name a scheme
 	}
 	write := spec.HasFlag("write")
 	// Whether the key's scheme decides: a read runs elsewhere only if its
@@ -257,16 +259,21 @@ func (n *Server) runsLocally(spec *resp.CommandSpec, args, keys [][]byte) bool {
 	// (none).
 	t := n.Schemes(m)
 	schemeMatters := write && !t.AllImmediate || !write && !t.AllLocalReads
+	slot := -1
 	for _, k := range keys {
-		if c, ok := m.Coordinator(keyslot.Of(k)); !ok || c.ID != n.NodeID {
-			return false
+		ks := keyslot.Of(k)
+		if c, ok := m.Coordinator(ks); !ok || c.ID != n.NodeID {
+			return -1, false
+		}
+		if len(keys) == 1 {
+			slot = ks
 		}
 		s := n.Inflight.Shard(k)
 		s.Mu.Lock()
 		busy := s.Newest(k) != nil
 		s.Mu.Unlock()
 		if busy {
-			return false
+			return -1, false
 		}
 		if !schemeMatters {
 			continue
@@ -278,10 +285,10 @@ func (n *Server) runsLocally(spec *resp.CommandSpec, args, keys [][]byte) bool {
 			continue
 		}
 		if sch, ok := t.Lookup(id); !ok || !sch.Traits().ReadsLocally || (write && !sch.Traits().Immediate) {
-			return false
+			return -1, false
 		}
 	}
-	return true
+	return slot, true
 }
 
 // clientRegistry lists open connections for CLIENT LIST and INFO clients.

@@ -65,14 +65,17 @@ type parsed struct {
 	bad   resp.Reply
 	keys  [][]byte
 	local bool
+	// slot is the keys' one slot when the pipeline found it (local, one
+	// key), else -1.
+	slot int
 }
 
 func parseCommand(args [][]byte) parsed {
 	spec, bad := resp.Resolve(args)
 	if bad.IsError() {
-		return parsed{bad: bad}
+		return parsed{bad: bad, slot: -1}
 	}
-	return parsed{spec: spec, keys: spec.Keys(args)}
+	return parsed{spec: spec, keys: spec.Keys(args), slot: -1}
 }
 
 // executeParsed is execute for a command the pipeline has already parsed.
@@ -134,7 +137,7 @@ func (n *Server) dispatch(ctx context.Context, cs *connState, cmd *command, args
 			return cmd.run(n, ctx, cs, args)
 		}
 		if p.local {
-			return n.coordinate(ctx, cs, cmd, spec, args, keys)
+			return n.coordinate(ctx, cs, cmd, spec, args, keys, p.slot)
 		}
 		return n.route(ctx, cs, cmd, spec, args, keys)
 	}
@@ -207,7 +210,7 @@ func (n *Server) route(ctx context.Context, cs *connState, cmd *command, spec *r
 		return cmd.fanout(n, ctx, cs, args)
 	}
 	if owner.ID == n.NodeID {
-		return n.coordinate(ctx, cs, cmd, spec, args, keys)
+		return n.coordinate(ctx, cs, cmd, spec, args, keys, -1)
 	}
 	if cs.forwarded {
 		return resp.Errorf("MOVED %d %s", slot, owner.ClientAddr)
@@ -221,14 +224,20 @@ func (n *Server) route(ctx context.Context, cs *connState, cmd *command, spec *r
 // coordinate runs a key command whose keys this node coordinates, under
 // its lease (withinLease), with its keys' slots held shared so that no
 // transaction's EXEC runs meanwhile (slotlock.go); a read-only command
-// (the command table's readonly flag) is a read there.
-func (n *Server) coordinate(ctx context.Context, cs *connState, cmd *command, spec *resp.CommandSpec, args, keys [][]byte) resp.Reply {
+// (the command table's readonly flag) is a read there. slot is the keys'
+// one slot if the caller knows it, else -1.
+func (n *Server) coordinate(ctx context.Context, cs *connState, cmd *command, spec *resp.CommandSpec, args, keys [][]byte, slot int) resp.Reply {
 	a := n.TakeAuthority()
 	if !a.Ok {
 		return errFenced // lapsed since refuseKeys: nothing ran
 	}
 	var buf [4]uint16
-	held := n.slots.rlockKeys(ctx, buf[:0], keys)
+	var held []uint16
+	if slot >= 0 {
+		held = n.slots.rlockSlot(ctx, buf[:0], slot)
+	} else {
+		held = n.slots.rlockKeys(ctx, buf[:0], keys)
+	}
 	r := cmd.run(n, ctx, cs, args)
 	n.slots.runlock(held)
 	return n.WithinLease(ctx, a, spec.Has(resp.FlagReadOnly), r)

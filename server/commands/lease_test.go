@@ -78,7 +78,7 @@ func TestCommandOutlastingItsLease(t *testing.T) {
 				}
 				return run(s, ctx, cs, args)
 			}}
-			if got := n.coordinate(context.Background(), &connState{}, cmd, spec, args, spec.Keys(args)); got.Text() != tc.want {
+			if got := n.coordinate(context.Background(), &connState{}, cmd, spec, args, spec.Keys(args), -1); got.Text() != tc.want {
 				t.Fatalf("reply %s, want %q", got, tc.want)
 			}
 		})

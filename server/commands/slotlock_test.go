@@ -17,7 +17,7 @@ func TestSlotLocksHoldEachSlotOnce(t *testing.T) {
 	keys := [][]byte{[]byte("b{x}"), []byte("a"), []byte("a{x}"), []byte("a")}
 	held := l.rlockKeys(context.Background(), nil, keys)
 	if len(held) != 2 || held[0] >= held[1] {
-		t.Fatalf("held %v, want two slots in order", held)
+		t.Fatalf("held %v, want two locks in order", held)
 	}
 	for _, s := range held {
 		if l[s].TryLock() {
@@ -41,7 +41,7 @@ func TestSlotLocksExcludeExec(t *testing.T) {
 	l := new(slotLocks)
 	key := [][]byte{[]byte("k")}
 	slot := keyslot.Of(key[0])
-	l[slot].Lock()
+	l.lock(slot)
 	var ran atomic.Bool
 	done := make(chan struct{})
 	go func() {
@@ -54,7 +54,7 @@ func TestSlotLocksExcludeExec(t *testing.T) {
 	if ran.Load() {
 		t.Fatal("a command ran while an EXEC held its slot")
 	}
-	l[slot].Unlock()
+	l.unlock(slot)
 	<-done
 }
 

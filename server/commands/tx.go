@@ -257,7 +257,7 @@ func (n *Server) runTx(ctx context.Context, cs *connState, slot int, w *watchSet
 	if !a.Ok {
 		return errFenced
 	}
-	n.slots[slot].Lock()
+	n.slots.lock(slot)
 	held, err := n.watchHolds(ctx, w)
 	var r resp.Reply
 	switch {
@@ -268,7 +268,7 @@ func (n *Server) runTx(ctx context.Context, cs *connState, slot int, w *watchSet
 	default:
 		r = resp.Array(n.runQueued(context.WithValue(ctx, txHeld{}, slot), cs, cmds)...)
 	}
-	n.slots[slot].Unlock()
+	n.slots.unlock(slot)
 	return n.WithinLease(ctx, a, readOnly(cmds), r)
 }
 
