@@ -78,6 +78,12 @@ func transactionScenarios(t *testing.T, s, other *simcluster.Session, key func(s
 	do("SET", []string{"SET", a, "discarded"}, "+QUEUED")
 	do("DISCARD", []string{"DISCARD"}, "+OK")
 	expectValue(t, "GET a after DISCARD", other.Do("GET", a), "abd")
+	// RESET runs at once inside MULTI and discards it, as Redis's does.
+	do("MULTI", []string{"MULTI"}, "+OK")
+	do("SET", []string{"SET", a, "reset"}, "+QUEUED")
+	do("RESET", []string{"RESET"}, "+RESET")
+	do("EXEC after RESET", []string{"EXEC"}, "-ERR EXEC without MULTI")
+	expectValue(t, "GET a after RESET", other.Do("GET", a), "abd")
 	do("DISCARD without MULTI", []string{"DISCARD"}, "-ERR DISCARD without MULTI")
 	do("EXEC without MULTI", []string{"EXEC"}, "-ERR EXEC without MULTI")
 	do("MULTI", []string{"MULTI"}, "+OK")

@@ -33,7 +33,7 @@ func init() {
 	register("publish", &command{run: cmdPublish})
 	register("spublish", &command{run: cmdSpublish, channels: true})
 	register("pubsub", &command{run: cmdPubsub})
-	register("reset", &command{run: cmdReset, noAuth: true})
+	register("reset", &command{run: cmdReset, noAuth: true, tx: true})
 }
 
 // subscribe is SUBSCRIBE and PSUBSCRIBE: the confirmations go through
@@ -211,6 +211,7 @@ func cmdReset(n *Server, _ context.Context, cs *connState, _ [][]byte) resp.Repl
 	if cs.pubsub != nil {
 		n.pubsub.dropAll(cs.pubsub, false)
 	}
+	cs.tx = nil // discards a transaction being queued and unwatches, as Redis's RESET
 	cs.mu.Lock()
 	cs.proto, cs.name = 2, ""
 	cs.mu.Unlock()
