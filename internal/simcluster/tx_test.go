@@ -78,6 +78,11 @@ func transactionScenarios(t *testing.T, s, other *simcluster.Session, key func(s
 	do("SET", []string{"SET", a, "discarded"}, "+QUEUED")
 	do("DISCARD", []string{"DISCARD"}, "+OK")
 	expectValue(t, "GET a after DISCARD", other.Do("GET", a), "abd")
+	// Subscriptions are refused inside MULTI (memgest's rule: their
+	// confirmations are pushed, not returned), which aborts it.
+	do("MULTI", []string{"MULTI"}, "+OK")
+	do("SUBSCRIBE", []string{"SUBSCRIBE", "ch"}, "-ERR Command not allowed inside a transaction")
+	do("EXEC after SUBSCRIBE", []string{"EXEC"}, "-EXECABORT Transaction discarded because of previous errors.")
 	// RESET runs at once inside MULTI and discards it, as Redis's does.
 	do("MULTI", []string{"MULTI"}, "+OK")
 	do("SET", []string{"SET", a, "reset"}, "+QUEUED")

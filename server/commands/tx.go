@@ -131,8 +131,11 @@ func (n *Server) queue(cs *connState, spec *resp.CommandSpec, args, keys [][]byt
 // keys of several slots and, with redirects, keys coordinated elsewhere.
 func (n *Server) refuseQueued(spec *resp.CommandSpec, args, keys [][]byte) resp.Reply {
 	// HELLO and AUTH would change the protocol or the user under replies
-	// still queued, on a node the transaction may not even run on.
-	if name := topName(spec); name == "hello" || name == "auth" {
+	// still queued, on a node the transaction may not even run on; a
+	// subscription's confirmations are pushed on the connection, not
+	// returned, so they cannot be EXEC's elements (Redis makes them so).
+	switch topName(spec) {
+	case "hello", "auth", "subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe":
 		return errNotInTx
 	}
 	if len(args) > n.Cfg.MaxArgs {
