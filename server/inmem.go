@@ -53,6 +53,7 @@ func (n *Node) Do(ctx context.Context, args ...string) resp.Reply { return n.cmd
 func (n *Node) DoSession(ctx context.Context, cmds ...[]string) []resp.Reply {
 	return n.cmds.DoSession(ctx, cmds...)
 }
+
 // Session opens a client session on the node: commands that keep state
 // between requests (MULTI, WATCH) run in it.
 func (n *Node) Session() *commands.Session { return n.cmds.Session() }

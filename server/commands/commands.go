@@ -75,6 +75,7 @@ func (n *Server) ServeConn(c net.Conn) { n.resp.handle(c) }
 // Close stops the client port, if it was served, and closes every client
 // connection.
 func (n *Server) Close() error { return n.resp.Close() }
+
 // Session is a client connection without a socket: its commands share one
 // session (MULTI's queue, WATCH's versions, the protocol), as in-process
 // tests need. A Session is used by one goroutine at a time.

@@ -193,7 +193,6 @@ func crossSlot(*Server, context.Context, *connState, [][]byte) resp.Reply {
 	return errCrossSlot
 }
 
-
 // sameSlot answers CROSSSLOT unless every key hashes to one slot: the
 // command's keys share a coordinator (the dispatcher saw to it), but Redis
 // Cluster asks for one slot, which keeps the keys together when slots move.
