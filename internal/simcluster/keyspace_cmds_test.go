@@ -190,7 +190,10 @@ func TestWaitCountsTheLastWritesHolders(t *testing.T) {
 // Under a temperature policy OBJECT IDLETIME answers from the access
 // sketch: the seconds since the key was last read or written.
 func TestObjectIdletimeUnderTemperaturePolicy(t *testing.T) {
-	c := simcluster.Start(t, simcluster.Seed(t), simcluster.Options{Nodes: 6})
+	// A long failure timeout: Advance steps the clock a quarter of it at a
+	// time, waiting for every node's lease renewal after each step, and
+	// nothing here fails.
+	c := simcluster.Start(t, simcluster.Seed(t), simcluster.Options{Nodes: 6, FailureTimeout: 40 * time.Second})
 	setPolicy(t, c, "TEMPERATURE", "rep:3", "stripe:4+2", "3600")
 	expect(t, "SET", c.Do(0, "SET", "idle", "v"), "+OK")
 	expect(t, "GET", c.Do(1, "GET", "idle"), `"v"`)

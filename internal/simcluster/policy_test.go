@@ -234,7 +234,9 @@ func awaitSpec(t *testing.T, c *simcluster.Cluster, what string, keys []string, 
 // background, one read does not; a key put in another scheme explicitly
 // stays there. INFO counts the moves and the bytes saved.
 func TestTemperaturePolicy(t *testing.T) {
-	c := simcluster.Start(t, simcluster.Seed(t), simcluster.Options{Nodes: 6})
+	// Advance steps a quarter of the failure timeout at a time, each
+	// waiting for every node's lease renewal; nothing fails here.
+	c := simcluster.Start(t, simcluster.Seed(t), simcluster.Options{Nodes: 6, FailureTimeout: 8 * time.Second})
 	setPolicy(t, c, "TEMPERATURE", "rep:3", "stripe:4+2", "10")
 	expect(t, "SCHEME.POLICY", c.Do(c.AnyLive(), "SCHEME.POLICY"),
 		`["policy" "temperature" "hot" "rep:3" "cold" "stripe:4+2" "idle_seconds" :10]`)
