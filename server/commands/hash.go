@@ -3,7 +3,6 @@ package commands
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -45,13 +44,13 @@ func init() {
 }
 
 var (
-	errHashNotInt      = errors.New("ERR hash value is not an integer")
-	errHashNotFloat    = errors.New("ERR hash value is not a float")
-	errNotFloat        = errors.New("ERR value is not a valid float")
-	errFloatInfinite   = errors.New("ERR increment would produce NaN or Infinity")
-	errIncrNaN         = errors.New("ERR value is NaN or Infinity")
-	errHashTooBig      = errors.New("ERR memgest: the hash would exceed the node's maximum value size")
-	errValueOutOfRange = errors.New("ERR value is out of range")
+	errHashNotInt      = replyErr("ERR hash value is not an integer")
+	errHashNotFloat    = replyErr("ERR hash value is not a float")
+	errNotFloat        = replyErr("ERR value is not a valid float")
+	errFloatInfinite   = replyErr("ERR increment would produce NaN or Infinity")
+	errIncrNaN         = replyErr("ERR value is NaN or Infinity")
+	errHashTooBig      = replyErr("ERR memgest: the hash would exceed the node's maximum value size")
+	errValueOutOfRange = replyErr("ERR value is out of range")
 )
 
 // hashOf decodes cur's hash: none for a missing key, errWrongType for a
@@ -120,9 +119,14 @@ func (n *Server) readHash(ctx context.Context, key []byte) (object.HashObject, r
 	}
 	h, err := object.DecodeHash(v)
 	if err != nil {
-		return nil, errReply(fmt.Errorf("memgest: key %q: %w", key, err))
+		return nil, corruptHash(key, err)
 	}
 	return h, resp.Reply{}
+}
+
+// corruptHash answers a hash value of key that does not parse.
+func corruptHash(key []byte, err error) resp.Reply {
+	return errReply(fmt.Errorf("memgest: key %q: %w", key, err))
 }
 
 // cmdHSet is HSET (the number of fields added) and HMSET (OK).
@@ -172,7 +176,7 @@ func cmdHGet(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.
 	val, ok, err := object.HashGet(v, args[2])
 	switch {
 	case err != nil:
-		return errReply(fmt.Errorf("memgest: key %q: %w", args[1], err))
+		return corruptHash(args[1], err)
 	case !ok:
 		return resp.Nil()
 	}
@@ -275,7 +279,7 @@ func fieldInt(n *Server, ctx context.Context, args [][]byte, f func(v []byte, ok
 	}
 	val, ok, err := object.HashGet(v, args[2])
 	if err != nil {
-		return errReply(fmt.Errorf("memgest: key %q: %w", args[1], err))
+		return corruptHash(args[1], err)
 	}
 	return resp.Int(f(val, ok))
 }
@@ -287,7 +291,7 @@ func cmdHLen(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.
 	}
 	count, err := object.HashLen(v)
 	if err != nil {
-		return errReply(fmt.Errorf("memgest: key %q: %w", args[1], err))
+		return corruptHash(args[1], err)
 	}
 	return resp.Int(int64(count))
 }
@@ -323,7 +327,7 @@ func cmdHIncrBy(n *Server, ctx context.Context, cs *connState, args [][]byte) re
 		return true, nil
 	})
 	if err != nil {
-		return hashErrReply(err)
+		return errReply(err)
 	}
 	return resp.Int(result)
 }
@@ -360,19 +364,9 @@ func cmdHIncrByFloat(n *Server, ctx context.Context, cs *connState, args [][]byt
 		return true, nil
 	})
 	if err != nil {
-		return hashErrReply(err)
+		return errReply(err)
 	}
 	return resp.Bulk(result)
-}
-
-// hashErrReply is errReply knowing the hash commands' own error texts.
-func hashErrReply(err error) resp.Reply {
-	for _, e := range []error{errHashNotInt, errHashNotFloat, errFloatInfinite, errHashTooBig} {
-		if errors.Is(err, e) {
-			return resp.Err(e.Error())
-		}
-	}
-	return errReply(err)
 }
 
 // cmdHScan answers the whole hash in one reply with cursor 0, as Redis

@@ -7,7 +7,6 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/bigcopy"
-	"github.com/memgest/memgest/object"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/server/core"
@@ -183,11 +182,8 @@ func cmdAppend(n *Server, ctx context.Context, cs *connState, args [][]byte) res
 			return nil, errWrongType
 		}
 		v := bigcopy.Append(bigcopy.Append(make([]byte, 0, len(cur.Value)+len(args[2])), cur.Value), args[2])
-		if int64(len(v)) > n.Cfg.MaxValueSize {
-			return nil, errTooBig
-		}
-		if object.IsReserved(v) {
-			return nil, errReservedValue
+		if err := n.storableString(v); err != nil {
+			return nil, err
 		}
 		newLen = len(v)
 		return n.ValueOp(cur, args[1], v, 0, true, nil), nil
@@ -199,9 +195,9 @@ func cmdAppend(n *Server, ctx context.Context, cs *connState, args [][]byte) res
 }
 
 var (
-	errNotInt   = errors.New("ERR value is not an integer or out of range")
-	errOverflow = errors.New("ERR increment or decrement would overflow")
-	errTooBig   = errors.New("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+	errNotInt   error = replyErr("ERR value is not an integer or out of range")
+	errOverflow error = replyErr("ERR increment or decrement would overflow")
+	errTooBig   error = replyErr("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
 )
 
 // incrBy builds INCR, DECR (fixed step) and INCRBY, DECRBY (step argument).
@@ -251,16 +247,23 @@ func (n *Server) incr(ctx context.Context, key []byte, delta int64) resp.Reply {
 
 const maxInt64 = 1<<63 - 1
 
+// replyErr is an error that is a Redis error reply, code first: a
+// read-modify-write returns one to refuse with Redis's own text, which
+// errReply sends as it is.
+type replyErr string
+
+func (e replyErr) Error() string { return string(e) }
+
 // errReply turns an error into a Redis-style reply: errors that already
 // carry a Redis prefix pass through, others become "ERR memgest: ...".
 func errReply(err error) resp.Reply {
 	var lost *kind.LostError
+	var reply replyErr
 	switch {
 	case errors.As(err, &lost):
 		return resp.Err(lost.Error())
-	case errors.Is(err, errNotInt), errors.Is(err, errOverflow), errors.Is(err, errTooBig),
-		errors.Is(err, errWrongType), errors.Is(err, errReservedValue):
-		return resp.Err(err.Error())
+	case errors.As(err, &reply):
+		return resp.Err(string(reply))
 	case errors.Is(err, core.ErrOOM):
 		return resp.Err(core.ErrOOM.Error())
 	case errors.Is(err, scheme.ErrSpec), errors.Is(err, scheme.ErrAlias):

@@ -1,8 +1,6 @@
 package commands
 
 import (
-	"errors"
-
 	"github.com/memgest/memgest/object"
 	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/resp"
@@ -15,9 +13,9 @@ import (
 
 var (
 	// errReservedValue refuses a string that starts with object's header.
-	errReservedValue = errors.New("ERR memgest: a string value may not begin with the 8 bytes memgest reserves for typed values (\\x00\\xffmgo)")
+	errReservedValue error = replyErr("ERR memgest: a string value may not begin with the 8 bytes memgest reserves for typed values (\\x00\\xffmgo)")
 	// errWrongType aborts a read-modify-write of a key of another type.
-	errWrongType = errors.New(resp.ErrWrongType.Text())
+	errWrongType error = replyErr(resp.ErrWrongType.Text())
 )
 
 // typeOf is the type of an existing key's value.
@@ -29,14 +27,22 @@ func notString(cur core.Current) bool {
 	return cur.Exists && typeOf(cur) != object.String
 }
 
-// checkStringValue refuses a string value the store would not take: too
-// large, or starting like a typed value.
-func (n *Server) checkStringValue(v []byte) (resp.Reply, bool) {
+// storableString says why a string value cannot be stored — too large,
+// or starting like a typed value — or nil when it can.
+func (n *Server) storableString(v []byte) error {
 	if int64(len(v)) > n.Cfg.MaxValueSize {
-		return resp.Err(errTooBig.Error()), false
+		return errTooBig
 	}
 	if object.IsReserved(v) {
-		return resp.Err(errReservedValue.Error()), false
+		return errReservedValue
+	}
+	return nil
+}
+
+// checkStringValue is storableString as a command's reply.
+func (n *Server) checkStringValue(v []byte) (resp.Reply, bool) {
+	if err := n.storableString(v); err != nil {
+		return errReply(err), false
 	}
 	return resp.Reply{}, true
 }
