@@ -16,9 +16,9 @@ import (
 // hashes both ways.
 func TestHashCommandsOnEveryScheme(t *testing.T) {
 	c := simcluster.Start(t, simcluster.Seed(t), simcluster.Options{Nodes: 6})
-	for _, spec := range []string{"none", "rep:3", "split:4+2", "stripe:4+2", "hybrid:4+2", "stripe:4+2@batch"} {
+	for _, spec := range everyScheme {
 		t.Run(spec, func(t *testing.T) {
-			h := hashSession{t: t, c: c, spec: spec}
+			h := newHashSession(t, c, spec)
 			h.documentationExamples()
 			h.errorsChangeNothing()
 			h.typesAndLifecycle()
@@ -26,25 +26,20 @@ func TestHashCommandsOnEveryScheme(t *testing.T) {
 	}
 }
 
-// hashSession runs one scheme's checks; every key is in the scheme's own
-// hash-tag slot.
+// hashSession runs one scheme's checks with onScheme's key, do and check:
+// every key is in the scheme's own hash-tag slot.
 type hashSession struct {
-	t    *testing.T
-	c    *simcluster.Cluster
-	spec string
+	t     *testing.T
+	c     *simcluster.Cluster
+	spec  string
+	key   func(name string) string
+	do    func(args ...string) string
+	check func(what, got, want string)
 }
 
-func (h hashSession) key(name string) string { return fmt.Sprintf("%s:{%s}", name, h.spec) }
-
-func (h hashSession) do(args ...string) string {
-	return simcluster.Render(h.c.Do(h.c.AnyLive(), args...))
-}
-
-func (h hashSession) check(what, got, want string) {
-	h.t.Helper()
-	if got != want {
-		h.t.Fatalf("%s: %s = %s, want %s", h.spec, what, got, want)
-	}
+func newHashSession(t *testing.T, c *simcluster.Cluster, spec string) hashSession {
+	key, do, check := onScheme(t, c, spec)
+	return hashSession{t: t, c: c, spec: spec, key: key, do: do, check: check}
 }
 
 // create makes key a hash in the session's scheme: written in the default
@@ -53,7 +48,7 @@ func (h hashSession) create(key string, fieldValues ...string) {
 	h.t.Helper()
 	h.check("HSET "+key, h.do(append([]string{"HSET", key}, fieldValues...)...), fmt.Sprintf(":%d", len(fieldValues)/2))
 	h.do("SCHEME.MOVE", key, h.spec) // 0 when the default is the scheme
-	h.check("SCHEME.OF "+key, h.c.Do(h.c.AnyLive(), "SCHEME.OF", key).Items()[3].Text(), h.spec)
+	h.check("SCHEME.OF "+key, specOf(h.t, h.c, key), h.spec)
 }
 
 func (h hashSession) documentationExamples() {
@@ -167,11 +162,11 @@ func (h hashSession) typesAndLifecycle() {
 	if got := h.c.Do(h.c.Coordinator(k), "SCAN", "0", "TYPE", "hash", "COUNT", "1000").Items()[1].Items(); !containsText(got, k) || containsText(got, s) {
 		h.t.Fatalf("%s: SCAN TYPE hash on its coordinator = %v", h.spec, got)
 	}
-	h.check("SCHEME.OF", h.c.Do(h.c.AnyLive(), "SCHEME.OF", k).Items()[3].Text(), h.spec)
+	h.check("SCHEME.OF", specOf(h.t, h.c, k), h.spec)
 	h.check("EXPIRE", h.do("EXPIRE", k, "100"), ":1")
 	h.check("HSET keeps the TTL", h.do("HSET", k, "g", "w"), ":1")
 	h.check("TTL", h.do("TTL", k), ":100")
-	h.check("SCHEME.OF after HSET", h.c.Do(h.c.AnyLive(), "SCHEME.OF", k).Items()[3].Text(), h.spec)
+	h.check("SCHEME.OF after HSET", specOf(h.t, h.c, k), h.spec)
 	h.check("HDEL all", h.do("HDEL", k, "f", "g"), ":2")
 	h.check("EXISTS", h.do("EXISTS", k), ":0")
 	h.check("TYPE none", h.do("TYPE", k), "+none")
@@ -198,7 +193,7 @@ func TestHashesSurviveFailover(t *testing.T) {
 	specs := []string{"rep:3", "split:4+2", "stripe:4+2", "hybrid:4+2", "stripe:4+2@batch"}
 	want := map[string]string{} // key → its HGETALL
 	for _, spec := range specs {
-		h := hashSession{t: t, c: c, spec: spec}
+		h := newHashSession(t, c, spec)
 		for i := range 12 {
 			k := h.key(fmt.Sprint("h", i))
 			args := []string{}

@@ -42,7 +42,7 @@ func TestRedisTranscripts(t *testing.T) {
 		return
 	}
 	c := simcluster.Start(t, simcluster.Seed(t), simcluster.Options{Nodes: 6})
-	for _, spec := range []string{"none", "rep:3", "split:4+2", "stripe:4+2", "hybrid:4+2", "stripe:4+2@batch"} {
+	for _, spec := range everyScheme {
 		setDefaultScheme(t, c, spec)
 		for _, f := range files {
 			t.Run(spec+"/"+filepath.Base(f), func(t *testing.T) {
