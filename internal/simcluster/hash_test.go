@@ -176,6 +176,10 @@ func (h hashSession) typesAndLifecycle() {
 	reserved := "\x00\xffmgo\x01\x00\x01rest"
 	h.check("SET reserved", h.do("SET", s, reserved), `-ERR memgest: a string value may not begin with the 8 bytes memgest reserves for typed values (\x00\xffmgo)`)
 	h.check("GET after the refusal", h.do("GET", s), `"plain"`)
+	// Pipelined, a plain SET joins a set group of writes: the same check.
+	pipe := h.c.Session(h.c.Coordinator(s)).Pipeline([]string{"SET", s, reserved}, []string{"GET", s})
+	h.check("pipelined SET reserved", simcluster.Render(pipe[0]), `-ERR memgest: a string value may not begin with the 8 bytes memgest reserves for typed values (\x00\xffmgo)`)
+	h.check("GET after the pipelined refusal", simcluster.Render(pipe[1]), `"plain"`)
 }
 
 // containsText says whether replies include a bulk string s.

@@ -32,11 +32,12 @@ var setSpec, _ = resp.Lookup([]byte("set"))
 const maxSetGroup = 256
 
 // joins says whether the pipelined command p (args) can join the group: a
-// plain SET, authenticated, of an acceptable key and value that this node
-// coordinates in a formed cluster. Anything else runs the usual way.
+// plain SET, authenticated, of an acceptable key and value (storableString)
+// that this node coordinates in a formed cluster. Anything else runs the
+// usual way, and gets its error there.
 func (n *Server) joins(cs *connState, p parsed, args [][]byte) bool {
 	if !cs.authed || p.spec == nil || p.spec.Name != "set" || len(args) != 3 ||
-		len(args[1]) > MaxKeySize || int64(len(args[2])) > n.Cfg.MaxValueSize {
+		len(args[1]) > MaxKeySize || n.storableString(args[2]) != nil {
 		return false
 	}
 	m := n.Ctl.Map()
