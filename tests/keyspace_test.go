@@ -222,7 +222,7 @@ func TestKeyspacePerNode(t *testing.T) {
 	})
 
 	t.Run("redis-py", func(t *testing.T) {
-		got := runRedisPy(t, c, "read", "ks:*")
+		got := runPyClient(t, c, "keyspace.py", "read", "ks:*")
 		var scanned []string
 		must(t, json.Unmarshal(got["scan"], &scanned))
 		checkOnce(t, "RedisCluster.scan_iter", scanned, ks.values)
@@ -251,7 +251,7 @@ func TestKeyspacePerNode(t *testing.T) {
 	})
 
 	t.Run("redis-py-flushall", func(t *testing.T) {
-		got := runRedisPy(t, c, "flushall")
+		got := runPyClient(t, c, "keyspace.py", "flushall")
 		var byNode map[string]bool // FLUSHALL went to every primary
 		must(t, json.Unmarshal(got["flushall"], &byNode))
 		if len(byNode) != len(c.nodes) || slices.Contains(slices.Collect(maps.Values(byNode)), false) ||
@@ -366,11 +366,4 @@ func checkSchemeShrank(t *testing.T, rdb *redis.Client, sch string, before map[s
 				sch, field, now, want, was, keyspacePerScheme, left)
 		}
 	}
-}
-
-// runRedisPy runs tests/pyclient/keyspace.py with args against node 0 of
-// c (runPyClient).
-func runRedisPy(t *testing.T, c *testCluster, args ...string) map[string]json.RawMessage {
-	t.Helper()
-	return runPyClient(t, c, "keyspace.py", args...)
 }
