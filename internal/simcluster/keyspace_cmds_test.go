@@ -177,6 +177,14 @@ func TestWaitCountsTheLastWritesHolders(t *testing.T) {
 		if w := []string{":0", want[spec], want[spec], ":0"}; !slices.Equal(got, w) {
 			t.Errorf("%s: WAIT before a write, after it, after a read, after DEL = %v, want %v", spec, got, w)
 		}
+		// A write inside a transaction counts too, run here or on the
+		// slot's coordinator from another node.
+		for _, node := range []int{c.Coordinator(k), (c.Coordinator(k) + 1) % c.Len()} {
+			out = c.DoSession(node, []string{"MULTI"}, []string{"SET", k, "v", "SCHEME", spec}, []string{"EXEC"}, []string{"WAIT", "0", "0"})
+			if got := simcluster.Render(out[3]); got != want[spec] {
+				t.Errorf("%s: WAIT after EXEC on node %d = %s, want %s", spec, node, got, want[spec])
+			}
+		}
 	}
 	for _, tc := range [][3]string{{"x", "0", "-ERR value is not an integer or out of range"},
 		{"0", "x", "-ERR timeout is not an integer or out of range"}, {"0", "-1", "-ERR timeout is negative"},

@@ -108,9 +108,17 @@ func (n *Server) executeParsed(ctx context.Context, cs *connState, args [][]byte
 	}
 	start := core.Monotime()
 	r := n.dispatch(ctx, cs, cmd, args, p)
-	cs.noteWrite(spec, p.keys, r)
-	n.info.cmds.ran(spec, r, n.Metrics.ObserveCommand(cmd, name, start))
+	n.ran(cs, cmd, spec, p.keys, r, start)
 	return r
+}
+
+// ran accounts for a command that ran since start (a monotime) with reply
+// r: its latency metric, INFO's commandstats, and for a write the
+// connection's last written key (WAIT). executeParsed and EXEC's queued
+// commands (runQueued) go through it.
+func (n *Server) ran(cs *connState, cmd *command, spec *resp.CommandSpec, keys [][]byte, r resp.Reply, start int64) {
+	cs.noteWrite(spec, keys, r)
+	n.info.cmds.ran(spec, r, n.Metrics.ObserveCommand(cmd, topName(spec), start))
 }
 
 // rejected counts r, an error given before a command of spec (nil for
@@ -210,13 +218,13 @@ func (n *Server) route(ctx context.Context, cs *connState, cmd *command, spec *r
 		return cmd.fanout(n, ctx, cs, args)
 	}
 	if owner.ID == n.NodeID {
-		return n.coordinate(ctx, cs, cmd, spec, args, keys, -1)
+		if len(keys) > 1 {
+			slot = -1 // keys of one coordinator, maybe of several slots
+		}
+		return n.coordinate(ctx, cs, cmd, spec, args, keys, slot)
 	}
-	if cs.forwarded {
-		return resp.Errorf("MOVED %d %s", slot, owner.ClientAddr)
-	}
-	if n.Cfg.Redirect {
-		return resp.Errorf("MOVED %d %s", slot, owner.ClientAddr)
+	if cs.forwarded || n.Cfg.Redirect {
+		return resp.Moved(slot, owner.ClientAddr)
 	}
 	return n.forward(ctx, cs, owner, args)
 }

@@ -238,7 +238,20 @@ func cmdExec(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.
 	case cs.forwarded || n.Cfg.Redirect:
 		return resp.Moved(slot, owner.ClientAddr)
 	}
-	return n.forwardTx(ctx, cs, owner, slot, tx.watch, tx.queued)
+	r := n.forwardTx(ctx, cs, owner, slot, tx.watch, tx.queued)
+	noteWrites(cs, tx.queued, r) // they ran on the coordinator's connection
+	return r
+}
+
+// noteWrites records on cs the writes of a transaction run elsewhere, as
+// runQueued records those it runs (WAIT asks about the last).
+func noteWrites(cs *connState, cmds [][][]byte, r resp.Reply) {
+	items := r.Items()
+	for i, args := range cmds {
+		if spec, bad := resp.Resolve(args); !bad.IsError() && i < len(items) {
+			cs.noteWrite(spec, spec.Keys(args), items[i])
+		}
+	}
 }
 
 // runTx runs a transaction's commands on the coordinator of slot (-1: a
@@ -285,13 +298,12 @@ func (n *Server) runQueued(ctx context.Context, cs *connState, cmds [][][]byte) 
 			replies[i] = bad
 			continue
 		}
-		name := topName(spec)
-		cmd := commands[name]
+		cmd := commands[topName(spec)]
 		cs.lastCmd.Store(spec)
 		n.Stats.Commands.Add(1)
 		start := core.Monotime()
 		replies[i] = cmd.run(n, ctx, cs, args)
-		n.Metrics.ObserveCommand(cmd, name, start)
+		n.ran(cs, cmd, spec, spec.Keys(args), replies[i], start)
 	}
 	return replies
 }
