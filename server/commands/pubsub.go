@@ -161,7 +161,7 @@ func cmdPubsub(n *Server, _ context.Context, _ *connState, args [][]byte) resp.R
 	}
 	switch {
 	case sub == "help" && k == kindChannel:
-		return help("PUBSUB", pubsubHelp)
+		return resp.Help("pubsub", pubsubHelp...)
 	case sub == "channels" && len(args) <= 3:
 		var pattern []byte
 		if len(args) == 3 {
@@ -194,22 +194,12 @@ var pubsubHelp = []string{
 	"    Return the number of subscribers for the specified shard level channel(s)",
 }
 
-// help is a container's HELP as Redis's addReplyHelp makes it: status
-// lines, a header and the HELP entry.
-func help(container string, lines []string) resp.Reply {
-	items := []resp.Reply{resp.Simple(container + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")}
-	for _, l := range append(lines, "HELP", "    Print this help.") {
-		items = append(items, resp.Simple(l))
-	}
-	return resp.Array(items...)
-}
-
 // cmdReset returns the connection to its state when it connected, as
 // Redis's RESET does: no subscriptions (none confirmed), RESP2, no name,
 // and authenticated only if no password is required.
 func cmdReset(n *Server, _ context.Context, cs *connState, _ [][]byte) resp.Reply {
 	if cs.pubsub != nil {
-		n.pubsub.dropAll(cs.pubsub, false)
+		n.pubsub.dropAll(cs.pubsub)
 	}
 	cs.tx = nil // discards a transaction being queued and unwatches, as Redis's RESET
 	cs.mu.Lock()

@@ -167,16 +167,7 @@ func encodePublish(msgs []busMsg) (payload []byte, tail [][]byte) {
 // cannot hold (each message takes two bytes or more), a short field or
 // trailing bytes are malformed.
 func decodePublish(b []byte) ([]busMsg, error) {
-	d := wire.NewDec(b)
-	count := int(d.U32())
-	if count > len(b)/2 {
-		return nil, wire.ErrMalformed
-	}
-	out := make([]busMsg, 0, min(count, 1024))
-	for i := 0; i < count && d.Err() == nil; i++ {
-		out = append(out, busMsg{channel: d.Bytes(), message: d.Bytes()})
-	}
-	return out, d.Done()
+	return wire.DecodeList(b, func(d *wire.Dec) busMsg { return busMsg{channel: d.Bytes(), message: d.Bytes()} })
 }
 
 // OnPublish delivers another node's PUBLISH messages to this node's

@@ -342,7 +342,7 @@ func (n *Server) endSubscriber(cs *connState) {
 	if s == nil {
 		return
 	}
-	n.pubsub.dropAll(s, false)
+	n.pubsub.dropAll(s)
 	s.mu.Lock()
 	s.closeLocked()
 	s.mu.Unlock()

@@ -81,10 +81,11 @@ func (h *pubsubHub) evict(s *subscriber, name string) {
 	}
 }
 
-// dropAll removes every subscription of s (RESET, a connection leaving).
-func (h *pubsubHub) dropAll(s *subscriber, notify bool) {
+// dropAll removes every subscription of s, confirming none (RESET, a
+// connection leaving).
+func (h *pubsubHub) dropAll(s *subscriber) {
 	for k := range kinds {
-		h.unsubscribe(s, k, nil, notify)
+		h.unsubscribe(s, k, nil, false)
 	}
 }
 
