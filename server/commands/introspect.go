@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"strconv"
@@ -54,7 +55,7 @@ func cmdWait(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.
 		return resp.Err("ERR timeout is out of range")
 	}
 	cs.mu.Lock()
-	key := cs.lastWrite
+	key := bytes.Clone(cs.lastWrite) // noteWrite reuses its buffer
 	cs.mu.Unlock()
 	if key == nil {
 		return resp.Int(0)
@@ -244,14 +245,15 @@ func memoryUsage(key []byte, cur core.Current) int64 {
 	return int64(math.Ceil(logical * cur.Entry.Spec.Overhead()))
 }
 
-// noteWrite remembers the first key of a write that succeeded, for WAIT.
-// The key is the request's own memory, which is never written again once
-// parsed (clientio.go), so it is kept without a copy.
+// noteWrite remembers the first key of a write that succeeded, for WAIT:
+// copied into the connection's own buffer, so that an idle connection
+// does not keep its last request's read chunk alive (clientio.go), and
+// without an allocation once the buffer has grown.
 func (cs *connState) noteWrite(spec *resp.CommandSpec, keys [][]byte, r resp.Reply) {
 	if len(keys) == 0 || spec == nil || !spec.Has(resp.FlagWrite) || r.IsError() {
 		return
 	}
 	cs.mu.Lock()
-	cs.lastWrite = keys[0]
+	cs.lastWrite = append(cs.lastWrite[:0], keys[0]...)
 	cs.mu.Unlock()
 }

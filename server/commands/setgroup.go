@@ -108,6 +108,7 @@ func (g *setGroup) flush(n *Server, ctx context.Context, cs *connState, replies 
 			replies[g.at[i]] = ok
 		}
 		n.info.cmds.ran(setSpec, replies[g.at[i]], took)
+		cs.noteWrite(setSpec, [][]byte{w.Key}, replies[g.at[i]])
 	}
 	clear(g.writes)
 	g.writes, g.at = g.writes[:0], g.at[:0]
