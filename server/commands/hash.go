@@ -352,14 +352,11 @@ func cmdHIncrByFloat(n *Server, ctx context.Context, cs *connState, args [][]byt
 				return false, errHashNotFloat
 			}
 		}
-		if value.IsInf() {
-			return false, errFloatInfinite
+		sum, err := addLongDouble(value, incr)
+		if err != nil {
+			return false, err
 		}
-		sum := new(big.Float).SetPrec(longDoubleBits).Add(value, incr)
-		if sum.MantExp(nil) > longDoubleMaxExp {
-			return false, errFloatInfinite
-		}
-		result = []byte(formatLongDouble(sum))
+		result = []byte(sum)
 		h.Set(args[2], result)
 		return true, nil
 	})

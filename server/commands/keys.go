@@ -16,8 +16,8 @@ func init() {
 	for _, name := range []string{"expire", "pexpire", "expireat", "pexpireat"} {
 		register(name, data(cmdExpire))
 	}
-	register("ttl", data(ttlCmd(1000)))
-	register("pttl", data(ttlCmd(1)))
+	register("ttl", data(ttlCmd(1000, false)))
+	register("pttl", data(ttlCmd(1, false)))
 	register("persist", data(cmdPersist))
 	register("scan", data(cmdScan))
 	register("dbsize", data(cmdDBSize))
@@ -131,7 +131,11 @@ func expireAllowed(a resp.ExpireArgs, current, next int64) bool {
 	return true
 }
 
-func ttlCmd(unit int64) handler {
+// ttlCmd builds TTL (unit 1000: seconds, rounded as Redis rounds) and
+// PTTL (milliseconds), or with absolute EXPIRETIME and PEXPIRETIME (the
+// Unix time at which the key expires): -1 without an expiry, -2 for a
+// missing key.
+func ttlCmd(unit int64, absolute bool) handler {
 	return func(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 		meta, ok := n.KeyMeta(args[1])
 		now := core.NowMs()
@@ -141,8 +145,11 @@ func ttlCmd(unit int64) handler {
 		case meta.ExpireAt == 0:
 			return resp.Int(-1)
 		}
-		left := meta.ExpireAt - now
-		return resp.Int((left + unit/2) / unit)
+		at := meta.ExpireAt
+		if !absolute {
+			at -= now
+		}
+		return resp.Int((at + unit/2) / unit)
 	}
 }
 

@@ -19,8 +19,8 @@ func init() {
 	register("keys", data(cmdKeys))
 	register("randomkey", data(cmdRandomKey))
 	register("touch", &command{run: cmdTouch, fanout: fanCount, needsFormed: true})
-	register("expiretime", data(expireTimeCmd(1000)))
-	register("pexpiretime", data(expireTimeCmd(1)))
+	register("expiretime", data(ttlCmd(1000, true)))
+	register("pexpiretime", data(ttlCmd(1, true)))
 }
 
 // keysPage is how many records a KEYS walk visits per step.
@@ -173,20 +173,4 @@ func cmdTouch(n *Server, ctx context.Context, cs *connState, args [][]byte) resp
 		}
 	}
 	return resp.Int(count)
-}
-
-// expireTimeCmd builds EXPIRETIME (unit 1000: seconds, rounded as Redis
-// rounds) and PEXPIRETIME (milliseconds): the absolute Unix time at which
-// the key expires, -1 without an expiry, -2 for a missing key.
-func expireTimeCmd(unit int64) handler {
-	return func(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-		meta, ok := n.KeyMeta(args[1])
-		switch {
-		case !ok || (meta.ExpireAt != 0 && meta.ExpireAt <= core.NowMs()):
-			return resp.Int(-2)
-		case meta.ExpireAt == 0:
-			return resp.Int(-1)
-		}
-		return resp.Int((meta.ExpireAt + unit/2) / unit)
-	}
 }

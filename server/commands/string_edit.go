@@ -24,11 +24,7 @@ func init() {
 	register("lcs", &command{run: cmdLCS, fanout: crossSlot, needsFormed: true})
 }
 
-var (
-	errOffsetRange = resp.Err("ERR offset is out of range")
-	notFloat       = resp.Err(errNotFloat.Error())      // hash.go's texts
-	notFinite      = resp.Err(errFloatInfinite.Error()) // (HINCRBYFLOAT's)
-)
+var errOffsetRange = resp.Err("ERR offset is out of range")
 
 // cmdSetRange overwrites the value from offset on, zero-padding a shorter
 // one, and answers the new length, with setrangeCommand's checks in its
@@ -88,45 +84,47 @@ func spliced(old []byte, offset int, patch []byte) []byte {
 // printed with "%.17Lf" less trailing zeros. A big.Float of 64 bits of
 // mantissa is the x87 long double Redis computes in on amd64.
 func cmdIncrByFloat(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
-	var bad resp.Reply
 	var out []byte
 	err := n.RMW(ctx, args[1], func(cur core.Current) (*core.WriteOp, error) {
 		if notString(cur) {
-			bad = resp.ErrWrongType
-			return nil, nil
+			return nil, errWrongType
 		}
-		value, incr := new(big.Float).SetPrec(longDoubleBits), new(big.Float)
+		value := new(big.Float).SetPrec(longDoubleBits)
 		if cur.Exists {
 			var ok bool
 			if value, ok = parseLongDouble(cur.Value); !ok {
-				bad = notFloat
-				return nil, nil
+				return nil, errNotFloat
 			}
 		}
 		incr, ok := parseLongDouble(args[2])
 		if !ok {
-			bad = notFloat
-			return nil, nil
+			return nil, errNotFloat
 		}
-		if value.IsInf() || incr.IsInf() {
-			bad = notFinite // inf + anything is inf or NaN
-			return nil, nil
+		sum, err := addLongDouble(value, incr)
+		if err != nil {
+			return nil, err
 		}
-		sum := new(big.Float).SetPrec(longDoubleBits).Add(value, incr)
-		if sum.MantExp(nil) > longDoubleMaxExp {
-			bad = notFinite
-			return nil, nil
-		}
-		out = []byte(formatLongDouble(sum))
+		out = []byte(sum)
 		return n.ValueOp(cur, args[1], out, 0, true, nil), nil
 	})
-	if bad.IsError() {
-		return bad
-	}
 	if err != nil {
 		return errReply(err)
 	}
 	return resp.BulkOwned(out)
+}
+
+// addLongDouble is value + incr in long double, as INCRBYFLOAT and
+// HINCRBYFLOAT compute it, printed as Redis prints it; an infinite
+// operand or a sum past the long double's range is errFloatInfinite.
+func addLongDouble(value, incr *big.Float) (string, error) {
+	if value.IsInf() || incr.IsInf() {
+		return "", errFloatInfinite // inf + anything is inf or NaN
+	}
+	sum := new(big.Float).SetPrec(longDoubleBits).Add(value, incr)
+	if sum.MantExp(nil) > longDoubleMaxExp {
+		return "", errFloatInfinite
+	}
+	return formatLongDouble(sum), nil
 }
 
 // The x87 80-bit long double: 64 bits of mantissa, finite below 2^16384;
