@@ -70,6 +70,20 @@ func TestKeysAndRandomKeyPerNode(t *testing.T) {
 	if len(drawn) < len(mine)/2 {
 		t.Errorf("RANDOMKEY drew %d of node %d's %d keys in 400 draws", len(drawn), node, len(mine))
 	}
+	// The same for keys packed in a few stripe chunks, where a walk's step
+	// is a whole chunk.
+	c.Do(0, "FLUSHALL", "CLUSTER")
+	for i := range 60 {
+		c.Do(0, "SET", fmt.Sprintf("{packed}:%d", i), "v", "SCHEME", "stripe:4+2")
+	}
+	node = c.Coordinator("{packed}:0")
+	drawn = map[string]bool{}
+	for range 400 {
+		drawn[c.DoQuiet(node, "RANDOMKEY").Text()] = true
+	}
+	if len(drawn) < 30 {
+		t.Errorf("RANDOMKEY drew %d of 60 stripe keys in 400 draws", len(drawn))
+	}
 }
 
 func texts(r resp.Reply) []string {

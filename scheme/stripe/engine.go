@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -457,11 +458,10 @@ func (eng *Engine) readChunk(ctx context.Context, node cluster.Node, r readReq) 
 // engine.
 func (eng *Engine) Scan(cursor uint64, count int, visit func(key []byte, expireAt int64)) (next uint64, done bool) {
 	schemes := eng.all()
-	const batchPhase = 1 << 51
 	for i := int(cursor>>32) & 0x7FFFF; i < len(schemes); i++ {
 		s := schemes[i]
 		fn := func(o Object) { visit(o.Key, o.ExpireAt) }
-		if cursor&batchPhase == 0 {
+		if cursor&scanBatchPhase == 0 {
 			s.mu.Lock()
 			at, finished := s.data.Scan(uint32(cursor), count, fn)
 			s.mu.Unlock()
@@ -475,12 +475,50 @@ func (eng *Engine) Scan(cursor uint64, count int, visit func(key []byte, expireA
 			at, finished := s.batch.data.Scan(uint32(cursor), count, fn)
 			s.mu.Unlock()
 			if !finished {
-				return batchPhase | uint64(i)<<32 | uint64(at), false
+				return scanBatchPhase | uint64(i)<<32 | uint64(at), false
 			}
 		}
 		cursor = 0
 	}
 	return 0, true
+}
+
+// scanBatchPhase marks a Scan cursor in a scheme's batch stripes.
+const scanBatchPhase = 1 << 51
+
+// RandomCursor is a Scan cursor at a place drawn at random (RANDOMKEY): a
+// scheme's in-place chunks or batch stripes in proportion to their
+// objects, and a chunk or batch slot among theirs; 0 when there is none.
+func (eng *Engine) RandomCursor() uint64 {
+	type place struct {
+		cursor        uint64
+		objects, span int
+	}
+	var places []place
+	total := 0
+	add := func(p place) {
+		places = append(places, p)
+		total += p.objects
+	}
+	for i, s := range eng.all() {
+		s.mu.Lock()
+		add(place{uint64(i) << 32, s.data.Len(), len(s.data.chunks)})
+		if s.batch != nil {
+			add(place{scanBatchPhase | uint64(i)<<32, s.batch.data.Len(), len(s.batch.data.stripes)})
+		}
+		s.mu.Unlock()
+	}
+	if total == 0 {
+		return 0
+	}
+	pick := rand.IntN(total)
+	for _, p := range places {
+		if pick < p.objects {
+			return p.cursor | uint64(rand.IntN(max(p.span, 1)))
+		}
+		pick -= p.objects
+	}
+	return 0
 }
 
 // expireSampleChunks is how many chunks one sample of a stripe scheme

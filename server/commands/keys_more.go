@@ -122,7 +122,7 @@ func (n *Server) randomKey() []byte {
 		return nil
 	}
 	for range randomKeyTries {
-		cursor := uint64(stripeScanFlag | rand.IntN(max(packed, 1)))
+		cursor := stripeScanFlag | n.stripes.RandomCursor()
 		if rand.IntN(primary+packed) < primary {
 			cursor = n.Primary.RandomCursor()
 		}
@@ -133,17 +133,21 @@ func (n *Server) randomKey() []byte {
 	return n.firstLiveKey(0, -1)
 }
 
-// firstLiveKey walks from cursor, wrapping once to the start, and returns
-// the first unexpired key this node coordinates, visiting at most budget
-// records (-1: all).
+// firstLiveKey walks from cursor, wrapping once to the start, visiting at
+// most budget records (-1: all), and returns an unexpired key this node
+// coordinates: one drawn at random among those of the first step that has
+// any (a step covers a whole stripe chunk, whose keys would otherwise be
+// drawn only by their first).
 func (n *Server) firstLiveKey(cursor uint64, budget int) []byte {
 	m, now := n.Ctl.Map(), core.NowMs()
 	var found []byte
-	visited := 0
+	visited, live := 0, 0
 	visit := func(key []byte, expireAt int64) {
 		visited++
-		if found == nil && (expireAt == 0 || expireAt > now) && n.coordinates(m, key) {
-			found = append([]byte(nil), key...)
+		if (expireAt == 0 || expireAt > now) && n.coordinates(m, key) {
+			if live++; rand.IntN(live) == 0 { // reservoir sampling
+				found = append(found[:0], key...)
+			}
 		}
 	}
 	wrapped := cursor == 0
