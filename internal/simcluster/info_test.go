@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/internal/simcluster"
+	"github.com/memgest/memgest/server"
 )
 
 // INFO (issue 28, item 6): Redis 7's sections in its order, and fields
@@ -167,4 +168,16 @@ func cmdstat(t *testing.T, info, cmd string) string {
 		t.Fatalf("cmdstat_%s:%s", cmd, v)
 	}
 	return "calls=" + m[1] + ",rejected_calls=" + m[2] + ",failed_calls=" + m[3]
+}
+
+// With --rebuild-rate 0 (no bound) and no rebuild measured yet, SCHEME.INFO
+// still models its scheme, from an assumed rate (it answered no nines:
+// the rebuild time came out infinite).
+func TestSchemeNinesWithoutARebuildBound(t *testing.T) {
+	c := simcluster.Start(t, simcluster.Seed(t), simcluster.Options{Nodes: 6,
+		Configure: func(_ int, cfg *server.Config) { cfg.RebuildRate = 0 }})
+	f := simcluster.Fields(c.Do(c.AnyLive(), "SCHEME.INFO", "none"))
+	if f["model_rebuild_rate_source"].Text() != "assumed" || f["nines_per_year"].IsZero() {
+		t.Fatalf("SCHEME.INFO none without a rebuild bound: %s", simcluster.Render(c.Do(c.AnyLive(), "SCHEME.INFO", "none")))
+	}
 }

@@ -44,6 +44,11 @@ type liveInputs struct {
 	BytesPerNode float64
 }
 
+// unboundedRebuildRate is the bytes per second a node is assumed to
+// rebuild at without a --rebuild-rate bound, until a rebuild measures it:
+// without it the model's rebuild time was infinite and the nines vanished.
+const unboundedRebuildRate = 1 << 30
+
 // liveCluster reads the model's inputs from the map and stats.
 func (n *Server) liveCluster(m *cluster.Map, stats []NodeStats) liveInputs {
 	nodes := len(m.Shards) // one shard per node of the placement ring
@@ -57,7 +62,11 @@ func (n *Server) liveCluster(m *cluster.Map, stats []NodeStats) liveInputs {
 	}
 	in := liveInputs{BytesPerNode: stored / float64(max(nodes, 1)), RebuildRate: rebuilt.Rate(), RateSource: RateMeasured}
 	if in.RebuildRate <= 0 {
-		in.RebuildRate = float64(n.Cfg.RebuildRate) * n.Cfg.RebuildShare * float64(max(nodes-1, 1))
+		perNode := float64(n.Cfg.RebuildRate)
+		if perNode <= 0 { // --rebuild-rate 0: no bound; a loopback-class link's worth
+			perNode = unboundedRebuildRate
+		}
+		in.RebuildRate = perNode * n.Cfg.RebuildShare * float64(max(nodes-1, 1))
 		in.RateSource = RateAssumed
 	}
 	in.Cluster = reliability.Cluster{
