@@ -115,18 +115,13 @@ func compareWithRedis(t *testing.T, source, live *redisGolden, s *CommandSpec) {
 		t.Logf("%s: not a Redis %s command", s.Name, source.RedisVersion)
 		return
 	}
-	liveInfo, liveDocs := live.info(s.Name), live.docs(s.Name)
 	got := generic(CommandInfo(s)).([]any)
 	for i, f := range infoFields {
-		var seen any
-		if liveInfo != nil {
-			seen = liveInfo[i]
-		}
-		compareField(t, s.Name, f, got[i], want[i], seen, liveInfo != nil, source, live)
+		compareField(t, s.Name, f, got[i], want[i], source)
 	}
 	gotDocs := generic(commandDoc(s)).(map[string]any)
 	for _, f := range docFields {
-		compareField(t, s.Name, f, gotDocs[f], wantDocs[f], liveDocs[f], liveDocs != nil, source, live)
+		compareField(t, s.Name, f, gotDocs[f], wantDocs[f], source)
 	}
 	known := map[string]bool{}
 	for _, sub := range want[9].([]any) {
@@ -140,19 +135,17 @@ func compareWithRedis(t *testing.T, source, live *redisGolden, s *CommandSpec) {
 }
 
 // compareField compares field f of command name: memgest's got with the
-// source's want, and with the live Redis's seen where that agrees with
-// the source (haveLive: the live Redis has the command); memgest's
-// deliberate differences are skipped.
-func compareField(t *testing.T, name, f string, got, want, seen any, haveLive bool, source, live *redisGolden) {
+// source's want; memgest's deliberate differences are skipped. (Checking
+// the live Redis's answer too, where it agrees with the source, could not
+// fail unless this did: the live file serves for its command list, and
+// scripts/redis-command-json.py reproduces it from 7.0.15's sources.)
+func compareField(t *testing.T, name, f string, got, want any, source *redisGolden) {
 	t.Helper()
 	if memgestDiffers[name] == f {
 		return
 	}
 	if !sameValue(got, want) {
 		t.Errorf("%s %s: memgest %#v, Redis %s's src/commands %#v", name, f, got, source.RedisVersion, want)
-	}
-	if haveLive && sameValue(want, seen) && !sameValue(got, seen) {
-		t.Errorf("%s %s: memgest %#v, redis-server %s %#v", name, f, got, live.RedisVersion, seen)
 	}
 }
 
