@@ -107,7 +107,7 @@ func (m *Map) updateNode(old, n Node) *Map {
 	}
 	next := m.Clone()
 	i := m.index().node[n.ID]
-	n.State = old.State
+	n.State, n.Draining = old.State, old.Draining
 	next.Nodes[i] = n
 	return next
 }

@@ -8,7 +8,9 @@ import (
 
 // Command is a change to the map. The concrete commands are Init, AddNode,
 // CreateScheme, DropScheme, SetDefault, SetPolicy, MarkFailed, ShardRecovered,
-// StripesRestored, RebuildDone, SetVoters, Rejoin and SetPassword; Apply applies one, and
+// StripesRestored, RebuildDone, SetVoters, Rejoin, SetPassword, and the
+// rebalancing commands Migrate, MigrationDone, Promote, Drain, RemoveNode and
+// Replace (migrate.go); Apply applies one, and
 // EncodeCommand/DecodeCommand carry one through the Raft log or to the
 // leader over the peer protocol.
 type Command interface {
@@ -135,6 +137,18 @@ func DecodeCommand(b []byte) (Command, error) {
 		return decodeArgs[Rejoin](env)
 	case "set_password":
 		return decodeArgs[SetPassword](env)
+	case "migrate":
+		return decodeArgs[Migrate](env)
+	case "migration_done":
+		return decodeArgs[MigrationDone](env)
+	case "promote":
+		return decodeArgs[Promote](env)
+	case "drain":
+		return decodeArgs[Drain](env)
+	case "remove_node":
+		return decodeArgs[RemoveNode](env)
+	case "replace":
+		return decodeArgs[Replace](env)
 	}
 	return nil, errorf(ErrBadCommand, "unknown command %q", env.Op)
 }

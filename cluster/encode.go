@@ -117,18 +117,55 @@ func (m *Map) validateShards() error {
 	for _, n := range m.Nodes {
 		known[n.ID] = true
 	}
-	next := 0
+	covered := make([]bool, keyslot.Count)
 	for i, sh := range m.Shards {
-		if sh.ID != i || sh.First != next || sh.Last < sh.First || sh.Last >= keyslot.Count {
-			return errorf(ErrBadMap, "shard %d (id %d, slots %d-%d) breaks the slot table at slot %d", i, sh.ID, sh.First, sh.Last, next)
+		if sh.ID != i || sh.First < 0 || sh.Last < sh.First || sh.Last >= keyslot.Count {
+			return errorf(ErrBadMap, "shard %d (id %d) has slots %d-%d", i, sh.ID, sh.First, sh.Last)
 		}
 		if err := validatePlacement(sh, known); err != nil {
 			return err
 		}
-		next = sh.Last + 1
+		if err := m.validateImport(sh); err != nil {
+			return err
+		}
+		if sh.Importing || sh.Retired {
+			continue
+		}
+		for s := sh.First; s <= sh.Last; s++ {
+			if covered[s] {
+				return errorf(ErrBadMap, "slot %d is in two shards (one is %d)", s, i)
+			}
+			covered[s] = true
+		}
 	}
-	if next != keyslot.Count {
-		return errorf(ErrBadMap, "slots %d-%d have no shard", next, keyslot.Count-1)
+	if i := slices.Index(covered, false); i >= 0 {
+		return errorf(ErrBadMap, "slot %d has no shard", i)
+	}
+	return nil
+}
+
+// validateImport checks an importing shard against its source: a shard
+// with slots whose range starts or ends with the importing one's, and
+// which gives slots to no other shard.
+func (m *Map) validateImport(sh Shard) error {
+	if !sh.Importing {
+		if sh.From != 0 {
+			return errorf(ErrBadMap, "shard %d names a source without importing", sh.ID)
+		}
+		return nil
+	}
+	if sh.Retired || sh.From < 0 || sh.From >= len(m.Shards) || sh.From == sh.ID {
+		return errorf(ErrBadMap, "shard %d imports from no valid shard (%d)", sh.ID, sh.From)
+	}
+	src := m.Shards[sh.From]
+	if src.Importing || src.Retired || sh.First < src.First || sh.Last > src.Last ||
+		(sh.First != src.First && sh.Last != src.Last) {
+		return errorf(ErrBadMap, "shard %d imports slots %d-%d that are not an end of shard %d's", sh.ID, sh.First, sh.Last, sh.From)
+	}
+	for j, o := range m.Shards {
+		if j != sh.ID && o.Importing && o.From == sh.From {
+			return errorf(ErrBadMap, "shards %d and %d both import from shard %d", sh.ID, j, sh.From)
+		}
 	}
 	return nil
 }

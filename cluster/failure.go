@@ -45,7 +45,7 @@ func (c MarkFailed) apply(m *Map) (*Map, error) {
 	next.Nodes[m.index().node[c.ID]].State = Failed
 	spare := m.firstSpare()
 	for i, sh := range m.Shards {
-		if coord, ok := m.Coordinator(sh.First); ok && coord.ID == c.ID {
+		if coord, ok := m.CoordinatorOf(&sh); ok && coord.ID == c.ID {
 			next.Shards[i].Recovering = true
 		}
 		for j, id := range sh.Placement {
@@ -81,7 +81,7 @@ func (m *Map) leaveStandby() {
 		if !sh.Recovering || len(sh.Standby) == 0 {
 			continue
 		}
-		if c := coordinatorIndex(m, ix, sh); c >= 0 {
+		if c := coordinatorIndex(m, ix, sh, -1); c >= 0 {
 			id := m.Nodes[c].ID
 			sh.Standby = slices.DeleteFunc(sh.Standby, func(s NodeID) bool { return s == id })
 			if len(sh.Standby) == 0 {
@@ -102,14 +102,14 @@ func (m *Map) keepCoordinators(prev *Map, to NodeID) {
 	ix := buildIndex(m) // placements and states are final; only Standby changes below
 	for i := range m.Shards {
 		sh := &m.Shards[i]
-		was, ok := prev.Coordinator(sh.First)
+		was, ok := prev.CoordinatorOf(&prev.Shards[i])
 		if !ok || slices.Contains(sh.Standby, to) {
 			continue
 		}
 		if j, ok := ix.node[was.ID]; !ok || m.Nodes[j].State != Up {
 			continue // the failed coordinator: to may take its place and recover
 		}
-		if c := coordinatorIndex(m, ix, sh); c >= 0 && m.Nodes[c].ID == to {
+		if c := coordinatorIndex(m, ix, sh, -1); c >= 0 && m.Nodes[c].ID == to {
 			sh.Standby = append(sh.Standby, to)
 		}
 	}
@@ -244,7 +244,7 @@ func (c ShardRecovered) apply(m *Map) (*Map, error) {
 		return nil, errorf(ErrBadCommand, "no shard %d", c.Shard)
 	}
 	sh := m.Shards[c.Shard]
-	coord, ok := m.Coordinator(sh.First)
+	coord, ok := m.CoordinatorOf(&sh)
 	if !sh.Recovering || !ok || coord.ID != c.By {
 		return m, nil
 	}
@@ -259,7 +259,7 @@ func (c StripesRestored) apply(m *Map) (*Map, error) {
 		return nil, errorf(ErrBadCommand, "no shard %d", c.Shard)
 	}
 	sh := m.Shards[c.Shard]
-	coord, ok := m.Coordinator(sh.First)
+	coord, ok := m.CoordinatorOf(&sh)
 	if !sh.StripesPending || sh.Recovering || !ok || coord.ID != c.By {
 		return m, nil
 	}
@@ -284,7 +284,7 @@ func (c RebuildDone) apply(m *Map) (*Map, error) {
 		return nil, errorf(ErrBadCommand, "no shard %d", c.Shard)
 	}
 	sh := m.Shards[c.Shard]
-	coord, ok := m.Coordinator(sh.First)
+	coord, ok := m.CoordinatorOf(&sh)
 	if !ok || coord.ID != c.By || len(sh.Rebuild) == 0 || c.Round != sh.RebuildRound {
 		return m, nil // a later round lists what this rebuild may have missed
 	}

@@ -93,6 +93,15 @@ type Shard struct {
 	// StandIns records the up nodes standing in for positions whose node
 	// is not up, per scheme width (Map.Holders). Apply keeps it.
 	StandIns []StandIn `json:"stand_ins,omitempty"`
+	// Importing is set while the shard is being filled with its slots
+	// from shard From (Migrate): the slots are routed to From's
+	// coordinator until MigrationDone (decision 0016).
+	Importing bool `json:"importing,omitempty"`
+	From      int  `json:"from,omitempty"`
+	// Retired is set on a shard whose every slot moved to another: it
+	// keeps its id (stripe lists are named by shard id), routes nothing
+	// and has no coordinator.
+	Retired bool `json:"retired,omitempty"`
 }
 
 // SchemeEntry is one scheme of the catalogue. Its ID is what objects carry;
@@ -150,6 +159,12 @@ type index struct {
 	// schemes (HoldersOf), so the write path neither allocates nor looks
 	// nodes up by id to find where a key's pieces go.
 	holders [][]widthHolders
+	// importer lists the importing shards by position in Shards.
+	importer []int
+	// route, in a view (ViewFor), is the map's own slot table, which
+	// Coordinator keeps routing by; nil in a map itself.
+	route []uint16
+	views *viewCache
 }
 
 // widthHolders is Map.Holders of one shard for one width.
@@ -193,7 +208,7 @@ func (m *Map) index() *index {
 }
 
 func buildIndex(m *Map) *index {
-	ix := &index{node: make(map[NodeID]int, len(m.Nodes))}
+	ix := &index{node: make(map[NodeID]int, len(m.Nodes)), views: &viewCache{}}
 	for i, n := range m.Nodes {
 		ix.node[n.ID] = i
 	}
@@ -204,7 +219,14 @@ func buildIndex(m *Map) *index {
 		}
 		ix.coord = make([]int32, len(m.Shards))
 		for i, sh := range m.Shards {
-			ix.coord[i] = coordinatorIndex(m, ix, &sh)
+			ix.coord[i] = coordinatorIndex(m, ix, &sh, -1)
+			if sh.Importing {
+				ix.importer = append(ix.importer, i)
+			}
+			if sh.Importing || sh.Retired {
+				ix.coord[i] = -1
+				continue
+			}
 			for s := max(sh.First, 0); s <= min(sh.Last, keyslot.Count-1); s++ {
 				ix.slotShard[s] = uint16(i)
 			}
@@ -216,6 +238,11 @@ func buildIndex(m *Map) *index {
 			}
 			if len(sh.Rebuild) > 0 {
 				ix.rebuilding++
+			}
+		}
+		for _, i := range ix.importer {
+			if from := m.Shards[i].From; from >= 0 && from < len(ix.coord) {
+				ix.coord[i] = coordinatorIndex(m, ix, &m.Shards[i], ix.coord[from])
 			}
 		}
 		ix.holders = holdersIndex(m, ix)
@@ -293,10 +320,14 @@ func (m *Map) ShardOf(slot int) *Shard {
 // forming or when no node of the placement is up.
 func (m *Map) Coordinator(slot int) (Node, bool) {
 	ix := m.index()
-	if slot < 0 || slot >= len(ix.slotShard) || ix.slotShard[slot] == noShard {
+	table := ix.slotShard
+	if ix.route != nil {
+		table = ix.route
+	}
+	if slot < 0 || slot >= len(table) || table[slot] == noShard {
 		return Node{}, false
 	}
-	if c := ix.coord[ix.slotShard[slot]]; c >= 0 {
+	if c := ix.coord[table[slot]]; c >= 0 {
 		return m.Nodes[c], true
 	}
 	return Node{}, false
@@ -304,11 +335,14 @@ func (m *Map) Coordinator(slot int) (Node, bool) {
 
 // coordinatorIndex finds sh's coordinator (Coordinator) by position in
 // m.Nodes, with ix's node lookup: -1 if no node of its placement is up.
-func coordinatorIndex(m *Map, ix *index, sh *Shard) int32 {
+// The node at position avoid (the source's coordinator, for an importing
+// shard) is passed over: one node coordinating both ends of a migration
+// could not tell their keys apart, so the import waits for another.
+func coordinatorIndex(m *Map, ix *index, sh *Shard, avoid int32) int32 {
 	standby := int32(-1)
 	for _, id := range sh.Placement {
 		i, ok := ix.node[id]
-		if !ok || m.Nodes[i].State != Up {
+		if !ok || m.Nodes[i].State != Up || int32(i) == avoid {
 			continue
 		}
 		if !slices.Contains(sh.Standby, id) {

@@ -92,6 +92,9 @@ type Node struct {
 	HTTPAddr   string    `json:"http_addr,omitempty"` // metrics; optional
 	State      NodeState `json:"state"`
 	Voter      bool      `json:"voter"` // a Raft voter (else a non-voter)
+	// Draining marks an up node being emptied (Drain): it serves what it
+	// holds, and a rebalance moves all of it elsewhere.
+	Draining bool `json:"draining,omitempty"`
 }
 
 // sameEndpoint reports whether n and o differ in nothing AddNode may update.

@@ -33,7 +33,7 @@ func (m *Map) Phase(id NodeID) string {
 	}
 	for i := range m.Shards {
 		sh := &m.Shards[i]
-		coord, ok := m.Coordinator(sh.First)
+		coord, ok := m.CoordinatorOf(sh)
 		switch {
 		case ok && coord.ID == id && sh.Recovering:
 			worse("intermediate")

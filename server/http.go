@@ -168,7 +168,7 @@ func (n *Node) status(ctx context.Context) Status {
 		line := StatusNode{ID: string(node.ID), ClientAddr: node.ClientAddr, State: node.State.String(),
 			Phase: m.Phase(node.ID), Voter: node.Voter, Raft: raftPlace(members, node.ID)}
 		for _, sh := range m.Shards {
-			if c, ok := m.Coordinator(sh.First); ok && c.ID == node.ID {
+			if c, ok := m.CoordinatorOf(&sh); ok && c.ID == node.ID {
 				line.Slots += sh.Last - sh.First + 1
 			}
 		}

@@ -69,7 +69,7 @@ func (n *Node) temperatureLoop(ctx context.Context) {
 func (n *Node) shardsCoordinated(m *cluster.Map) int {
 	count := 0
 	for _, sh := range m.Shards {
-		if c, ok := m.Coordinator(sh.First); ok && c.ID == n.NodeID {
+		if c, ok := m.CoordinatorOf(&sh); ok && c.ID == n.NodeID {
 			count++
 		}
 	}

@@ -170,7 +170,7 @@ func (c *Cluster) describe(m *cluster.Map) string {
 	}
 	b.WriteString(" shards")
 	for _, sh := range m.Shards {
-		coord, _ := m.Coordinator(sh.First)
+		coord, _ := m.CoordinatorOf(&sh)
 		fmt.Fprintf(&b, " %d@n%d", sh.ID, c.Index(coord.ID))
 		if sh.Recovering || sh.StripesPending || len(sh.Rebuild) > 0 {
 			fmt.Fprintf(&b, "(rec %v stripes %v rebuild %v)", sh.Recovering, sh.StripesPending, sh.Rebuild)

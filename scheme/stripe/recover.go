@@ -237,7 +237,7 @@ func mayHoldKeysOf(m *cluster.Map, lp lostPosition, sh *cluster.Shard) bool {
 	if at < 0 {
 		return false
 	}
-	coord, ok := m.Coordinator(sh.First)
+	coord, ok := m.CoordinatorOf(sh)
 	c := slices.Index(sh.Placement, coord.ID)
 	return !ok || c < 0 || at <= c || slices.Contains(sh.Standby, coord.ID)
 }

@@ -68,7 +68,7 @@ type master struct {
 func masters(m *cluster.Map) []master {
 	out := make([]master, 0, len(m.Shards))
 	for _, sh := range m.Shards {
-		if node, ok := m.Coordinator(sh.First); ok {
+		if node, ok := m.CoordinatorOf(&sh); ok {
 			host, port := hostPort(node.ClientAddr)
 			out = append(out, master{shard: sh, node: node, host: host, port: port})
 		}
@@ -125,7 +125,7 @@ func clusterNodes(m *cluster.Map, self cluster.NodeID) string {
 		}
 		fmt.Fprintf(&b, "%s %s:%d@%d %s - 0 0 %d %s", node.ID, host, port, peerPort, flags, m.Epoch, link)
 		for _, sh := range m.Shards {
-			if c, ok := m.Coordinator(sh.First); ok && c.ID == node.ID {
+			if c, ok := m.CoordinatorOf(&sh); ok && c.ID == node.ID {
 				fmt.Fprintf(&b, " %d-%d", sh.First, sh.Last)
 			}
 		}

@@ -101,7 +101,7 @@ func (n *Server) refuseKeyspace(ctx context.Context) (resp.Reply, bool) {
 	}
 	for i := range m.Shards {
 		sh := &m.Shards[i]
-		if c, ok := m.Coordinator(sh.First); ok && c.ID == n.NodeID && sh.Recovering {
+		if c, ok := m.CoordinatorOf(sh); ok && c.ID == n.NodeID && sh.Recovering {
 			return resp.Errorf("TRYAGAIN memgest: shard %d is recovering after its coordinator failed", sh.ID), true
 		}
 	}
@@ -230,7 +230,7 @@ func coordinators(m *cluster.Map) []cluster.Node {
 	seen := map[cluster.NodeID]bool{}
 	var out []cluster.Node
 	for i := range m.Shards {
-		node, ok := m.Coordinator(m.Shards[i].First)
+		node, ok := m.CoordinatorOf(&m.Shards[i])
 		if ok && !seen[node.ID] {
 			seen[node.ID] = true
 			out = append(out, node)

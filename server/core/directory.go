@@ -132,7 +132,7 @@ const dirCopies = 2
 // coordinator (for every scheme narrower than the placement, nodes that hold
 // none of the key's pieces).
 func DirectoryNodes(m *cluster.Map, sh *cluster.Shard) []cluster.Node {
-	coord, _ := m.Coordinator(sh.First)
+	coord, _ := m.CoordinatorOf(sh)
 	var out []cluster.Node
 	for p := len(sh.Placement) - 1; p >= 0 && len(out) < dirCopies; p-- {
 		node, ok := m.Node(sh.Placement[p])

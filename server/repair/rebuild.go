@@ -56,7 +56,7 @@ func recoveryUnderway(m *cluster.Map) bool {
 		return false
 	}
 	for _, sh := range m.Shards {
-		if _, ok := m.Coordinator(sh.First); ok && (sh.Recovering || sh.StripesPending) {
+		if _, ok := m.CoordinatorOf(&sh); ok && (sh.Recovering || sh.StripesPending) {
 			return true
 		}
 	}

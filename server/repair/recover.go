@@ -88,7 +88,7 @@ func (n *Repairer) startShardJobs(ctx context.Context, what string, claims *shar
 		return
 	}
 	for _, sh := range m.Shards {
-		if c, ok := m.Coordinator(sh.First); !wants(m, sh) || !ok || c.ID != n.NodeID || !claims.claim(sh.ID) {
+		if c, ok := m.CoordinatorOf(&sh); !wants(m, sh) || !ok || c.ID != n.NodeID || !claims.claim(sh.ID) {
 			continue
 		}
 		go func(sh cluster.Shard) {
