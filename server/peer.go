@@ -29,6 +29,7 @@ func (n *Node) newRouter() *peer.Router {
 	r.HandleBulk(peer.MsgPutPieces, n.OnPutPieces)
 	r.HandleStream(peer.MsgForward, peer.OffLoop, n.cmds.OnForward, n.cmds.ServeForward)
 	r.Handle(peer.MsgTx, peer.OffLoop, n.cmds.OnTx)
+	r.Handle(peer.MsgMigrate, peer.OffLoop, n.cmds.OnMigrate)
 	r.HandleStream(peer.MsgGetPiece, peer.OnLoop, n.OnGetPiece, n.ServeRead)
 	r.HandleStream(peer.MsgGetPieces, peer.OnLoop, n.OnGetPieces, n.ServeRead)
 	return r

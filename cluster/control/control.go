@@ -170,7 +170,11 @@ func (c *Plane) awaitLeadership(ctx context.Context) error {
 // Map returns the latest map this node has applied. It is never nil; before
 // the node has applied its first entry it is an uninitialised map of epoch 0
 // with only the builtin scheme.
-func (c *Plane) Map() *cluster.Map { return c.hub.load() }
+//
+// It is the node's view of the map (cluster.Map.ViewFor): where this node
+// coordinates a shard importing slots, those slots are its shard's for
+// placement while they still route to their source.
+func (c *Plane) Map() *cluster.Map { return c.hub.load().ViewFor(c.cfg.Self.ID) }
 
 // Subscribe delivers maps as this node applies them, starting with the
 // current one. The channel holds one map; a slow reader skips intermediate
@@ -182,7 +186,11 @@ func (c *Plane) Subscribe() (<-chan *cluster.Map, func()) { return c.hub.subscri
 // restarted or joining node can wait for its own entry, e.g.
 // func(m *Map) bool { _, ok := m.Node(self); return ok }.
 func (c *Plane) Wait(ctx context.Context, cond func(*cluster.Map) bool) (*cluster.Map, error) {
-	return c.hub.wait(ctx, cond)
+	m, err := c.hub.wait(ctx, func(m *cluster.Map) bool { return cond(m.ViewFor(c.cfg.Self.ID)) })
+	if m != nil {
+		m = m.ViewFor(c.cfg.Self.ID)
+	}
+	return m, err
 }
 
 // WaitEpoch blocks until the local map reaches at least epoch. The data path

@@ -29,9 +29,16 @@ type Server struct {
 	info        *infoState        // INFO's counters, meters and identities (server_info.go)
 	boot        uint64            // this Server's nonce: WATCH's versions are its own (tx.go)
 
-	// slots keep transactions apart from other commands (slotlock.go);
-	// last, after every pointer, so the collector does not scan them.
+	// exports tracks the migrations this node runs as their source
+	// (migrate.go).
+	exports exports
+
+	// slots keep transactions apart from other commands (slotlock.go),
+	// and moves each key's commands apart from its move while its slot
+	// migrates (migrate.go); last, after every pointer, so the collector
+	// does not scan them.
 	slots slotLocks
+	moves moveLocks
 }
 
 // New is the client side of the node whose core is c.

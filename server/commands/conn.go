@@ -24,6 +24,7 @@ type connState struct {
 	proto     int
 	authed    bool
 	forwarded bool
+	imported  bool // forwarded by a migration's source (forwardReq.Import)
 	name      string
 	addr      string
 	laddr     string
@@ -43,7 +44,7 @@ var nextConnID atomic.Int64
 // sub is the session a fan-out runs its per-node parts under: same
 // protocol, already authenticated.
 func (cs *connState) sub() *connState {
-	return &connState{id: cs.id, proto: cs.proto, authed: true, forwarded: cs.forwarded, addr: cs.addr, created: cs.created}
+	return &connState{id: cs.id, proto: cs.proto, authed: true, forwarded: cs.forwarded, imported: cs.imported, addr: cs.addr, created: cs.created}
 }
 
 // accept applies protected mode (with no password and a non-loopback bind,

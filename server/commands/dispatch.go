@@ -217,7 +217,7 @@ func (n *Server) route(ctx context.Context, cs *connState, cmd *command, spec *r
 		}
 		return cmd.fanout(n, ctx, cs, args)
 	}
-	if owner.ID == n.NodeID {
+	if owner.ID == n.NodeID || (cs.imported && n.importsHere(ctx, keys)) {
 		if len(keys) > 1 {
 			slot = -1 // keys of one coordinator, maybe of several slots
 		}
@@ -235,6 +235,20 @@ func (n *Server) route(ctx context.Context, cs *connState, cmd *command, spec *r
 // (the command table's readonly flag) is a read there. slot is the keys'
 // one slot if the caller knows it, else -1.
 func (n *Server) coordinate(ctx context.Context, cs *connState, cmd *command, spec *resp.CommandSpec, args, keys [][]byte, slot int) resp.Reply {
+	if !cs.imported {
+		if m := n.Ctl.Map(); len(m.Importing()) > 0 {
+			if imp := exportingTo(m, keys); imp != nil {
+				return n.runExporting(ctx, cs, m, imp, args, keys, func() resp.Reply {
+					return n.coordinateHere(ctx, cs, cmd, spec, args, keys, slot)
+				})
+			}
+		}
+	}
+	return n.coordinateHere(ctx, cs, cmd, spec, args, keys, slot)
+}
+
+// coordinateHere is coordinate once the keys are known to be here.
+func (n *Server) coordinateHere(ctx context.Context, cs *connState, cmd *command, spec *resp.CommandSpec, args, keys [][]byte, slot int) resp.Reply {
 	a := n.TakeAuthority()
 	if !a.Ok {
 		return errFenced // lapsed since refuseKeys: nothing ran

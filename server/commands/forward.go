@@ -49,7 +49,7 @@ func (n *Server) runForwarded(b []byte) (head, body []byte, err error) {
 	budget := n.Cfg.PeerTimeout*4/5 + core.TransferTime(core.ForwardWork*len(b))
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
-	cs := &connState{proto: f.Proto, authed: true, forwarded: true}
+	cs := &connState{proto: f.Proto, authed: true, forwarded: true, imported: f.Import}
 	head, body = n.execute(ctx, cs, f.Args).AppendHead(nil, f.Proto, inlineReply)
 	return head, body, nil
 }

@@ -10,7 +10,15 @@ import (
 type forwardReq struct {
 	Proto int
 	Args  [][]byte
+	// Import marks a command a migration's source forwards to the
+	// importing shard's coordinator for a key it no longer holds
+	// (migrate.go): run there although the map routes the slot to the
+	// source.
+	Import bool
 }
+
+// forwardImport is the bit of the protocol byte that carries Import.
+const forwardImport = 0x80
 
 func (f forwardReq) encode(e wire.Enc) wire.Enc {
 	payload, tail := f.spool()
@@ -20,7 +28,11 @@ func (f forwardReq) encode(e wire.Enc) wire.Enc {
 // spool is f's encoding as a frame's payload and tail: a large argument
 // (a huge SET's value) is sent from the client's request, not copied.
 func (f forwardReq) spool() (payload []byte, tail [][]byte) {
-	s := wire.Spool{Cur: wire.Enc(nil).U8(uint8(f.Proto)).U32(uint32(len(f.Args)))}
+	proto := uint8(f.Proto)
+	if f.Import {
+		proto |= forwardImport
+	}
+	s := wire.Spool{Cur: wire.Enc(nil).U8(proto).U32(uint32(len(f.Args)))}
 	for _, a := range f.Args {
 		s.Bytes(a)
 	}
@@ -29,7 +41,8 @@ func (f forwardReq) spool() (payload []byte, tail [][]byte) {
 
 func decodeForward(b []byte) (forwardReq, error) {
 	d := wire.NewDec(b)
-	f := forwardReq{Proto: int(d.U8())}
+	proto := d.U8()
+	f := forwardReq{Proto: int(proto &^ forwardImport), Import: proto&forwardImport != 0}
 	n := int(d.U32())
 	if n > len(b) { // every argument takes at least one byte
 		return f, wire.ErrMalformed

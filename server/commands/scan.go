@@ -162,10 +162,18 @@ func (n *Server) walkKeys(cursor uint64, count int, visit func(key []byte, expir
 	return n.scanStripes(cursor, count, visit)
 }
 
-// coordinates says whether m makes this node the coordinator of key.
+// coordinates says whether m makes this node the coordinator of key, or
+// of the shard importing key's slot (a key moved here answers here).
 func (n *Server) coordinates(m *cluster.Map, key []byte) bool {
-	c, ok := m.Coordinator(keyslot.Of(key))
-	return ok && c.ID == n.NodeID
+	slot := keyslot.Of(key)
+	if c, ok := m.Coordinator(slot); ok && c.ID == n.NodeID {
+		return true
+	}
+	if imp := m.ImporterOf(slot); imp != nil {
+		c, ok := m.CoordinatorOf(imp)
+		return ok && c.ID == n.NodeID
+	}
+	return false
 }
 
 // stripeScanFlag marks a node-local SCAN cursor that has passed the

@@ -41,9 +41,10 @@ func (n *Server) joins(cs *connState, p parsed, args [][]byte) bool {
 		return false
 	}
 	m := n.Ctl.Map()
-	c, ok := m.Coordinator(keyslot.Of(args[1]))
-	if m.State != cluster.OK || !ok || c.ID != n.NodeID {
-		return false
+	slot := keyslot.Of(args[1])
+	c, ok := m.Coordinator(slot)
+	if m.State != cluster.OK || !ok || c.ID != n.NodeID || m.ImporterOf(slot) != nil {
+		return false // a migrating slot's SET must find its key first (migrate.go)
 	}
 	_, refused := n.refuseKeys(m, args[1:2])
 	// A refused SET runs the usual way, to get its error; so does one

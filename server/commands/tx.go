@@ -229,10 +229,14 @@ func cmdExec(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.
 	if r, down := n.clusterDown(); down {
 		return r
 	}
-	owner, ok := n.Ctl.Map().Coordinator(slot)
+	m := n.Ctl.Map()
+	owner, ok := m.Coordinator(slot)
 	switch {
 	case !ok:
 		return errSlotNotServed
+	case m.ImporterOf(slot) != nil:
+		// A migrating slot's keys may be on two nodes (migrate.go).
+		return resp.Err("TRYAGAIN memgest: the transaction's slot is migrating; retry")
 	case owner.ID == n.NodeID:
 		return n.runTx(ctx, cs, slot, tx.watch, tx.queued)
 	case cs.forwarded || n.Cfg.Redirect:

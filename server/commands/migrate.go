@@ -1,0 +1,378 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/server/core"
+	"github.com/memgest/memgest/server/peer"
+	"github.com/memgest/memgest/server/resp"
+	"github.com/memgest/memgest/wire"
+)
+
+// This file is the data path of a slot migration (decision 0016), which
+// moves the slots of a shard's range end to a new shard, key by key, while
+// they serve.
+//
+// The map routes a migrating slot to its source shard's coordinator until
+// the migration ends. There a command on such a key runs while the key is
+// here, and is forwarded to the importing shard's coordinator, marked
+// (forwardReq.Import), once the key has left; a command on keys some here
+// and some gone answers TRYAGAIN, as Redis Cluster does. A key that is
+// absent here never comes back (nothing creates it here: a command on an
+// absent key is forwarded), so "absent" is final and the importer is the
+// authority on every key the source does not hold.
+//
+// The source moves each key under its move lock, which every command on
+// the key takes first: it reads the key, the importer writes it (under its
+// own placement: its map view) and answers, and the source deletes it.
+// Commands on the key wait meanwhile; other keys of the slot do not. When
+// a pass over the range finds no key left, the source proposes
+// MigrationDone and the map routes the slots to the importer.
+
+// moveLockStripes is how many locks keys' moves hash to.
+const moveLockStripes = 1024
+
+// moveLocks serialise, at a migration's source, each key's commands with
+// its move.
+type moveLocks [moveLockStripes]sync.Mutex
+
+var moveSeed = maphash.MakeSeed()
+
+// lock takes the locks of keys in stripe order (so two commands never
+// wait for each other) and returns what unlocks them.
+func (l *moveLocks) lock(keys [][]byte) func() {
+	var buf [8]uint16
+	stripes := buf[:0]
+	for _, k := range keys {
+		s := uint16(maphash.Bytes(moveSeed, k) % moveLockStripes)
+		if !slices.Contains(stripes, s) {
+			stripes = append(stripes, s)
+		}
+	}
+	slices.Sort(stripes)
+	for _, s := range stripes {
+		l[s].Lock()
+	}
+	return func() {
+		for _, s := range stripes {
+			l[s].Unlock()
+		}
+	}
+}
+
+// exportingTo returns the shard importing the slots of keys when one of
+// them migrates away from this node's shard, else nil.
+func exportingTo(m *cluster.Map, keys [][]byte) *cluster.Shard {
+	if len(m.Importing()) == 0 {
+		return nil
+	}
+	for _, k := range keys {
+		if imp := m.ImporterOf(keyslot.Of(k)); imp != nil {
+			return imp
+		}
+	}
+	return nil
+}
+
+// errSplitKeys answers a command whose keys are partly moved.
+var errSplitKeys = resp.Err("TRYAGAIN Multiple keys request during rehashing of slot")
+
+// runExporting runs a command of keys this node coordinates, some in a
+// slot migrating to imp: here if every such key is here, at imp's
+// coordinator if none is, else TRYAGAIN. run runs it here.
+func (n *Server) runExporting(ctx context.Context, cs *connState, m *cluster.Map, imp *cluster.Shard, args, keys [][]byte, run func() resp.Reply) resp.Reply {
+	unlock := n.moves.lock(keys)
+	defer unlock()
+	here, gone := 0, 0
+	for _, k := range keys {
+		if m.ImporterOf(keyslot.Of(k)) == nil {
+			here++ // a slot that stays: its keys are here
+			continue
+		}
+		cur, err := n.MetaCommitted(ctx, k)
+		if err != nil {
+			return errReply(err)
+		}
+		if cur.Exists {
+			here++
+		} else {
+			gone++
+		}
+	}
+	switch {
+	case gone == 0:
+		return run()
+	case here > 0:
+		return errSplitKeys
+	}
+	owner, ok := m.CoordinatorOf(imp)
+	if !ok {
+		return resp.Errorf("TRYAGAIN memgest: slot %d is migrating to shard %d, which has no coordinator now", keyslot.Of(keys[0]), imp.ID)
+	}
+	payload, tail := forwardReq{Proto: cs.proto, Args: args, Import: true}.spool()
+	return n.relay(ctx, core.PeerReq{Node: owner, Typ: peer.MsgForward, Payload: payload, Tail: tail}, "command")
+}
+
+// importsHere says whether this node coordinates the shard importing
+// every key's slot, so that a command its source forwarded runs here.
+// A node whose map is behind the source's waits for the migration to
+// reach it (a second at most).
+func (n *Server) importsHere(ctx context.Context, keys [][]byte) bool {
+	check := func(m *cluster.Map) bool {
+		for _, k := range keys {
+			imp := m.ImporterOf(keyslot.Of(k))
+			if imp == nil {
+				return false
+			}
+			if c, ok := m.CoordinatorOf(imp); !ok || c.ID != n.NodeID {
+				return false
+			}
+		}
+		return true
+	}
+	if check(n.Ctl.Map()) {
+		return true
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	m, err := n.Ctl.Wait(wctx, func(m *cluster.Map) bool {
+		v := m.ViewFor(n.NodeID)
+		c, ok := v.Coordinator(keyslot.Of(keys[0]))
+		return check(v) || (ok && c.ID == n.NodeID)
+	})
+	return err == nil && check(m.ViewFor(n.NodeID))
+}
+
+// migrateReq is one key a source moves to its importer: the value, its
+// scheme, TTL and version (the importer's versions for it go above), or
+// Lost when the source could not read it (the importer then reports it
+// lost too: a lost key never reads as nil).
+type migrateReq struct {
+	Key      []byte
+	Scheme   uint16
+	ExpireAt int64
+	Version  uint64
+	Lost     bool
+	Value    []byte
+}
+
+func (r migrateReq) spool() (payload []byte, tail [][]byte) {
+	s := wire.Spool{Cur: wire.Enc(nil).Bytes(r.Key).U16(r.Scheme).U64(uint64(r.ExpireAt)).U64(r.Version).Flag(r.Lost)}
+	s.Bytes(r.Value)
+	return s.Frame()
+}
+
+func decodeMigrate(b []byte) (migrateReq, error) {
+	d := wire.NewDec(b)
+	r := migrateReq{Key: d.Bytes(), Scheme: d.U16(), ExpireAt: int64(d.U64()), Version: d.U64(), Lost: d.Flag(), Value: d.Bytes()}
+	return r, d.Done()
+}
+
+// OnMigrate stores a key its slot's source moves here: this node must
+// coordinate the shard importing the slot. The write goes through the
+// coordinator's write path under the key's scheme, placed by the
+// importing shard (this node's map view).
+func (n *Server) OnMigrate(b []byte) ([]byte, error) {
+	r, err := decodeMigrate(b)
+	if err != nil {
+		return nil, err
+	}
+	if len(r.Key) == 0 || len(r.Key) > MaxKeySize {
+		return nil, wire.ErrMalformed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.Cfg.PeerTimeout*4/5+core.TransferTime(len(b)))
+	defer cancel()
+	if !n.importsHere(ctx, [][]byte{r.Key}) {
+		return nil, fmt.Errorf("server: this node does not import slot %d", keyslot.Of(r.Key))
+	}
+	m := n.Ctl.Map()
+	entry, ok := m.SchemeByID(r.Scheme)
+	if !ok {
+		return nil, fmt.Errorf("server: key %q moves under unknown scheme id %d", r.Key, r.Scheme)
+	}
+	n.Versions.Observe(r.Version)
+	if r.Lost {
+		n.Lost.Add(kind.LostKey{Key: string(r.Key), Scheme: entry.Name(), Cause: "it was lost before its slot migrated here"})
+		return nil, nil
+	}
+	if r.ExpireAt != 0 && r.ExpireAt <= core.NowMs() {
+		return nil, nil // expired on the way: the source deletes it
+	}
+	return nil, n.Set(ctx, r.Key, r.Value, r.ExpireAt, false, &entry)
+}
+
+// exports is the set of migrations this node runs as their source.
+type exports struct {
+	mu      sync.Mutex
+	running map[int]bool // by importing shard
+	wg      sync.WaitGroup
+}
+
+// ExportLoop runs, until ctx ends, the migrations whose source shard this
+// node coordinates: on every new map, and every heartbeat interval after
+// one paused on an error.
+func (n *Server) ExportLoop(ctx context.Context) {
+	defer n.exports.wg.Wait()
+	maps, cancel := n.Ctl.Subscribe()
+	defer cancel()
+	tick := time.NewTicker(n.Cfg.HeartbeatInterval)
+	defer tick.Stop()
+	for {
+		n.StartExports(ctx, n.Ctl.Map())
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-maps:
+			if !ok {
+				return
+			}
+		case <-tick.C:
+		}
+	}
+}
+
+// migrateRate bounds the bytes a source moves per second per migration.
+// TODO(issue 29): --migrate-rate, changeable while it runs.
+const migrateRate = 64 << 20
+
+// StartExports starts moving the keys of every migration whose source
+// shard this node coordinates in m, unless it does already. The node
+// calls it on every map.
+func (n *Server) StartExports(ctx context.Context, m *cluster.Map) {
+	for _, imp := range m.Importing() {
+		src := &m.Shards[imp.From]
+		if c, ok := m.CoordinatorOf(src); !ok || c.ID != n.NodeID || src.Recovering {
+			continue
+		}
+		n.exports.mu.Lock()
+		if n.exports.running == nil {
+			n.exports.running = map[int]bool{}
+		}
+		if n.exports.running[imp.ID] {
+			n.exports.mu.Unlock()
+			continue
+		}
+		n.exports.running[imp.ID] = true
+		n.exports.mu.Unlock()
+		n.exports.wg.Add(1)
+		go func(id int) {
+			defer n.exports.wg.Done()
+			defer func() {
+				n.exports.mu.Lock()
+				delete(n.exports.running, id)
+				n.exports.mu.Unlock()
+			}()
+			if err := n.export(ctx, id); err != nil && ctx.Err() == nil {
+				n.Log.Warn("migration paused", "shard", id, "err", err)
+			}
+		}(imp.ID)
+	}
+}
+
+// export moves every key of the slots shard id imports, then proposes
+// MigrationDone. It returns when the migration ended, or this node is no
+// longer its source, or on an error (the next map starts it again).
+func (n *Server) export(ctx context.Context, id int) error {
+	m := n.Ctl.Map()
+	imp := m.Shards[id]
+	n.settleSlots(ctx, imp.First, imp.Last)
+	for {
+		m = n.Ctl.Map()
+		if id >= len(m.Shards) || !m.Shards[id].Importing {
+			return nil
+		}
+		if c, ok := m.CoordinatorOf(&m.Shards[m.Shards[id].From]); !ok || c.ID != n.NodeID {
+			return nil
+		}
+		keys := n.keysToMove(imp.First, imp.Last)
+		if len(keys) == 0 {
+			_, err := n.Propose(ctx, cluster.MigrationDone{Shard: id, By: n.NodeID})
+			return err
+		}
+		start, moved := time.Now(), 0
+		for _, k := range keys {
+			size, err := n.moveKey(ctx, m, &m.Shards[id], k)
+			if err != nil {
+				return fmt.Errorf("moving key %q: %w", k, err)
+			}
+			moved += size
+			if ahead := time.Duration(float64(moved)/migrateRate*float64(time.Second)) - time.Since(start); ahead > 0 {
+				select {
+				case <-time.After(ahead):
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+		}
+	}
+}
+
+// settleSlots waits until every command on slots first..last that began
+// before this node saw the migration has ended: those may have created a
+// key here without seeing the migration, and the next pass over the keys
+// must find it.
+func (n *Server) settleSlots(ctx context.Context, first, last int) {
+	for s := first; s <= min(last, first+lockStripes-1); s++ {
+		n.slots.lock(s)
+		n.slots.unlock(s) //nolint:staticcheck // an empty critical section: waiting is the point
+	}
+}
+
+// keysToMove lists the keys this node holds in slots first..last.
+func (n *Server) keysToMove(first, last int) [][]byte {
+	var out [][]byte
+	var cursor uint64
+	for {
+		cursor = n.walkKeys(cursor, 1024, func(k []byte, _ int64) {
+			if s := keyslot.Of(k); s >= first && s <= last {
+				out = append(out, append([]byte(nil), k...))
+			}
+		})
+		if cursor == 0 {
+			return out
+		}
+	}
+}
+
+// moveKey moves key to imp's coordinator under the key's move lock:
+// read, sent, deleted here. It returns the bytes moved.
+func (n *Server) moveKey(ctx context.Context, m *cluster.Map, imp *cluster.Shard, key []byte) (int, error) {
+	unlock := n.moves.lock([][]byte{key})
+	defer unlock()
+	owner, ok := m.CoordinatorOf(imp)
+	if !ok {
+		return 0, fmt.Errorf("shard %d has no coordinator", imp.ID)
+	}
+	cur, err := n.Get(ctx, key)
+	var lost *kind.LostError
+	req := migrateReq{Key: key}
+	switch {
+	case errors.As(err, &lost):
+		req.Lost, req.Scheme = true, m.DefaultScheme().ID
+	case err != nil:
+		return 0, err
+	case !cur.Exists:
+		return 0, nil // deleted or expired since the listing
+	default:
+		req.Scheme, req.ExpireAt, req.Version, req.Value = cur.Entry.ID, cur.Meta.ExpireAt, cur.Meta.Version, cur.Value
+	}
+	payload, tail := req.spool()
+	if _, err := n.CallUnder(ctx, core.PeerReq{Node: owner, Typ: peer.MsgMigrate, Payload: payload, Tail: tail}, nil); err != nil {
+		return 0, err
+	}
+	if _, err := n.del(ctx, key); err != nil {
+		return 0, err
+	}
+	n.Stats.Migrated.Add(1)
+	n.Stats.MigratedBytes.Add(int64(len(key) + len(cur.Value)))
+	return len(key) + len(cur.Value), nil
+}
