@@ -219,9 +219,16 @@ func (n *Repairer) AuditVerdicts(holder cluster.NodeID, items []AuditItem) ([]bo
 // isGarbage is the verdict on one piece held by holder; see the file
 // comment. The caller holds a lease.
 func (n *Repairer) isGarbage(m *cluster.Map, holder cluster.NodeID, it AuditItem) bool {
-	sh := m.ShardOf(keyslot.Of(it.Key))
-	coord, ok := m.Coordinator(keyslot.Of(it.Key))
+	slot := keyslot.Of(it.Key)
+	sh := m.ShardOf(slot)
+	coord, ok := m.Coordinator(slot)
 	if sh == nil || !ok || coord.ID != n.NodeID || sh.Recovering || len(sh.Rebuild) > 0 {
+		return false
+	}
+	if m.ImporterOf(slot) != nil {
+		// A migrating slot's pieces are this node's or the importer's
+		// (decision 0016): neither knows the other's, so nothing is
+		// judged until the migration ends.
 		return false
 	}
 	if n.Lost.Named(it.Key) {
