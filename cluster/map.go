@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme"
@@ -164,7 +165,8 @@ type index struct {
 	// route, in a view (ViewFor), is the map's own slot table, which
 	// Coordinator keeps routing by; nil in a map itself.
 	route []uint16
-	views *viewCache
+	// views are the map's views ViewFor made, by node.
+	views *atomic.Pointer[[]nodeView]
 }
 
 // widthHolders is Map.Holders of one shard for one width.
@@ -208,7 +210,7 @@ func (m *Map) index() *index {
 }
 
 func buildIndex(m *Map) *index {
-	ix := &index{node: make(map[NodeID]int, len(m.Nodes)), views: &viewCache{}}
+	ix := &index{node: make(map[NodeID]int, len(m.Nodes)), views: new(atomic.Pointer[[]nodeView])}
 	for i, n := range m.Nodes {
 		ix.node[n.ID] = i
 	}

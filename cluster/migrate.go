@@ -2,7 +2,7 @@ package cluster
 
 import (
 	"slices"
-	"sync"
+	"sync/atomic"
 
 	"github.com/memgest/memgest/keyslot"
 )
@@ -90,8 +90,10 @@ func (c Migrate) apply(m *Map) (*Map, error) {
 	}
 	src := &m.Shards[c.From]
 	switch {
-	case src.Retired || src.Importing:
-		return nil, errorf(ErrBadCommand, "shard %d is %s", c.From, map[bool]string{true: "retired", false: "importing"}[src.Retired])
+	case src.Retired:
+		return nil, errorf(ErrBadCommand, "shard %d is retired", c.From)
+	case src.Importing:
+		return nil, errorf(ErrBadCommand, "shard %d is importing", c.From)
 	case m.exporting(c.From) >= 0:
 		return nil, errorf(ErrBadCommand, "shard %d is already giving slots to shard %d", c.From, m.exporting(c.From))
 	case c.First < src.First || c.Last > src.Last || c.First > c.Last || (c.First != src.First && c.Last != src.Last):
@@ -276,6 +278,9 @@ func (m *Map) Importing() []*Shard {
 	return out
 }
 
+// Migrating says whether some shard imports slots.
+func (m *Map) Migrating() bool { return len(m.index().importer) > 0 }
+
 // ImporterOf returns the shard importing slot, or nil when the slot is not
 // migrating.
 func (m *Map) ImporterOf(slot int) *Shard {
@@ -308,47 +313,60 @@ func (m *Map) CoordinatorOf(sh *Shard) (Node, bool) {
 // ViewFor is the map as node self's data path must see it: where self
 // coordinates an importing shard, that shard's slots are its own for
 // placement (ShardOf, HoldersOf), while Coordinator still routes them to
-// the source. For every other node it is m itself. Views are made once per
-// map and node.
+// the source. For every other node it is m itself, and a view's view is
+// the view. Views are made once per map and node and kept without a lock,
+// so a node asking on every command pays a pointer load and a short scan.
 func (m *Map) ViewFor(self NodeID) *Map {
 	ix := m.index()
-	if len(ix.importer) == 0 || m.idx == nil {
+	if len(ix.importer) == 0 || m.idx == nil || ix.route != nil {
 		return m
 	}
-	var mine []int
-	for _, i := range ix.importer {
-		if c := ix.coord[i]; c >= 0 && m.Nodes[c].ID == self {
-			mine = append(mine, i)
+	for {
+		kept := ix.views.Load()
+		if kept != nil {
+			for _, v := range *kept {
+				if v.self == self {
+					return v.m
+				}
+			}
+		}
+		v := nodeView{self: self, m: m}
+		for _, i := range ix.importer {
+			if c := ix.coord[i]; c >= 0 && m.Nodes[c].ID == self {
+				v.m = m.withSlotsOf(v.m, i)
+			}
+		}
+		var next []nodeView
+		if kept != nil {
+			next = slices.Clone(*kept)
+		}
+		next = append(next, v)
+		if ix.views.CompareAndSwap(kept, &next) {
+			return v.m
 		}
 	}
-	if len(mine) == 0 {
-		return m
-	}
-	ix.views.mu.Lock()
-	defer ix.views.mu.Unlock()
-	if v, ok := ix.views.byNode[self]; ok {
-		return v
-	}
-	v := *m
-	vix := *ix
-	vix.route = ix.slotShard
-	vix.slotShard = slices.Clone(ix.slotShard)
-	for _, i := range mine {
-		for s := m.Shards[i].First; s <= m.Shards[i].Last; s++ {
-			vix.slotShard[s] = uint16(i)
-		}
-	}
-	vix.views = &viewCache{}
-	v.idx = &vix
-	if ix.views.byNode == nil {
-		ix.views.byNode = map[NodeID]*Map{}
-	}
-	ix.views.byNode[self] = &v
-	return &v
 }
 
-// viewCache holds a map's views (ViewFor), made on first use.
-type viewCache struct {
-	mu     sync.Mutex
-	byNode map[NodeID]*Map
+// withSlotsOf returns view (m, or a view of m) with shard i's slots
+// placed in shard i.
+func (m *Map) withSlotsOf(view *Map, i int) *Map {
+	if view == m {
+		c := *m
+		cix := *m.idx
+		cix.route = m.idx.slotShard
+		cix.slotShard = slices.Clone(m.idx.slotShard)
+		cix.views = new(atomic.Pointer[[]nodeView])
+		c.idx = &cix
+		view = &c
+	}
+	for s := m.Shards[i].First; s <= m.Shards[i].Last; s++ {
+		view.idx.slotShard[s] = uint16(i)
+	}
+	return view
+}
+
+// nodeView is a map's ViewFor one node.
+type nodeView struct {
+	self NodeID
+	m    *Map
 }

@@ -69,11 +69,7 @@ func newPlanner(m *Map) *planner {
 		if sh.Importing {
 			p.busy[sh.From] = true
 		}
-		c, _ := m.CoordinatorOf(sh)
-		if sh.Importing {
-			c = Node{ID: sh.Placement[0]}
-		}
-		p.count(c.ID, sh.Placement, m.slotsKept(sh))
+		p.count(p.coordinatorOf(sh), sh.Placement, m.slotsKept(sh))
 	}
 	return p
 }
@@ -85,6 +81,15 @@ func (m *Map) slotsKept(sh *Shard) int {
 		n -= m.Shards[j].Last - m.Shards[j].First + 1
 	}
 	return n
+}
+
+// coordinatorOf is who coordinates sh's slots for the loads: its
+// coordinator, or for want of one (its nodes down) its first node.
+func (p *planner) coordinatorOf(sh *Shard) NodeID {
+	if c, ok := p.m.CoordinatorOf(sh); ok {
+		return c.ID
+	}
+	return sh.Placement[0]
 }
 
 // count adds slots to the loads of placement's nodes, coordinated by
@@ -220,8 +225,7 @@ func (p *planner) migrateTo(sh *Shard, first, last int, to NodeID) Command {
 		placement = append(placement, n)
 	}
 	slots := last - first + 1
-	c, _ := p.m.CoordinatorOf(sh)
-	p.count(c.ID, sh.Placement, -slots)
+	p.count(p.coordinatorOf(sh), sh.Placement, -slots)
 	p.count(to, placement, slots)
 	p.busy[sh.ID] = true
 	return Migrate{From: sh.ID, First: first, Last: last, Placement: placement}

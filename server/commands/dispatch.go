@@ -235,13 +235,11 @@ func (n *Server) route(ctx context.Context, cs *connState, cmd *command, spec *r
 // (the command table's readonly flag) is a read there. slot is the keys'
 // one slot if the caller knows it, else -1.
 func (n *Server) coordinate(ctx context.Context, cs *connState, cmd *command, spec *resp.CommandSpec, args, keys [][]byte, slot int) resp.Reply {
-	if !cs.imported {
-		if m := n.Ctl.Map(); len(m.Importing()) > 0 {
-			if imp := exportingTo(m, keys); imp != nil {
-				return n.runExporting(ctx, cs, m, imp, args, keys, func() resp.Reply {
-					return n.coordinateHere(ctx, cs, cmd, spec, args, keys, slot)
-				})
-			}
+	if m := n.Ctl.Map(); !cs.imported && m.Migrating() {
+		if imp := exportingTo(m, keys); imp != nil {
+			return n.runExporting(ctx, cs, m, imp, args, keys, func() resp.Reply {
+				return n.coordinateHere(ctx, cs, cmd, spec, args, keys, slot)
+			})
 		}
 	}
 	return n.coordinateHere(ctx, cs, cmd, spec, args, keys, slot)

@@ -72,9 +72,6 @@ func (l *moveLocks) lock(keys [][]byte) func() {
 // exportingTo returns the shard importing the slots of keys when one of
 // them migrates away from this node's shard, else nil.
 func exportingTo(m *cluster.Map, keys [][]byte) *cluster.Shard {
-	if len(m.Importing()) == 0 {
-		return nil
-	}
 	for _, k := range keys {
 		if imp := m.ImporterOf(keyslot.Of(k)); imp != nil {
 			return imp
@@ -144,12 +141,11 @@ func (n *Server) importsHere(ctx context.Context, keys [][]byte) bool {
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	m, err := n.Ctl.Wait(wctx, func(m *cluster.Map) bool {
-		v := m.ViewFor(n.NodeID)
-		c, ok := v.Coordinator(keyslot.Of(keys[0]))
-		return check(v) || (ok && c.ID == n.NodeID)
+	m, err := n.Ctl.Wait(wctx, func(m *cluster.Map) bool { // this node's views
+		c, ok := m.Coordinator(keyslot.Of(keys[0]))
+		return check(m) || (ok && c.ID == n.NodeID)
 	})
-	return err == nil && check(m.ViewFor(n.NodeID))
+	return err == nil && check(m)
 }
 
 // migrateReq is one key a source moves to its importer: the value, its
@@ -222,32 +218,16 @@ type exports struct {
 // one paused on an error.
 func (n *Server) ExportLoop(ctx context.Context) {
 	defer n.exports.wg.Wait()
-	maps, cancel := n.Ctl.Subscribe()
-	defer cancel()
-	tick := time.NewTicker(n.Cfg.HeartbeatInterval)
-	defer tick.Stop()
-	for {
-		n.StartExports(ctx, n.Ctl.Map())
-		select {
-		case <-ctx.Done():
-			return
-		case _, ok := <-maps:
-			if !ok {
-				return
-			}
-		case <-tick.C:
-		}
-	}
+	n.OnMaps(ctx, n.Cfg.HeartbeatInterval, func(m *cluster.Map) { n.startExports(ctx, m) })
 }
 
 // migrateRate bounds the bytes a source moves per second per migration.
 // TODO(issue 29): --migrate-rate, changeable while it runs.
 const migrateRate = 64 << 20
 
-// StartExports starts moving the keys of every migration whose source
-// shard this node coordinates in m, unless it does already. The node
-// calls it on every map.
-func (n *Server) StartExports(ctx context.Context, m *cluster.Map) {
+// startExports starts moving the keys of every migration whose source
+// shard this node coordinates in m, unless it does already.
+func (n *Server) startExports(ctx context.Context, m *cluster.Map) {
 	for _, imp := range m.Importing() {
 		src := &m.Shards[imp.From]
 		if c, ok := m.CoordinatorOf(src); !ok || c.ID != n.NodeID || src.Recovering {
@@ -323,7 +303,7 @@ func (n *Server) export(ctx context.Context, id int) error {
 func (n *Server) settleSlots(ctx context.Context, first, last int) {
 	for s := first; s <= min(last, first+lockStripes-1); s++ {
 		n.slots.lock(s)
-		n.slots.unlock(s) //nolint:staticcheck // an empty critical section: waiting is the point
+		n.slots.unlock(s) // empty: waiting for the holders is the point
 	}
 }
 
@@ -372,7 +352,8 @@ func (n *Server) moveKey(ctx context.Context, m *cluster.Map, imp *cluster.Shard
 	if _, err := n.del(ctx, key); err != nil {
 		return 0, err
 	}
+	size := len(key) + len(cur.Value)
 	n.Stats.Migrated.Add(1)
-	n.Stats.MigratedBytes.Add(int64(len(key) + len(cur.Value)))
-	return len(key) + len(cur.Value), nil
+	n.Stats.MigratedBytes.Add(int64(size))
+	return size, nil
 }

@@ -212,21 +212,7 @@ func cmdReset(n *Server, _ context.Context, cs *connState, _ [][]byte) resp.Repl
 // PubSubLoop drops the shard subscribers of each slot this node stops
 // coordinating, at every new map (a failover, a move), and the bus
 // links to nodes gone from it.
-func (n *Server) PubSubLoop(ctx context.Context) {
-	maps, cancel := n.Ctl.Subscribe()
-	defer cancel()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case m, ok := <-maps:
-			if !ok {
-				return
-			}
-			n.onMap(m)
-		}
-	}
-}
+func (n *Server) PubSubLoop(ctx context.Context) { n.OnMaps(ctx, 0, n.onMap) }
 
 func (n *Server) onMap(m *cluster.Map) {
 	if dropped := n.pubsub.dropMoved(m, n.NodeID); dropped > 0 {

@@ -17,6 +17,32 @@ import (
 // request; the leader's peer address follows when known.
 const NotLeaderPrefix = "NOTLEADER "
 
+// OnMaps calls fn with this node's map at once, at every new map, and,
+// when every is above zero, that often in between (to retry what failed),
+// until ctx ends: the loop of the node's map-driven work.
+func (n *Coordinator) OnMaps(ctx context.Context, every time.Duration, fn func(*cluster.Map)) {
+	maps, cancel := n.Ctl.Subscribe()
+	defer cancel()
+	var tick <-chan time.Time
+	if every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		fn(n.Ctl.Map())
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-maps:
+			if !ok {
+				return
+			}
+		case <-tick:
+		}
+	}
+}
+
 // Propose applies a map change through the Raft leader and returns the new
 // map once this node has applied it too.
 func (n *Coordinator) Propose(ctx context.Context, cmd cluster.Command) (*cluster.Map, error) {

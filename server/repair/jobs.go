@@ -2,7 +2,6 @@ package repair
 
 import (
 	"context"
-	"time"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/faults"
@@ -33,24 +32,11 @@ func New(c *core.Coordinator, stripes *stripe.Engine) *Repairer {
 // node as soon as a new map arrives, and retries failed ones every
 // HeartbeatInterval.
 func (n *Repairer) JobLoop(ctx context.Context) {
-	maps, cancel := n.Ctl.Subscribe()
-	defer cancel()
-	tick := time.NewTicker(n.Cfg.HeartbeatInterval)
-	defer tick.Stop()
-	for {
+	n.OnMaps(ctx, n.Cfg.HeartbeatInterval, func(*cluster.Map) {
 		n.startRecoveries(ctx)
 		n.startStripeRestores(ctx)
 		n.startRebuilds(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case _, ok := <-maps:
-			if !ok {
-				return
-			}
-		case <-tick.C:
-		}
-	}
+	})
 }
 
 // startStripeRestores runs the background pass of every shard this node
