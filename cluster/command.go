@@ -9,8 +9,8 @@ import (
 // Command is a change to the map. The concrete commands are Init, AddNode,
 // CreateScheme, DropScheme, SetDefault, SetPolicy, MarkFailed, ShardRecovered,
 // StripesRestored, RebuildDone, SetVoters, Rejoin, SetPassword, and the
-// rebalancing commands Migrate, MigrationDone, Promote, Drain, RemoveNode and
-// Replace (migrate.go); Apply applies one, and
+// rebalancing commands SetRebalance, Migrate, MigrationDone, Promote, Drain,
+// RemoveNode and Replace (migrate.go); Apply applies one, and
 // EncodeCommand/DecodeCommand carry one through the Raft log or to the
 // leader over the peer protocol.
 type Command interface {
@@ -137,6 +137,8 @@ func DecodeCommand(b []byte) (Command, error) {
 		return decodeArgs[Rejoin](env)
 	case "set_password":
 		return decodeArgs[SetPassword](env)
+	case "set_rebalance":
+		return decodeArgs[SetRebalance](env)
 	case "migrate":
 		return decodeArgs[Migrate](env)
 	case "migration_done":

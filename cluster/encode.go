@@ -81,6 +81,11 @@ func (m *Map) validateHeader() error {
 	if !m.Password.valid() {
 		return errorf(ErrBadMap, "malformed password digest")
 	}
+	if r := m.Rebalance; r != nil {
+		if _, err := (SetRebalance{Rate: r.Rate, Parallel: r.Parallel}).apply(EmptyMap()); err != nil {
+			return errorf(ErrBadMap, "rebalance settings: %v", err)
+		}
+	}
 	return nil
 }
 

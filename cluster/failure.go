@@ -45,6 +45,9 @@ func (c MarkFailed) apply(m *Map) (*Map, error) {
 	next.Nodes[m.index().node[c.ID]].State = Failed
 	spare := m.firstSpare()
 	for i, sh := range m.Shards {
+		if sh.Retired {
+			continue
+		}
 		if coord, ok := m.CoordinatorOf(&sh); ok && coord.ID == c.ID {
 			next.Shards[i].Recovering = true
 		}

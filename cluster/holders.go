@@ -86,6 +86,9 @@ func (m *Map) keepStandIns(prev *Map) {
 	widths := m.schemeWidths()
 	for i := range m.Shards {
 		sh := &m.Shards[i]
+		if sh.Retired {
+			continue // holds nothing: no stand-ins, nothing to rebuild
+		}
 		var old *Shard
 		if len(prev.Shards) == len(m.Shards) {
 			old = &prev.Shards[i]

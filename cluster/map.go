@@ -142,6 +142,10 @@ type Map struct {
 	// Policy picks the scheme of keys written without one (DESIGN.md
 	// §7b); nil: the default scheme for new keys, and keys stay put.
 	Policy *Policy `json:"policy,omitempty"`
+	// Rebalance, while set, has the leader plan and start migrations
+	// until the nodes are balanced and no node drains (decision 0016);
+	// nil: none runs.
+	Rebalance *Rebalance `json:"rebalance,omitempty"`
 
 	idx *index // derived lookup tables; nil on a Clone
 }

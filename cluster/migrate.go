@@ -74,6 +74,69 @@ type Replace struct {
 	To    NodeID `json:"to"`
 }
 
+// Rebalance is a running rebalance's settings.
+type Rebalance struct {
+	// Rate bounds the bytes per second each migration's source moves.
+	Rate int64 `json:"rate"`
+	// Parallel is how many migrations run at once at most.
+	Parallel int `json:"parallel"`
+}
+
+// DefaultMigrateRate bounds each migration's source while no rebalance
+// sets a rate (a drain's, or a migration proposed by hand): 64 MiB/s.
+const DefaultMigrateRate = 64 << 20
+
+// MigrateRate is the bytes per second each migration's source may move
+// now: the running rebalance's rate, else DefaultMigrateRate.
+func (m *Map) MigrateRate() int64 {
+	if m.Rebalance != nil {
+		return m.Rebalance.Rate
+	}
+	return DefaultMigrateRate
+}
+
+// Rebalance bounds.
+const (
+	MinMigrateRate = 64 << 10
+	MaxMigrateRate = 64 << 30
+	MaxParallel    = 64
+)
+
+// SetRebalance starts a rebalance with Rate and Parallel, changes a
+// running one's, or stops it (Off): migrations under way finish, no new
+// one starts.
+type SetRebalance struct {
+	Off      bool  `json:"off,omitempty"`
+	Rate     int64 `json:"rate,omitempty"`
+	Parallel int   `json:"parallel,omitempty"`
+}
+
+func (SetRebalance) op() string { return "set_rebalance" }
+
+func (c SetRebalance) apply(m *Map) (*Map, error) {
+	if c.Off {
+		if m.Rebalance == nil {
+			return m, nil
+		}
+		next := m.Clone()
+		next.Rebalance = nil
+		return next, nil
+	}
+	if c.Rate < MinMigrateRate || c.Rate > MaxMigrateRate {
+		return nil, errorf(ErrBadCommand, "a migration rate must be %d..%d bytes/s, got %d", MinMigrateRate, MaxMigrateRate, c.Rate)
+	}
+	if c.Parallel < 1 || c.Parallel > MaxParallel {
+		return nil, errorf(ErrBadCommand, "parallel migrations must be 1..%d, got %d", MaxParallel, c.Parallel)
+	}
+	r := Rebalance{Rate: c.Rate, Parallel: c.Parallel}
+	if m.Rebalance != nil && *m.Rebalance == r {
+		return m, nil
+	}
+	next := m.Clone()
+	next.Rebalance = &r
+	return next, nil
+}
+
 func (Migrate) op() string       { return "migrate" }
 func (MigrationDone) op() string { return "migration_done" }
 func (Promote) op() string       { return "promote" }
@@ -184,7 +247,7 @@ func (c Drain) apply(m *Map) (*Map, error) {
 	if n.Draining == !c.Off {
 		return m, nil
 	}
-	if !c.Off && m.countData()-m.countDraining() <= m.Width() && m.placedNode(c.ID) {
+	if !c.Off && m.countData()-m.countDraining()-1 < m.Width() && m.placedNode(c.ID) {
 		return nil, errorf(ErrTooFewNodes, "draining %s would leave fewer than %d data nodes, the placement's width", c.ID, m.Width())
 	}
 	next := m.Clone()

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -110,8 +111,14 @@ type Status struct {
 	LostCount int            `json:"lost_count,omitempty"`
 	// Rebuild sums the nodes' rebuild progress; ShardsRebuilding counts
 	// the shards with lost pieces still to re-create.
-	Rebuild          core.RebuildReport `json:"rebuild"`
-	ShardsRebuilding int                `json:"shards_rebuilding"`
+	Rebuild          core.ProgressReport `json:"rebuild"`
+	ShardsRebuilding int                 `json:"shards_rebuilding"`
+	// Migration sums the progress of the migrations the nodes run as
+	// sources; ShardsImporting counts the shards still importing slots;
+	// Rebalance describes a running rebalance ("" when none runs).
+	Migration       core.ProgressReport `json:"migration"`
+	ShardsImporting int                 `json:"shards_importing"`
+	Rebalance       string              `json:"rebalance,omitempty"`
 }
 
 // StatusNode is one node's line of the status.
@@ -162,6 +169,11 @@ func (n *Node) status(ctx context.Context) Status {
 		st.Lost = append(st.Lost, s.Lost...)
 		st.LostCount += s.LostCount
 		st.Rebuild = st.Rebuild.Add(s.Rebuild)
+		st.Migration = st.Migration.Add(s.Migration)
+	}
+	st.ShardsImporting = len(m.Importing())
+	if r := m.Rebalance; r != nil {
+		st.Rebalance = fmt.Sprintf("running: %s/s per migration, %d at once", commands.HumanBytes(r.Rate), r.Parallel)
 	}
 	members, _ := n.Ctl.Members()
 	for _, node := range m.Nodes {

@@ -149,6 +149,7 @@ func (n *Node) startLoops() {
 	n.background(ctx, n.heartbeatLoop)
 	n.background(ctx, n.repair.JobLoop)
 	n.background(ctx, n.cmds.ExportLoop)
+	n.background(ctx, n.rebalanceLoop)
 	n.background(ctx, n.detectLoop)
 	n.background(ctx, n.DirectoryLoop)
 	n.background(ctx, n.repair.ScrubLoop)

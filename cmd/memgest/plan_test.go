@@ -159,7 +159,7 @@ func TestPlanFromCluster(t *testing.T) {
 			{ID: "d", State: "up"}, {ID: "e", State: "up"}, {ID: "f", State: "up"}, {ID: "g", State: "failed"}, {ID: "h", State: "spare"}},
 		Schemes: []server.StatusScheme{{Name: "none", Spec: "none"}, {Name: "hot", Spec: "rep:3", Keys: 10, Logical: 1 << 30, Stored: 3 << 30},
 			{Name: "cold", Spec: "stripe:4+2", Keys: 90, Logical: 3 << 30, Stored: 9 << 30}},
-		Rebuild: core.RebuildReport{BytesDone: 6 << 30, BusySeconds: 60},
+		Rebuild: core.ProgressReport{BytesDone: 6 << 30, BusySeconds: 60},
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(st)
@@ -185,7 +185,7 @@ func TestPlanFromCluster(t *testing.T) {
 		t.Errorf("schemes %q", got)
 	}
 	// A cluster that never rebuilt has no rate to report.
-	st.Rebuild = core.RebuildReport{}
+	st.Rebuild = core.ProgressReport{}
 	if _, err := runPlanArgs(t, "--addr", addr); err == nil || !strings.Contains(err.Error(), "has not rebuilt") {
 		t.Errorf("no measured rate: err %v", err)
 	}

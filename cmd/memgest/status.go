@@ -15,6 +15,7 @@ import (
 
 	"github.com/memgest/memgest/server"
 	"github.com/memgest/memgest/server/commands"
+	"github.com/memgest/memgest/server/core"
 	"github.com/spf13/cobra"
 )
 
@@ -190,7 +191,11 @@ func printStatus(out io.Writer, st server.Status, rates map[string]float64) {
 		fmt.Fprintf(w, "%s\t%s\t%v\t%d\t%d\t%d\t%d\t%.2fx\n", s.Name, s.Spec, s.Default, s.Tolerance, s.Keys, s.Logical, s.Stored, s.Overhead)
 	}
 	w.Flush()
-	printRebuild(out, st)
+	printProgress(out, "REBUILD", st.Rebuild, st.ShardsRebuilding)
+	printProgress(out, "MIGRATE", st.Migration, st.ShardsImporting)
+	if st.Rebalance != "" {
+		fmt.Fprintf(out, "REBALANCE %s\n", st.Rebalance)
+	}
 	if st.LostCount > 0 {
 		fmt.Fprintf(out, "\nLOST KEYS: %d beyond their scheme's tolerance (GET answers -LOST; SET or DEL clears)\n", st.LostCount)
 		for _, k := range st.Lost {
@@ -204,15 +209,15 @@ func printStatus(out io.Writer, st server.Status, rates map[string]float64) {
 	}
 }
 
-// printRebuild shows rebuild progress: a bar, keys and bytes done, rate and
-// ETA while shards are rebuilding, a one-line summary once done.
-func printRebuild(out io.Writer, st server.Status) {
-	r := st.Rebuild
-	if r.KeysTotal == 0 && st.ShardsRebuilding == 0 {
+// printProgress shows the progress of a sort of work (what: REBUILD,
+// MIGRATE): a bar, keys and bytes done, rate and ETA while shards are
+// at it (left), a one-line summary once done.
+func printProgress(out io.Writer, what string, r core.ProgressReport, left int) {
+	if r.KeysTotal == 0 && left == 0 {
 		return
 	}
-	if st.ShardsRebuilding == 0 {
-		fmt.Fprintf(out, "\nREBUILD done: %d keys, %s in %.1fs\n", r.KeysDone, commands.HumanBytes(r.BytesDone), r.Seconds)
+	if left == 0 {
+		fmt.Fprintf(out, "\n%s done: %d keys, %s in %.1fs\n", what, r.KeysDone, commands.HumanBytes(r.BytesDone), r.Seconds)
 		return
 	}
 	const width = 30
@@ -221,6 +226,6 @@ func printRebuild(out io.Writer, st server.Status) {
 		frac = float64(r.KeysDone) / float64(r.KeysTotal)
 	}
 	bar := strings.Repeat("#", int(frac*width)) + strings.Repeat("-", width-int(frac*width))
-	fmt.Fprintf(out, "\nREBUILD [%s] %3.0f%%  keys %d/%d  %s  %s/s  ETA %s  (%d shards left)\n",
-		bar, frac*100, r.KeysDone, r.KeysTotal, commands.HumanBytes(r.BytesDone), commands.HumanBytes(int64(r.Rate())), r.ETA().Round(time.Second), st.ShardsRebuilding)
+	fmt.Fprintf(out, "\n%s [%s] %3.0f%%  keys %d/%d  %s  %s/s  ETA %s  (%d shards left)\n",
+		what, bar, frac*100, r.KeysDone, r.KeysTotal, commands.HumanBytes(r.BytesDone), commands.HumanBytes(int64(r.Rate())), r.ETA().Round(time.Second), left)
 }

@@ -47,12 +47,7 @@ func (c *Cluster) AnyLiveFirst() int {
 
 // AnyLive draws a live node from the seed.
 func (c *Cluster) AnyLive() int {
-	var live []int
-	for i, m := range c.nodes {
-		if m.alive {
-			live = append(live, i)
-		}
-	}
+	live := c.LiveNodes()
 	if len(live) == 0 {
 		c.t.Fatal("simcluster: no live node")
 	}
@@ -74,4 +69,15 @@ func Fields(r resp.Reply) map[string]resp.Reply {
 func (c *Cluster) MapNode(i int) cluster.Node {
 	nd, _ := c.nodes[c.AnyLiveFirst()].srv.Map().Node(c.nodes[i].id)
 	return nd
+}
+
+// LiveNodes lists the nodes started and not killed, by index.
+func (c *Cluster) LiveNodes() []int {
+	var live []int
+	for i, m := range c.nodes {
+		if m.alive {
+			live = append(live, i)
+		}
+	}
+	return live
 }

@@ -221,10 +221,6 @@ func (n *Server) ExportLoop(ctx context.Context) {
 	n.OnMaps(ctx, n.Cfg.HeartbeatInterval, func(m *cluster.Map) { n.startExports(ctx, m) })
 }
 
-// migrateRate bounds the bytes a source moves per second per migration.
-// TODO(issue 29): --migrate-rate, changeable while it runs.
-const migrateRate = 64 << 20
-
 // startExports starts moving the keys of every migration whose source
 // shard this node coordinates in m, unless it does already.
 func (n *Server) startExports(ctx context.Context, m *cluster.Map) {
@@ -262,6 +258,8 @@ func (n *Server) startExports(ctx context.Context, m *cluster.Map) {
 // MigrationDone. It returns when the migration ended, or this node is no
 // longer its source, or on an error (the next map starts it again).
 func (n *Server) export(ctx context.Context, id int) error {
+	defer n.Migration.Begin()()
+	n.Migration.Started.CompareAndSwap(0, time.Now().UnixNano())
 	m := n.Ctl.Map()
 	imp := m.Shards[id]
 	n.settleSlots(ctx, imp.First, imp.Last)
@@ -278,19 +276,15 @@ func (n *Server) export(ctx context.Context, id int) error {
 			_, err := n.Propose(ctx, cluster.MigrationDone{Shard: id, By: n.NodeID})
 			return err
 		}
-		start, moved := time.Now(), 0
+		n.Migration.KeysTotal.Add(int64(len(keys)))
+		var p pacer
 		for _, k := range keys {
 			size, err := n.moveKey(ctx, m, &m.Shards[id], k)
 			if err != nil {
 				return fmt.Errorf("moving key %q: %w", k, err)
 			}
-			moved += size
-			if ahead := time.Duration(float64(moved)/migrateRate*float64(time.Second)) - time.Since(start); ahead > 0 {
-				select {
-				case <-time.After(ahead):
-				case <-ctx.Done():
-					return ctx.Err()
-				}
+			if err := p.wait(ctx, size, n.Ctl.Map().MigrateRate()); err != nil {
+				return err
 			}
 		}
 	}
@@ -353,7 +347,33 @@ func (n *Server) moveKey(ctx context.Context, m *cluster.Map, imp *cluster.Shard
 		return 0, err
 	}
 	size := len(key) + len(cur.Value)
-	n.Stats.Migrated.Add(1)
-	n.Stats.MigratedBytes.Add(int64(size))
+	n.Migration.KeysDone.Add(1)
+	n.Migration.BytesDone.Add(int64(size))
 	return size, nil
+}
+
+// pacer keeps a migration's source at its rate, which the map may change
+// while it runs (SetRebalance): a new rate starts a new measure.
+type pacer struct {
+	start time.Time
+	moved int
+	rate  int64
+}
+
+// wait counts size bytes moved and sleeps while they are ahead of rate.
+func (p *pacer) wait(ctx context.Context, size int, rate int64) error {
+	if rate != p.rate || p.start.IsZero() {
+		p.start, p.moved, p.rate = time.Now(), 0, rate
+	}
+	p.moved += size
+	ahead := time.Duration(float64(p.moved)/float64(rate)*float64(time.Second)) - time.Since(p.start)
+	if ahead <= 0 {
+		return nil
+	}
+	select {
+	case <-time.After(ahead):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

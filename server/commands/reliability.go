@@ -56,7 +56,7 @@ func (n *Server) liveCluster(m *cluster.Map, stats []NodeStats) liveInputs {
 	for _, u := range SumSchemes(stats) {
 		stored += float64(u.Stored)
 	}
-	var rebuilt core.RebuildReport
+	var rebuilt core.ProgressReport
 	for _, s := range stats {
 		rebuilt = rebuilt.Add(s.Rebuild)
 	}

@@ -30,8 +30,10 @@ type NodeStats struct {
 	// coordinates that are lost beyond their scheme's tolerance.
 	Lost      []kind.LostKey `json:"lost,omitempty"`
 	LostCount int            `json:"lost_count,omitempty"`
-	// Rebuild is the node's rebuild progress.
-	Rebuild core.RebuildReport `json:"rebuild"`
+	// Rebuild is the node's rebuild progress; Migration the progress of
+	// the migrations it runs as their source.
+	Rebuild   core.ProgressReport `json:"rebuild"`
+	Migration core.ProgressReport `json:"migration"`
 	// Commands counts the client commands the node has processed.
 	Commands int64 `json:"commands"`
 	// PolicyToCold, PolicyToHot and PolicyBytesSaved are the temperature
@@ -70,7 +72,7 @@ func (u *SchemeUsage) add(o *SchemeUsage) {
 
 // RebuildReport is the node's rebuild progress, the stripe engine's
 // re-protected chunks included.
-func (n *Server) RebuildReport() core.RebuildReport {
+func (n *Server) RebuildReport() core.ProgressReport {
 	r := n.Rebuild.Report()
 	r.BytesDone += n.stripes.Stats().RebuiltBytes.Load()
 	return r
@@ -83,7 +85,7 @@ func (n *Server) LocalStats() NodeStats {
 		PrimaryBytes: p.MemoryBytes(), PieceBytes: q.MemoryBytes(), OverheadPerKey: p.IndexHeaderPerKey(),
 		Serving: n.Serving(), Commands: n.Stats.Commands.Load()}
 	st.Lost, st.LostCount = n.Lost.List(lostListMax)
-	st.Rebuild = n.RebuildReport()
+	st.Rebuild, st.Migration = n.RebuildReport(), n.Migration.Report()
 	st.PolicyToCold, st.PolicyToHot, st.PolicyBytesSaved = n.Temp.ToCold.Load(), n.Temp.ToHot.Load(), n.Temp.BytesSaved.Load()
 	m := n.Ctl.Map()
 	t := n.Schemes(m)

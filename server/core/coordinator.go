@@ -46,7 +46,8 @@ type Coordinator struct {
 	Leases *transport.Pool
 
 	Lease      lease               // permission to serve, renewed by heartbeats
-	Rebuild    rebuildProgress     // the rebuild this node runs, for /status and INFO
+	Rebuild    workProgress        // the rebuild this node runs, for /status and INFO
+	Migration  workProgress        // the migrations this node runs as their source
 	Lost       lostkeys.Set        // keys recovery found beyond their scheme's tolerance
 	Unfinished UnfinishedDeletions // deletions whose releases failed (purge.go)
 	Directory  directorySender

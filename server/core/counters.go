@@ -12,9 +12,6 @@ type counters struct {
 	Connections atomic.Int64
 	Expired     atomic.Int64
 	Relocated   atomic.Int64 // stripe objects moved by compaction
-	// Migrated and MigratedBytes count the keys, and their key and value
-	// bytes, this node moved out as a migration's source.
-	Migrated, MigratedBytes atomic.Int64
 	// detachedValues maps a scheme id to an *atomic.Int64: the logical
 	// value bytes of its keys that primary records do not hold
 	// (kind.Scheme.Detached: split's values live in their shards).

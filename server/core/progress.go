@@ -6,11 +6,12 @@ import (
 	"time"
 )
 
-// rebuildProgress counts a node's rebuild work for INFO, /metrics and
-// memgest status.
-type rebuildProgress struct {
+// workProgress counts a node's work of one sort — the rebuild, or the
+// migrations it runs as their source — for INFO, /metrics and memgest
+// status.
+type workProgress struct {
 	KeysTotal, KeysDone, BytesDone atomic.Int64
-	Started                        atomic.Int64 // unix ns of the first rebuild
+	Started                        atomic.Int64 // unix ns of the first shard's work
 
 	mu     sync.Mutex
 	active int           // shard rebuilds running
@@ -18,10 +19,10 @@ type rebuildProgress struct {
 	busy   time.Duration // time with active > 0, before since
 }
 
-// Begin marks a shard rebuild running until the returned func is called:
-// the node's busy time, over which RebuildReport.Rate measures, counts
+// Begin marks a shard's work running until the returned func is called:
+// the node's busy time, over which ProgressReport.Rate measures, counts
 // the time with at least one running, however many run at once.
-func (p *rebuildProgress) Begin() (end func()) {
+func (p *workProgress) Begin() (end func()) {
 	p.mu.Lock()
 	if p.active == 0 {
 		p.since = time.Now()
@@ -38,7 +39,7 @@ func (p *rebuildProgress) Begin() (end func()) {
 }
 
 // busySeconds is the time spent with a shard rebuild running.
-func (p *rebuildProgress) busySeconds() float64 {
+func (p *workProgress) busySeconds() float64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	busy := p.busy
@@ -48,8 +49,9 @@ func (p *rebuildProgress) busySeconds() float64 {
 	return busy.Seconds()
 }
 
-// RebuildReport is a node's rebuild progress as memgest status shows it.
-type RebuildReport struct {
+// ProgressReport is a node's progress at a sort of work (workProgress)
+// as memgest status shows it.
+type ProgressReport struct {
 	KeysDone  int64   `json:"keys_done"`
 	KeysTotal int64   `json:"keys_total"`
 	BytesDone int64   `json:"bytes_done"`
@@ -59,8 +61,8 @@ type RebuildReport struct {
 	BusySeconds float64 `json:"busy_seconds"`
 }
 
-func (p *rebuildProgress) Report() RebuildReport {
-	r := RebuildReport{KeysDone: p.KeysDone.Load(), KeysTotal: p.KeysTotal.Load(), BytesDone: p.BytesDone.Load(),
+func (p *workProgress) Report() ProgressReport {
+	r := ProgressReport{KeysDone: p.KeysDone.Load(), KeysTotal: p.KeysTotal.Load(), BytesDone: p.BytesDone.Load(),
 		BusySeconds: p.busySeconds()}
 	if t := p.Started.Load(); t != 0 {
 		r.Seconds = time.Since(time.Unix(0, t)).Seconds()
@@ -70,15 +72,15 @@ func (p *rebuildProgress) Report() RebuildReport {
 
 // Add sums reports of several nodes; the durations are the longest, as
 // the nodes rebuild side by side.
-func (r RebuildReport) Add(o RebuildReport) RebuildReport {
-	return RebuildReport{KeysDone: r.KeysDone + o.KeysDone, KeysTotal: r.KeysTotal + o.KeysTotal,
+func (r ProgressReport) Add(o ProgressReport) ProgressReport {
+	return ProgressReport{KeysDone: r.KeysDone + o.KeysDone, KeysTotal: r.KeysTotal + o.KeysTotal,
 		BytesDone: r.BytesDone + o.BytesDone, Seconds: max(r.Seconds, o.Seconds),
 		BusySeconds: max(r.BusySeconds, o.BusySeconds)}
 }
 
 // Rate is the bytes rebuilt per second of rebuilding: the rebuild rate
 // the cluster measured, which memgest plan --addr feeds its model.
-func (r RebuildReport) Rate() float64 {
+func (r ProgressReport) Rate() float64 {
 	if r.BusySeconds <= 0 {
 		return 0
 	}
@@ -87,7 +89,7 @@ func (r RebuildReport) Rate() float64 {
 
 // ETA estimates the time left from the keys done so far and the time
 // spent rebuilding them, or 0.
-func (r RebuildReport) ETA() time.Duration {
+func (r ProgressReport) ETA() time.Duration {
 	if r.KeysDone == 0 || r.KeysDone >= r.KeysTotal {
 		return 0
 	}

@@ -8,7 +8,7 @@ import (
 // Busy time counts the time with at least one shard rebuild running, once
 // however many overlap, and not the idle time between rebuilds.
 func TestRebuildBusyTimeCountsOverlapOnce(t *testing.T) {
-	var p rebuildProgress
+	var p workProgress
 	began := time.Now()
 	endA := p.Begin()
 	endB := p.Begin()

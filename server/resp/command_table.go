@@ -571,6 +571,17 @@ var schemeSubs = []def{
 		summary: "Checks that every redundancy piece of a key agrees with its committed version."},
 }
 
+// membershipDefs are memgest's commands that grow and shrink the cluster
+// (decision 0016).
+var membershipDefs = []def{
+	{name: "rebalance", arity: -1, flags: FlagWrite | FlagNoScript, group: "memgest", since: memgestSince,
+		complexity: o1, summary: "Starts moving slots so that every data node holds its share, changes the running rebalance's rate or parallelism, or stops it."},
+	{name: "node.promote", arity: 2, flags: FlagWrite | FlagNoScript, group: "memgest", since: memgestSince,
+		complexity: o1, summary: "Makes a spare node a data node, which a rebalance gives slots to."},
+	{name: "node.drain", arity: -2, flags: FlagWrite | FlagNoScript, group: "memgest", since: memgestSince,
+		complexity: o1, summary: "Moves every slot and piece off a node and then removes it from the cluster, or with CANCEL stops doing so."},
+}
+
 var schemeDef = def{name: "scheme", arity: -2, group: "memgest", since: memgestSince,
 	complexity: depends, summary: "A container for memgest storage scheme commands.", subs: schemeSubs}
 
@@ -607,6 +618,7 @@ func init() {
 	for _, group := range [][]def{stringDefs, hashDefs, genericDefs, serverDefs, connectionDefs, clusterDefs, pubsubDefs, transactionDefs} {
 		defs = append(defs, group...)
 	}
+	defs = append(defs, membershipDefs...)
 	defs = append(defs, schemeDef)
 	for _, sub := range schemeSubs {
 		if sub.name != "help" {

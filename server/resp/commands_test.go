@@ -146,6 +146,9 @@ var redisTable = []struct {
 	{"scheme.verify", 2, 1, 1, 1, "readonly"},
 	{"scheme.move", 3, 1, 1, 1, "write denyoom"},
 	{"scheme.policy", -1, 0, 0, 0, "write noscript"},
+	{"rebalance", -1, 0, 0, 0, "write noscript"},
+	{"node.promote", 2, 0, 0, 0, "write noscript"},
+	{"node.drain", -2, 0, 0, 0, "write noscript"},
 }
 
 func TestCommandTable(t *testing.T) {

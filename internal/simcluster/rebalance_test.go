@@ -1,0 +1,171 @@
+package simcluster_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/internal/simcluster"
+	"github.com/memgest/memgest/keyslot"
+)
+
+// Growing by one node and shrinking by one, through the commands an
+// operator sends (decision 0016): NODE.PROMOTE and REBALANCE give the new
+// node its share of the slots; NODE.DRAIN moves everything off a voter,
+// which hands its vote over and leaves Raft and the map. Keys of every
+// scheme read back bit-exact, and readers never miss one meanwhile.
+func TestRebalanceGrowsAndDrainsByCommand(t *testing.T) {
+	c := simcluster.Start(t, 2929, simcluster.Options{Nodes: 6, Spares: 1})
+	spare := c.Len() - 1
+	want := writeEverySchemeKeys(t, c, 180)
+
+	stop, check := readWhile(t, c, want, func() []int { return c.LiveNodes() })
+	expect(t, "NODE.PROMOTE", c.Do(0, "NODE.PROMOTE", string(c.Node(spare).NodeID)), "+OK")
+	expect(t, "REBALANCE", c.Do(0, "REBALANCE", "PARALLEL", "3"), "+OK")
+	c.WaitMap("the rebalance done", func(m *cluster.Map) bool { return m.Rebalance == nil && !m.Migrating() })
+	stop()
+	check("during the rebalance")
+	m := c.Node(0).Map()
+	if got, share := coordinatedSlots(m, c.Node(spare).NodeID), 16384/7; got < share-64 || got > share+64 {
+		t.Fatalf("the new node coordinates %d slots, its share is %d", got, share)
+	}
+	readAll(t, c, want, "after growing")
+
+	leaving := -1
+	for i := range 6 {
+		if n, _ := m.Node(c.Node(i).NodeID); n.Voter && !c.Node(i).IsLeader() {
+			leaving = i
+			break
+		}
+	}
+	stayers := func() []int {
+		var out []int
+		for i := range c.Len() {
+			if i != leaving {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	stop, check = readWhile(t, c, want, stayers)
+	expect(t, "NODE.DRAIN", c.Do(0, "NODE.DRAIN", string(c.Node(leaving).NodeID)), "+OK")
+	gone := c.Node(leaving).NodeID
+	c.Until("the drained node removed", func() (bool, string) {
+		// Asked of a node that stays: the drained one left Raft.
+		m := c.Node(stayers()[0]).Map()
+		n, _ := m.Node(gone)
+		return n.State == cluster.Left && !m.Migrating(), fmt.Sprintf("epoch %d: %s", m.Epoch, n.State)
+	})
+	stop()
+	c.Kill(leaving) // the operator stops the process
+
+	check("during the drain")
+	m = c.Node(stayers()[0]).Map()
+	voters := 0
+	for _, n := range m.Nodes {
+		if n.Voter && n.State == cluster.Up {
+			voters++
+		}
+	}
+	if voters != 3 {
+		t.Errorf("%d voters after the drain, want 3", voters)
+	}
+	for _, sh := range m.Shards {
+		if !sh.Retired && slices.Contains(sh.Placement, gone) {
+			t.Errorf("shard %d still places the drained node", sh.ID)
+		}
+	}
+	for _, i := range stayers() {
+		if got := simcluster.Render(c.Do(i, "GET", "absent-key")); got != "nil" {
+			t.Fatalf("node %d: %s", i, got)
+		}
+	}
+	readAllOn(t, c, want, "after the drain", stayers())
+}
+
+// writeEverySchemeKeys writes n keys spread over none, rep:3, split:4+2
+// and stripe:4+2, some with a TTL, and returns their values.
+func writeEverySchemeKeys(t *testing.T, c *simcluster.Cluster, n int) map[string]string {
+	t.Helper()
+	schemes := []string{"none", "rep:3", "split:4+2", "stripe:4+2"}
+	want := map[string]string{}
+	for i := range n {
+		k := fmt.Sprintf("grow:%d", i)
+		v := fmt.Sprintf("v%d-%s", i, strings.Repeat("x", i%200))
+		args := []string{"SET", k, v, "SCHEME", schemes[i%len(schemes)]}
+		if i%7 == 0 {
+			args = append(args, "EX", "3600")
+		}
+		expect(t, "SET "+k, c.Do(i%c.Len(), args...), "+OK")
+		want[k] = v
+	}
+	return want
+}
+
+// readWhile reads want's keys in a loop through nodes() until stop; check
+// fails the test with the first wrong answer (a MOVED or TRYAGAIN of maps
+// in flux is what a client follows or retries, not an error).
+func readWhile(t *testing.T, c *simcluster.Cluster, want map[string]string, nodes func() []int) (stop func(), check func(string)) {
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	var bad atomic.Pointer[string]
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; !done.Load() && bad.Load() == nil; i++ {
+			ns := nodes()
+			k := keys[i%len(keys)]
+			got := c.DoQuiet(ns[i%len(ns)], "GET", k).Text()
+			if strings.HasPrefix(got, "MOVED ") || strings.HasPrefix(got, "TRYAGAIN ") {
+				continue
+			}
+			if got != want[k] {
+				msg := fmt.Sprintf("GET %s (slot %d) = %.80s", k, keyslot.Of([]byte(k)), got)
+				bad.Store(&msg)
+			}
+		}
+	}()
+	return func() { done.Store(true); wg.Wait() }, func(when string) {
+		t.Helper()
+		if m := bad.Load(); m != nil {
+			t.Fatalf("%s: %s", when, *m)
+		}
+	}
+}
+
+func readAll(t *testing.T, c *simcluster.Cluster, want map[string]string, when string) {
+	t.Helper()
+	readAllOn(t, c, want, when, c.LiveNodes())
+}
+
+// readAllOn reads every key of want through each of nodes in turn.
+func readAllOn(t *testing.T, c *simcluster.Cluster, want map[string]string, when string, nodes []int) {
+	t.Helper()
+	i := 0
+	for k, v := range want {
+		if got := c.Do(nodes[i%len(nodes)], "GET", k).Text(); got != v {
+			t.Fatalf("%s: GET %s = %.80q, want %.80q", when, k, got, v)
+		}
+		i++
+	}
+}
+
+// coordinatedSlots counts the slots m routes to id.
+func coordinatedSlots(m *cluster.Map, id cluster.NodeID) int {
+	n := 0
+	for s := range keyslot.Count {
+		if c, ok := m.Coordinator(s); ok && c.ID == id {
+			n++
+		}
+	}
+	return n
+}
