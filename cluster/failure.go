@@ -176,7 +176,7 @@ func (m *Map) takePlaces(from, to NodeID) {
 	for i := range m.Shards {
 		sh := &m.Shards[i]
 		j := slices.Index(sh.Placement, from)
-		if j < 0 {
+		if j < 0 || sh.Retired { // a retired shard holds nothing to rebuild
 			continue
 		}
 		coord := m.firstUp(sh, to)

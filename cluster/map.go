@@ -280,10 +280,25 @@ func (m *Map) HoldersOf(slot, width int) []Node {
 	if slot < 0 || slot >= len(ix.slotShard) || ix.slotShard[slot] == noShard {
 		return nil
 	}
-	i := ix.slotShard[slot]
-	for _, h := range ix.holders[i] {
-		if h.width == width {
-			return h.nodes
+	return m.ShardHolders(int(ix.slotShard[slot]), width)
+}
+
+// ShardHolders is Holders for the shard at position i of Shards, nil when
+// there is none: by shard, not by slot, so it also answers for a shard
+// importing slots that still route to its source, or a retired one (a
+// stripe list is named by its shard). For the widths of the catalogue's
+// schemes it returns a list kept in the map's index, which callers must
+// not modify.
+func (m *Map) ShardHolders(i, width int) []Node {
+	ix := m.index()
+	if i < 0 || i >= len(m.Shards) {
+		return nil
+	}
+	if i < len(ix.holders) {
+		for _, h := range ix.holders[i] {
+			if h.width == width {
+				return h.nodes
+			}
 		}
 	}
 	return m.Holders(&m.Shards[i], width)

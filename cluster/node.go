@@ -97,6 +97,10 @@ type Node struct {
 	Draining bool `json:"draining,omitempty"`
 }
 
+// Gone says whether the node failed or left the cluster: it holds nothing
+// and may answer nothing, so nobody waits for it.
+func (n Node) Gone() bool { return n.State == Failed || n.State == Left }
+
 // sameEndpoint reports whether n and o differ in nothing AddNode may update.
 func (n Node) sameEndpoint(o Node) bool {
 	return n.ClientAddr == o.ClientAddr && n.PeerAddr == o.PeerAddr &&

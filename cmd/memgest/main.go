@@ -23,6 +23,6 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serverCmd(), devCmd(), statusCmd(), planCmd(), versionCmd())
+	root.AddCommand(serverCmd(), devCmd(), statusCmd(), planCmd(), clusterCmd(), versionCmd())
 	return root
 }

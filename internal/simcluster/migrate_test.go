@@ -98,7 +98,13 @@ func TestMigrationMovesSlotsOfEveryScheme(t *testing.T) {
 	// A node's sweep starts judging pieces two failure timeouts after it
 	// started (repair.AuditVerdicts).
 	time.Sleep(time.Until(started.Add(2*failureTimeout + 50*time.Millisecond)))
-	place := append([]cluster.NodeID{newID}, src.Placement[1:]...)
+	// The new placement puts the source's other nodes in the opposite
+	// order, so every parity holder of a stripe list sits at another
+	// position in it than in the source's.
+	place := []cluster.NodeID{newID}
+	for i := len(src.Placement) - 1; i >= 1; i-- {
+		place = append(place, src.Placement[i])
+	}
 	propose(t, c, cluster.Migrate{From: 0, First: first, Last: src.Last, Placement: place})
 	c.WaitMap("the migration done", func(m *cluster.Map) bool {
 		return len(m.Shards) == 7 && !m.Shards[6].Importing && m.Shards[0].Last == first-1
@@ -124,6 +130,11 @@ func TestMigrationMovesSlotsOfEveryScheme(t *testing.T) {
 		}
 		if s := keyslot.Of([]byte(k)); s >= first {
 			moved++
+			// Every piece the importer placed agrees with the key,
+			// parity at the positions its holders think they hold.
+			if r := c.Do(c.AnyLive(), "SCHEME.VERIFY", k); r.IsError() || simcluster.Fields(r)["unavailable"].Int() != 0 {
+				t.Errorf("SCHEME.VERIFY %s after the move: %s", k, simcluster.Render(r))
+			}
 			if c.Coordinator(k) != spare {
 				t.Errorf("%s (slot %d) is coordinated by node %d, not the new one", k, s, c.Coordinator(k))
 			}

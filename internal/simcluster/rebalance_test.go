@@ -58,7 +58,17 @@ func TestRebalanceGrowsAndDrainsByCommand(t *testing.T) {
 		// Asked of a node that stays: the drained one left Raft.
 		m := c.Node(stayers()[0]).Map()
 		n, _ := m.Node(gone)
-		return n.State == cluster.Left && !m.Migrating(), fmt.Sprintf("epoch %d: %s", m.Epoch, n.State)
+		var sh []string
+		for _, s := range m.Shards {
+			if !s.Retired {
+				var p []string
+				for _, id := range s.Placement {
+					p = append(p, fmt.Sprint(c.Index(id)))
+				}
+				sh = append(sh, fmt.Sprintf("%d[%d-%d imp=%v from=%d]%v", s.ID, s.First, s.Last, s.Importing, s.From, p))
+			}
+		}
+		return n.State == cluster.Left && !m.Migrating() && m.Rebalance == nil, fmt.Sprintf("epoch %d: %s %v", m.Epoch, n.State, sh)
 	})
 	stop()
 	c.Kill(leaving) // the operator stops the process
@@ -73,6 +83,11 @@ func TestRebalanceGrowsAndDrainsByCommand(t *testing.T) {
 	}
 	if voters != 3 {
 		t.Errorf("%d voters after the drain, want 3", voters)
+	}
+	for _, i := range stayers() {
+		if got, share := coordinatedSlots(m, c.Node(i).NodeID), 16384/6; got < share-64 || got > share+64 {
+			t.Errorf("node %d coordinates %d slots after the drain, its share is %d", i, got, share)
+		}
 	}
 	for _, sh := range m.Shards {
 		if !sh.Retired && slices.Contains(sh.Placement, gone) {

@@ -52,7 +52,7 @@ func PlacementTargets(m *cluster.Map, key []byte) []Target {
 	}
 	var out []Target
 	for p, id := range sh.Placement {
-		if node, ok := m.Node(id); ok && node.State != cluster.Failed {
+		if node, ok := m.Node(id); ok && !node.Gone() {
 			out = append(out, Target{Index: p, Node: node})
 		}
 	}

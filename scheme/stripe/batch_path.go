@@ -360,7 +360,7 @@ func listHolders(m *cluster.Map, spec scheme.Spec, shard uint16) ([]cluster.Node
 	if int(shard) >= len(m.Shards) {
 		return nil, fmt.Errorf("stripe: list %d of %d shards", shard, len(m.Shards))
 	}
-	holders := m.HoldersOf(m.Shards[shard].First, spec.K+spec.M)
+	holders := m.ShardHolders(int(shard), spec.K+spec.M)
 	if len(holders) < spec.K+spec.M {
 		return nil, fmt.Errorf("stripe: scheme %s needs %d nodes, list %d has %d", spec, spec.K+spec.M, shard, len(holders))
 	}

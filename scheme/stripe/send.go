@@ -251,7 +251,7 @@ func (r *round) plan(m *cluster.Map, spec scheme.Spec, ups []Update) error {
 			r.pending[updateKey{u.Chunk, u.Seq}] += 0 // listed, to be acknowledged even with no holder
 		}
 		for j, h := range holders {
-			if h.State == cluster.Failed {
+			if h.Gone() {
 				continue
 			}
 			d := r.dest(h)

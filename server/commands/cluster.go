@@ -110,6 +110,9 @@ func clusterShards(m *cluster.Map) resp.Reply {
 func clusterNodes(m *cluster.Map, self cluster.NodeID) string {
 	var b strings.Builder
 	for _, node := range m.Nodes {
+		if node.State == cluster.Left && node.ID != self {
+			continue // removed from the cluster (NODE.DRAIN): Redis forgets it
+		}
 		flags := "master"
 		if node.ID == self {
 			flags = "myself,master"

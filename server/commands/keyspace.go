@@ -76,7 +76,7 @@ func (n *Server) flushNode(ctx context.Context) resp.Reply {
 func (n *Server) flushCluster(ctx context.Context) resp.Reply {
 	for _, node := range n.Ctl.Map().Nodes {
 		switch {
-		case node.State == cluster.Failed || node.State == cluster.Left:
+		case node.Gone():
 			continue // it holds nothing that counts, and wipes itself to rejoin
 		case node.ID == n.NodeID:
 			n.FlushLocal()

@@ -56,7 +56,7 @@ func (n *Server) broadcast(channel, message []byte) {
 	m := n.Ctl.Map()
 	var msg busMsg
 	for _, node := range m.Nodes {
-		if node.ID == n.NodeID || node.State == cluster.Failed || node.State == cluster.Left {
+		if node.ID == n.NodeID || node.Gone() {
 			continue
 		}
 		if msg.channel == nil {
@@ -91,7 +91,7 @@ func (b *bus) forget(m *cluster.Map) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for id := range b.links {
-		if nd, ok := m.Node(id); !ok || nd.State == cluster.Failed || nd.State == cluster.Left {
+		if nd, ok := m.Node(id); !ok || nd.Gone() {
 			delete(b.links, id)
 		}
 	}

@@ -80,8 +80,9 @@ func cmdNodePromote(n *Server, ctx context.Context, cs *connState, args [][]byte
 	return resp.OK()
 }
 
-// cmdNodeDrain marks a node to be emptied and removed, or with CANCEL no
-// longer.
+// cmdNodeDrain marks a node to be emptied and removed, and starts a
+// rebalance unless one runs; with CANCEL it stops the drain (the
+// rebalance goes on).
 func cmdNodeDrain(n *Server, ctx context.Context, cs *connState, args [][]byte) resp.Reply {
 	if len(args) > 3 || (len(args) == 3 && !strings.EqualFold(string(args[2]), "cancel")) {
 		return resp.Err("ERR syntax error: NODE.DRAIN <node> [CANCEL]")
@@ -92,6 +93,15 @@ func cmdNodeDrain(n *Server, ctx context.Context, cs *connState, args [][]byte) 
 	}
 	if _, err := n.Propose(ctx, cluster.Drain{ID: node.ID, Off: len(args) == 3}); err != nil {
 		return errReply(err)
+	}
+	if len(args) == 2 && n.Ctl.Map().Rebalance == nil {
+		// A drain moves whole shards to the least loaded coordinators one
+		// by one, which leaves the rest uneven: the rebalance evens them
+		// out once the node is out.
+		c, _ := parseRebalance(n.Ctl.Map(), nil)
+		if _, err := n.Propose(ctx, c); err != nil {
+			return errReply(err)
+		}
 	}
 	return resp.OK()
 }

@@ -142,7 +142,7 @@ func (n *Server) ClusterStats(ctx context.Context) ([]NodeStats, error) {
 	var wg sync.WaitGroup
 	for i, node := range m.Nodes {
 		switch {
-		case node.State == cluster.Failed || node.State == cluster.Left:
+		case node.Gone():
 			errs[i] = errSkipped
 		case node.ID == n.NodeID:
 			if errs[i] = n.stripes.RestoreAll(ctx); errs[i] == nil {

@@ -172,7 +172,7 @@ func (n *Coordinator) CallEachSince(ctx context.Context, reqs []PeerReq, fences 
 			answered[i] = true
 			continue
 		}
-		if r.Node.State == cluster.Failed {
+		if r.Node.Gone() { // a node that left answers nothing either
 			errs[i], answered[i] = kind.ErrNodeFailed, true
 			continue
 		}

@@ -282,7 +282,7 @@ func (n *Repairer) runRebuild(ctx context.Context, plan []rebuildItem, have held
 		n.pause(ctx, start, sent.Add(int64(bytes)), n.Cfg.RebuildRate)
 	}
 	copies, decodes, others := splitPlan(plan)
-	err := forEach(ctx, len(copies), copyWorkers, func(ctx context.Context, i int) error {
+	err := core.ForEach(ctx, len(copies), copyWorkers, func(ctx context.Context, i int) error {
 		began := time.Now()
 		b, err := n.rebuildCopies(ctx, copies[i], need)
 		account(len(copies[i]), b, began)
@@ -293,7 +293,7 @@ func (n *Repairer) runRebuild(ctx context.Context, plan []rebuildItem, have held
 	}
 	var fallback []rebuildItem // split keys the bulk path could not decode
 	var mu sync.Mutex
-	err = forEach(ctx, len(decodes), copyWorkers, func(ctx context.Context, i int) error {
+	err = core.ForEach(ctx, len(decodes), copyWorkers, func(ctx context.Context, i int) error {
 		began := time.Now()
 		b, left, err := n.rebuildDecodes(ctx, decodes[i], have)
 		account(len(decodes[i])-len(left), b, began)
@@ -306,7 +306,7 @@ func (n *Repairer) runRebuild(ctx context.Context, plan []rebuildItem, have held
 		return sent.Load(), err
 	}
 	others = append(others, fallback...)
-	err = forEach(ctx, len(others), rebuildWorkers, func(ctx context.Context, i int) error {
+	err = core.ForEach(ctx, len(others), rebuildWorkers, func(ctx context.Context, i int) error {
 		began := time.Now()
 		b, err := n.RebuildKey(ctx, others[i].key, need)
 		var lost *kind.LostError

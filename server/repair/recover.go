@@ -436,7 +436,7 @@ func (n *Repairer) listShard(ctx context.Context, m *cluster.Map, sh cluster.Sha
 		}
 	}
 	lists := make([][]pieceEntry, len(nodes))
-	err := forEach(ctx, len(nodes), len(nodes), func(ctx context.Context, i int) error {
+	err := core.ForEach(ctx, len(nodes), len(nodes), func(ctx context.Context, i int) error {
 		var err error
 		lists[i], err = n.listPieces(ctx, nodes[i], sh.First, sh.Last)
 		return err

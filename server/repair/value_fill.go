@@ -158,7 +158,7 @@ func stubHolder(self cluster.NodeID, m *cluster.Map, key []byte, sch kind.Scheme
 // must not cost clients more than the rebuild does.
 func (n *Repairer) fillStubs(ctx context.Context, keys []string) {
 	var filled atomic.Int64
-	err := forEach(ctx, len(keys), stubWorkers, func(ctx context.Context, i int) error {
+	err := core.ForEach(ctx, len(keys), stubWorkers, func(ctx context.Context, i int) error {
 		key := []byte(keys[i])
 		began := time.Now()
 		defer func() { n.rest(ctx, time.Since(began)) }() // paced as the rebuild is

@@ -1,4 +1,4 @@
-package repair
+package core
 
 import (
 	"context"
@@ -6,9 +6,9 @@ import (
 	"sync/atomic"
 )
 
-// forEach runs fn(ctx, i) for i in 0..count-1, up to width at a time, in
+// ForEach runs fn(ctx, i) for i in 0..count-1, up to width at a time, in
 // index order of start. The first error cancels the rest and is returned.
-func forEach(ctx context.Context, count, width int, fn func(ctx context.Context, i int) error) error {
+func ForEach(ctx context.Context, count, width int, fn func(ctx context.Context, i int) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var next atomic.Int64
