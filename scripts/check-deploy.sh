@@ -59,8 +59,10 @@ passed=$((passed + 2))
 help=$("$tmp/memgest" server --help)
 default_of() { sed -n "s/^ *--$1 int .*(default \([0-9]*\))\$/\1/p" <<<"$help"; }
 port=$(default_of port) peer_port=$(default_of peer-port) http_port=$(default_of http-port)
-[ -n "$port" ] && [ -n "$peer_port" ] && [ -n "$http_port" ] ||
-	{ echo "check-deploy: could not read the default ports from memgest server --help" >&2; exit 1; }
+if [ -z "$port" ] || [ -z "$peer_port" ] || [ -z "$http_port" ]; then
+	echo "check-deploy: could not read the default ports from memgest server --help" >&2
+	exit 1
+fi
 
 # 2. Render and validate.
 echo "== deploy/k8s: schema validation (strict) against Kubernetes $K8S_VERSIONS"
