@@ -11,13 +11,23 @@
   consistency DIR DOCKERFILE PORT PEER_PORT HTTP_PORT
                            cross-check the manifests, the Dockerfile and the
                            binary's default ports
+  probes DIR BINARY        run BINARY as a founding node waiting for a second
+                           one, with a password, and check that it answers
+                           the StatefulSet's probes without it: readiness
+                           503 "forming", liveness 200
 """
 
 import os
 import re
 import shutil
+import socket
 import struct
+import subprocess
 import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
 
 
 def fail(msg):
@@ -214,11 +224,18 @@ def cmd_consistency(d, dockerfile, port, peer_port, http_port):
     if sts["spec"]["serviceName"] not in flags.get("advertise", ""):
         problems.append("--advertise does not name the headless Service %s" % sts["spec"]["serviceName"])
 
-    # Probes point at the HTTP port.
+    # Probes point at the HTTP port, at paths served without the password
+    # (the cluster has one): readiness at /ready, which says whether the
+    # node is ready (the PodDisruptionBudget counts on it).
     for probe in ("readinessProbe", "livenessProbe"):
-        port_ref = server.get(probe, {}).get("httpGet", {}).get("port")
-        if port_ref not in ("http", defaults["http"]):
+        get = server.get(probe, {}).get("httpGet", {})
+        if get.get("port") not in ("http", defaults["http"]):
             problems.append("%s: not an httpGet on the HTTP port" % probe)
+        if get.get("path") not in OPEN_PATHS:
+            problems.append("%s: path %s is not one memgest serves without the password (%s)"
+                            % (probe, get.get("path"), ", ".join(OPEN_PATHS)))
+    if server.get("readinessProbe", {}).get("httpGet", {}).get("path") != "/ready":
+        problems.append("readinessProbe: not /ready")
 
     services = {s["metadata"]["name"]: s for s in by_kind["Service"]}
     peers = services.get(sts["spec"]["serviceName"])
@@ -246,9 +263,78 @@ def cmd_consistency(d, dockerfile, port, peer_port, http_port):
           % (replicas, defaults["client"], defaults["peer"], defaults["http"]))
 
 
+# OPEN_PATHS are the HTTP paths memgest serves without the cluster's
+# password (server/http.go).
+OPEN_PATHS = ("/ready", "/metrics")
+
+
+def probe_of(container, name):
+    get = container[name]["httpGet"]
+    return get["path"]
+
+
+def http_get(port, path):
+    """(status, body) of GET path on 127.0.0.1:port, or None if nothing answers."""
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=2) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except OSError:
+        return None
+
+
+def free_ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def cmd_probes(d, binary):
+    docs = []
+    for r in load_yaml(os.path.join(d, "kustomization.yaml"))[0]["resources"]:
+        docs += load_yaml(os.path.join(d, r))
+    (sts,) = [doc for doc in docs if doc["kind"] == "StatefulSet"]
+    (server,) = [c for c in sts["spec"]["template"]["spec"]["containers"] if c["name"] == "memgest"]
+    ready, live = probe_of(server, "readinessProbe"), probe_of(server, "livenessProbe")
+    port, peer, http = free_ports(3)
+    data = tempfile.mkdtemp(prefix="check-deploy-")
+    proc = subprocess.Popen([binary, "server", "--bind", "127.0.0.1", "--port", str(port), "--peer-port", str(peer),
+                             "--http-port", str(http), "--data-dir", data, "--bootstrap-expect", "2",
+                             "--requirepass", "check-deploy"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 15
+        got = None
+        while got is None and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+            got = http_get(http, ready)
+        if got is None:
+            fail("memgest server answered nothing on its HTTP port (exit %s)" % proc.poll())
+        if got[0] != 503 or not got[1].startswith("forming"):
+            fail("%s of a node waiting for the cluster to form: %d %r, want 503 \"forming…\" without the password"
+                 % (ready, got[0], got[1]))
+        alive = http_get(http, live)
+        if alive is None or alive[0] != 200:
+            fail("%s: %s, want 200 without the password" % (live, alive))
+        print("%s answers %d %r and %s %d without the password" % (ready, got[0], got[1].strip(), live, alive[0]))
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(data, ignore_errors=True)
+
+
 def main(argv):
     cmds = {"context": cmd_context, "build-command": cmd_build_command, "static": cmd_static,
-            "resources": cmd_resources, "consistency": cmd_consistency}
+            "resources": cmd_resources, "consistency": cmd_consistency, "probes": cmd_probes}
     if len(argv) < 2 or argv[1] not in cmds:
         fail("usage: check-deploy.py {%s} ..." % "|".join(cmds))
     cmds[argv[1]](*argv[2:])

@@ -10,7 +10,9 @@
 #      are) and every resource validates, strictly (unknown fields fail),
 #      against the Kubernetes schemas of K8S_VERSIONS;
 #   3. the manifests, the Dockerfile and the binary agree (ports,
-#      replicas = bootstrap-expect, probes, selectors);
+#      replicas = bootstrap-expect, probes, selectors), and the binary,
+#      run as a founding node alone, answers the probes' paths without the
+#      password (readiness 503 "forming", liveness 200);
 #   4. deploy/k8s/memgest-role.sh chooses found or join as documented, and
 #      what it writes is a config file `memgest server` accepts.
 # The validator, kubernetes-validate (it bundles the schemas: no network),
@@ -87,7 +89,8 @@ done
 # 3. Agreement between the pieces.
 echo "== consistency"
 "$py" $helper consistency deploy/k8s Dockerfile "$port" "$peer_port" "$http_port"
-passed=$((passed + 1))
+"$py" $helper probes deploy/k8s "$tmp/memgest"
+passed=$((passed + 2))
 
 # 4. The init container's choice, with a stand-in for wget that answers
 # each pod's /metrics from FAKE_EPOCHS ("ordinal:epoch ..."; a pod not
