@@ -10,7 +10,7 @@ CI_FUZZTIME ?= 5s
 BENCHTIME ?= 200ms
 ROUNDS    ?= 5
 
-.PHONY: all build dev test test-deps test-huge check fmt-check vet unit fuzz-short fuzz robustness bench bench-ec bench-ec-raw bench-memory bench-store bench-failure bench-hybrid bench-batch bench-temperature bench-plan bench-tools clean
+.PHONY: all build dev test test-deps test-huge check check-deploy fmt-check vet unit fuzz-short fuzz robustness bench bench-ec bench-ec-raw bench-memory bench-store bench-failure bench-hybrid bench-batch bench-temperature bench-plan bench-tools clean
 
 all: build
 
@@ -32,6 +32,10 @@ dev:
 test: check unit fuzz-short
 
 check: fmt-check vet
+
+## check-deploy: the Dockerfile's static build and the Kubernetes manifests in deploy/k8s, validated strictly against pinned schemas (scripts/check-deploy.sh; seconds once the venv and the build cache exist). CI runs it after `make test`.
+check-deploy:
+	scripts/check-deploy.sh
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

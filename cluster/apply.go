@@ -64,8 +64,12 @@ func (c AddNode) apply(m *Map) (*Map, error) {
 	if err := CheckNode(n); err != nil {
 		return nil, err
 	}
-	if err := m.checkAddrs(n); err != nil {
+	gone, err := m.checkAddrs(n)
+	if err != nil {
 		return nil, err
+	}
+	if len(gone) > 0 {
+		return m.reuseAddrs(n, c.Spare, gone)
 	}
 	if old, ok := m.Node(n.ID); ok {
 		return m.updateNode(old, n), nil
@@ -84,20 +88,97 @@ func CheckNode(n Node) *Error {
 	return nil
 }
 
-// checkAddrs refuses a node whose addresses another node already uses: two
-// nodes at one address would make routing ambiguous. A node restarted with
-// a fresh id on an old address hits this until the old one is removed.
-func (m *Map) checkAddrs(n Node) error {
-	for _, o := range m.Nodes {
-		if o.ID == n.ID {
+// checkAddrs refuses a node whose addresses another live node uses: two
+// nodes at one address would make routing ambiguous. It returns the
+// positions in Nodes of the failed or left nodes that hold one of n's
+// addresses, which AddNode frees (reuseAddrs): a node restarted with a
+// fresh id on its old address (it lost its data directory) comes back
+// that way.
+func (m *Map) checkAddrs(n Node) ([]int, error) {
+	if isFreedAddr(n.PeerAddr) || isFreedAddr(n.ClientAddr) {
+		return nil, errorf(ErrBadNode, "node %s: addresses ending in %q name the nodes whose address was given to another", n.ID, freedSuffix)
+	}
+	var gone []int
+	for i, o := range m.Nodes {
+		if o.ID == n.ID || o.PeerAddr != n.PeerAddr && o.ClientAddr != n.ClientAddr {
 			continue
 		}
-		if o.PeerAddr == n.PeerAddr || o.ClientAddr == n.ClientAddr {
-			return errorf(ErrBadNode, "node %s: address already used by node %s", n.ID, o.ID)
+		if o.State != Failed && o.State != Left {
+			return nil, errorf(ErrBadNode, "node %s: address already used by node %s", n.ID, o.ID)
+		}
+		gone = append(gone, i)
+	}
+	return gone, nil
+}
+
+// reuseAddrs admits (or updates) n at addresses that failed or left nodes,
+// at positions gone of Nodes, hold (decision 0017). Each of them gets an
+// address that names it and reaches nothing (freedAddr), votes no more,
+// and leaves (Left) if it was failed. A failed node still placed in a
+// shard with slots (no spare took its places) leaves only once a node
+// took its places: n, new to the cluster, takes them as a late spare
+// would (takePlaces, which lists every position for rebuild). A member
+// already known, or a second such node, cannot take them: refused, so
+// the positions keep a failed node, whose pieces are known to be missing,
+// rather than a node that left.
+func (m *Map) reuseAddrs(n Node, spare bool, gone []int) (*Map, error) {
+	_, known := m.Node(n.ID)
+	heir := -1 // the failed node still placed whose places n takes
+	for _, i := range gone {
+		o := m.Nodes[i]
+		if o.State != Failed || !m.placedNode(o.ID) {
+			continue
+		}
+		switch {
+		case known:
+			return nil, errorf(ErrBadNode, "node %s: address already used by failed node %s, which still holds positions no spare took; only a node new to the cluster may take them", n.ID, o.ID)
+		case heir >= 0:
+			return nil, errorf(ErrBadNode, "node %s: addresses used by failed nodes %s and %s, which both still hold positions; a new node takes the places of one", n.ID, m.Nodes[heir].ID, o.ID)
+		}
+		heir = i
+	}
+	next := m.Clone()
+	for _, i := range gone {
+		o := &next.Nodes[i]
+		o.ClientAddr, o.PeerAddr, o.HTTPAddr = freedAddr(o.ID), freedAddr(o.ID), ""
+		o.Voter, o.Draining = false, false
+		if i != heir {
+			o.State = Left
 		}
 	}
-	return nil
+	if known {
+		old, _ := next.Node(n.ID)
+		return next.updateNode(old, n), nil
+	}
+	if heir < 0 {
+		return next.admit(n, spare), nil
+	}
+	from := next.Nodes[heir].ID
+	for i := range next.Shards {
+		// A failed node coordinates nothing: its standby entries mean
+		// nothing, and would outlive its place (takePlaces keeps them).
+		sh := &next.Shards[i]
+		sh.Standby = slices.DeleteFunc(sh.Standby, func(id NodeID) bool { return id == from })
+		if len(sh.Standby) == 0 {
+			sh.Standby = nil
+		}
+	}
+	n.State = Up
+	next.Nodes = append(next.Nodes, n)
+	next.takePlaces(from, n.ID)
+	next.Nodes[heir].State = Left
+	return next, nil
 }
+
+// freedSuffix ends every freed address: the .invalid top-level domain
+// never resolves (RFC 6761), and port 0 is never dialled.
+const freedSuffix = ".invalid:0"
+
+// freedAddr is the address of a node whose address AddNode gave to
+// another: unique, since it holds the node's id, and reaching nothing.
+func freedAddr(id NodeID) string { return string(id) + freedSuffix }
+
+func isFreedAddr(addr string) bool { return strings.HasSuffix(addr, freedSuffix) }
 
 // updateNode changes the addresses and voter flag of a known node; its
 // state and place in the placement are kept.

@@ -2,13 +2,16 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
+	"github.com/memgest/memgest/transport"
 )
 
 // This file is the node's side of the control plane: proposing map changes
@@ -61,6 +64,8 @@ func (n *Node) join(ctx context.Context, self cluster.Node) error {
 		return err
 	}
 	addr := n.Cfg.Join
+	var warned string // the refusal last logged, and when
+	var warnedAt int64
 	for {
 		out, err := n.CallAddr(ctx, addr, peer.MsgJoin, b)
 		if err == nil {
@@ -71,7 +76,18 @@ func (n *Node) join(ctx context.Context, self cluster.Node) error {
 		if hint, ok := core.LeaderHint(err); ok {
 			addr = hint
 		}
-		n.Log.Debug("join retry", "addr", addr, "err", err)
+		// A refusal (the leader answered, and not NOTLEADER) may last
+		// forever, and only an operator can end it: warn, once per
+		// minute while it stays the same. Unreachable peers and leader
+		// changes are what joining looks like while the cluster starts.
+		var re *transport.RemoteError
+		if refused := errors.As(err, &re) && !strings.Contains(re.Msg, core.NotLeaderPrefix); refused &&
+			(re.Msg != warned || n.MonoNow()-warnedAt >= int64(time.Minute)) {
+			n.Log.Warn("join refused; retrying", "addr", addr, "err", err)
+			warned, warnedAt = re.Msg, n.MonoNow()
+		} else {
+			n.Log.Debug("join retry", "addr", addr, "err", err)
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("server: joining via %s: %w", n.Cfg.Join, err)

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"slices"
 	"strconv"
 	"time"
 
@@ -23,12 +25,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// httpServer serves /metrics (Prometheus text format), /status (the
-// cluster as JSON, for `memgest status`) and, with --enable-pprof, Go's
-// /debug/pprof profiles. /metrics is open to whoever reaches the port (it
-// holds counts, no keys or values); /status and the profiles need the
-// cluster's password when it has one (HTTP basic auth, any user name). It
-// speaks HTTPS when the node has TLS.
+// httpServer serves /metrics (Prometheus text format), /ready (a
+// readiness probe's answer), /status (the cluster as JSON, for `memgest
+// status`) and, with --enable-pprof, Go's /debug/pprof profiles. /metrics
+// and /ready are open to whoever reaches the port (counts, and a word on
+// this node's readiness; no keys or values); /status and the profiles need
+// the cluster's password when it has one (HTTP basic auth, any user name).
+// It speaks HTTPS when the node has TLS.
 type httpServer struct {
 	srv *http.Server
 }
@@ -53,6 +56,7 @@ func (n *Node) httpRoutes() http.Handler {
 	n.Metrics.Register(reg)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /ready", n.serveReady)
 	mux.HandleFunc("/status", n.withPassword(n.serveStatus))
 	if n.Cfg.EnablePprof {
 		mux.HandleFunc("/debug/pprof/", n.withPassword(pprof.Index))
@@ -79,6 +83,80 @@ func (n *Node) withPassword(h http.HandlerFunc) http.HandlerFunc {
 		w.Header().Set("WWW-Authenticate", `Basic realm="memgest"`)
 		http.Error(w, "memgest: this endpoint needs the cluster's password (HTTP basic auth, any user name)", http.StatusUnauthorized)
 	}
+}
+
+// serveReady answers a readiness probe (Kubernetes'): 200 and "ready"
+// when this node serves what the map gives it and holds every piece its
+// positions call for, else 503 and why not, in a few words (unready).
+// It needs no password, so it says nothing a stranger reaching the port
+// should not learn: no id, epoch, address or count.
+func (n *Node) serveReady(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if why := n.unready(); why != "" {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, why+"\n")
+		return
+	}
+	_, _ = io.WriteString(w, "ready\n")
+}
+
+// unready says why this node is not ready, or "" when it is: the cluster
+// has formed, the node is in the map as up or spare, its lease holds, and
+// it neither recovers the records of a shard it coordinates nor holds a
+// position awaiting a rebuild. A PodDisruptionBudget counts on the last:
+// the next node is not taken down while this one is being refilled.
+func (n *Node) unready() string {
+	m := n.Ctl.Map()
+	self, known := m.Node(n.NodeID)
+	switch {
+	case m.State != cluster.OK:
+		return "forming: the cluster has not formed yet"
+	case !known || self.State == cluster.Left || self.State == cluster.Joining:
+		return "not a member: this node is not in the cluster map"
+	case self.State == cluster.Failed:
+		return "failed: the cluster marked this node failed"
+	case n.Lease.Fenced.Load():
+		return "fenced: this node waits to be readmitted"
+	case !n.Serving():
+		return "lease lapsed: no heartbeat renewed this node's lease"
+	}
+	return awaitsRepair(m, n.NodeID)
+}
+
+// awaitsRepair says what of node id's part in m is not whole yet:
+// "recovering" while it coordinates a shard whose records it recovers,
+// "rebuilding" while one of its own positions awaits a rebuild (as
+// Map.Phase's coordinated-normal: a replacement, a rejoined node, one on
+// standby); "" when neither. Map.Phase itself would not do: it tells only
+// the worst of a node's roles (a spare that took a failed coordinator's
+// places shows degraded while its own positions are rebuilt), and counts
+// retired shards, whose rebuild lists nothing clears. A stand-in being
+// filled for a failed node's position stays ready: after a failure with
+// no spare, most survivors stand in somewhere, and they would all leave
+// the clients' Service at once.
+func awaitsRepair(m *cluster.Map, id cluster.NodeID) string {
+	rebuilding := false
+	for i := range m.Shards {
+		sh := &m.Shards[i]
+		if sh.Retired {
+			continue
+		}
+		if c, ok := m.CoordinatorOf(sh); ok && c.ID == id && sh.Recovering {
+			return "recovering: this node is recovering the records of a shard it took over"
+		}
+		if len(sh.Rebuild) == 0 {
+			continue
+		}
+		for _, p := range sh.Rebuild {
+			rebuilding = rebuilding || p < len(sh.Placement) && sh.Placement[p] == id
+		}
+		rebuilding = rebuilding || slices.Contains(sh.Standby, id)
+	}
+	if rebuilding {
+		return "rebuilding: positions this node holds await a rebuild"
+	}
+	return ""
 }
 
 func (h *httpServer) close() error {
