@@ -60,6 +60,7 @@ func (c MarkFailed) apply(m *Map) (*Map, error) {
 				// the spare takes its very place (a shard it coordinated
 				// is Recovering, and the spare recovers it).
 				next.Shards[i].Placement[j] = m.Nodes[spare].ID
+				next.Shards[i].Standby = slices.DeleteFunc(next.Shards[i].Standby, func(id NodeID) bool { return id == c.ID })
 			}
 			next.Shards[i].addRebuild(j)
 		}
@@ -136,22 +137,12 @@ func (m *Map) firstSpare() int {
 	return -1
 }
 
-// placed says whether id is in some shard's placement.
-func (m *Map) placed(id NodeID) bool {
-	for _, sh := range m.Shards {
-		if slices.Contains(sh.Placement, id) {
-			return true
-		}
-	}
-	return false
-}
-
 // fillFromSpares gives the places of failed nodes still in placements to
 // spares, one failed node per spare, in join order. m is a Clone being
 // edited.
 func (m *Map) fillFromSpares() {
 	for _, f := range m.Nodes {
-		if f.State != Failed || !m.placed(f.ID) {
+		if f.State != Failed || !m.placedNode(f.ID) {
 			continue
 		}
 		spare := m.firstSpare()
@@ -181,6 +172,7 @@ func (m *Map) takePlaces(from, to NodeID) {
 		}
 		coord := m.firstUp(sh, to)
 		sh.Placement[j] = to
+		sh.Standby = slices.DeleteFunc(sh.Standby, func(id NodeID) bool { return id == from })
 		sh.addRebuild(j)
 		switch {
 		case coord < 0:
@@ -231,7 +223,7 @@ func (c Rejoin) apply(m *Map) (*Map, error) {
 	}
 	next := m.Clone()
 	i := m.index().node[c.ID]
-	if next.placed(c.ID) {
+	if next.placedNode(c.ID) {
 		next.Nodes[i].State = Up
 		next.takePlaces(c.ID, c.ID)
 	} else {

@@ -3,8 +3,8 @@ package cluster
 import "testing"
 
 // Two defects of cluster/failure.go found while writing decision 0017,
-// reproduced and left for the owner of that file. Each test is skipped;
-// remove the Skip with the fix.
+// and fixed: a replaced node left on standby, and retired shards' positions
+// listed for rebuild.
 
 // TestReplacedStandbyNodeLeavesStandby: a node on standby in a shard (it
 // rejoined empty before the node that kept the shard's records) that
@@ -12,10 +12,9 @@ import "testing"
 // with its place. takePlaces (a late spare) and MarkFailed (a spare
 // waiting) put the spare in its position but keep it in Standby, and the
 // map is invalid ("standby node … not placed"): UnmarshalMap would refuse
-// it, in a Raft snapshot say. Fix: drop from's entry from Standby where
-// its position is given away.
+// it, in a Raft snapshot say. Now a node's Standby entry goes with its
+// position.
 func TestReplacedStandbyNodeLeavesStandby(t *testing.T) {
-	t.Skip("found bug: takePlaces and MarkFailed keep the replaced node in Shard.Standby (decision 0017, Limits)")
 	x := testNode(0).ID
 	onStandby := func(t *testing.T) *Map {
 		return mustApply(t, formed(t, 4, 0), MarkFailed{ID: x}, Rejoin{ID: x})
@@ -34,11 +33,10 @@ func TestReplacedStandbyNodeLeavesStandby(t *testing.T) {
 // but takePlaces does not: a late spare, a rejoined node, or a new identity
 // at a failed node's address (decision 0017) taking a failed node's places
 // lists its positions in retired shards too, and the node shows
-// coordinated-normal in Map.Phase for ever. Fix: pass over retired shards
-// in takePlaces (and have fillFromSpares use placedNode, so that a node
-// placed only in retired shards waits for no spare).
+// coordinated-normal in Map.Phase for ever. takePlaces passes over
+// retired shards now, and fillFromSpares asks placedNode, so that a node
+// placed only in retired shards waits for no spare.
 func TestRetiredShardsListNothingForRebuild(t *testing.T) {
-	t.Skip("found bug: takePlaces lists a retired shard's positions for rebuild, which nothing clears (decision 0017, Limits)")
 	m := formed(t, 4, 0)
 	src := m.Shards[0]
 	coord, _ := m.CoordinatorOf(&src)
