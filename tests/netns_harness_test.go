@@ -58,8 +58,7 @@ type netLab struct {
 // netHost is one namespace of a netLab with one interface, eth0, on the
 // bridge, and one address.
 type netHost struct {
-	name string   // the namespace's name (`ip netns list`)
-	role string   // what the test calls it: n0, spare, client, ...
+	name string   // the namespace's name: <lab id>-<role> (`ip netns list`)
 	ip   string   // its address on the lab network
 	ns   *os.File // its namespace handle, to dial from it (setns)
 }
@@ -122,12 +121,12 @@ func (l *netLab) in(ns string, args ...string) {
 	}
 }
 
-// addHost creates a namespace with lo up and eth0 on the bridge, with the
-// lab's next address.
+// addHost creates a namespace named for role (n0, spare, client, ...) with
+// lo up and eth0 on the bridge, with the lab's next address.
 func (l *netLab) addHost(role string) *netHost {
 	l.t.Helper()
 	i := len(l.hosts)
-	h := &netHost{name: fmt.Sprintf("%s-%s", l.id, role), role: role, ip: l.subnet + strconv.Itoa(10+i)}
+	h := &netHost{name: fmt.Sprintf("%s-%s", l.id, role), ip: l.subnet + strconv.Itoa(10+i)}
 	if out, err := l.ip("netns", "add", h.name); err != nil {
 		l.t.Fatalf("netns: ip netns add %s: %v: %s", h.name, err, out)
 	}
@@ -260,7 +259,7 @@ func startNSCluster(t *testing.T, lab *netLab, client *netHost, hosts []*netHost
 	for i, h := range hosts {
 		var role []string
 		if i == 0 {
-			role = []string{"--bootstrap-expect", strconv.Itoa(len(hosts)), "--voters", "3", "--requirepass", c.pass}
+			role = []string{"--bootstrap-expect", strconv.Itoa(len(hosts)), "--voters", "3"}
 		} else {
 			role = []string{"--join", c.nodes[0].peerAddr()}
 		}
@@ -271,11 +270,12 @@ func startNSCluster(t *testing.T, lab *netLab, client *netHost, hosts []*netHost
 }
 
 // serverArgs are the flags of a node on h with the secret file secret
-// (none when empty).
+// (none when empty). Every node is given the password, as hosts sharing
+// one configuration would be (a joining node may also omit it).
 func (c *nsCluster) serverArgs(h *netHost, secret string, more ...string) []string {
 	args := []string{"server", "--bind", h.ip, "--advertise", h.ip,
 		"--port", strconv.Itoa(nsClientPort), "--peer-port", strconv.Itoa(nsPeerPort), "--http-port", strconv.Itoa(nsHTTPPort),
-		"--data-dir", c.t.TempDir(), "--log-level", nodeLogLevel()}
+		"--data-dir", c.t.TempDir(), "--log-level", nodeLogLevel(), "--requirepass", c.pass}
 	if secret != "" {
 		args = append(args, "--cluster-secret-file", secret)
 	}
@@ -391,11 +391,15 @@ func (c *nsCluster) waitStatus(nd *nsNode, timeout time.Duration, what string, o
 	}
 }
 
-// waitFormed waits until every node reports a formed, serving cluster of
-// n nodes, and checks each runs isolated in its namespace.
+// waitFormed waits until every live node reports a formed, serving
+// cluster of n nodes (failed ones count: the map keeps them), and checks
+// each runs isolated in its namespace.
 func (c *nsCluster) waitFormed(timeout time.Duration, n int) {
 	c.t.Helper()
 	for _, nd := range c.nodes {
+		if !nd.alive() {
+			continue
+		}
 		c.waitStatus(nd, timeout, fmt.Sprintf("formed cluster of %d", n), func(st server.Status) bool {
 			return st.State == "ok" && len(st.Nodes) == n && st.Serving()
 		})
