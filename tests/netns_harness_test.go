@@ -242,10 +242,13 @@ type nsCluster struct {
 	lab    *netLab
 	client *netHost // the namespace the test's clients (and CLI) run in
 	nodes  []*nsNode
-	secret string // --cluster-secret-file of every node
-	pass   string // --requirepass
-	extra  []string
-	http   *http.Client
+	// removed are nodes drained out of the cluster: /status still lists
+	// them (state left), CLUSTER NODES no longer does.
+	removed []*nsNode
+	secret  string // --cluster-secret-file of every node
+	pass    string // --requirepass
+	extra   []string
+	http    *http.Client
 }
 
 // startNSCluster starts one node per host, the first founding the cluster

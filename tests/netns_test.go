@@ -50,8 +50,9 @@
 // namespace; a data node is SIGKILLed, `memgest status` shows it failed,
 // the spare takes its place and the rebuild completes, and every key reads
 // back bit-exact through every surviving node and through the cluster
-// client. Later steps of issue 29 (add a node and rebalance, remove a
-// node) have TODO hooks at the end of the test.
+// client; a sixth node joins and `memgest cluster add-node` rebalances
+// slots onto it, then `memgest cluster remove-node` drains a data node out
+// of the cluster, and every key still reads back through every live node.
 package tests
 
 import (
@@ -132,21 +133,49 @@ func TestNetnsCluster(t *testing.T) {
 	coordinators := slices.DeleteFunc(slices.Clone(data), func(nd *nsNode) bool { return nd == victim })
 	c.checkAddresses(survivors, append(coordinators, spare))
 
-	// ---- Later steps of issue 29: hooks, not yet written. ----
-	//
-	// TODO(issue 29), step 6: add a node and rebalance, once `memgest
-	// cluster rebalance` exists (another change adds it): start a node on
-	// h := lab.addHost("n4") with c.start(h, c.serverArgs(h, c.secret,
-	// "--join", watcher.peerAddr())) and c.waitFormed(..., 6), run the
-	// command from the client namespace with c.cli(...), then check that
-	// the new node coordinates slots (c.checkAddresses), that every key of
-	// want reads back (c.checkKeys), and the status (c.statusTable).
-	//
-	// TODO(issue 29), step 7: remove a node, once `memgest cluster
-	// remove-node` exists: run it with c.cli(...) for one data node, wait
-	// for the map to drop it (c.waitStatus), end its process (nd.kill),
-	// and check every key (c.checkKeys) and the others' addresses
-	// (c.checkAddresses).
+	// Step 6: a node joins from a sixth namespace, and `memgest cluster
+	// add-node`, run from the client namespace, makes it a data node and
+	// rebalances slots onto it while they serve.
+	newHost := lab.addHost("n4")
+	grown := c.start(newHost, c.serverArgs(newHost, c.secret, "--join", watcher.peerAddr()))
+	c.waitFormed(30*time.Second, len(c.nodes))
+	if out, err := c.cli("cluster", "add-node", grown.addr(), "--addr", watcher.addr(), "--pass", c.pass); err != nil {
+		t.Fatalf("memgest cluster add-node: %v\n%s", err, out)
+	}
+	grownAt := time.Now()
+	c.waitStatus(watcher, 60*time.Second, "the rebalance onto "+grown.addr(), func(st server.Status) bool {
+		i := nodeLine(st, grown)
+		return st.ShardsImporting == 0 && st.Rebalance == "" && i >= 0 && st.Nodes[i].Slots > 0
+	})
+	t.Logf("%s added and slots rebalanced in %s", grown.addr(), time.Since(grownAt).Round(time.Millisecond))
+	live := append(slices.Clone(survivors), grown)
+	coordinators = append(coordinators, spare, grown)
+	c.checkKeys(want, live...)
+	c.checkAddresses(live, coordinators)
+
+	// Step 7: `memgest cluster remove-node` drains a data node: its slots
+	// and pieces move away, it leaves Raft and the map, and its process
+	// is stopped.
+	leaving := coordinators[0]
+	if leaving == watcher {
+		leaving = coordinators[1]
+	}
+	if out, err := c.cli("cluster", "remove-node", leaving.addr(), "--addr", watcher.addr(), "--pass", c.pass); err != nil {
+		t.Fatalf("memgest cluster remove-node: %v\n%s", err, out)
+	}
+	drainedAt := time.Now()
+	c.waitStatus(watcher, 90*time.Second, "the drain of "+leaving.addr(), func(st server.Status) bool {
+		i := nodeLine(st, leaving)
+		return st.ShardsImporting == 0 && st.Rebalance == "" && i >= 0 && st.Nodes[i].State == "left"
+	})
+	t.Logf("%s drained and removed in %s", leaving.addr(), time.Since(drainedAt).Round(time.Millisecond))
+	leaving.kill()
+	c.nodes = slices.DeleteFunc(c.nodes, func(nd *nsNode) bool { return nd == leaving })
+	c.removed = append(c.removed, leaving)
+	live = slices.DeleteFunc(live, func(nd *nsNode) bool { return nd == leaving })
+	coordinators = slices.DeleteFunc(coordinators, func(nd *nsNode) bool { return nd == leaving })
+	c.checkKeys(want, live...)
+	c.checkAddresses(live, coordinators)
 
 	t.Logf("TestNetnsCluster: %s in all", time.Since(began).Round(time.Millisecond))
 }
@@ -217,6 +246,9 @@ func (c *nsCluster) checkAddresses(asked, coordinators []*nsNode) {
 
 		st, err := c.status(nd)
 		must(c.t, err)
+		for _, gone := range c.removed {
+			known[gone.addr()] = gone
+		}
 		for _, n := range st.Nodes {
 			if known[n.ClientAddr] == nil {
 				c.t.Fatalf("/status of %s names %s, not a node's own address", nd.addr(), n.ClientAddr)
