@@ -69,8 +69,34 @@ func (c MarkFailed) apply(m *Map) (*Map, error) {
 		next.Nodes[spare].State = Up
 		next.keepCoordinators(m, m.Nodes[spare].ID)
 	}
+	next.keepMigrationEndsApart(m)
 	next.leaveStandby()
 	return next, nil
+}
+
+// keepMigrationEndsApart puts, in a migration's source shard whose
+// coordinator just failed, the importing shard's coordinator on standby:
+// the source's next coordinator must be another node, since one node
+// coordinating both ends could not tell their keys apart (decision 0016).
+// (The importing shard's own successor passes over the source's
+// coordinator in coordinatorIndex.) m is the map before the failure; the
+// receiver is the Clone being edited.
+func (m *Map) keepMigrationEndsApart(prev *Map) {
+	for i := range m.Shards {
+		t := &m.Shards[i]
+		if !t.Importing || i >= len(prev.Shards) {
+			continue
+		}
+		src := &m.Shards[t.From]
+		importer, ok := prev.CoordinatorOf(&prev.Shards[i])
+		if !src.Recovering || !ok || importer.State != Up || !slices.Contains(src.Placement, importer.ID) ||
+			slices.Contains(src.Standby, importer.ID) {
+			continue
+		}
+		if n, ok := m.Node(importer.ID); ok && n.State == Up {
+			src.Standby = append(src.Standby, importer.ID)
+		}
+	}
 }
 
 // leaveStandby takes the coordinator of every recovering shard off

@@ -16,6 +16,7 @@ func (n *Node) newRouter() *peer.Router {
 	for typ, h := range map[uint8]peer.Handler{
 		peer.MsgScan: n.cmds.OnScan, peer.MsgStats: n.cmds.OnStats, peer.MsgFlush: n.cmds.OnFlush,
 		peer.MsgListPieces: n.repair.OnListPieces, peer.MsgRepair: n.OnRepair, peer.MsgAudit: n.repair.OnAudit,
+		peer.MsgHolds:      n.OnHolds,
 		peer.MsgStripeRead: n.stripes.OnRead, peer.MsgStripeResync: n.stripes.OnResync, peer.MsgStripeBatch: n.stripes.OnBatch,
 		peer.MsgPublish: n.cmds.OnPublish, // in order all the same: the sender waits for each frame's answer
 	} {

@@ -217,7 +217,16 @@ func (n *Server) route(ctx context.Context, cs *connState, cmd *command, spec *r
 		}
 		return cmd.fanout(n, ctx, cs, args)
 	}
-	if owner.ID == n.NodeID || (cs.imported && n.importsHere(ctx, keys)) {
+	if cs.imported && owner.ID != n.NodeID && n.importsHere(ctx, keys) {
+		// importsHere may have waited for a newer map, in which the
+		// importing shard is recovering here, or has stripe keys to
+		// restore: check the keys again.
+		if r, refused := n.checkKeys(ctx, cmd, keys); refused {
+			return r
+		}
+		return n.coordinate(ctx, cs, cmd, spec, args, keys, -1)
+	}
+	if owner.ID == n.NodeID {
 		if len(keys) > 1 {
 			slot = -1 // keys of one coordinator, maybe of several slots
 		}
@@ -235,18 +244,6 @@ func (n *Server) route(ctx context.Context, cs *connState, cmd *command, spec *r
 // (the command table's readonly flag) is a read there. slot is the keys'
 // one slot if the caller knows it, else -1.
 func (n *Server) coordinate(ctx context.Context, cs *connState, cmd *command, spec *resp.CommandSpec, args, keys [][]byte, slot int) resp.Reply {
-	if m := n.Ctl.Map(); !cs.imported && m.Migrating() {
-		if imp := exportingTo(m, keys); imp != nil {
-			return n.runExporting(ctx, cs, m, imp, args, keys, func() resp.Reply {
-				return n.coordinateHere(ctx, cs, cmd, spec, args, keys, slot)
-			})
-		}
-	}
-	return n.coordinateHere(ctx, cs, cmd, spec, args, keys, slot)
-}
-
-// coordinateHere is coordinate once the keys are known to be here.
-func (n *Server) coordinateHere(ctx context.Context, cs *connState, cmd *command, spec *resp.CommandSpec, args, keys [][]byte, slot int) resp.Reply {
 	a := n.TakeAuthority()
 	if !a.Ok {
 		return errFenced // lapsed since refuseKeys: nothing ran
@@ -258,7 +255,15 @@ func (n *Server) coordinateHere(ctx context.Context, cs *connState, cmd *command
 	} else {
 		held = n.slots.rlockKeys(ctx, buf[:0], keys)
 	}
-	r := cmd.run(n, ctx, cs, args)
+	var r resp.Reply
+	run := func() resp.Reply { return cmd.run(n, ctx, cs, args) }
+	if m := n.Ctl.Map(); !cs.imported && m.Migrating() && exportingTo(m, keys) != nil {
+		// Under the slots' locks, so that a migration's end waits for it
+		// (settleSlots), drops owed to the importer included.
+		r = n.runExporting(ctx, cs, m, exportingTo(m, keys), args, keys, run)
+	} else {
+		r = run()
+	}
 	n.slots.runlock(held)
 	return n.WithinLease(ctx, a, spec.Has(resp.FlagReadOnly), r)
 }

@@ -107,7 +107,9 @@ func (n *Server) runExporting(ctx context.Context, cs *connState, m *cluster.Map
 	}
 	switch {
 	case gone == 0:
-		return run()
+		r := run()
+		n.dropDeleted(ctx, m, imp, keys)
+		return r
 	case here > 0:
 		return errSplitKeys
 	}
@@ -115,8 +117,74 @@ func (n *Server) runExporting(ctx context.Context, cs *connState, m *cluster.Map
 	if !ok {
 		return resp.Errorf("TRYAGAIN memgest: slot %d is migrating to shard %d, which has no coordinator now", keyslot.Of(keys[0]), imp.ID)
 	}
+	if err := n.sendDrops(ctx, m, imp, keys); err != nil {
+		return resp.Errorf("TRYAGAIN memgest: slot %d is migrating and its importer has not confirmed a deletion yet: %v", keyslot.Of(keys[0]), err)
+	}
 	payload, tail := forwardReq{Proto: cs.proto, Args: args, Import: true}.spool()
 	return n.relay(ctx, core.PeerReq{Node: owner, Typ: peer.MsgForward, Payload: payload, Tail: tail}, "command")
+}
+
+// dropDeleted tells imp's coordinator to drop its copy, if any, of each
+// key of keys in a migrating slot that a command just deleted here. A copy
+// there can only be a stale one, recovered from pieces when the importer's
+// coordinator failed over (its holders may hold this node's pieces of the
+// slot too); once the key is absent here the importer is its authority, so
+// such a copy must go before any command reaches it. A drop that fails is
+// kept and sent again before the next command on the key is forwarded,
+// and before the migration ends.
+func (n *Server) dropDeleted(ctx context.Context, m *cluster.Map, imp *cluster.Shard, keys [][]byte) {
+	for _, k := range keys {
+		if m.ImporterOf(keyslot.Of(k)) == nil {
+			continue
+		}
+		if cur, err := n.MetaCommitted(ctx, k); err != nil || cur.Exists {
+			continue
+		}
+		n.exports.mu.Lock()
+		if n.exports.drops == nil {
+			n.exports.drops = map[string]bool{}
+		}
+		n.exports.drops[string(k)] = true
+		n.exports.mu.Unlock()
+	}
+	_ = n.sendDrops(ctx, m, imp, keys) // kept when it fails, and sent again
+}
+
+// sendDrops sends imp's coordinator the drops still owed for keys (all of
+// them when keys is nil), and forgets those it confirmed.
+func (n *Server) sendDrops(ctx context.Context, m *cluster.Map, imp *cluster.Shard, keys [][]byte) error {
+	n.exports.mu.Lock()
+	var owed []string
+	if keys == nil {
+		for k := range n.exports.drops {
+			if s := keyslot.Of([]byte(k)); s >= imp.First && s <= imp.Last {
+				owed = append(owed, k)
+			}
+		}
+	}
+	for _, k := range keys {
+		if n.exports.drops[string(k)] {
+			owed = append(owed, string(k))
+		}
+	}
+	n.exports.mu.Unlock()
+	if len(owed) == 0 {
+		return nil
+	}
+	owner, ok := m.CoordinatorOf(imp)
+	if !ok {
+		return fmt.Errorf("shard %d has no coordinator", imp.ID)
+	}
+	for _, k := range owed {
+		payload, tail := migrateReq{From: n.NodeID, Epoch: m.Epoch, Key: []byte(k), Drop: true}.spool()
+		if _, err := n.CallUnder(ctx, core.PeerReq{Node: owner, Typ: peer.MsgMigrate, Payload: payload, Tail: tail}, nil); err != nil {
+			return err
+		}
+		n.exports.mu.Lock()
+		delete(n.exports.drops, k)
+		n.exports.mu.Unlock()
+	}
+	return nil
 }
 
 // importsHere says whether this node coordinates the shard importing
@@ -151,25 +219,33 @@ func (n *Server) importsHere(ctx context.Context, keys [][]byte) bool {
 // migrateReq is one key a source moves to its importer: the value, its
 // scheme, TTL and version (the importer's versions for it go above), or
 // Lost when the source could not read it (the importer then reports it
-// lost too: a lost key never reads as nil).
+// lost too: a lost key never reads as nil), or Drop when a command deleted
+// it at the source (dropDeleted). From and Epoch are the source's
+// coordinator and its map's epoch: the importer catches up to the epoch
+// and refuses a move from a node no longer the source's coordinator, so a
+// move a failed source sent that arrives after its successor's drops
+// cannot bring a deleted key back.
 type migrateReq struct {
+	From     cluster.NodeID
+	Epoch    uint64
 	Key      []byte
 	Scheme   uint16
 	ExpireAt int64
 	Version  uint64
 	Lost     bool
+	Drop     bool
 	Value    []byte
 }
 
 func (r migrateReq) spool() (payload []byte, tail [][]byte) {
-	s := wire.Spool{Cur: wire.Enc(nil).Bytes(r.Key).U16(r.Scheme).U64(uint64(r.ExpireAt)).U64(r.Version).Flag(r.Lost)}
+	s := wire.Spool{Cur: wire.Enc(nil).Str(string(r.From)).U64(r.Epoch).Bytes(r.Key).U16(r.Scheme).U64(uint64(r.ExpireAt)).U64(r.Version).Flag(r.Lost).Flag(r.Drop)}
 	s.Bytes(r.Value)
 	return s.Frame()
 }
 
 func decodeMigrate(b []byte) (migrateReq, error) {
 	d := wire.NewDec(b)
-	r := migrateReq{Key: d.Bytes(), Scheme: d.U16(), ExpireAt: int64(d.U64()), Version: d.U64(), Lost: d.Flag(), Value: d.Bytes()}
+	r := migrateReq{From: cluster.NodeID(d.Str()), Epoch: d.U64(), Key: d.Bytes(), Scheme: d.U16(), ExpireAt: int64(d.U64()), Version: d.U64(), Lost: d.Flag(), Drop: d.Flag(), Value: d.Bytes()}
 	return r, d.Done()
 }
 
@@ -187,10 +263,21 @@ func (n *Server) OnMigrate(b []byte) ([]byte, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.Cfg.PeerTimeout*4/5+core.TransferTime(len(b)))
 	defer cancel()
+	if _, err := n.Ctl.WaitEpoch(ctx, r.Epoch); err != nil {
+		return nil, err
+	}
 	if !n.importsHere(ctx, [][]byte{r.Key}) {
 		return nil, fmt.Errorf("server: this node does not import slot %d", keyslot.Of(r.Key))
 	}
 	m := n.Ctl.Map()
+	imp := m.ImporterOf(keyslot.Of(r.Key))
+	if c, ok := m.CoordinatorOf(&m.Shards[imp.From]); !ok || c.ID != r.From {
+		return nil, fmt.Errorf("server: %s no longer coordinates slot %d's source shard", r.From, keyslot.Of(r.Key))
+	}
+	if r.Drop {
+		_, err := n.del(ctx, r.Key)
+		return nil, err
+	}
 	entry, ok := m.SchemeByID(r.Scheme)
 	if !ok {
 		return nil, fmt.Errorf("server: key %q moves under unknown scheme id %d", r.Key, r.Scheme)
@@ -203,14 +290,17 @@ func (n *Server) OnMigrate(b []byte) ([]byte, error) {
 	if r.ExpireAt != 0 && r.ExpireAt <= core.NowMs() {
 		return nil, nil // expired on the way: the source deletes it
 	}
-	return nil, n.Set(ctx, r.Key, r.Value, r.ExpireAt, false, &entry)
+	return nil, n.SetImported(ctx, r.Key, r.Value, r.ExpireAt, entry)
 }
 
 // exports is the set of migrations this node runs as their source.
 type exports struct {
 	mu      sync.Mutex
 	running map[int]bool // by importing shard
-	wg      sync.WaitGroup
+	// drops are the keys deleted here in a migrating slot whose importer
+	// has not confirmed it dropped its copy (dropDeleted).
+	drops map[string]bool
+	wg    sync.WaitGroup
 }
 
 // ExportLoop runs, until ctx ends, the migrations whose source shard this
@@ -273,6 +363,12 @@ func (n *Server) export(ctx context.Context, id int) error {
 		}
 		keys := n.keysToMove(imp.First, imp.Last)
 		if len(keys) == 0 {
+			// The commands that deleted the last keys, and owe the
+			// importer their drops, end first.
+			n.settleSlots(ctx, imp.First, imp.Last)
+			if err := n.sendDrops(ctx, m, &m.Shards[id], nil); err != nil {
+				return fmt.Errorf("drops owed to the importer: %w", err)
+			}
 			_, err := n.Propose(ctx, cluster.MigrationDone{Shard: id, By: n.NodeID})
 			return err
 		}
@@ -329,7 +425,7 @@ func (n *Server) moveKey(ctx context.Context, m *cluster.Map, imp *cluster.Shard
 	}
 	cur, err := n.Get(ctx, key)
 	var lost *kind.LostError
-	req := migrateReq{Key: key}
+	req := migrateReq{From: n.NodeID, Epoch: m.Epoch, Key: key}
 	switch {
 	case errors.As(err, &lost):
 		req.Lost, req.Scheme = true, m.DefaultScheme().ID
@@ -344,7 +440,12 @@ func (n *Server) moveKey(ctx context.Context, m *cluster.Map, imp *cluster.Shard
 	if _, err := n.CallUnder(ctx, core.PeerReq{Node: owner, Typ: peer.MsgMigrate, Payload: payload, Tail: tail}, nil); err != nil {
 		return 0, err
 	}
-	if _, err := n.del(ctx, key); err != nil {
+	if err := n.RMWMeta(ctx, key, func(cur core.Current) (*core.WriteOp, error) {
+		if !cur.Exists {
+			return nil, nil
+		}
+		return &core.WriteOp{Key: key, Del: true, Moved: true, Entry: cur.Entry}, nil
+	}); err != nil {
 		return 0, err
 	}
 	size := len(key) + len(cur.Value)

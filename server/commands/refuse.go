@@ -25,7 +25,10 @@ func (n *Server) refuseKeys(m *cluster.Map, keys [][]byte) (resp.Reply, bool) {
 	for _, k := range keys {
 		slot := keyslot.Of(k)
 		if sh := m.ShardOf(slot); sh != nil && sh.Recovering {
-			if c, ok := m.Coordinator(slot); ok && c.ID == n.NodeID {
+			// The shard's coordinator, not the slot's: an importing
+			// shard's slots route to its source (this node's view places
+			// them in the shard it imports into).
+			if c, ok := m.CoordinatorOf(sh); ok && c.ID == n.NodeID {
 				n.Metrics.DegradedRequest(core.DegradedRecovering)
 				return resp.Errorf("TRYAGAIN memgest: shard %d is recovering after its coordinator failed", sh.ID), true
 			}

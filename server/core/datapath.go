@@ -44,6 +44,20 @@ type WriteOp struct {
 	ExpireAt int64
 	Entry    cluster.SchemeEntry
 	Del      bool
+	// Moved marks a deletion of a key its slot's migration moved to another
+	// coordinator (decision 0016): the key lives on there, so the deletion
+	// announces no tombstone and purges no directory entry, either of which
+	// would also hit the importer's entries of the key on the directory
+	// nodes the two shards share, and make its recovery judge the key
+	// deleted or lost.
+	Moved bool
+	// Imported marks the importer's write of a key its slot's migration
+	// brings here: should it abort, the copies it sent stay, since where
+	// one arrived it replaced the source's copy of the same value (a copy
+	// slot holds one version per key and scheme, and the two shards share
+	// holders), and releasing it would leave the source's key, still
+	// there, short of that copy.
+	Imported bool
 	// Shrinks marks a write that stores no more than the record it replaces
 	// (a new TTL, a move to a cheaper scheme); maxmemory never refuses it,
 	// as Redis does not refuse EXPIRE or PERSIST.
@@ -374,9 +388,12 @@ func (n *Coordinator) settle(ctx context.Context, p *pending, op *WriteOp, sent 
 	if sendErr != nil {
 		n.abort(op.Key, p)
 		n.abortStaged(op) // a packed write's object, if it has one
-		if op.scheme(n).Traits().Pieces == kind.Copies {
+		switch {
+		case op.Imported && op.scheme(n).Traits().Pieces == kind.Copies:
+			// They stand in for the source's (WriteOp.Imported).
+		case op.scheme(n).Traits().Pieces == kind.Copies:
 			go n.undoReplicas(op.Key, sent) // its copies replaced the committed ones
-		} else {
+		default:
 			n.ReleaseAll(context.Background(), sent, false)
 		}
 		return sendErr
@@ -427,6 +444,7 @@ func (n *Coordinator) commit(ctx context.Context, p *pending, op *WriteOp, sent 
 	}
 	n.sendRemovalsLater(op)
 	switch {
+	case op.Moved: // see WriteOp.Moved
 	case op.Del && err == nil && stripeErr == nil:
 		n.EnqueueDirectory(PurgeOf(op.Key, p.version))
 	case op.Del && stripeErr != nil:

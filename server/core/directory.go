@@ -218,8 +218,11 @@ func DirChange(op *WriteOp, immediate bool, v uint64, prev store.Meta, had bool)
 // The caller holds the key's write slot, so the committed record read here
 // is the one replaced.
 func (n *Coordinator) Announcement(op *WriteOp, v uint64) (DirEntry, bool) {
-	if op.Del {
+	if op.Del && !op.Moved {
 		return DirEntry{Key: op.Key, Version: v, Kind: DirTombstone}, true
+	}
+	if op.Del {
+		return DirEntry{}, false
 	}
 	prev, had := n.Primary.Meta(op.Key)
 	if had && prev.Scheme != op.Entry.ID && op.scheme(n).Traits().Immediate {

@@ -63,6 +63,14 @@ func (n *Coordinator) Set(ctx context.Context, key, value []byte, expireAt int64
 	})
 }
 
+// SetImported writes a key its slot's migration brings here from the
+// source, with its value, TTL and scheme (WriteOp.Imported).
+func (n *Coordinator) SetImported(ctx context.Context, key, value []byte, expireAt int64, entry cluster.SchemeEntry) error {
+	return n.RMWMeta(ctx, key, func(Current) (*WriteOp, error) {
+		return &WriteOp{Key: key, Value: value, ExpireAt: expireAt, Entry: entry, Imported: true}, nil
+	})
+}
+
 // overwritesStub says whether op would send copies (rep replicas) over
 // those of a stub (server/repair/value_fill.go) whose value this node has not fetched yet. A
 // copy slot holds one version per key and scheme, so the write's copies

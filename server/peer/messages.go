@@ -39,6 +39,7 @@ const (
 	MsgPublish                       // PUBLISH messages for a node's subscribers, in order (server/commands/pubsub_bus.go)
 	MsgTx                            // WATCH's versions, or a whole transaction run at EXEC, on its slot's coordinator (server/commands/tx_remote.go)
 	MsgMigrate                       // a key moving to the shard importing its slot (server/commands/migrate.go)
+	MsgHolds                         // which of these keys does the node coordinate? (a migration's recovery, server/repair/reconcile.go)
 )
 
 // Piece is one unit of redundancy stored on a node: a replica of a value or

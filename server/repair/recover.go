@@ -146,6 +146,9 @@ func (n *Repairer) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.
 	if err != nil {
 		return err
 	}
+	if err := n.leaveToOtherEnd(ctx, m, sh, found); err != nil {
+		return err
+	}
 	known := map[uint32]bool{} // tags of keys found outside stripe chunks
 	for key := range found {
 		known[keyslot.Tag([]byte(key))] = true
