@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/keyslot"
@@ -235,7 +236,53 @@ func (n *Server) route(ctx context.Context, cs *connState, cmd *command, spec *r
 	if cs.forwarded || n.Cfg.Redirect {
 		return resp.Moved(slot, owner.ClientAddr)
 	}
-	return n.forward(ctx, cs, owner, args)
+	r, here := n.forwardFollowing(ctx, cs, slot, owner, args)
+	if here {
+		if len(keys) > 1 {
+			slot = -1 // keys of one coordinator, maybe of several slots
+		}
+		return n.coordinate(ctx, cs, cmd, spec, args, keys, slot)
+	}
+	return r
+}
+
+// movedTries bounds how many redirections a forwarding node follows for a
+// client before passing the last one on.
+const movedTries = 3
+
+// forwardFollowing forwards a command to owner, and where owner's map
+// already gives the slot to another node (maps in flux: a failover, a
+// migration ending) follows that -MOVED itself, once its own map agrees,
+// rather than hand a redirection to a client that relies on forwarding.
+// A -MOVED means the owner ran nothing, so sending again is safe. here
+// says the slot is now this node's own: the caller runs the command.
+func (n *Server) forwardFollowing(ctx context.Context, cs *connState, slot int, owner cluster.Node, args [][]byte) (r resp.Reply, here bool) {
+	r = n.forward(ctx, cs, owner, args)
+	for try := 1; try < movedTries && r.IsError() && strings.HasPrefix(r.Text(), "MOVED "); try++ {
+		m := n.Ctl.Map()
+		next, ok := m.Coordinator(slot)
+		if ok && next.ID == owner.ID {
+			// This node's map is behind the owner's: wait for the next.
+			wctx, cancel := context.WithTimeout(ctx, n.Cfg.PeerTimeout)
+			m, _ = n.Ctl.WaitEpoch(wctx, m.Epoch+1)
+			cancel()
+			if m == nil {
+				break
+			}
+			if next, ok = m.Coordinator(slot); !ok || next.ID == owner.ID {
+				break
+			}
+		}
+		if !ok {
+			break
+		}
+		if next.ID == n.NodeID {
+			return r, true
+		}
+		owner = next
+		r = n.forward(ctx, cs, owner, args)
+	}
+	return r, false
 }
 
 // coordinate runs a key command whose keys this node coordinates, under
