@@ -10,7 +10,7 @@ CI_FUZZTIME ?= 5s
 BENCHTIME ?= 200ms
 ROUNDS    ?= 5
 
-.PHONY: all build dev test test-deps test-huge check check-deploy fmt-check vet unit fuzz-short fuzz robustness bench bench-ec bench-ec-raw bench-memory bench-store bench-failure bench-hybrid bench-batch bench-temperature bench-plan bench-tools clean
+.PHONY: all build dev test test-deps test-huge check check-deploy fmt-check vet unit fuzz-short fuzz robustness bench bench-ec bench-ec-raw bench-memory bench-store bench-failure bench-hybrid bench-batch bench-temperature bench-plan bench-rebalance bench-tools clean
 
 all: build
 
@@ -127,6 +127,11 @@ bench-temperature:
 bench-plan:
 	$(GO) build -o bin/memgest ./cmd/memgest
 	scripts/plan-dev.sh $(CURDIR)/bin/memgest $(CURDIR)/docs/benchmarks/plan-dev6
+
+## bench-rebalance: issue 29's benchmark: a 6-node dev cluster with 3 spares and a mixed data set (300 k keys of 100 B stripe:4+2, 60 k of 1 KB rep:3, 20 k of 8 KB split:4+2) grows to 9 nodes and shrinks back to 6 online under a steady GET/SET load of the three schemes (scripts/bench-rebalance.sh; about 6 minutes), to docs/benchmarks/rebalance.md, rebalance-windows.csv and rebalance-status.csv.
+bench-rebalance:
+	$(GO) build -o bin/memgest ./cmd/memgest
+	scripts/bench-rebalance.sh bin/memgest docs/benchmarks
 
 ## bench-failure: kill -9 a node under a steady GET/SET load (rep:3, then split:4+2); per-second throughput and p99, rebuild rate vs loopback copy, in docs/benchmarks/failure.md and failure.png.
 bench-failure:
