@@ -3,8 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"os"
@@ -153,15 +151,11 @@ func (o *clusterOptions) clientOptions() (*redis.Options, error) {
 		}
 	}
 	if ca != "" {
-		pem, err := os.ReadFile(ca)
+		tc, err := trustingCA(ca)
 		if err != nil {
-			return nil, fmt.Errorf("CA file: %w", err)
+			return nil, err
 		}
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("CA file %s holds no PEM certificate", ca)
-		}
-		opts.TLSConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+		opts.TLSConfig = tc
 	}
 	return opts, nil
 }
