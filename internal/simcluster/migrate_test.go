@@ -21,12 +21,12 @@ import (
 // never miss a key, writes during it are kept, and the slots end up
 // routed to the new node.
 func TestMigrationMovesSlotsOfEveryScheme(t *testing.T) {
-	// The sweep audits pieces every few milliseconds, so that one that
+	// The sweep audits pieces every 10 milliseconds, so that one that
 	// judged the importer's pieces by the source's keys would drop them
 	// during the move (found once: a split key read LOST).
 	const failureTimeout = 250 * time.Millisecond
 	c := simcluster.Start(t, 29, simcluster.Options{Nodes: 6, Spares: 1, FailureTimeout: failureTimeout,
-		Configure: func(_ int, cfg *server.Config) { cfg.SweepInterval = 2 * time.Millisecond }})
+		Configure: func(_ int, cfg *server.Config) { cfg.SweepInterval = 10 * time.Millisecond }})
 	started := time.Now()
 	spare := c.Len() - 1
 	newID := c.Node(spare).NodeID
