@@ -229,13 +229,13 @@ func buildIndex(m *Map) *index {
 			if sh.Importing {
 				ix.importer = append(ix.importer, i)
 			}
-			if sh.Importing || sh.Retired {
+			if sh.Retired {
 				ix.coord[i] = -1
 				continue
 			}
-			for s := max(sh.First, 0); s <= min(sh.Last, keyslot.Count-1); s++ {
-				ix.slotShard[s] = uint16(i)
-			}
+			// An importing shard recovers and rebuilds like any other
+			// (its coordinator refuses its keys meanwhile), though it
+			// routes no slot yet.
 			if sh.Recovering {
 				ix.recovering++
 			}
@@ -244,6 +244,13 @@ func buildIndex(m *Map) *index {
 			}
 			if len(sh.Rebuild) > 0 {
 				ix.rebuilding++
+			}
+			if sh.Importing {
+				ix.coord[i] = -1
+				continue
+			}
+			for s := max(sh.First, 0); s <= min(sh.Last, keyslot.Count-1); s++ {
+				ix.slotShard[s] = uint16(i)
 			}
 		}
 		for _, i := range ix.importer {

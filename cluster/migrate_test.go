@@ -41,6 +41,13 @@ func TestMigrationRoutesToTheSourceUntilDone(t *testing.T) {
 	if im := m.ImporterOf(slot); im == nil || im.ID != 6 || m.ImporterOf(src.First) != nil {
 		t.Fatal("ImporterOf")
 	}
+	// An importing shard that recovers counts as recovering (its
+	// coordinator refuses its keys meanwhile), though it routes nothing.
+	rec := m.Clone()
+	rec.Shards[6].Recovering, rec.Shards[6].Rebuild = true, []int{0}
+	if rec.RecoveringShards() != 1 || rec.RebuildingShards() != 1 {
+		t.Fatalf("a recovering importing shard: %d recovering, %d rebuilding; want 1, 1", rec.RecoveringShards(), rec.RebuildingShards())
+	}
 	// A second export from the same shard, and a MigrationDone from
 	// another node, are refused or ignored.
 	if _, err := Apply(m, Migrate{From: 2, First: src.First, Last: src.First, Placement: place}); !errors.Is(err, ErrBadCommand) {

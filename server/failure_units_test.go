@@ -106,8 +106,8 @@ func TestDirChangeSendsOnlyWhatRecoveryNeeds(t *testing.T) {
 	}
 	for _, c := range cases {
 		c.op.Key = []byte("k")
-		e, send := core.DirChange(&c.op, !c.op.Del && kindFor(t, c.op.Entry).Traits().Immediate, 10, had, c.had)
-		if send != c.send || (send && (e.Kind != core.DirExists || e.Version != 10)) {
+		e, send := core.DirChange(&c.op, 3, !c.op.Del && kindFor(t, c.op.Entry).Traits().Immediate, 10, had, c.had)
+		if send != c.send || (send && (e.Kind != core.DirExists || e.Version != 10 || e.Shard != 3)) {
 			t.Errorf("%s: %+v send=%v; want send=%v", c.name, e, send, c.send)
 		}
 	}

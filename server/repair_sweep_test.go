@@ -46,10 +46,10 @@ func TestAuditVerdicts(t *testing.T) {
 		return drop[0]
 	}
 	replica := func(v uint64) repair.AuditItem {
-		return repair.AuditItem{Scheme: rep, Version: v, Kind: core.PieceKindReplica}
+		return repair.AuditItem{Shard: uint16(sh.ID), Scheme: rep, Version: v, Kind: core.PieceKindReplica}
 	}
 	shard := func(v uint64, i int) repair.AuditItem {
-		return repair.AuditItem{Scheme: split, Version: v, Kind: core.PieceKindShard, Index: uint8(i)}
+		return repair.AuditItem{Shard: uint16(sh.ID), Scheme: split, Version: v, Kind: core.PieceKindShard, Index: uint8(i)}
 	}
 
 	if !verdict(replicaHolder, replica(5)) {
@@ -83,6 +83,14 @@ func TestAuditVerdicts(t *testing.T) {
 		{"the committed shard at another position's node", shards[0].Node.ID, shard(7, 1), true},
 		{"a replica of the scheme the key left", replicaHolder, replica(5), true},
 	})
+
+	// Another shard's piece of the key (the other end of a migration) is
+	// that shard's coordinator's to judge.
+	other := replica(4)
+	other.Shard = uint16(sh.ID + 1)
+	if verdict(replicaHolder, other) {
+		t.Error("a replica of the key named by another shard was judged by this shard's coordinator")
+	}
 
 	// In doubt, keep: a write in flight, a stub, a lease gone.
 	s := n.Inflight.Shard(key)

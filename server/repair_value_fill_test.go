@@ -26,6 +26,7 @@ import (
 type fakeHolder struct {
 	n              *Node
 	addr           string
+	shard          uint16 // the test key's shard, which names its pieces
 	refusePuts     atomic.Bool
 	refuseReleases atomic.Bool
 	failAll        atomic.Bool
@@ -53,7 +54,7 @@ func startFakeHolder(t *testing.T) *fakeHolder {
 
 // replica returns the value h holds for key in scheme, or nil.
 func (h *fakeHolder) replica(key []byte, schemeID uint16) []byte {
-	data, err := h.n.LoadPiece(peer.PieceRef{Key: key, Scheme: schemeID})
+	data, err := h.n.LoadPiece(peer.PieceRef{Key: key, Shard: h.shard, Scheme: schemeID})
 	if err != nil {
 		return nil
 	}
@@ -62,7 +63,7 @@ func (h *fakeHolder) replica(key []byte, schemeID uint16) []byte {
 
 func (h *fakeHolder) store(t *testing.T, key []byte, schemeID uint16, v uint64, value string) {
 	t.Helper()
-	err := h.n.StorePiece(peer.Piece{Key: key, Scheme: schemeID, Version: v, CRC: bigcopy.Checksum([]byte(value)), Data: []byte(value)}, false)
+	err := h.n.StorePiece(peer.Piece{Key: key, Shard: h.shard, Scheme: schemeID, Version: v, CRC: bigcopy.Checksum([]byte(value)), Data: []byte(value)}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +87,9 @@ func newStubFixture(t *testing.T, key []byte) stubFixture {
 		addrs[i] = fakes[i].addr
 	}
 	m := testMapAt(t, addrs)
+	for _, h := range fakes {
+		h.shard = kind.ShardID(m, key)
+	}
 	rep := schemeID(t, m, "rep:3")
 	coord, _ := m.Coordinator(m.ShardOf(keyslot.Of(key)).First)
 	n := leasedNode(t, m)
@@ -298,7 +302,7 @@ func TestSplitReadFindsShardsOnFormerStandIns(t *testing.T) {
 		t.Fatal(err)
 	}
 	storeShard := func(h *fakeHolder, index int) {
-		err := h.n.StorePiece(peer.Piece{Key: key, Scheme: entry.ID, Version: 10, Index: uint8(index),
+		err := h.n.StorePiece(peer.Piece{Key: key, Shard: h.shard, Scheme: entry.ID, Version: 10, Index: uint8(index),
 			Versioned: true, CRC: bigcopy.Checksum(shards[index]), Data: shards[index]}, false)
 		if err != nil {
 			t.Fatal(err)

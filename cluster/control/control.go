@@ -420,6 +420,29 @@ func (c *Plane) RemoveMember(ctx context.Context, id cluster.NodeID) error {
 	return nil
 }
 
+// TransferLeadership hands Raft leadership to the voter to and waits until
+// the transfer ends (leader only). Tests use it to take the leader out of
+// the nodes a scenario involves; an operator's leader keeps its role
+// otherwise.
+func (c *Plane) TransferLeadership(ctx context.Context, to cluster.NodeID) error {
+	if err := c.leading(); err != nil {
+		return err
+	}
+	members, err := c.Members()
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(members, func(m Member) bool { return m.ID == to })
+	if i < 0 || !members[i].Voter {
+		return fmt.Errorf("cluster: %s is no Raft voter to lead", to)
+	}
+	f := c.raft.LeadershipTransferToServer(raft.ServerID(to), raft.ServerAddress(members[i].PeerAddr))
+	if err := await(ctx, f); err != nil {
+		return raftError(err)
+	}
+	return nil
+}
+
 type membershipChange func(raft.ServerID, raft.ServerAddress, uint64, time.Duration) raft.IndexFuture
 
 // suffrage decides whether n votes and which Raft change admits it (nil

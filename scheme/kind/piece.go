@@ -18,9 +18,14 @@ type Target struct {
 }
 
 // Piece is one piece of a key's redundancy as a coordinator sends it: a
-// replica or a shard of one version.
+// replica or a shard of one version, of the key as its shard Shard keeps
+// it. A holder keeps pieces of different shards apart (decision 0016): in
+// a migration the source's and the importer's shards hold the same keys,
+// often on the same nodes, and neither end's write, release or recovery
+// may touch the other's.
 type Piece struct {
 	Key       []byte
+	Shard     uint16
 	Scheme    uint16
 	Version   uint64
 	ExpireAt  int64
@@ -32,15 +37,26 @@ type Piece struct {
 
 // PieceRef names stored pieces: a key's replica in a scheme (up to a
 // version, or exactly one with Exact), or one version's shard (Versioned),
-// at Index when HasIndex.
+// at Index when HasIndex, as shard Shard keeps the key (see Piece).
 type PieceRef struct {
 	Key       []byte
+	Shard     uint16
 	Scheme    uint16
 	Version   uint64
 	Versioned bool
 	Exact     bool
 	HasIndex  bool
 	Index     uint8
+}
+
+// ShardID is the id of the shard that keeps key in m (the importing shard
+// in its coordinator's view of a migration, cluster.Map.ViewFor): what
+// the key's pieces are named by. A map without shards has none: 0.
+func ShardID(m *cluster.Map, key []byte) uint16 {
+	if sh := m.ShardOf(keyslot.Of(key)); sh != nil {
+		return uint16(sh.ID)
+	}
+	return 0
 }
 
 // PlacementTargets lists every node of key's shard placement that is not

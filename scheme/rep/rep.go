@@ -116,13 +116,13 @@ func (s *Scheme) Fill(ctx context.Context, key []byte, meta store.Meta) ([]byte,
 // became coordinator keeps one) or from a holder. When every copy's node
 // answered and none holds that value, the error wraps kind.ErrNoCopy.
 func (s *Scheme) fetch(ctx context.Context, key []byte, meta store.Meta) ([]byte, error) {
-	ref := kind.PieceRef{Key: key, Scheme: s.Entry().ID, Version: meta.Version}
+	m := s.Env().Map()
+	ref := kind.PieceRef{Key: key, Shard: kind.ShardID(m, key), Scheme: s.Entry().ID, Version: meta.Version}
 	data, err := s.Env().LoadPiece(ref)
 	if data, err = replicaOf(data, err, meta.Aux); err == nil {
 		return data, nil
 	}
 	fails := []error{fmt.Errorf("this node: %w", err)}
-	m := s.Env().Map()
 	targets, err := s.Targets(m, key)
 	if err != nil {
 		return nil, err
@@ -166,12 +166,13 @@ func replicaOf(data []byte, err error, crc uint32) ([]byte, error) {
 // Verify checks that every replica holds the committed bytes.
 func (s *Scheme) Verify(ctx context.Context, key []byte, meta store.Meta, value []byte) kind.Check {
 	var c kind.Check
-	targets, err := s.Targets(s.Env().Map(), key)
+	m := s.Env().Map()
+	targets, err := s.Targets(m, key)
 	if err != nil {
 		c.Problems = append(c.Problems, err.Error())
 		return c
 	}
-	ref := kind.PieceRef{Key: key, Scheme: s.Entry().ID, Version: meta.Version}
+	ref := kind.PieceRef{Key: key, Shard: kind.ShardID(m, key), Scheme: s.Entry().ID, Version: meta.Version}
 	for _, t := range targets {
 		if t.Node.State == cluster.Failed {
 			c.Unavailable++

@@ -112,7 +112,7 @@ func (s *Scheme) gather(ctx context.Context, key []byte, meta store.Meta) ([]byt
 	shards := make([][]byte, len(targets))
 	errs := make([]error, len(targets))
 	ref := func(i int) kind.PieceRef {
-		return kind.PieceRef{Key: key, Scheme: s.Entry().ID, Version: meta.Version, Versioned: true,
+		return kind.PieceRef{Key: key, Shard: kind.ShardID(m, key), Scheme: s.Entry().ID, Version: meta.Version, Versioned: true,
 			HasIndex: true, Index: uint8(targets[i].Index)}
 	}
 	fetch := func(idx []int) {
@@ -209,7 +209,8 @@ func ReadOrder(m *cluster.Map, key []byte, targets []kind.Target, k int) (first,
 // shards and from the parity shards.
 func (s *Scheme) Verify(ctx context.Context, key []byte, meta store.Meta, value []byte) kind.Check {
 	var c kind.Check
-	targets, err := s.Targets(s.Env().Map(), key)
+	m := s.Env().Map()
+	targets, err := s.Targets(m, key)
 	if err != nil {
 		c.Problems = append(c.Problems, err.Error())
 		return c
@@ -220,7 +221,7 @@ func (s *Scheme) Verify(ctx context.Context, key []byte, meta store.Meta, value 
 			c.Unavailable++
 			continue
 		}
-		ref := kind.PieceRef{Key: key, Scheme: s.Entry().ID, Version: meta.Version, Versioned: true,
+		ref := kind.PieceRef{Key: key, Shard: kind.ShardID(m, key), Scheme: s.Entry().ID, Version: meta.Version, Versioned: true,
 			HasIndex: true, Index: uint8(t.Index)}
 		data, err := s.Env().GetPiece(ctx, t.Node, ref)
 		if err != nil {

@@ -182,9 +182,9 @@ func (n *Server) checkKeys(ctx context.Context, cmd *command, keys [][]byte) (re
 var errNoAuth = resp.Err("NOAUTH Authentication required.")
 
 // MaxKeySize is the longest key memgest accepts: what the store holds less
-// the piece prefix (scheme, flag, version) that redundancy adds, so every
-// key can move to every scheme.
-const MaxKeySize = store.MaxKeySize - 11
+// the piece prefix (scheme, kind, shard, version) that redundancy adds, so
+// every key can move to every scheme.
+const MaxKeySize = store.MaxKeySize - core.MaxPiecePrefix
 
 // topName is the registry name of a command: a subcommand runs its
 // container's handler.

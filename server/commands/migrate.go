@@ -274,6 +274,16 @@ func (n *Server) OnMigrate(b []byte) ([]byte, error) {
 	if c, ok := m.CoordinatorOf(&m.Shards[imp.From]); !ok || c.ID != r.From {
 		return nil, fmt.Errorf("server: %s no longer coordinates slot %d's source shard", r.From, keyslot.Of(r.Key))
 	}
+	// While the importing shard recovers here (its coordinator failed),
+	// nothing writes to it: recovery judges the shard's pieces as it
+	// listed them, and would release a move's pieces stored meanwhile as
+	// a stale version of a key the source still holds. The source retries.
+	if _, refused := n.refuseKeys(m, [][]byte{r.Key}); refused {
+		return nil, fmt.Errorf("server: slot %d's importing shard is recovering; the move waits", keyslot.Of(r.Key))
+	}
+	if err := n.stripes.RestoreKeys(ctx, [][]byte{r.Key}); err != nil {
+		return nil, fmt.Errorf("server: restoring slot %d's stripe chunks before a move: %w", keyslot.Of(r.Key), err)
+	}
 	if r.Drop {
 		_, err := n.del(ctx, r.Key)
 		return nil, err
@@ -444,7 +454,7 @@ func (n *Server) moveKey(ctx context.Context, m *cluster.Map, imp *cluster.Shard
 		if !cur.Exists {
 			return nil, nil
 		}
-		return &core.WriteOp{Key: key, Del: true, Moved: true, Entry: cur.Entry}, nil
+		return &core.WriteOp{Key: key, Del: true, Entry: cur.Entry}, nil
 	}); err != nil {
 		return 0, err
 	}

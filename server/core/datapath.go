@@ -44,20 +44,6 @@ type WriteOp struct {
 	ExpireAt int64
 	Entry    cluster.SchemeEntry
 	Del      bool
-	// Moved marks a deletion of a key its slot's migration moved to another
-	// coordinator (decision 0016): the key lives on there, so the deletion
-	// announces no tombstone and purges no directory entry, either of which
-	// would also hit the importer's entries of the key on the directory
-	// nodes the two shards share, and make its recovery judge the key
-	// deleted or lost.
-	Moved bool
-	// Imported marks the importer's write of a key its slot's migration
-	// brings here: should it abort, the copies it sent stay, since where
-	// one arrived it replaced the source's copy of the same value (a copy
-	// slot holds one version per key and scheme, and the two shards share
-	// holders), and releasing it would leave the source's key, still
-	// there, short of that copy.
-	Imported bool
 	// Shrinks marks a write that stores no more than the record it replaces
 	// (a new TTL, a move to a cheaper scheme); maxmemory never refuses it,
 	// as Redis does not refuse EXPIRE or PERSIST.
@@ -371,13 +357,13 @@ func (n *Coordinator) apply(ctx context.Context, p *pending, op *WriteOp) error 
 	if announce {
 		if err := n.announce(ctx, e); err != nil {
 			n.abort(op.Key, p)
-			n.withdraw(op.Key, p.version)
+			n.withdraw(e)
 			return notAcknowledged(op.Key, err)
 		}
 	}
 	sent, err := n.sendRedundancy(ctx, op, p.version)
 	if err = n.settle(ctx, p, op, sent, err); err != nil && announce {
-		n.withdraw(op.Key, p.version)
+		n.withdraw(e)
 	}
 	return err
 }
@@ -388,12 +374,9 @@ func (n *Coordinator) settle(ctx context.Context, p *pending, op *WriteOp, sent 
 	if sendErr != nil {
 		n.abort(op.Key, p)
 		n.abortStaged(op) // a packed write's object, if it has one
-		switch {
-		case op.Imported && op.scheme(n).Traits().Pieces == kind.Copies:
-			// They stand in for the source's (WriteOp.Imported).
-		case op.scheme(n).Traits().Pieces == kind.Copies:
+		if op.scheme(n).Traits().Pieces == kind.Copies {
 			go n.undoReplicas(op.Key, sent) // its copies replaced the committed ones
-		default:
+		} else {
 			n.ReleaseAll(context.Background(), sent, false)
 		}
 		return sendErr
@@ -421,6 +404,10 @@ func (n *Coordinator) undoReplicas(key []byte, sent []Release) {
 // commit makes op the key's committed state once its redundancy (sent) is
 // stored, then releases what the commit replaced.
 func (n *Coordinator) commit(ctx context.Context, p *pending, op *WriteOp, sent []Release) error {
+	var shard uint16 // a deletion's tombstone's, in the map it committed under
+	if op.Del {
+		shard = kind.ShardID(n.Ctl.Map(), op.Key)
+	}
 	s := n.Inflight.Shard(op.Key)
 	s.Mu.Lock()
 	rel, err := n.commitLocked(s, op, p.version, p)
@@ -444,15 +431,14 @@ func (n *Coordinator) commit(ctx context.Context, p *pending, op *WriteOp, sent 
 	}
 	n.sendRemovalsLater(op)
 	switch {
-	case op.Moved: // see WriteOp.Moved
 	case op.Del && err == nil && stripeErr == nil:
-		n.EnqueueDirectory(PurgeOf(op.Key, p.version))
+		n.EnqueueDirectory(PurgeOf(op.Key, shard, p.version))
 	case op.Del && stripeErr != nil:
 		// The tombstone stays: the removal is logged and sent again, but
 		// nothing tells the purge when it has arrived.
 		n.Log.Debug("stripe removal not acknowledged; the deletion's tombstone stays", "key", string(op.Key), "err", stripeErr)
 	case op.Del:
-		n.Unfinished.add(op.Key, p.version, rel)
+		n.Unfinished.add(op.Key, shard, p.version, rel)
 	}
 	faults.Hit(faults.AfterCommit)
 	return nil
@@ -525,18 +511,19 @@ func (n *Coordinator) commitRecordLocked(s *inflightShard, op *WriteOp, v uint64
 	}
 	n.Lost.Forget(op.Key, op.Del)
 	m := n.Ctl.Map()
+	shard := kind.ShardID(m, op.Key)
 	if applied {
 		n.accountDetached(m, prev, had, next)
-		if e, ok := DirChange(op, !op.Del && op.scheme(n).Traits().Immediate, v, prev, had); ok {
+		if e, ok := DirChange(op, shard, !op.Del && op.scheme(n).Traits().Immediate, v, prev, had); ok {
 			n.EnqueueDirectory(e)
 		}
 		if had && n.needsRelease(m, prev.Scheme, op) {
-			return []Release{{Key: op.Key, Scheme: prev.Scheme, Version: prev.Version, everywhere: op.Del}}, nil
+			return []Release{{Key: op.Key, Shard: shard, Scheme: prev.Scheme, Version: prev.Version, everywhere: op.Del}}, nil
 		}
 		return nil, nil
 	}
 	if !op.Del && n.ownPiecesOrphaned(op, prev, had) {
-		return []Release{{Key: op.Key, Scheme: op.Entry.ID, Version: v, Exact: true}}, nil
+		return []Release{{Key: op.Key, Shard: shard, Scheme: op.Entry.ID, Version: v, Exact: true}}, nil
 	}
 	return nil, nil
 }

@@ -2,13 +2,14 @@ package core
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/memgest/memgest/cluster"
-	"github.com/memgest/memgest/keyslot"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/wire"
@@ -54,9 +55,10 @@ const (
 // (store.Meta.Flags; ListPieces reports it as the entry's Index).
 const DirTombstoneFlag = 1
 
-// DirEntry is one directory change of a key.
+// DirEntry is one directory change of a key, as shard Shard keeps it.
 type DirEntry struct {
 	Key      []byte
+	Shard    uint16
 	Scheme   uint16
 	Version  uint64
 	ExpireAt int64
@@ -64,7 +66,7 @@ type DirEntry struct {
 }
 
 func (e DirEntry) encode(b wire.Enc) wire.Enc {
-	return b.Bytes(e.Key).U16(e.Scheme).U64(e.Version).I64(e.ExpireAt).U8(uint8(e.Kind))
+	return b.Bytes(e.Key).U16(e.Shard).U16(e.Scheme).U64(e.Version).I64(e.ExpireAt).U8(uint8(e.Kind))
 }
 
 func EncodeDirectory(entries []DirEntry) []byte {
@@ -75,7 +77,7 @@ func DecodeDirectory(b []byte) ([]DirEntry, error) { return wire.DecodeList(b, r
 
 // readDirEntry reads what dirEntry.encode wrote.
 func readDirEntry(d *wire.Dec) DirEntry {
-	x := DirEntry{Key: d.Bytes(), Scheme: d.U16(), Version: d.U64(), ExpireAt: d.I64(), Kind: dirKind(d.U8())}
+	x := DirEntry{Key: d.Bytes(), Shard: d.U16(), Scheme: d.U16(), Version: d.U64(), ExpireAt: d.I64(), Kind: dirKind(d.U8())}
 	if x.Kind > DirPurge {
 		d.Fail()
 	}
@@ -89,11 +91,12 @@ func readDirEntry(d *wire.Dec) DirEntry {
 const DirSchemeID = 0xFFFF
 
 // DirKey is where a node keeps a key's directory entry among its pieces:
-// scheme field 0 and kind byte 2, so a key has one entry whatever its
-// scheme (kept in the entry's metadata), apart from its replica and shards.
-// It is appended to buf[:0].
-func DirKey(buf, key []byte) []byte {
-	return append(wire.Enc(buf[:0]).U16(0).U8(PieceKindDirectory), key...)
+// scheme field 0, kind byte 2 and the shard that keeps the key, so a key
+// has one entry per shard whatever its scheme (kept in the entry's
+// metadata), apart from its replica and shards. It is appended to buf[:0].
+func DirKey(buf []byte, shard uint16, key []byte) []byte {
+	e := binary.AppendUvarint(wire.Enc(buf[:0]).U16(0).U8(PieceKindDirectory), uint64(shard))
+	return append(e, key...)
 }
 
 // OnDirectory applies directory changes sent by coordinators. An entry or
@@ -106,7 +109,7 @@ func (n *Coordinator) OnDirectory(b []byte) ([]byte, error) {
 	}
 	var k []byte
 	for _, x := range entries {
-		k = DirKey(k, x.Key)
+		k = DirKey(k, x.Shard, x.Key)
 		if x.Kind == DirPurge {
 			n.Pieces.DeleteIf(k, func(m store.Meta) bool { return m.Version <= x.Version })
 			continue
@@ -182,12 +185,12 @@ func DirectoryIntact(m *cluster.Map, sh *cluster.Shard) bool {
 // changes scheme or changes expiry. Deletions and moves to a scheme whose
 // writes commit at once (immediate: none, which leaves nothing recovery
 // could find) send theirs before they commit (announcement).
-func DirChange(op *WriteOp, immediate bool, v uint64, prev store.Meta, had bool) (DirEntry, bool) {
+func DirChange(op *WriteOp, shard uint16, immediate bool, v uint64, prev store.Meta, had bool) (DirEntry, bool) {
 	switch {
 	case op.Del, had && prev.Scheme != op.Entry.ID && immediate:
 		return DirEntry{}, false
 	case !had || prev.Scheme != op.Entry.ID || prev.ExpireAt != op.ExpireAt:
-		return DirEntry{Key: op.Key, Scheme: op.Entry.ID, Version: v, ExpireAt: op.ExpireAt}, true
+		return DirEntry{Key: op.Key, Shard: shard, Scheme: op.Entry.ID, Version: v, ExpireAt: op.ExpireAt}, true
 	}
 	return DirEntry{}, false
 }
@@ -215,26 +218,28 @@ func DirChange(op *WriteOp, immediate bool, v uint64, prev store.Meta, had bool)
 // the key lost though its old version is whole (the suite found that too).
 // A move to none cut off that way leaves the key lost, which none allows.
 //
+// A key a migration moved away is deleted like any other (decision 0016):
+// its shard's entries are its own, and the tombstone keeps a recovery of
+// the source from restoring a moved key, deleted since at the importer,
+// from pieces the deletion's releases had not reached.
+//
 // The caller holds the key's write slot, so the committed record read here
 // is the one replaced.
 func (n *Coordinator) Announcement(op *WriteOp, v uint64) (DirEntry, bool) {
-	if op.Del && !op.Moved {
-		return DirEntry{Key: op.Key, Version: v, Kind: DirTombstone}, true
-	}
 	if op.Del {
-		return DirEntry{}, false
+		return DirEntry{Key: op.Key, Shard: kind.ShardID(n.Ctl.Map(), op.Key), Version: v, Kind: DirTombstone}, true
 	}
 	prev, had := n.Primary.Meta(op.Key)
 	if had && prev.Scheme != op.Entry.ID && op.scheme(n).Traits().Immediate {
-		return DirEntry{Key: op.Key, Scheme: op.Entry.ID, Version: v, ExpireAt: op.ExpireAt}, true
+		return DirEntry{Key: op.Key, Shard: kind.ShardID(n.Ctl.Map(), op.Key), Scheme: op.Entry.ID, Version: v, ExpireAt: op.ExpireAt}, true
 	}
 	return DirEntry{}, false
 }
 
-// announce stores e on its key's directory nodes and waits for them.
+// announce stores e on its shard's directory nodes and waits for them.
 func (n *Coordinator) announce(ctx context.Context, e DirEntry) error {
 	m := n.Ctl.Map()
-	sh := m.ShardOf(keyslot.Of(e.Key))
+	sh := shardByID(m, e.Shard)
 	if sh == nil {
 		return nil
 	}
@@ -252,10 +257,10 @@ func (n *Coordinator) announce(ctx context.Context, e DirEntry) error {
 // that the directory goes on describing the committed record (a stale
 // tombstone would hide the key's loss; a stale scheme entry would report
 // it lost).
-func (n *Coordinator) withdraw(key []byte, v uint64) {
-	entries := []DirEntry{PurgeOf(key, v)}
-	if meta, ok := n.Primary.Meta(key); ok {
-		entries = append(entries, EntryOf(key, meta))
+func (n *Coordinator) withdraw(e DirEntry) {
+	entries := []DirEntry{PurgeOf(e.Key, e.Shard, e.Version)}
+	if meta, ok := n.Primary.Meta(e.Key); ok {
+		entries = append(entries, EntryOf(e.Key, e.Shard, meta))
 	}
 	n.EnqueueDirectory(entries...)
 }
@@ -263,11 +268,22 @@ func (n *Coordinator) withdraw(key []byte, v uint64) {
 // PurgeOf is the directory entry that removes key's entries up to version
 // v: a deletion's tombstone once its releases are done, or an announcement
 // withdrawn.
-func PurgeOf(key []byte, v uint64) DirEntry { return DirEntry{Key: key, Version: v, Kind: DirPurge} }
+func PurgeOf(key []byte, shard uint16, v uint64) DirEntry {
+	return DirEntry{Key: key, Shard: shard, Version: v, Kind: DirPurge}
+}
 
-// EntryOf is the directory entry of a key with primary record meta.
-func EntryOf(key []byte, meta store.Meta) DirEntry {
-	return DirEntry{Key: key, Scheme: meta.Scheme, Version: meta.Version, ExpireAt: meta.ExpireAt}
+// EntryOf is the directory entry of a key that shard keeps with primary
+// record meta.
+func EntryOf(key []byte, shard uint16, meta store.Meta) DirEntry {
+	return DirEntry{Key: key, Shard: shard, Scheme: meta.Scheme, Version: meta.Version, ExpireAt: meta.ExpireAt}
+}
+
+// shardByID is m's shard id, or nil when m has no such shard.
+func shardByID(m *cluster.Map, id uint16) *cluster.Shard {
+	if int(id) >= len(m.Shards) {
+		return nil
+	}
+	return &m.Shards[id]
 }
 
 // dirWindow is how long the directory sender gathers entries before it
@@ -341,7 +357,7 @@ func (n *Coordinator) DirectoryLoop(ctx context.Context) {
 	}
 }
 
-// SendDirectory sends each entry to its key's directory node under the
+// SendDirectory sends each entry to its shard's directory nodes under the
 // current map, one frame per node, on the authority the node had at fence
 // count fences. A send that fails is logged and dropped: the directory is
 // best effort (see the file comment). A batch held back because the lease
@@ -352,7 +368,7 @@ func (n *Coordinator) SendDirectory(batch []DirEntry, fences uint64) {
 	nodes := map[cluster.NodeID]cluster.Node{}
 	byShard := map[int][]cluster.Node{} // every key of a shard has the same directory nodes
 	for _, x := range batch {
-		sh := m.ShardOf(keyslot.Of(x.Key))
+		sh := shardByID(m, x.Shard)
 		if sh == nil {
 			continue
 		}

@@ -181,7 +181,7 @@ func (n *Coordinator) commitPackedLocked(op *WriteOp, v uint64) ([]Release, erro
 		if _, _, _, err := n.Primary.Exchange(op.Key, stored, next); err != nil {
 			return nil, fmt.Errorf("server: storing %q: %w", op.Key, err)
 		}
-		if e, ok := DirChange(op, !op.Del && op.scheme(n).Traits().Immediate, v, store.Meta{}, false); ok {
+		if e, ok := DirChange(op, kind.ShardID(m, op.Key), !op.Del && op.scheme(n).Traits().Immediate, v, store.Meta{}, false); ok {
 			n.EnqueueDirectory(e) // the key leaves a packed scheme, which keeps no entry
 		}
 	}
@@ -194,7 +194,7 @@ func (n *Coordinator) commitPackedLocked(op *WriteOp, v uint64) ([]Release, erro
 		n.Primary.DeleteIf(op.Key, func(old store.Meta) bool { return old.Version < v })
 	}
 	if n.needsRelease(m, prev.Scheme, op) {
-		return []Release{{Key: op.Key, Scheme: prev.Scheme, Version: prev.Version, everywhere: op.Del}}, nil
+		return []Release{{Key: op.Key, Shard: kind.ShardID(m, op.Key), Scheme: prev.Scheme, Version: prev.Version, everywhere: op.Del}}, nil
 	}
 	return nil, nil
 }

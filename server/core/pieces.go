@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/binary"
+	"math"
 
 	"github.com/memgest/memgest/server/peer"
 )
@@ -14,7 +15,11 @@ func ParsePieceKey(k []byte) (peer.PieceRef, uint8, bool) {
 	}
 	kind := k[2]
 	r := peer.PieceRef{Scheme: binary.BigEndian.Uint16(k), Versioned: kind == PieceKindShard}
-	k = k[3:]
+	shard, n := binary.Uvarint(k[3:])
+	if n <= 0 || shard > math.MaxUint16 {
+		return peer.PieceRef{}, 0, false
+	}
+	r.Shard, k = uint16(shard), k[3+n:]
 	if r.Versioned {
 		if len(k) < 8 {
 			return peer.PieceRef{}, 0, false

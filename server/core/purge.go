@@ -31,6 +31,7 @@ const finishPerTick = 64
 // unfinishedDeletion is a committed deletion with releases still to do.
 type unfinishedDeletion struct {
 	Version uint64 // the deletion's, which its tombstone carries
+	Shard   uint16 // the shard whose directory keeps the tombstone
 	rels    []Release
 }
 
@@ -43,7 +44,7 @@ type UnfinishedDeletions struct {
 // add records key's deletion at version, whose releases rels failed. A
 // key with a deletion waiting already keeps both's releases, and the later
 // version: its tombstone may be purged only once every older piece is gone.
-func (u *UnfinishedDeletions) add(key []byte, version uint64, rels []Release) {
+func (u *UnfinishedDeletions) add(key []byte, shard uint16, version uint64, rels []Release) {
 	u.Mu.Lock()
 	defer u.Mu.Unlock()
 	if u.M == nil {
@@ -53,7 +54,7 @@ func (u *UnfinishedDeletions) add(key []byte, version uint64, rels []Release) {
 	if !waiting && len(u.M) >= maxUnfinishedDeletions {
 		return
 	}
-	u.M[string(key)] = unfinishedDeletion{Version: max(version, prev.Version), rels: append(prev.rels, rels...)}
+	u.M[string(key)] = unfinishedDeletion{Version: max(version, prev.Version), Shard: shard, rels: append(prev.rels, rels...)}
 }
 
 // take removes and returns up to limit deletions.
@@ -82,10 +83,10 @@ func (n *Coordinator) FinishDeletions(ctx context.Context) {
 			continue
 		}
 		if err := n.ReleaseAll(ctx, d.rels, true); err != nil {
-			n.Unfinished.add([]byte(key), d.Version, d.rels)
+			n.Unfinished.add([]byte(key), d.Shard, d.Version, d.rels)
 			continue
 		}
-		n.EnqueueDirectory(PurgeOf([]byte(key), d.Version))
+		n.EnqueueDirectory(PurgeOf([]byte(key), d.Shard, d.Version))
 	}
 }
 

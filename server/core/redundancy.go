@@ -25,6 +25,7 @@ import (
 // version.
 type Release struct {
 	Key     []byte
+	Shard   uint16 // the shard whose pieces these are (kind.Piece)
 	Scheme  uint16
 	Version uint64
 	Exact   bool
@@ -71,7 +72,7 @@ func (n *Coordinator) sendRedundancy(ctx context.Context, op *WriteOp, v uint64)
 		return nil, err
 	}
 	n.Metrics.SentRedundancy(op.Entry, piecesBytes(pieces))
-	sent := ownPieces(op, v)
+	sent := n.ownPieces(op, v)
 	if faults.Active(faults.BugEarlyAck) {
 		n.sendLate(targets, pieces)
 		return sent, nil
@@ -97,8 +98,8 @@ func (n *Coordinator) sendLate(targets []kind.Target, pieces []kind.Piece) {
 
 // ownPieces names the pieces a write of op at version v stores, for their
 // release if it does not commit.
-func ownPieces(op *WriteOp, v uint64) []Release {
-	return []Release{{Key: op.Key, Scheme: op.Entry.ID, Version: v, Exact: true}}
+func (n *Coordinator) ownPieces(op *WriteOp, v uint64) []Release {
+	return []Release{{Key: op.Key, Shard: kind.ShardID(n.Ctl.Map(), op.Key), Scheme: op.Entry.ID, Version: v, Exact: true}}
 }
 
 // commitGroups is group commit for redundancy: the first write to arrive
@@ -224,7 +225,7 @@ func PlanPieces(m *cluster.Map, sch kind.Scheme, op *WriteOp, v uint64) ([]kind.
 	if len(targets) == 0 {
 		return nil, nil, nil // none, or rep:1: the primary record is all
 	}
-	base := kind.Piece{Key: op.Key, Scheme: op.Entry.ID, Version: v, ExpireAt: op.ExpireAt}
+	base := kind.Piece{Key: op.Key, Shard: kind.ShardID(m, op.Key), Scheme: op.Entry.ID, Version: v, ExpireAt: op.ExpireAt}
 	pieces, err := sch.Encode(base, op, targets)
 	if err != nil {
 		return nil, nil, err
@@ -318,7 +319,7 @@ func notAcknowledged(key []byte, err error) error {
 // owned, p.Data becomes the store's as it is (a large piece is not copied
 // again: store.PutIfNewerOwned), and nothing may change it afterwards.
 func (n *Coordinator) StorePiece(p peer.Piece, owned bool) error {
-	ref := peer.PieceRef{Key: p.Key, Scheme: p.Scheme, Version: p.Version, Versioned: p.Versioned}
+	ref := peer.PieceRef{Key: p.Key, Shard: p.Shard, Scheme: p.Scheme, Version: p.Version, Versioned: p.Versioned}
 	meta := store.Meta{Version: p.Version, ExpireAt: p.ExpireAt, Scheme: p.Scheme, Flags: p.Index, Aux: p.CRC}
 	k := StoreKey(ref)
 	put := n.Pieces.PutIfNewer
@@ -346,16 +347,24 @@ const (
 	PieceKindDirectory uint8 = 2 // a key directory entry (directory.go)
 )
 
+// MaxPiecePrefix is the most StoreKey puts before a key: scheme, kind, a
+// shard id of up to three uvarint bytes, a version.
+const MaxPiecePrefix = 2 + 1 + 3 + 8
+
 // StoreKey is where a node keeps a piece: scheme id, the piece kind, the
-// version for versioned pieces, then the key, so one node can hold pieces of
-// the same key in two schemes (during a move) or two versions (split), and
-// a directory entry beside them.
+// shard that keeps the key (uvarint), the version for versioned pieces,
+// then the key, so one node can hold pieces of the same key in two schemes
+// (during a move), two versions (split) or two shards (the two ends of a
+// migration, decision 0016), and a directory entry beside them.
 func StoreKey(r peer.PieceRef) []byte {
-	e := wire.Enc(make([]byte, 0, 11+len(r.Key))).U16(r.Scheme)
+	kind := PieceKindReplica
 	if r.Versioned {
-		e = e.U8(PieceKindShard).U64(r.Version)
-	} else {
-		e = e.U8(PieceKindReplica)
+		kind = PieceKindShard
+	}
+	e := wire.Enc(make([]byte, 0, MaxPiecePrefix+len(r.Key))).U16(r.Scheme).U8(kind)
+	e = binary.AppendUvarint(e, uint64(r.Shard))
+	if r.Versioned {
+		e = e.U64(r.Version)
 	}
 	return append(e, r.Key...)
 }
@@ -446,6 +455,32 @@ func (n *Coordinator) ReleaseAll(ctx context.Context, rels []Release, wait bool)
 	return nil
 }
 
+// releaseTargets are the nodes r goes to in m: the holders of its key under
+// sch, or with everywhere every node of the key's shard placement. A
+// release of a shard that no longer keeps the key (a migration moved it
+// since: a deletion's release retried) goes to every node of that
+// shard's placement, which, its pieces named by the shard, touches no
+// other shard's.
+func releaseTargets(m *cluster.Map, sch kind.Scheme, r Release) ([]kind.Target, error) {
+	if kind.ShardID(m, r.Key) != r.Shard {
+		sh := shardByID(m, r.Shard)
+		if sh == nil {
+			return nil, nil
+		}
+		var out []kind.Target
+		for p, id := range sh.Placement {
+			if node, ok := m.Node(id); ok && !node.Gone() {
+				out = append(out, kind.Target{Index: p, Node: node})
+			}
+		}
+		return out, nil
+	}
+	if r.everywhere {
+		return kind.PlacementTargets(m, r.Key), nil
+	}
+	return sch.Targets(m, r.Key)
+}
+
 func (n *Coordinator) releaseOne(ctx context.Context, r Release) error {
 	if !n.Leased() {
 		return ErrLeaseGone // see sendBatch
@@ -456,14 +491,11 @@ func (n *Coordinator) releaseOne(ctx context.Context, r Release) error {
 		return fmt.Errorf("server: releasing %q: unknown scheme id %d", r.Key, r.Scheme)
 	}
 	sch := n.KindOf(entry)
-	targets, err := sch.Targets(m, r.Key)
+	targets, err := releaseTargets(m, sch, r)
 	if err != nil {
 		return err
 	}
-	if r.everywhere {
-		targets = kind.PlacementTargets(m, r.Key)
-	}
-	ref := peer.PieceRef{Key: r.Key, Scheme: r.Scheme, Version: r.Version, Versioned: sch.Traits().Pieces == kind.Shards, Exact: r.Exact}
+	ref := peer.PieceRef{Key: r.Key, Shard: r.Shard, Scheme: r.Scheme, Version: r.Version, Versioned: sch.Traits().Pieces == kind.Shards, Exact: r.Exact}
 	var wg sync.WaitGroup
 	errs := make([]error, len(targets))
 	for i, t := range targets {

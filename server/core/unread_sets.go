@@ -184,5 +184,5 @@ func (n *Coordinator) finishBlind(ctx context.Context, w *BlindWrite, sendErr er
 	if sendErr != nil {
 		sendErr = notAcknowledged(w.Key, sendErr)
 	}
-	w.Err = n.settle(ctx, w.p, w.op, ownPieces(w.op, w.p.version), sendErr)
+	w.Err = n.settle(ctx, w.p, w.op, n.ownPieces(w.op, w.p.version), sendErr)
 }

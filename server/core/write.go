@@ -64,10 +64,11 @@ func (n *Coordinator) Set(ctx context.Context, key, value []byte, expireAt int64
 }
 
 // SetImported writes a key its slot's migration brings here from the
-// source, with its value, TTL and scheme (WriteOp.Imported).
+// source, with its value, TTL and scheme. Its pieces are named by the
+// importing shard, apart from the source's (kind.Piece): it is any write.
 func (n *Coordinator) SetImported(ctx context.Context, key, value []byte, expireAt int64, entry cluster.SchemeEntry) error {
 	return n.RMWMeta(ctx, key, func(Current) (*WriteOp, error) {
-		return &WriteOp{Key: key, Value: value, ExpireAt: expireAt, Entry: entry, Imported: true}, nil
+		return &WriteOp{Key: key, Value: value, ExpireAt: expireAt, Entry: entry}, nil
 	})
 }
 

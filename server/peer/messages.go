@@ -51,10 +51,10 @@ const (
 type Piece kind.Piece
 
 // EncodedLen is len(p.Encode(nil)), without encoding: the fixed fields
-// (scheme, version, expiry, index, flag, CRC) and the two length-prefixed
+// (shard, scheme, version, expiry, index, flag, CRC) and the two length-prefixed
 // byte strings.
 func (p Piece) EncodedLen() int {
-	const fixed = 2 + 8 + 8 + 1 + 1 + 4
+	const fixed = 2 + 2 + 8 + 8 + 1 + 1 + 4
 	return wire.UvarintLen(uint64(len(p.Key))) + len(p.Key) + fixed + wire.UvarintLen(uint64(len(p.Data))) + len(p.Data)
 }
 
@@ -70,7 +70,7 @@ func (p Piece) SpoolTo(s *wire.Spool) {
 
 // encodeHead appends p's fields but its data.
 func (p Piece) encodeHead(e wire.Enc) wire.Enc {
-	return e.Bytes(p.Key).U16(p.Scheme).U64(p.Version).I64(p.ExpireAt).U8(p.Index).Flag(p.Versioned).U32(p.CRC)
+	return e.Bytes(p.Key).U16(p.Shard).U16(p.Scheme).U64(p.Version).I64(p.ExpireAt).U8(p.Index).Flag(p.Versioned).U32(p.CRC)
 }
 
 // InlineLen is what p adds to a spool's own bytes: its encoded length,
@@ -92,7 +92,7 @@ func DecodePiece(b []byte) (Piece, error) {
 // readPiece reads one piece; pieces are self-delimiting, so a PutPieces
 // payload is a count and the pieces back to back.
 func readPiece(d *wire.Dec) Piece {
-	p := Piece{Key: d.Bytes(), Scheme: d.U16(), Version: d.U64(), ExpireAt: d.I64(), Index: d.U8()}
+	p := Piece{Key: d.Bytes(), Shard: d.U16(), Scheme: d.U16(), Version: d.U64(), ExpireAt: d.I64(), Index: d.U8()}
 	p.Versioned = d.Flag()
 	p.CRC, p.Data = d.U32(), d.Bytes()
 	return p
@@ -143,7 +143,7 @@ type PieceRef kind.PieceRef
 
 // Encode appends r's encoding to e.
 func (r PieceRef) Encode(e wire.Enc) wire.Enc {
-	return e.Bytes(r.Key).U16(r.Scheme).U64(r.Version).Flag(r.Versioned).Flag(r.Exact).
+	return e.Bytes(r.Key).U16(r.Shard).U16(r.Scheme).U64(r.Version).Flag(r.Versioned).Flag(r.Exact).
 		Flag(r.HasIndex).U8(r.Index)
 }
 
@@ -157,7 +157,7 @@ func DecodePieceRef(b []byte) (PieceRef, error) {
 // readPieceRef reads one ref; refs are self-delimiting, so a GetPieces
 // request is a count and the refs back to back.
 func readPieceRef(d *wire.Dec) PieceRef {
-	r := PieceRef{Key: d.Bytes(), Scheme: d.U16(), Version: d.U64()}
+	r := PieceRef{Key: d.Bytes(), Shard: d.U16(), Scheme: d.U16(), Version: d.U64()}
 	r.Versioned, r.Exact = d.Flag(), d.Flag()
 	r.HasIndex, r.Index = d.Flag(), d.U8()
 	return r

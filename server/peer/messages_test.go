@@ -19,12 +19,12 @@ func joined(payload []byte, tail [][]byte) []byte {
 }
 
 func TestPieceAndRefRoundTrip(t *testing.T) {
-	p := Piece{Key: []byte("k"), Scheme: 7, Version: 1 << 60, ExpireAt: -5, Index: 3, Versioned: true, CRC: 0xdeadbeef, Data: []byte("shard")}
+	p := Piece{Key: []byte("k"), Shard: 513, Scheme: 7, Version: 1 << 60, ExpireAt: -5, Index: 3, Versioned: true, CRC: 0xdeadbeef, Data: []byte("shard")}
 	if got, err := DecodePiece(p.Encode(nil)); err != nil || !reflect.DeepEqual(got, p) {
 		t.Fatalf("piece: %+v, %v", got, err)
 	}
-	r := PieceRef{Key: []byte(""), Scheme: 1, Version: 9}
-	if got, err := DecodePieceRef(r.Encode(nil)); err != nil || !bytes.Equal(got.Key, r.Key) || got.Version != 9 || got.Versioned {
+	r := PieceRef{Key: []byte(""), Shard: 2, Scheme: 1, Version: 9}
+	if got, err := DecodePieceRef(r.Encode(nil)); err != nil || !bytes.Equal(got.Key, r.Key) || got.Shard != 2 || got.Version != 9 || got.Versioned {
 		t.Fatalf("ref: %+v, %v", got, err)
 	}
 }

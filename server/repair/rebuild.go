@@ -80,7 +80,7 @@ func (n *Repairer) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.
 	if !piecesMayBeMissing(m, &sh) {
 		// The lost positions are past every scheme's width: no key lost a
 		// piece there, but its directory nodes may have changed.
-		n.resendDirectory(n.keysInSlots(sh.First, sh.Last))
+		n.resendDirectory(uint16(sh.ID), n.keysInSlots(sh.First, sh.Last))
 		return nil
 	}
 	have := held{pieces: map[string][]heldPiece{}, listed: receivers(m, &sh)}
@@ -161,11 +161,11 @@ func receivers(m *cluster.Map, sh *cluster.Shard) map[cluster.NodeID]bool {
 	return out
 }
 
-// resendDirectory sends the directory entries of keys again.
-func (n *Repairer) resendDirectory(keys [][]byte) {
+// resendDirectory sends the directory entries of shard's keys again.
+func (n *Repairer) resendDirectory(shard uint16, keys [][]byte) {
 	for _, key := range keys {
 		if meta, ok := n.Primary.Meta(key); ok {
-			n.EnqueueDirectory(core.EntryOf(key, meta))
+			n.EnqueueDirectory(core.EntryOf(key, shard, meta))
 		}
 	}
 }
@@ -239,7 +239,7 @@ func (n *Repairer) rebuildPlan(m *cluster.Map, dirNodes []cluster.Node, keys [][
 		}
 		for _, d := range dirNodes {
 			if !have.hasEntry(key, d.ID) {
-				n.EnqueueDirectory(core.EntryOf(key, meta))
+				n.EnqueueDirectory(core.EntryOf(key, kind.ShardID(m, key), meta))
 				break
 			}
 		}

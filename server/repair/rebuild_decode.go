@@ -26,6 +26,7 @@ import (
 type decodeJob struct {
 	item    rebuildItem
 	key     []byte
+	shard   uint16 // the shard that keeps key (kind.Piece)
 	meta    store.Meta
 	entry   cluster.SchemeEntry
 	targets []kind.Target
@@ -93,7 +94,7 @@ func planDecodes(m *cluster.Map, t *core.SchemeTable, primary *store.Store, item
 			left = append(left, it)
 			continue
 		}
-		jobs = append(jobs, &decodeJob{item: it, key: it.key, meta: meta, entry: entry, targets: targets,
+		jobs = append(jobs, &decodeJob{item: it, key: it.key, shard: kind.ShardID(m, it.key), meta: meta, entry: entry, targets: targets,
 			shards: make([][]byte, len(targets))})
 	}
 	return jobs, left
@@ -131,7 +132,7 @@ func shardFetches(jobs []*decodeJob, have held) []*shardFetch {
 				byNode[t.Node.ID] = f
 				out = append(out, f)
 			}
-			f.refs = append(f.refs, peer.PieceRef{Key: j.key, Scheme: j.entry.ID, Version: j.meta.Version,
+			f.refs = append(f.refs, peer.PieceRef{Key: j.key, Shard: j.shard, Scheme: j.entry.ID, Version: j.meta.Version,
 				Versioned: true, HasIndex: true, Index: uint8(t.Index)})
 			f.into = append(f.into, [2]int{ji, t.Index})
 			picked++
@@ -185,7 +186,7 @@ func (j *decodeJob) missingPieces(have held) ([]repairPieces, error) {
 			continue
 		}
 		shard := all[t.Index]
-		p := kind.Piece{Key: j.key, Scheme: j.entry.ID, Version: j.meta.Version, ExpireAt: j.meta.ExpireAt,
+		p := kind.Piece{Key: j.key, Shard: j.shard, Scheme: j.entry.ID, Version: j.meta.Version, ExpireAt: j.meta.ExpireAt,
 			Index: uint8(t.Index), Versioned: true, CRC: bigcopy.Checksum(shard), Data: shard}
 		out = append(out, repairPieces{targets: []kind.Target{t}, pieces: []kind.Piece{p}})
 	}

@@ -12,16 +12,19 @@ import (
 )
 
 // A shard that is one end of a migration (decision 0016) shares slots, and
-// often holders, with the other end, and pieces do not say which end
-// placed them: recovering it from the holders finds the other end's keys
-// of the migrating slots too. The rule that settles them is the
-// migration's own: a key the source holds is the source's, any other the
-// importer's. So once it has listed the candidates, the recovering node
-// asks the other end's coordinator which of the migrating slots' keys it
-// holds, and leaves to it those that are its: the source's successor
-// leaves the importer every key the importer holds, the importer's
-// successor leaves the source every key the source holds. Their pieces are
-// the other end's, so they are neither restored nor released here.
+// often holders, with the other end. Pieces and directory entries are
+// named by their shard (kind.Piece), so recovering one end lists only its
+// own; but a key can have pieces at both ends for a while: the importer
+// wrote it before the source deleted it, or the source's successor
+// restores a key the importer holds from pieces its deletion had not
+// released yet. The rule that settles them is the migration's own: a key
+// the source holds is the source's, any other the importer's. So once it
+// has listed the candidates, the recovering node asks the other end's
+// coordinator which of the migrating slots' keys it holds, and leaves to
+// it those that are its: the source's successor leaves the importer every
+// key the importer holds, the importer's successor leaves the source every
+// key the source holds. This end's pieces of those keys are stale, and are
+// released like any stale version.
 
 // holdsBatch bounds the keys of one Holds request.
 const holdsBatch = 4096
@@ -42,16 +45,31 @@ func otherEnd(m *cluster.Map, sh cluster.Shard) (first, last int, other cluster.
 	return 0, 0, cluster.Node{}, false, false
 }
 
-// leaveToOtherEnd removes from found the keys of sh's migrating slots that
-// belong to the migration's other end (see above).
-func (n *Repairer) leaveToOtherEnd(ctx context.Context, m *cluster.Map, sh cluster.Shard, found map[string][]*candidate) error {
+// leftKeys are the keys a recovery left to the other end of a migration:
+// this end's candidates of each, and its directory entries.
+type leftKeys struct {
+	cands map[string][]*candidate
+	dir   map[string]pieceEntry
+}
+
+// leaveToOtherEnd removes from found and dir the keys of sh's migrating
+// slots that belong to the migration's other end (see above), and returns
+// what it removed.
+func (n *Repairer) leaveToOtherEnd(ctx context.Context, m *cluster.Map, sh cluster.Shard, found map[string][]*candidate, dir map[string]pieceEntry) (leftKeys, error) {
+	left := leftKeys{cands: map[string][]*candidate{}, dir: map[string]pieceEntry{}}
 	first, last, other, source, ok := otherEnd(m, sh)
 	if !ok {
-		return nil
+		return left, nil
 	}
 	var keys []string
+	migrating := func(k string) bool { s := keyslot.Of([]byte(k)); return s >= first && s <= last }
 	for k := range found {
-		if s := keyslot.Of([]byte(k)); s >= first && s <= last {
+		if migrating(k) {
+			keys = append(keys, k)
+		}
+	}
+	for k := range dir {
+		if _, listed := found[k]; !listed && migrating(k) {
 			keys = append(keys, k)
 		}
 	}
@@ -60,18 +78,27 @@ func (n *Repairer) leaveToOtherEnd(ctx context.Context, m *cluster.Map, sh clust
 		batch := keys[start:min(start+holdsBatch, len(keys))]
 		held, err := n.askHolds(ctx, other, batch)
 		if err != nil {
-			return fmt.Errorf("asking %s which keys of the migrating slots it holds: %w", other.PeerAddr, err)
+			return left, fmt.Errorf("asking %s which keys of the migrating slots it holds: %w", other.PeerAddr, err)
 		}
 		for i, k := range batch {
 			// The source's successor leaves the importer what it holds;
 			// the importer's successor leaves the source what it holds.
-			if held[i] {
+			if !held[i] {
+				continue
+			}
+			if cands, ok := found[k]; ok {
+				left.cands[k] = cands
 				delete(found, k)
+			}
+			if d, ok := dir[k]; ok {
+				left.dir[k] = d
+				delete(dir, k)
 			}
 		}
 	}
-	n.Log.Info("recovery left the other end of a migration its keys", "shard", sh.ID, "source", source, "asked", len(keys))
-	return nil
+	n.Log.Info("recovery left the other end of a migration its keys", "shard", sh.ID, "source", source,
+		"asked", len(keys), "left", len(left.cands)+len(left.dir))
+	return left, nil
 }
 
 // askHolds asks node which of keys it holds as coordinator (core.OnHolds).

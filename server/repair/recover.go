@@ -146,7 +146,8 @@ func (n *Repairer) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.
 	if err != nil {
 		return err
 	}
-	if err := n.leaveToOtherEnd(ctx, m, sh, found); err != nil {
+	left, err := n.leaveToOtherEnd(ctx, m, sh, found, dir)
+	if err != nil {
 		return err
 	}
 	known := map[uint32]bool{} // tags of keys found outside stripe chunks
@@ -181,6 +182,12 @@ func (n *Repairer) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.
 	var partial []string
 	var tombstones []core.DirEntry // purges of the deleted keys' tombstones
 	t := n.Schemes(m)
+	for key, cands := range left.cands { // the other end's keys: every version here is stale
+		stale = append(stale, staleVersions(t, uint16(sh.ID), key, cands, nil)...)
+	}
+	for _, d := range left.dir {
+		tombstones = append(tombstones, core.PurgeOf(d.Key, uint16(sh.ID), d.Version))
+	}
 	for key, cands := range found {
 		markComplete(t, &sh, cands)
 		best, lost := judge(t, key, cands, dir, now)
@@ -196,10 +203,10 @@ func (n *Repairer) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.
 		} else {
 			best = nil // deleted or expired: every version is stale
 			if d, ok := dir[key]; ok && d.Index == core.DirTombstoneFlag {
-				tombstones = append(tombstones, core.PurgeOf(d.Key, d.Version))
+				tombstones = append(tombstones, core.PurgeOf(d.Key, uint16(sh.ID), d.Version))
 			}
 		}
-		stale = append(stale, staleVersions(t, key, cands, best)...)
+		stale = append(stale, staleVersions(t, uint16(sh.ID), key, cands, best)...)
 	}
 	faults.Hit(faults.MidRecovery)
 	var metaOnly, stripeKeys []string // stubs that hold no bytes; stripe keys
@@ -246,14 +253,14 @@ type staleVersion struct {
 // by a write that never committed, by a release that a failure cut short,
 // or by a deletion recovery honoured. A rep replica in best's own scheme is
 // the same stored piece as best's, replaced in place, so it is never one.
-func staleVersions(t *core.SchemeTable, key string, cands []*candidate, best *candidate) []staleVersion {
+func staleVersions(t *core.SchemeTable, shard uint16, key string, cands []*candidate, best *candidate) []staleVersion {
 	var out []staleVersion
 	for _, c := range cands {
 		versioned := shardsOf(t, c.scheme)
 		if c == best || best != nil && c.scheme == best.scheme && !versioned {
 			continue
 		}
-		ref := peer.PieceRef{Key: []byte(key), Scheme: c.scheme, Version: c.version, Versioned: versioned, Exact: true}
+		ref := peer.PieceRef{Key: []byte(key), Shard: shard, Scheme: c.scheme, Version: c.version, Versioned: versioned, Exact: true}
 		out = append(out, staleVersion{ref: ref, holders: c.holders})
 	}
 	return out
@@ -441,7 +448,7 @@ func (n *Repairer) listShard(ctx context.Context, m *cluster.Map, sh cluster.Sha
 	lists := make([][]pieceEntry, len(nodes))
 	err := core.ForEach(ctx, len(nodes), len(nodes), func(ctx context.Context, i int) error {
 		var err error
-		lists[i], err = n.listPieces(ctx, nodes[i], sh.First, sh.Last)
+		lists[i], err = n.listPieces(ctx, nodes[i], uint16(sh.ID), sh.First, sh.Last)
 		return err
 	})
 	if err != nil {
@@ -455,10 +462,11 @@ func (n *Repairer) listShard(ctx context.Context, m *cluster.Map, sh cluster.Sha
 	return nil
 }
 
-// listPieces asks node for every piece it holds in slots first..last.
-func (n *Repairer) listPieces(ctx context.Context, node cluster.Node, first, last int) ([]pieceEntry, error) {
+// listPieces asks node for every piece it holds of shard in slots
+// first..last.
+func (n *Repairer) listPieces(ctx context.Context, node cluster.Node, shard uint16, first, last int) ([]pieceEntry, error) {
 	var out []pieceEntry
-	req := listReq{First: uint16(first), Last: uint16(last)}
+	req := listReq{Shard: shard, First: uint16(first), Last: uint16(last)}
 	for {
 		var b []byte
 		var err error
@@ -482,17 +490,20 @@ func (n *Repairer) listPieces(ctx context.Context, node cluster.Node, first, las
 	}
 }
 
-// listReq asks for one page of the pieces held in a slot range.
+// listReq asks for one page of the pieces held of a shard in a slot range.
 type listReq struct {
+	Shard       uint16
 	First, Last uint16
 	Cursor      uint64
 }
 
-func (r listReq) encode(e wire.Enc) wire.Enc { return e.U16(r.First).U16(r.Last).U64(r.Cursor) }
+func (r listReq) encode(e wire.Enc) wire.Enc {
+	return e.U16(r.Shard).U16(r.First).U16(r.Last).U64(r.Cursor)
+}
 
 func decodeListReq(b []byte) (listReq, error) {
 	d := wire.NewDec(b)
-	r := listReq{First: d.U16(), Last: d.U16(), Cursor: d.U64()}
+	r := listReq{Shard: d.U16(), First: d.U16(), Last: d.U16(), Cursor: d.U64()}
 	return r, d.Done()
 }
 
@@ -530,8 +541,8 @@ func decodeListResp(b []byte) (listResp, error) {
 // listPageSize is how many pieces one ListPieces reply visits.
 const listPageSize = 16384
 
-// OnListPieces serves one page of the pieces this node holds whose keys
-// fall in a slot range.
+// OnListPieces serves one page of the pieces this node holds of a shard
+// whose keys fall in a slot range.
 func (n *Repairer) OnListPieces(b []byte) ([]byte, error) {
 	req, err := decodeListReq(b)
 	if err != nil {
@@ -540,7 +551,7 @@ func (n *Repairer) OnListPieces(b []byte) ([]byte, error) {
 	var out listResp
 	out.Next = n.Pieces.Scan(req.Cursor, listPageSize, func(k []byte, meta store.Meta) bool {
 		ref, kind, ok := core.ParsePieceKey(k)
-		if !ok {
+		if !ok || ref.Shard != req.Shard {
 			return true
 		}
 		if slot := keyslot.Of(ref.Key); slot < int(req.First) || slot > int(req.Last) {

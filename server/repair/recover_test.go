@@ -82,19 +82,19 @@ func TestStaleVersionsAreEveryVersionButTheRestoredOne(t *testing.T) {
 		var out []uint64
 		for _, s := range st {
 			out = append(out, s.ref.Version)
-			if s.ref.Versioned != (s.ref.Scheme == split) || !s.ref.Exact {
-				t.Errorf("stale ref %+v: versioned must follow the scheme, and exact", s.ref)
+			if s.ref.Versioned != (s.ref.Scheme == split) || !s.ref.Exact || s.ref.Shard != 4 {
+				t.Errorf("stale ref %+v: versioned must follow the scheme, exact, of the recovered shard", s.ref)
 			}
 		}
 		return out
 	}
-	if got := versions(staleVersions(tableOf(t, m), "k", all, replica)); !slices.Equal(got, []uint64{4, 9}) {
+	if got := versions(staleVersions(tableOf(t, m), 4, "k", all, replica)); !slices.Equal(got, []uint64{4, 9}) {
 		t.Errorf("restoring the rep version, stale %v; want the split ones [4 9]", got)
 	}
-	if got := versions(staleVersions(tableOf(t, m), "k", all, oldShards)); !slices.Equal(got, []uint64{3, 5, 9}) {
+	if got := versions(staleVersions(tableOf(t, m), 4, "k", all, oldShards)); !slices.Equal(got, []uint64{3, 5, 9}) {
 		t.Errorf("restoring split version 4, stale %v; want [3 5 9]", got)
 	}
-	if got := versions(staleVersions(tableOf(t, m), "k", all, nil)); !slices.Equal(got, []uint64{3, 5, 4, 9}) {
+	if got := versions(staleVersions(tableOf(t, m), 4, "k", all, nil)); !slices.Equal(got, []uint64{3, 5, 4, 9}) {
 		t.Errorf("a deleted key, stale %v; want every version", got)
 	}
 }
@@ -137,24 +137,25 @@ func TestListPiecesCodecAndPieceKeys(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, resp) {
 		t.Fatalf("list reply: %+v, %v", got, err)
 	}
-	req := listReq{First: 10, Last: 20, Cursor: 3}
+	req := listReq{Shard: 300, First: 10, Last: 20, Cursor: 3}
 	if r, err := decodeListReq(req.encode(nil)); err != nil || r != req {
 		t.Fatalf("list request: %+v, %v", r, err)
 	}
 	for _, ref := range []peer.PieceRef{
 		{Key: []byte("k"), Scheme: 7},
-		{Key: []byte("key"), Scheme: 9, Versioned: true, Version: 1 << 62},
-		{Key: []byte{}, Scheme: 1},
+		{Key: []byte("key"), Shard: 3, Scheme: 9, Versioned: true, Version: 1 << 62},
+		{Key: []byte{}, Shard: 65535, Scheme: 1},
+		{Key: []byte("k2"), Shard: 200, Scheme: 7},
 	} {
 		back, _, ok := core.ParsePieceKey(core.StoreKey(ref))
-		if !ok || !bytes.Equal(back.Key, ref.Key) || back.Scheme != ref.Scheme || back.Versioned != ref.Versioned || back.Version != ref.Version {
+		if !ok || !bytes.Equal(back.Key, ref.Key) || back.Shard != ref.Shard || back.Scheme != ref.Scheme || back.Versioned != ref.Versioned || back.Version != ref.Version {
 			t.Fatalf("piece key of %+v parsed as %+v, %v", ref, back, ok)
 		}
 	}
 	if _, _, ok := core.ParsePieceKey([]byte{0, 1, 1, 0}); ok {
 		t.Fatal("a versioned piece key too short for its version parsed")
 	}
-	if back, kind, ok := core.ParsePieceKey(core.DirKey(nil, []byte("dk"))); !ok || kind != core.PieceKindDirectory || string(back.Key) != "dk" {
+	if back, kind, ok := core.ParsePieceKey(core.DirKey(nil, 129, []byte("dk"))); !ok || kind != core.PieceKindDirectory || string(back.Key) != "dk" || back.Shard != 129 {
 		t.Fatalf("directory key parsed as %+v kind %d, %v", back, kind, ok)
 	}
 	if _, _, ok := core.ParsePieceKey([]byte{0, 1, 3, 'k'}); ok {

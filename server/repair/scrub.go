@@ -106,7 +106,10 @@ func (n *Repairer) scrubPiece(ctx context.Context, k, val []byte, meta store.Met
 	n.Health.Corrupt.Add(1)
 	n.Pieces.DeleteIf(k, func(m store.Meta) bool { return m.Version == meta.Version })
 	m := n.Ctl.Map()
-	coord, ok := m.Coordinator(keyslot.Of(ref.Key))
+	if int(ref.Shard) >= len(m.Shards) || !keepsSlot(&m.Shards[ref.Shard], keyslot.Of(ref.Key)) {
+		return // a shard's that no longer keeps the key: nothing to repair
+	}
+	coord, ok := m.CoordinatorOf(&m.Shards[ref.Shard]) // the importer's, in a migration
 	if !ok {
 		return
 	}

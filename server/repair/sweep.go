@@ -34,6 +34,15 @@ import (
 // fresh lease, or not being the key's coordinator in its own map. The
 // holder drops a piece only if it still holds that very version, so a
 // piece written meanwhile survives a verdict about an older one.
+//
+// Pieces and directory entries are named by the shard that keeps their
+// key (kind.Piece): one of a shard that no longer keeps its key's slot (a
+// migration moved the slot to another shard, or ended the shard) is
+// garbage whatever its key's state, and the holder drops it without
+// asking. A slot never returns to a shard it left (a migration always
+// moves slots to a new shard), so a holder whose map is older than the
+// coordinator's can only keep too much, never drop too much; a shard its
+// map does not know yet keeps its pieces.
 
 // sweepPage is how many pieces one audit step looks at.
 const sweepPage = 1024
@@ -41,6 +50,7 @@ const sweepPage = 1024
 // AuditItem names one piece a holder asks its key's coordinator about.
 type AuditItem struct {
 	Key     []byte
+	Shard   uint16
 	Scheme  uint16
 	Version uint64
 	Kind    uint8 // pieceKindReplica or pieceKindShard
@@ -53,11 +63,11 @@ func encodeAuditItems(items []AuditItem) []byte {
 }
 
 func (a AuditItem) encode(e wire.Enc) wire.Enc {
-	return e.Bytes(a.Key).U16(a.Scheme).U64(a.Version).U8(a.Kind).U8(a.Index)
+	return e.Bytes(a.Key).U16(a.Shard).U16(a.Scheme).U64(a.Version).U8(a.Kind).U8(a.Index)
 }
 
 func readAuditItem(d *wire.Dec) AuditItem {
-	a := AuditItem{Key: d.Bytes(), Scheme: d.U16(), Version: d.U64(), Kind: d.U8(), Index: d.U8()}
+	a := AuditItem{Key: d.Bytes(), Shard: d.U16(), Scheme: d.U16(), Version: d.U64(), Kind: d.U8(), Index: d.U8()}
 	if a.Kind > core.PieceKindShard {
 		d.Fail()
 	}
@@ -115,21 +125,34 @@ func (n *Repairer) sweepStep(ctx context.Context, cursor uint64) uint64 {
 	m := n.Ctl.Map()
 	byNode := map[cluster.NodeID][]heldPieceRow{}
 	nodes := map[cluster.NodeID]cluster.Node{}
+	var foreign [][]byte // pieces of shards that no longer keep their slot
 	next := n.Pieces.Scan(cursor, sweepPage, func(k []byte, meta store.Meta) bool {
 		ref, kind, ok := core.ParsePieceKey(k)
-		if !ok || kind == core.PieceKindDirectory {
+		if !ok {
 			return true
 		}
-		coord, ok := m.Coordinator(keyslot.Of(ref.Key))
+		if shardLeft(m, ref.Shard, ref.Key) {
+			foreign = append(foreign, append([]byte(nil), k...))
+			return true
+		}
+		if kind == core.PieceKindDirectory || int(ref.Shard) >= len(m.Shards) {
+			return true
+		}
+		coord, ok := m.CoordinatorOf(&m.Shards[ref.Shard])
 		if !ok || coord.State != cluster.Up {
 			return true
 		}
 		row := heldPieceRow{storeKey: append([]byte(nil), k...),
-			item: AuditItem{Key: append([]byte(nil), ref.Key...), Scheme: ref.Scheme, Version: meta.Version, Kind: kind, Index: meta.Flags}}
+			item: AuditItem{Key: append([]byte(nil), ref.Key...), Shard: ref.Shard, Scheme: ref.Scheme, Version: meta.Version, Kind: kind, Index: meta.Flags}}
 		byNode[coord.ID] = append(byNode[coord.ID], row)
 		nodes[coord.ID] = coord
 		return true
 	})
+	for _, k := range foreign {
+		if n.Pieces.Delete(k) {
+			n.Health.Swept.Add(1)
+		}
+	}
 	for id, rows := range byNode {
 		items := make([]AuditItem, len(rows))
 		for i, r := range rows {
@@ -155,6 +178,18 @@ func (n *Repairer) sweepStep(ctx context.Context, cursor uint64) uint64 {
 		}
 	}
 	return next
+}
+
+// shardLeft says whether shard, known to m, no longer keeps key's slot:
+// then its pieces of key are garbage (see the file comment).
+func shardLeft(m *cluster.Map, shard uint16, key []byte) bool {
+	return int(shard) < len(m.Shards) && !keepsSlot(&m.Shards[shard], keyslot.Of(key))
+}
+
+// keepsSlot says whether sh keeps slot: sh is not retired and slot is in
+// its range (an importing shard's range is the slots it imports).
+func keepsSlot(sh *cluster.Shard, slot int) bool {
+	return !sh.Retired && slot >= sh.First && slot <= sh.Last
 }
 
 // askAudit asks node (the coordinator of items' keys) which of this
@@ -222,7 +257,7 @@ func (n *Repairer) isGarbage(m *cluster.Map, holder cluster.NodeID, it AuditItem
 	slot := keyslot.Of(it.Key)
 	sh := m.ShardOf(slot)
 	coord, ok := m.Coordinator(slot)
-	if sh == nil || !ok || coord.ID != n.NodeID || sh.Recovering || len(sh.Rebuild) > 0 {
+	if sh == nil || !ok || coord.ID != n.NodeID || uint16(sh.ID) != it.Shard || sh.Recovering || len(sh.Rebuild) > 0 {
 		return false
 	}
 	if m.ImporterOf(slot) != nil {

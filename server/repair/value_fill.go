@@ -93,7 +93,7 @@ func (n *Repairer) fillStubChunk(ctx context.Context, m *cluster.Map, chunk []re
 			continue
 		}
 		w := stubWant{key: it.key, meta: meta, sch: sch}
-		data, err := n.LoadPiece(peer.PieceRef{Key: it.key, Scheme: meta.Scheme, Version: meta.Version})
+		data, err := n.LoadPiece(peer.PieceRef{Key: it.key, Shard: kind.ShardID(m, it.key), Scheme: meta.Scheme, Version: meta.Version})
 		if err == nil && n.fill(w, data) {
 			bytes += len(data)
 			continue // this node held the replica (of that very value)
@@ -114,7 +114,7 @@ func (n *Repairer) fillStubChunk(ctx context.Context, m *cluster.Map, chunk []re
 	for i := range reqs {
 		refs := make([]peer.PieceRef, len(wants[i]))
 		for j, w := range wants[i] {
-			refs[j] = peer.PieceRef{Key: w.key, Scheme: w.meta.Scheme, Version: w.meta.Version}
+			refs[j] = peer.PieceRef{Key: w.key, Shard: kind.ShardID(m, w.key), Scheme: w.meta.Scheme, Version: w.meta.Version}
 		}
 		reqs[i].Payload = peer.EncodeGetPieces(refs)
 	}
