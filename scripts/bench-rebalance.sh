@@ -18,8 +18,8 @@
 # Knobs (environment): DS_STRIPE DS_REP DS_SPLIT (keys of 100 B stripe:4+2,
 # 1 KB rep:3, 8 KB split:4+2; default 300000 60000 20000), LOAD_KEYS (each
 # loop's key range, 20000), PHASE_SECONDS (30), WINDOW_SECONDS (2),
-# PARALLEL (3: the grow's --parallel), RATE (the grow's --rate, e.g. 64mb;
-# default memgest's), MOVE_TIMEOUT (300 s for a grow or a shrink to end),
+# PARALLEL (3: the grow's --parallel), RATE (the grow's and the shrink's
+# --rate, e.g. 64mb; default memgest's), MOVE_TIMEOUT (300 s for a grow or a shrink to end),
 # PROBE_RATE (50 iterations/s), WARMUP (10 s of load before the baseline),
 # NAME (rebalance), LOGDIR (OUTDIR/$NAME-logs), KEEP=1 keeps the scratch
 # directory. Every process started here is stopped by its PID; the dev
@@ -264,7 +264,7 @@ if [ -z "$failure" ]; then
 	t=$(now)
 	phase shrink start
 	mark "shrink: remove-node ${new[*]}"
-	for n in "${new[@]}"; do "$bin" cluster remove-node "$n" --addr "127.0.0.1:$base" >&2; done
+	for n in "${new[@]}"; do "$bin" cluster remove-node "$n" --addr "127.0.0.1:$base"${RATE:+ --rate $RATE} >&2; done
 	mark "remove-node commands done"
 	if end=$(wait_moves "$t" --left "$new_csv"); then
 		phase shrink end "$end"

@@ -94,7 +94,13 @@ func removeNodeCmd(o *clusterOptions) *cobra.Command {
 			if cancel {
 				return o.send(cmd.Context(), os.Stdout, "NODE.DRAIN", args[0], "CANCEL")
 			}
-			return o.send(cmd.Context(), os.Stdout, "NODE.DRAIN", args[0])
+			if err := o.send(cmd.Context(), os.Stdout, "NODE.DRAIN", args[0]); err != nil {
+				return err
+			}
+			if o.rate > 0 || o.parallel > 0 { // the drain's rebalance, at the pace asked
+				return o.send(cmd.Context(), os.Stdout, o.rebalanceArgs()...)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&cancel, "cancel", false, "stop draining the node (migrations under way finish)")
