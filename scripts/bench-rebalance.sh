@@ -18,8 +18,8 @@
 # Knobs (environment): DS_STRIPE DS_REP DS_SPLIT (keys of 100 B stripe:4+2,
 # 1 KB rep:3, 8 KB split:4+2; default 300000 60000 20000), LOAD_KEYS (each
 # loop's key range, 20000), PHASE_SECONDS (30), WINDOW_SECONDS (2),
-# PARALLEL (3: the grow's --parallel), RATE (the grow's and the shrink's
-# --rate, e.g. 64mb; default memgest's), MOVE_TIMEOUT (300 s for a grow or a shrink to end),
+# PARALLEL (3: the grow's --parallel, and the shrink's when RATE is set),
+# RATE (the grow's and the shrink's --rate, e.g. 64mb; default memgest's), MOVE_TIMEOUT (300 s for a grow or a shrink to end),
 # PROBE_RATE (50 iterations/s), WARMUP (10 s of load before the baseline),
 # NAME (rebalance), LOGDIR (OUTDIR/$NAME-logs), KEEP=1 keeps the scratch
 # directory. Every process started here is stopped by its PID; the dev
@@ -237,6 +237,10 @@ sleep "$PHASE_SECONDS"
 phase before end
 
 grow_flags="--parallel $PARALLEL${RATE:+ --rate $RATE}"
+shrink_flags="${RATE:+--rate $RATE --parallel $PARALLEL}"
+SHRINK_NOTE="the drains start the rebalance with memgest's defaults"
+[ -n "$shrink_flags" ] && SHRINK_NOTE="with \`$shrink_flags\`, which sets the drains' rebalance"
+export SHRINK_NOTE
 t=$(now)
 phase grow start
 mark "grow: add-node ${new[0]} ${new[1]} --no-rebalance, ${new[2]} $grow_flags"
@@ -264,7 +268,7 @@ if [ -z "$failure" ]; then
 	t=$(now)
 	phase shrink start
 	mark "shrink: remove-node ${new[*]}"
-	for n in "${new[@]}"; do "$bin" cluster remove-node "$n" --addr "127.0.0.1:$base"${RATE:+ --rate $RATE} >&2; done
+	for n in "${new[@]}"; do "$bin" cluster remove-node "$n" --addr "127.0.0.1:$base" $shrink_flags >&2; done
 	mark "remove-node commands done"
 	if end=$(wait_moves "$t" --left "$new_csv"); then
 		phase shrink end "$end"
@@ -418,7 +422,7 @@ meta = {
     "others": others_txt, "base_port": os.environ["BASE"], "dev_args": os.environ["DEV_ARGS"],
     "dataset": os.environ["DATASET"].split(), "loads": loads, "load_keys": int(os.environ["LOAD_KEYS"]),
     "window_target": os.environ["WINDOW_SECONDS"], "probe_rate": os.environ["PROBE_RATE"],
-    "grow_flags": os.environ["GROW_FLAGS"], "shrink_note": "the drains start the rebalance with memgest's defaults",
+    "grow_flags": os.environ["GROW_FLAGS"], "shrink_note": os.environ["SHRINK_NOTE"],
     "failure": os.environ["FAILURE"], "failure_logs": os.environ["FAILURE_LOGS"],
     "snapshots": snaps, "dbsize_start": os.environ["DBSIZE_START"], "dbsize_end": os.environ["DBSIZE_END"],
     "verify": verify, "cluster_check": check_txt, "log_warnings": len(warn), "log_examples": warn[:8],

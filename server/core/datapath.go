@@ -511,19 +511,19 @@ func (n *Coordinator) commitRecordLocked(s *inflightShard, op *WriteOp, v uint64
 	}
 	n.Lost.Forget(op.Key, op.Del)
 	m := n.Ctl.Map()
-	shard := kind.ShardID(m, op.Key)
 	if applied {
 		n.accountDetached(m, prev, had, next)
-		if e, ok := DirChange(op, shard, !op.Del && op.scheme(n).Traits().Immediate, v, prev, had); ok {
+		if e, ok := DirChange(op, 0, !op.Del && op.scheme(n).Traits().Immediate, v, prev, had); ok {
+			e.Shard = kind.ShardID(m, op.Key) // only now: a plain overwrite sends none
 			n.EnqueueDirectory(e)
 		}
 		if had && n.needsRelease(m, prev.Scheme, op) {
-			return []Release{{Key: op.Key, Shard: shard, Scheme: prev.Scheme, Version: prev.Version, everywhere: op.Del}}, nil
+			return []Release{{Key: op.Key, Shard: kind.ShardID(m, op.Key), Scheme: prev.Scheme, Version: prev.Version, everywhere: op.Del}}, nil
 		}
 		return nil, nil
 	}
 	if !op.Del && n.ownPiecesOrphaned(op, prev, had) {
-		return []Release{{Key: op.Key, Shard: shard, Scheme: op.Entry.ID, Version: v, Exact: true}}, nil
+		return []Release{{Key: op.Key, Shard: kind.ShardID(m, op.Key), Scheme: op.Entry.ID, Version: v, Exact: true}}, nil
 	}
 	return nil, nil
 }
