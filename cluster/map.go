@@ -342,6 +342,23 @@ func (m *Map) ShardOf(slot int) *Shard {
 	return &m.Shards[t[slot]]
 }
 
+// ShardByID returns shard id of m, or nil when m has none such (a shard
+// appended by a map this one predates).
+func (m *Map) ShardByID(id int) *Shard {
+	if id < 0 || id >= len(m.Shards) {
+		return nil
+	}
+	return &m.Shards[id]
+}
+
+// Keeps says whether sh keeps slot: it is not retired and slot is in its
+// range (an importing shard's range is the slots it imports). A slot that
+// leaves a shard never returns to it: a migration moves slots to a new
+// shard.
+func (sh *Shard) Keeps(slot int) bool {
+	return !sh.Retired && slot >= sh.First && slot <= sh.Last
+}
+
 // Coordinator returns the coordinator of slot: the first node of its
 // shard's placement whose state is Up (DESIGN.md §1), passing over the
 // shard's Standby nodes unless no other node is up. It reports false while

@@ -157,8 +157,8 @@ func (c Migrate) apply(m *Map) (*Map, error) {
 		return nil, errorf(ErrBadCommand, "shard %d is retired", c.From)
 	case src.Importing:
 		return nil, errorf(ErrBadCommand, "shard %d is importing", c.From)
-	case m.exporting(c.From) >= 0:
-		return nil, errorf(ErrBadCommand, "shard %d is already giving slots to shard %d", c.From, m.exporting(c.From))
+	case m.ImporterFrom(c.From) != nil:
+		return nil, errorf(ErrBadCommand, "shard %d is already giving slots to shard %d", c.From, m.ImporterFrom(c.From).ID)
 	case c.First < src.First || c.Last > src.Last || c.First > c.Last || (c.First != src.First && c.Last != src.Last):
 		return nil, errorf(ErrBadCommand, "slots %d-%d are not the start, the end or the whole of shard %d's %d-%d", c.First, c.Last, c.From, src.First, src.Last)
 	}
@@ -191,14 +191,14 @@ func (m *Map) checkNewPlacement(p []NodeID) error {
 	return nil
 }
 
-// exporting is the position of the shard importing from shard i, or -1.
-func (m *Map) exporting(i int) int {
+// ImporterFrom returns the shard importing slots from shard i, or nil.
+func (m *Map) ImporterFrom(i int) *Shard {
 	for j := range m.Shards {
 		if m.Shards[j].Importing && m.Shards[j].From == i {
-			return j
+			return &m.Shards[j]
 		}
 	}
-	return -1
+	return nil
 }
 
 func (c MigrationDone) apply(m *Map) (*Map, error) {
@@ -247,7 +247,7 @@ func (c Drain) apply(m *Map) (*Map, error) {
 	if n.Draining == !c.Off {
 		return m, nil
 	}
-	if !c.Off && m.countData()-m.countDraining()-1 < m.Width() && m.placedNode(c.ID) {
+	if !c.Off && m.countData()-m.DrainingNodes()-1 < m.Width() && m.placedNode(c.ID) {
 		return nil, errorf(ErrTooFewNodes, "draining %s would leave fewer than %d data nodes, the placement's width", c.ID, m.Width())
 	}
 	next := m.Clone()
@@ -258,8 +258,8 @@ func (c Drain) apply(m *Map) (*Map, error) {
 // countData counts the up nodes (data nodes and placed spares alike).
 func (m *Map) countData() int { return m.countState(Up) }
 
-// countDraining counts the up nodes marked draining.
-func (m *Map) countDraining() int {
+// DrainingNodes counts the up nodes marked draining.
+func (m *Map) DrainingNodes() int {
 	count := 0
 	for _, n := range m.Nodes {
 		if n.State == Up && n.Draining {

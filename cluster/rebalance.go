@@ -77,8 +77,8 @@ func newPlanner(m *Map) *planner {
 // slotsKept is how many slots sh keeps once its export (if any) ends.
 func (m *Map) slotsKept(sh *Shard) int {
 	n := sh.Last - sh.First + 1
-	if j := m.exporting(sh.ID); j >= 0 && !sh.Importing {
-		n -= m.Shards[j].Last - m.Shards[j].First + 1
+	if imp := m.ImporterFrom(sh.ID); imp != nil && !sh.Importing {
+		n -= imp.Last - imp.First + 1
 	}
 	return n
 }

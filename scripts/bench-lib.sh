@@ -4,15 +4,17 @@
 # free_port prints a free TCP port.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# free_base finds a base port whose client, peer (+1000) and HTTP (+2000)
-# ranges are free for 6 nodes.
+# free_base [NODES [FIRST [LAST]]] finds a base port, from FIRST to LAST
+# in steps of 50 (7301 to 9901), whose client, peer (+1000) and HTTP
+# (+2000) ranges are free for NODES nodes (6).
 free_base() {
-	for base in $(seq 7301 50 9901); do
-		if python3 - "$base" <<'PY'
+	local nodes=${1:-6}
+	for base in $(seq "${2:-7301}" 50 "${3:-9901}"); do
+		if python3 - "$base" "$nodes" <<'PY'
 import socket, sys
-b = int(sys.argv[1])
+b, nodes = int(sys.argv[1]), int(sys.argv[2])
 for off in (0, 1000, 2000):
-    for i in range(6):
+    for i in range(nodes):
         s = socket.socket()
         try:
             s.bind(("127.0.0.1", b + off + i))

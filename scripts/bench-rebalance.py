@@ -229,8 +229,14 @@ def last_lines(path, n=4):
             lines = f.read().decode(errors="replace").splitlines()
     except FileNotFoundError:
         return []
+    return json_lines(lines[-n:])
+
+
+def json_lines(lines):
+    """The JSON values of lines, skipping any that does not parse (a line a
+    writer had not finished)."""
     out = []
-    for ln in lines[-n:]:
+    for ln in lines:
         try:
             out.append(json.loads(ln))
         except ValueError:
@@ -448,13 +454,8 @@ def cmd_report(a):
     meta = json.load(open(os.path.join(d, "meta.json")))
     ev = json.load(open(os.path.join(d, "events.json")))
     rows = read_windows(os.path.join(d, "windows.csv"))
-    polls = []
     with open(os.path.join(d, "status.jsonl")) as f:
-        for ln in f:
-            try:
-                polls.append(json.loads(ln))
-            except ValueError:
-                pass
+        polls = json_lines(f)
     probe = []
     if os.path.exists(os.path.join(d, "probe.csv")):
         with open(os.path.join(d, "probe.csv")) as f:
@@ -835,13 +836,8 @@ def cmd_report(a):
 def cmd_status_csv(a):
     """The status polls as CSV: time from the baseline, epoch, rebalance,
     importing shards, migration counters, and each node's state/slots/keys."""
-    polls = []
     with open(a.status) as f:
-        for ln in f:
-            try:
-                polls.append(json.loads(ln))
-            except ValueError:
-                pass
+        polls = json_lines(f)
     addrs = []
     for p in polls:
         for n in p.get("nodes", []):

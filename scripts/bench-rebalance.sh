@@ -33,6 +33,8 @@ bin=$(realpath "$1")
 mkdir -p "$2"
 out=$(realpath "$2")
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench-lib.sh
+source "$here/bench-lib.sh"
 tool=$here/bench-rebalance.py
 cmdline="$(for v in DS_STRIPE DS_REP DS_SPLIT LOAD_KEYS PHASE_SECONDS WINDOW_SECONDS PARALLEL RATE MOVE_TIMEOUT PROBE_RATE WARMUP; do
 	if [ -n "${!v:-}" ]; then printf '%s=%s ' "$v" "${!v}"; fi
@@ -89,25 +91,7 @@ ps -eo pid=,comm=,times= >"$work/ps-start.txt"
 
 # A base port whose client, peer (+1000) and HTTP (+2000) ports are free for
 # 9 nodes, below the ephemeral range.
-base=$(python3 - <<'PY'
-import socket, sys
-for b in range(17001, 30000, 50):
-    ok = True
-    for off in (0, 1000, 2000):
-        for i in range(9):
-            s = socket.socket()
-            try:
-                s.bind(("127.0.0.1", b + off + i))
-            except OSError:
-                ok = False
-            finally:
-                s.close()
-    if ok:
-        print(b)
-        sys.exit(0)
-sys.exit("no free base port")
-PY
-)
+base=$(free_base 9 17001 29951)
 http=127.0.0.1:$((base + 2000))
 ports6=$(seq -s, "$base" $((base + 5)))
 new=("127.0.0.1:$((base + 6))" "127.0.0.1:$((base + 7))" "127.0.0.1:$((base + 8))")

@@ -317,7 +317,7 @@ func nodeStates(m *cluster.Map) map[string]int {
 // detector heard from recently, so the control plane keeps its size of
 // voters and survives another failure.
 func (n *Node) replaceVoter(ctx context.Context, m *cluster.Map, failed cluster.NodeID) {
-	node, ok := n.voterCandidate(m)
+	node, ok := n.voterCandidate(m, failed)
 	if !ok {
 		n.Log.Warn("no live non-voter to replace a failed voter", "failed", failed)
 		return
@@ -329,10 +329,13 @@ func (n *Node) replaceVoter(ctx context.Context, m *cluster.Map, failed cluster.
 	n.Log.Warn("voter replaced", "failed", failed, "with", node.ID)
 }
 
-// voterCandidate is a live non-voter the detector heard from recently.
-func (n *Node) voterCandidate(m *cluster.Map) (cluster.Node, bool) {
+// voterCandidate is a live non-voter other than leaving that is not
+// draining and that the detector heard from recently: the node a failed or
+// drained voter hands its vote to.
+func (n *Node) voterCandidate(m *cluster.Map, leaving cluster.NodeID) (cluster.Node, bool) {
 	for _, node := range m.Nodes {
-		if !node.Voter && (node.State == cluster.Up || node.State == cluster.Spare) && n.detector.Fresh(node.ID, n.Cfg.FailureTimeout/2) {
+		if !node.Voter && node.ID != leaving && !node.Draining && (node.State == cluster.Up || node.State == cluster.Spare) &&
+			n.detector.Fresh(node.ID, n.Cfg.FailureTimeout/2) {
 			return node, true
 		}
 	}

@@ -38,7 +38,7 @@ func (n *Node) pruneMembers(ctx context.Context, m *cluster.Map) {
 		if node, ok := m.Node(mem.ID); !ok || node.State != cluster.Failed {
 			continue
 		}
-		if _, ok := n.voterCandidate(m); mem.Voter && !ok {
+		if _, ok := n.voterCandidate(m, mem.ID); mem.Voter && !ok {
 			continue // it keeps its vote until a live node can take it
 		}
 		if !n.detector.ClaimMarking(mem.ID) {

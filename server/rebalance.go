@@ -27,10 +27,7 @@ func (n *Node) rebalanceLoop(ctx context.Context) {
 
 // rebalanceStep proposes what m calls for next.
 func (n *Node) rebalanceStep(ctx context.Context, m *cluster.Map) error {
-	draining := false
-	for _, node := range m.Nodes {
-		draining = draining || (node.Draining && node.State == cluster.Up)
-	}
+	draining := m.DrainingNodes() > 0
 	if m.Rebalance == nil && !draining {
 		return nil
 	}
@@ -62,7 +59,7 @@ func (n *Node) rebalanceStep(ctx context.Context, m *cluster.Map) error {
 }
 
 // removeDrained takes a drained node out: a voter first hands its vote to
-// a live non-voter (Plane.ReplaceVoter, which also leaves Raft), a
+// a live non-voter (voterCandidate; Plane.ReplaceVoter, which also leaves Raft), a
 // non-voter is marked left and then leaves Raft.
 func (n *Node) removeDrained(ctx context.Context, id cluster.NodeID) error {
 	m := n.Ctl.Map()
@@ -71,7 +68,7 @@ func (n *Node) removeDrained(ctx context.Context, id cluster.NodeID) error {
 		return nil
 	}
 	if node.Voter {
-		heir, ok := voteHeir(m, id)
+		heir, ok := n.voterCandidate(m, id)
 		if !ok {
 			return fmt.Errorf("node %s votes and no live non-voter can take its vote", id)
 		}
@@ -85,14 +82,4 @@ func (n *Node) removeDrained(ctx context.Context, id cluster.NodeID) error {
 		return err
 	}
 	return n.Ctl.RemoveMember(ctx, id)
-}
-
-// voteHeir is the first up node that neither votes nor drains.
-func voteHeir(m *cluster.Map, leaving cluster.NodeID) (cluster.Node, bool) {
-	for _, node := range m.Nodes {
-		if node.ID != leaving && node.State == cluster.Up && !node.Voter && !node.Draining {
-			return node, true
-		}
-	}
-	return cluster.Node{}, false
 }

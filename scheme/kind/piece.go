@@ -62,7 +62,12 @@ func ShardID(m *cluster.Map, key []byte) uint16 {
 // PlacementTargets lists every node of key's shard placement that is not
 // failed, at its position.
 func PlacementTargets(m *cluster.Map, key []byte) []Target {
-	sh := m.ShardOf(keyslot.Of(key))
+	return ShardTargets(m, m.ShardOf(keyslot.Of(key)))
+}
+
+// ShardTargets lists every node of sh's placement (sh of m, or nil: none)
+// that is not failed, at its position.
+func ShardTargets(m *cluster.Map, sh *cluster.Shard) []Target {
 	if sh == nil {
 		return nil
 	}

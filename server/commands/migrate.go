@@ -383,13 +383,13 @@ func (n *Server) export(ctx context.Context, id int) error {
 			return err
 		}
 		n.Migration.KeysTotal.Add(int64(len(keys)))
-		var p pacer
+		pace := core.NewPacer() // the rate may change while the movers run
 		err := core.ForEach(ctx, len(keys), moveWorkers, func(ctx context.Context, i int) error {
 			size, err := n.moveKey(ctx, m, &m.Shards[id], keys[i])
 			if err != nil {
 				return fmt.Errorf("moving key %q: %w", keys[i], err)
 			}
-			return p.wait(ctx, size, n.Ctl.Map().MigrateRate())
+			return pace.Wait(ctx, int64(size), n.Ctl.Map().MigrateRate())
 		})
 		if err != nil {
 			return err
@@ -469,33 +469,3 @@ func (n *Server) moveKey(ctx context.Context, m *cluster.Map, imp *cluster.Shard
 // redundancy) and a deletion here, so one at a time left both idle (0.6
 // MB/s of small keys between two processes on loopback).
 const moveWorkers = 16
-
-// pacer keeps a migration's source at its rate, which the map may change
-// while it runs (SetRebalance): a new rate starts a new measure. Its
-// movers share it.
-type pacer struct {
-	mu    sync.Mutex
-	start time.Time
-	moved int
-	rate  int64
-}
-
-// wait counts size bytes moved and sleeps while they are ahead of rate.
-func (p *pacer) wait(ctx context.Context, size int, rate int64) error {
-	p.mu.Lock()
-	if rate != p.rate || p.start.IsZero() {
-		p.start, p.moved, p.rate = time.Now(), 0, rate
-	}
-	p.moved += size
-	ahead := time.Duration(float64(p.moved)/float64(rate)*float64(time.Second)) - time.Since(p.start)
-	p.mu.Unlock()
-	if ahead <= 0 {
-		return nil
-	}
-	select {
-	case <-time.After(ahead):
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}

@@ -239,7 +239,7 @@ func (n *Coordinator) Announcement(op *WriteOp, v uint64) (DirEntry, bool) {
 // announce stores e on its shard's directory nodes and waits for them.
 func (n *Coordinator) announce(ctx context.Context, e DirEntry) error {
 	m := n.Ctl.Map()
-	sh := shardByID(m, e.Shard)
+	sh := m.ShardByID(int(e.Shard))
 	if sh == nil {
 		return nil
 	}
@@ -276,14 +276,6 @@ func PurgeOf(key []byte, shard uint16, v uint64) DirEntry {
 // record meta.
 func EntryOf(key []byte, shard uint16, meta store.Meta) DirEntry {
 	return DirEntry{Key: key, Shard: shard, Scheme: meta.Scheme, Version: meta.Version, ExpireAt: meta.ExpireAt}
-}
-
-// shardByID is m's shard id, or nil when m has no such shard.
-func shardByID(m *cluster.Map, id uint16) *cluster.Shard {
-	if int(id) >= len(m.Shards) {
-		return nil
-	}
-	return &m.Shards[id]
 }
 
 // dirWindow is how long the directory sender gathers entries before it
@@ -368,7 +360,7 @@ func (n *Coordinator) SendDirectory(batch []DirEntry, fences uint64) {
 	nodes := map[cluster.NodeID]cluster.Node{}
 	byShard := map[int][]cluster.Node{} // every key of a shard has the same directory nodes
 	for _, x := range batch {
-		sh := shardByID(m, x.Shard)
+		sh := m.ShardByID(int(x.Shard))
 		if sh == nil {
 			continue
 		}

@@ -463,17 +463,7 @@ func (n *Coordinator) ReleaseAll(ctx context.Context, rels []Release, wait bool)
 // other shard's.
 func releaseTargets(m *cluster.Map, sch kind.Scheme, r Release) ([]kind.Target, error) {
 	if kind.ShardID(m, r.Key) != r.Shard {
-		sh := shardByID(m, r.Shard)
-		if sh == nil {
-			return nil, nil
-		}
-		var out []kind.Target
-		for p, id := range sh.Placement {
-			if node, ok := m.Node(id); ok && !node.Gone() {
-				out = append(out, kind.Target{Index: p, Node: node})
-			}
-		}
-		return out, nil
+		return kind.ShardTargets(m, m.ShardByID(int(r.Shard))), nil
 	}
 	if r.everywhere {
 		return kind.PlacementTargets(m, r.Key), nil

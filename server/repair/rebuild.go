@@ -270,7 +270,7 @@ func (n *Repairer) rebuildPlan(m *cluster.Map, dirNodes []cluster.Node, keys [][
 // time (rebuildKey).
 func (n *Repairer) runRebuild(ctx context.Context, plan []rebuildItem, have held) (int64, error) {
 	need := have.lacks
-	start := time.Now()
+	pace := core.NewPacer()
 	var sent atomic.Int64
 	// account records a step of keys and bytes that began at began, and
 	// paces its worker.
@@ -279,7 +279,8 @@ func (n *Repairer) runRebuild(ctx context.Context, plan []rebuildItem, have held
 		n.Rebuild.BytesDone.Add(int64(bytes))
 		faults.Hit(faults.MidRebuild)
 		n.rest(ctx, time.Since(began))
-		n.pause(ctx, start, sent.Add(int64(bytes)), n.Cfg.RebuildRate)
+		sent.Add(int64(bytes))
+		_ = pace.Wait(ctx, int64(bytes), n.Cfg.RebuildRate)
 	}
 	copies, decodes, others := splitPlan(plan)
 	err := core.ForEach(ctx, len(copies), copyWorkers, func(ctx context.Context, i int) error {

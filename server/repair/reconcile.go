@@ -36,11 +36,9 @@ func otherEnd(m *cluster.Map, sh cluster.Shard) (first, last int, other cluster.
 		other, ok = m.CoordinatorOf(&m.Shards[sh.From])
 		return sh.First, sh.Last, other, false, ok
 	}
-	for i := range m.Shards {
-		if t := &m.Shards[i]; t.Importing && t.From == sh.ID {
-			other, ok = m.CoordinatorOf(t)
-			return t.First, t.Last, other, true, ok
-		}
+	if t := m.ImporterFrom(sh.ID); t != nil {
+		other, ok = m.CoordinatorOf(t)
+		return t.First, t.Last, other, true, ok
 	}
 	return 0, 0, cluster.Node{}, false, false
 }

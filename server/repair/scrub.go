@@ -58,10 +58,11 @@ func (n *Repairer) ScrubLoop(ctx context.Context) {
 
 // scrubStore runs check on every record of st, paced.
 func (n *Repairer) scrubStore(ctx context.Context, st *store.Store, check func(context.Context, []byte, []byte, store.Meta)) {
-	start, total := time.Now(), int64(0)
+	pace := core.NewPacer()
 	var cursor uint64
 	for {
 		var keys [][]byte
+		var cost int64 // of the page
 		cursor = st.Scan(cursor, scrubPage, func(k []byte, _ store.Meta) bool {
 			keys = append(keys, append([]byte(nil), k...))
 			return true
@@ -70,13 +71,12 @@ func (n *Repairer) scrubStore(ctx context.Context, st *store.Store, check func(c
 			if val, meta, ok := st.View(k); ok { // checked, never modified
 				// Pace on the record, not just its value: a store of small
 				// values is scrubbed at a bounded number of records too.
-				cost := int64(len(k) + len(val) + scrubRecordCost)
-				total += cost
+				cost += int64(len(k) + len(val) + scrubRecordCost)
 				n.Health.Scrubbed.Add(int64(len(val)))
 				check(ctx, k, val, meta)
 			}
 		}
-		n.pause(ctx, start, total, n.Cfg.ScrubRate)
+		_ = pace.Wait(ctx, cost, n.Cfg.ScrubRate)
 		if cursor == 0 || ctx.Err() != nil {
 			return
 		}
@@ -106,10 +106,11 @@ func (n *Repairer) scrubPiece(ctx context.Context, k, val []byte, meta store.Met
 	n.Health.Corrupt.Add(1)
 	n.Pieces.DeleteIf(k, func(m store.Meta) bool { return m.Version == meta.Version })
 	m := n.Ctl.Map()
-	if int(ref.Shard) >= len(m.Shards) || !keepsSlot(&m.Shards[ref.Shard], keyslot.Of(ref.Key)) {
+	sh := m.ShardByID(int(ref.Shard))
+	if sh == nil || !sh.Keeps(keyslot.Of(ref.Key)) {
 		return // a shard's that no longer keeps the key: nothing to repair
 	}
-	coord, ok := m.CoordinatorOf(&m.Shards[ref.Shard]) // the importer's, in a migration
+	coord, ok := m.CoordinatorOf(sh) // the importer's, in a migration
 	if !ok {
 		return
 	}
@@ -120,19 +121,4 @@ func (n *Repairer) scrubPiece(ctx context.Context, k, val []byte, meta store.Met
 		_, err = n.Call(ctx, coord, peer.MsgRepair, wire.Enc(nil).Bytes(ref.Key))
 	}
 	n.Log.Warn("scrub: corrupt piece dropped, repair asked", "key", string(ref.Key), "coordinator", coord.ID, "err", err)
-}
-
-// pause sleeps as long as handling done bytes since start has outrun rate
-// bytes per second (0: no bound).
-func (n *Repairer) pause(ctx context.Context, start time.Time, done, rate int64) {
-	if rate <= 0 {
-		return
-	}
-	due := time.Duration(float64(done) / float64(rate) * float64(time.Second))
-	if ahead := due - time.Since(start); ahead > 0 {
-		select {
-		case <-ctx.Done():
-		case <-time.After(ahead):
-		}
-	}
 }

@@ -131,14 +131,15 @@ func (n *Repairer) sweepStep(ctx context.Context, cursor uint64) uint64 {
 		if !ok {
 			return true
 		}
-		if shardLeft(m, ref.Shard, ref.Key) {
+		sh := m.ShardByID(int(ref.Shard))
+		if shardLeft(sh, ref.Key) {
 			foreign = append(foreign, append([]byte(nil), k...))
 			return true
 		}
-		if kind == core.PieceKindDirectory || int(ref.Shard) >= len(m.Shards) {
+		if kind == core.PieceKindDirectory || sh == nil {
 			return true
 		}
-		coord, ok := m.CoordinatorOf(&m.Shards[ref.Shard])
+		coord, ok := m.CoordinatorOf(sh)
 		if !ok || coord.State != cluster.Up {
 			return true
 		}
@@ -180,16 +181,11 @@ func (n *Repairer) sweepStep(ctx context.Context, cursor uint64) uint64 {
 	return next
 }
 
-// shardLeft says whether shard, known to m, no longer keeps key's slot:
-// then its pieces of key are garbage (see the file comment).
-func shardLeft(m *cluster.Map, shard uint16, key []byte) bool {
-	return int(shard) < len(m.Shards) && !keepsSlot(&m.Shards[shard], keyslot.Of(key))
-}
-
-// keepsSlot says whether sh keeps slot: sh is not retired and slot is in
-// its range (an importing shard's range is the slots it imports).
-func keepsSlot(sh *cluster.Shard, slot int) bool {
-	return !sh.Retired && slot >= sh.First && slot <= sh.Last
+// shardLeft says whether sh (nil: a shard the map does not know yet) no
+// longer keeps key's slot: then its pieces of key are garbage (see the
+// file comment).
+func shardLeft(sh *cluster.Shard, key []byte) bool {
+	return sh != nil && !sh.Keeps(keyslot.Of(key))
 }
 
 // askAudit asks node (the coordinator of items' keys) which of this

@@ -49,7 +49,7 @@ func TestShardLeft(t *testing.T) {
 		{"another shard", uint16((home.ID + 1) % imp.ID), true},
 	}
 	for _, c := range cases {
-		if got := shardLeft(m, c.shard, key); got != c.left {
+		if got := shardLeft(m.ShardByID(int(c.shard)), key); got != c.left {
 			t.Errorf("%s: left %v, want %v", c.name, got, c.left)
 		}
 	}
@@ -62,14 +62,14 @@ func TestShardLeft(t *testing.T) {
 	} else {
 		m.Shards[home.ID].Last = slot - 1
 	}
-	if !shardLeft(m, uint16(home.ID), key) {
+	if !shardLeft(m.ShardByID(home.ID), key) {
 		t.Error("the source's pieces of a slot it no longer keeps are kept")
 	}
-	if shardLeft(m, uint16(imp.ID), key) {
+	if shardLeft(m.ShardByID(imp.ID), key) {
 		t.Error("the importer's pieces are dropped after the migration")
 	}
 	m.Shards[imp.ID].Retired = true
-	if !shardLeft(m, uint16(imp.ID), key) {
+	if !shardLeft(m.ShardByID(imp.ID), key) {
 		t.Error("a retired shard's pieces are kept")
 	}
 }
