@@ -53,6 +53,8 @@
 // client; a sixth node joins and `memgest cluster add-node` rebalances
 // slots onto it, then `memgest cluster remove-node` drains a data node out
 // of the cluster, and every key still reads back through every live node.
+// During each of the two moves, clients on the staying nodes SET, GET and
+// DEL other keys of the three schemes, and porcupine checks their history.
 package tests
 
 import (
@@ -65,6 +67,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/memgest/memgest/server"
 )
@@ -139,6 +143,7 @@ func TestNetnsCluster(t *testing.T) {
 	newHost := lab.addHost("n4")
 	grown := c.start(newHost, c.serverArgs(newHost, c.secret, "--join", watcher.peerAddr()))
 	c.waitFormed(30*time.Second, len(c.nodes))
+	load := startMoveLoad(t, c.plainEach(survivors), "grow", 24, netnsSpecs(), 2*time.Millisecond, 6)
 	if out, err := c.cli("cluster", "add-node", grown.addr(), "--addr", watcher.addr(), "--pass", c.pass); err != nil {
 		t.Fatalf("memgest cluster add-node: %v\n%s", err, out)
 	}
@@ -148,6 +153,7 @@ func TestNetnsCluster(t *testing.T) {
 		return st.ShardsImporting == 0 && st.Rebalance == "" && i >= 0 && st.Nodes[i].Slots > 0
 	})
 	t.Logf("%s added and slots rebalanced in %s", grown.addr(), time.Since(grownAt).Round(time.Millisecond))
+	load.check(t, "the load during the rebalance")
 	live := append(slices.Clone(survivors), grown)
 	coordinators = append(coordinators, spare, grown)
 	c.checkKeys(want, live...)
@@ -160,6 +166,8 @@ func TestNetnsCluster(t *testing.T) {
 	if leaving == watcher {
 		leaving = coordinators[1]
 	}
+	staying := slices.DeleteFunc(slices.Clone(live), func(nd *nsNode) bool { return nd == leaving })
+	load = startMoveLoad(t, c.plainEach(staying), "drain", 24, netnsSpecs(), 2*time.Millisecond, 7)
 	if out, err := c.cli("cluster", "remove-node", leaving.addr(), "--addr", watcher.addr(), "--pass", c.pass); err != nil {
 		t.Fatalf("memgest cluster remove-node: %v\n%s", err, out)
 	}
@@ -169,6 +177,7 @@ func TestNetnsCluster(t *testing.T) {
 		return st.ShardsImporting == 0 && st.Rebalance == "" && i >= 0 && st.Nodes[i].State == "left"
 	})
 	t.Logf("%s drained and removed in %s", leaving.addr(), time.Since(drainedAt).Round(time.Millisecond))
+	load.check(t, "the load during the drain")
 	leaving.kill()
 	c.nodes = slices.DeleteFunc(c.nodes, func(nd *nsNode) bool { return nd == leaving })
 	c.removed = append(c.removed, leaving)
@@ -178,6 +187,24 @@ func TestNetnsCluster(t *testing.T) {
 	c.checkAddresses(live, coordinators)
 
 	t.Logf("TestNetnsCluster: %s in all", time.Since(began).Round(time.Millisecond))
+}
+
+// netnsSpecs are the specs of netnsSchemes.
+func netnsSpecs() []string {
+	var out []string
+	for _, s := range netnsSchemes {
+		out = append(out, s.spec)
+	}
+	return out
+}
+
+// plainEach is a plain client to each of nodes.
+func (c *nsCluster) plainEach(nodes []*nsNode) []*redis.Client {
+	var out []*redis.Client
+	for _, nd := range nodes {
+		out = append(out, c.plain(nd))
+	}
+	return out
 }
 
 // checkAddresses asks each of asked for CLUSTER NODES, CLUSTER SLOTS and

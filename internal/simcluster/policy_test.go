@@ -298,44 +298,6 @@ func TestTemperaturePolicy(t *testing.T) {
 	setPolicy(t, c, "OFF")
 }
 
-// register is porcupine's model of one string key: SET and GET, per key.
-var register = porcupine.Model{
-	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
-		byKey := map[string][]porcupine.Operation{}
-		var keys []string
-		for _, op := range history {
-			k := op.Input.(regOp).key
-			if byKey[k] == nil {
-				keys = append(keys, k)
-			}
-			byKey[k] = append(byKey[k], op)
-		}
-		out := make([][]porcupine.Operation, 0, len(keys))
-		for _, k := range keys {
-			out = append(out, byKey[k])
-		}
-		return out
-	},
-	Init: func() any { return regOut{} },
-	Step: func(state, input, output any) (bool, any) {
-		in, s := input.(regOp), state.(regOut)
-		if in.set {
-			return true, regOut{value: in.value, exists: true}
-		}
-		return output.(regOut) == s, s
-	},
-}
-
-type regOp struct {
-	key, value string
-	set        bool
-}
-
-type regOut struct {
-	value  string
-	exists bool
-}
-
 // TestTemperatureMovesUnderReads (DESIGN.md §8.2, §8.4): keys move between
 // a temperature policy's schemes in both directions — idle ones to cold
 // in the background after each jump of the clock past the idle time, cold

@@ -17,19 +17,25 @@ import (
 // operator sends (decision 0016): NODE.PROMOTE and REBALANCE give the new
 // node its share of the slots; NODE.DRAIN moves everything off a voter,
 // which hands its vote over and leaves Raft and the map. Keys of every
-// scheme read back bit-exact, and readers never miss one meanwhile.
+// scheme read back bit-exact, and readers never miss one meanwhile. Under
+// each move, clients SET, GET and DEL other keys of every scheme, and
+// their history is linearizable (porcupine).
 func TestRebalanceGrowsAndDrainsByCommand(t *testing.T) {
 	c := simcluster.Start(t, 2929, simcluster.Options{Nodes: 6, Spares: 1})
 	spare := c.Len() - 1
 	want := writeEverySchemeKeys(t, c, 180)
 
+	before := c.Node(0).Map()
 	stop, check := readWhile(t, c, want, func() []int { return c.LiveNodes() }, false)
+	stopLoad, checkLoad := startRegisterLoad(t, c, "lingrow", 48, 3, c.LiveNodes)
 	expect(t, "NODE.PROMOTE", c.Do(0, "NODE.PROMOTE", string(c.Node(spare).NodeID)), "+OK")
 	expect(t, "REBALANCE", c.Do(0, "REBALANCE", "PARALLEL", "3"), "+OK")
 	c.WaitMap("the rebalance done", func(m *cluster.Map) bool { return m.Rebalance == nil && !m.Migrating() })
 	stop()
+	stopLoad()
 	check("during the rebalance")
 	m := c.Node(0).Map()
+	requireMoved(t, before, m, checkLoad("the load during the rebalance"))
 	if got, share := coordinatedSlots(m, c.Node(spare).NodeID), 16384/7; got < share-64 || got > share+64 {
 		t.Fatalf("the new node coordinates %d slots, its share is %d", got, share)
 	}
@@ -51,7 +57,9 @@ func TestRebalanceGrowsAndDrainsByCommand(t *testing.T) {
 		}
 		return out
 	}
+	before = m
 	stop, check = readWhile(t, c, want, stayers, false)
+	stopLoad, checkLoad = startRegisterLoad(t, c, "lindrain", 48, 3, stayers)
 	expect(t, "NODE.DRAIN", c.Do(0, "NODE.DRAIN", string(c.Node(leaving).NodeID)), "+OK")
 	gone := c.Node(leaving).NodeID
 	c.Until("the drained node removed", func() (bool, string) {
@@ -71,10 +79,12 @@ func TestRebalanceGrowsAndDrainsByCommand(t *testing.T) {
 		return n.State == cluster.Left && !m.Migrating() && m.Rebalance == nil, fmt.Sprintf("epoch %d: %s %v", m.Epoch, n.State, sh)
 	})
 	stop()
+	stopLoad()
 	c.Kill(leaving) // the operator stops the process
 
 	check("during the drain")
 	m = c.Node(stayers()[0]).Map()
+	requireMoved(t, before, m, checkLoad("the load during the drain"))
 	voters := 0
 	for _, n := range m.Nodes {
 		if n.Voter && n.State == cluster.Up {
@@ -176,6 +186,26 @@ func readAllOn(t *testing.T, c *simcluster.Cluster, want map[string]string, when
 		}
 		i++
 	}
+}
+
+// requireMoved fails the test unless some of keys changed coordinator
+// between the maps before and after: a load whose keys all stayed put
+// tested nothing of the move.
+func requireMoved(t *testing.T, before, after *cluster.Map, keys []string) {
+	t.Helper()
+	moved := 0
+	for _, k := range keys {
+		s := keyslot.Of([]byte(k))
+		from, _ := before.Coordinator(s)
+		to, _ := after.Coordinator(s)
+		if from.ID != to.ID {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Fatalf("none of the load's %d keys moved", len(keys))
+	}
+	t.Logf("%d of the load's %d keys moved", moved, len(keys))
 }
 
 // coordinatedSlots counts the slots m routes to id.
