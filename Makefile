@@ -72,9 +72,9 @@ SEED ?=
 robustness:
 ifeq ($(SEED),)
 	MEMGEST_TEST_NORACE=1 $(GO) test ./tests -run '^TestRobustness$$' -count=1 -timeout 90m -v \
-		-robustness.runs=$(RUNS) -robustness.report=$(CURDIR)/docs/robustness-report.md
+		-robustness.runs=$(RUNS) -robustness.checktime=10s -robustness.report=$(CURDIR)/docs/robustness-report.md
 else
-	MEMGEST_TEST_NORACE=1 $(GO) test ./tests -run '^TestRobustness$$' -count=1 -timeout 30m -v -robustness.seed=$(SEED)
+	MEMGEST_TEST_NORACE=1 $(GO) test ./tests -run '^TestRobustness$$' -count=1 -timeout 30m -v -robustness.checktime=10s -robustness.seed=$(SEED)
 endif
 
 ## bench-ec: the erasure-coding table (memgest vs raw klauspost vs memcpy), written to docs/benchmarks/ec.md.

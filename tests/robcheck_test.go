@@ -152,7 +152,7 @@ type verdict struct {
 
 // checkKeys checks each key's history (a partition) on its own, as many at
 // once as there are processors: a key porcupine cannot decide costs its
-// robCheckTimeout beside the others instead of after them.
+// -robustness.checktime beside the others instead of after them.
 func checkKeys(model porcupine.Model, parts [][]porcupine.Operation) []verdict {
 	out := make([]verdict, len(parts))
 	next := make(chan int)
@@ -162,7 +162,7 @@ func checkKeys(model porcupine.Model, parts [][]porcupine.Operation) []verdict {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				out[i].res, out[i].info = porcupine.CheckOperationsVerbose(model, parts[i], robCheckTimeout)
+				out[i].res, out[i].info = porcupine.CheckOperationsVerbose(model, parts[i], *robCheckTimeFlag)
 			}
 		}()
 	}

@@ -211,7 +211,7 @@ func TestStripeCompactionUnderChurn(t *testing.T) {
 }
 
 func compactionUnderChurn(t *testing.T, sch string) {
-	c := startCluster(t, 6, clusterOptions{extra: []string{"--enable-debug-command", "--compact-rate", "262144"}})
+	c := startCluster(t, 6, clusterOptions{extra: []string{"--enable-debug-command", "--compact-rate", "1048576", "--compact-share", "0.5"}})
 	ctx := ctxT(t)
 	const keys = 20000
 	plain := c.plainClient(0, 2)
