@@ -19,7 +19,9 @@
 # 1 KB rep:3, 8 KB split:4+2; default 300000 60000 20000), LOAD_KEYS (each
 # loop's key range, 20000), PHASE_SECONDS (30), WINDOW_SECONDS (2),
 # PARALLEL (3: the grow's --parallel, and the shrink's when RATE is set),
-# RATE (the grow's and the shrink's --rate, e.g. 64mb; default memgest's), MOVE_TIMEOUT (300 s for a grow or a shrink to end),
+# RATE (the grow's and the shrink's --rate, e.g. 64mb; default memgest's),
+# MIGRATE_SHARE (every node's --migrate-share; default memgest's),
+# MOVE_TIMEOUT (300 s for a grow or a shrink to end),
 # PROBE_RATE (50 iterations/s), WARMUP (10 s of load before the baseline),
 # NAME (rebalance), LOGDIR (OUTDIR/$NAME-logs), KEEP=1 keeps the scratch
 # directory. Every process started here is stopped by its PID; the dev
@@ -36,7 +38,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench-lib.sh
 source "$here/bench-lib.sh"
 tool=$here/bench-rebalance.py
-cmdline="$(for v in DS_STRIPE DS_REP DS_SPLIT LOAD_KEYS PHASE_SECONDS WINDOW_SECONDS PARALLEL RATE MOVE_TIMEOUT PROBE_RATE WARMUP; do
+cmdline="$(for v in DS_STRIPE DS_REP DS_SPLIT LOAD_KEYS PHASE_SECONDS WINDOW_SECONDS PARALLEL RATE MIGRATE_SHARE MOVE_TIMEOUT PROBE_RATE WARMUP; do
 	if [ -n "${!v:-}" ]; then printf '%s=%s ' "$v" "${!v}"; fi
 done)scripts/bench-rebalance.sh $*"
 
@@ -100,6 +102,7 @@ new_csv=$(IFS=,; echo "${new[*]}")
 # A long failure timeout, as the other benchmarks: a saturated 2-core
 # machine must not fail a node.
 dev_args="--server-arg=--failure-timeout=10s"
+if [ -n "${MIGRATE_SHARE:-}" ]; then dev_args+=" --server-arg=--migrate-share=$MIGRATE_SHARE"; fi
 (cd "$work" && exec "$bin" dev --nodes 6 --spares 3 --base-port "$base" $dev_args) >"$work/dev.log" 2>&1 &
 dev=$!
 for _ in $(seq 1 1200); do grep -q "cluster ready" "$work/dev.log" && break; sleep 0.1; done

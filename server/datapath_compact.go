@@ -68,8 +68,8 @@ func (n *Node) compactLoop(ctx context.Context) {
 		}
 		n.stripes.FreeEmptyBatchStripes()
 		worked := len(work) > 0
-		if share := n.Cfg.CompactShare; worked && share > 0 && share < 1 {
-			wait = max(wait, time.Duration(float64(time.Since(start))*(1/share-1)))
+		if worked {
+			wait = max(wait, core.RestFor(time.Since(start), n.Cfg.CompactShare))
 		}
 	}
 }

@@ -385,10 +385,12 @@ func (n *Server) export(ctx context.Context, id int) error {
 		n.Migration.KeysTotal.Add(int64(len(keys)))
 		pace := core.NewPacer() // the rate may change while the movers run
 		err := core.ForEach(ctx, len(keys), moveWorkers, func(ctx context.Context, i int) error {
+			began := time.Now()
 			size, err := n.moveKey(ctx, m, &m.Shards[id], keys[i])
 			if err != nil {
 				return fmt.Errorf("moving key %q: %w", keys[i], err)
 			}
+			core.Rest(ctx, time.Since(began), n.Cfg.MigrateShare)
 			return pace.Wait(ctx, int64(size), n.Ctl.Map().MigrateRate())
 		})
 		if err != nil {

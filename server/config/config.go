@@ -125,6 +125,12 @@ type Config struct {
 	// CompactShare bounds the share of the time compaction works, in
 	// (0, 1]; 1 is no bound.
 	CompactShare float64
+	// MigrateShare bounds the share of the time each mover of a
+	// migration's source works, in (0, 1]; 1 is no bound. The rebalance's
+	// rate bounds bytes, which a mover of small keys hardly spends while
+	// its round trips, the importer's writes and the deletions here cost
+	// clients CPU; time measures those (server/commands/migrate.go).
+	MigrateShare float64
 	// PolicyMoveRate bounds the keys per second a node moves for a
 	// temperature policy (SCHEME.POLICY TEMPERATURE), idle keys to the
 	// cold scheme and often-read cold keys back (server/temperature.go;
@@ -156,6 +162,10 @@ const DefaultNodeMTTF = 90 * 24 * time.Hour
 // "Rebuild": what it costs clients on a loaded machine).
 const DefaultRebuildShare = 0.05
 
+// DefaultMigrateShare is the default MigrateShare (docs/benchmarks/rebalance.md:
+// what a rebalance costs clients on a loaded machine).
+const DefaultMigrateShare = 0.25
+
 // Default returns a single-node configuration on loopback.
 func Default() Config {
 	return Config{
@@ -185,6 +195,7 @@ func Default() Config {
 		SweepInterval:     time.Second,
 		CompactRate:       1 << 20,
 		CompactShare:      DefaultRebuildShare,
+		MigrateShare:      DefaultMigrateShare,
 		PolicyMoveRate:    100,
 	}
 }
@@ -256,6 +267,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.CompactShare > 0 && c.CompactShare <= 1) {
 		return errors.New("config: compact-share must be in (0, 1] (1: no bound)")
+	}
+	if !(c.MigrateShare > 0 && c.MigrateShare <= 1) {
+		return errors.New("config: migrate-share must be in (0, 1] (1: no bound)")
 	}
 	if c.PolicyMoveRate < 0 || c.PolicyMoveRate > 1_000_000 {
 		return errors.New("config: policy-move-rate must be 0..1000000 keys per second (0: no background moves)")

@@ -30,6 +30,8 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.RebuildRate = -1 }, "rebuild-rate"},
 		{func(c *Config) { c.RebuildShare = 0 }, "rebuild-share"},
 		{func(c *Config) { c.RebuildShare = 1.5 }, "rebuild-share"},
+		{func(c *Config) { c.MigrateShare = 0 }, "migrate-share"},
+		{func(c *Config) { c.MigrateShare = -0.5 }, "migrate-share"},
 		{func(c *Config) { c.ScrubRate = -1 }, "scrub-rate"},
 		{func(c *Config) { c.CompactRate = -1 }, "compact-rate"},
 		{func(c *Config) { c.CompactShare = 0 }, "compact-share"},

@@ -45,3 +45,31 @@ func (p *Pacer) Wait(ctx context.Context, n, rate int64) error {
 		return ctx.Err()
 	}
 }
+
+// RestFor is how long a worker that worked d rests so that it works at
+// most share of the time: d·(1/share − 1). A share outside (0, 1) does
+// not rest. Bounding time rather than bytes follows what the work costs
+// (a decode, a round trip, a machine slowed by load all lengthen d), where
+// a byte rate follows only what it sends: the rebuild (--rebuild-share),
+// compaction (--compact-share) and the movers of a migration
+// (--migrate-share) rest by it.
+func RestFor(d time.Duration, share float64) time.Duration {
+	if share <= 0 || share >= 1 {
+		return 0
+	}
+	return time.Duration(float64(d) * (1/share - 1))
+}
+
+// Rest sleeps RestFor(d, share), or until ctx ends.
+func Rest(ctx context.Context, d time.Duration, share float64) {
+	rest := RestFor(d, share)
+	if rest <= 0 {
+		return
+	}
+	t := time.NewTimer(rest)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

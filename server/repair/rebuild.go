@@ -320,20 +320,13 @@ func (n *Repairer) runRebuild(ctx context.Context, plan []rebuildItem, have held
 	return sent.Load(), err
 }
 
-// rest paces a rebuild worker by --rebuild-share: after a step that took
-// d, the worker waits d·(1/share − 1), so it works at most that share of
-// the time. A step slowed by load earns a longer rest, so the bound follows
-// what the rebuild costs, decodes included, where a byte rate follows only
-// what it sends.
+// rest paces a rebuild worker by --rebuild-share (core.RestFor): after a
+// step that took d, the worker waits d·(1/share − 1), so it works at most
+// that share of the time. A step slowed by load earns a longer rest, so
+// the bound follows what the rebuild costs, decodes included, where a byte
+// rate follows only what it sends.
 func (n *Repairer) rest(ctx context.Context, d time.Duration) {
-	share := n.Cfg.RebuildShare
-	if share >= 1 || share <= 0 {
-		return
-	}
-	select {
-	case <-ctx.Done():
-	case <-time.After(time.Duration(float64(d) * (1/share - 1))):
-	}
+	core.Rest(ctx, d, n.Cfg.RebuildShare)
 }
 
 // copyBatch bounds one bulk batch of rep keys; copyWorkers batches are sent
