@@ -6,7 +6,7 @@ FUZZTIME  ?= 10m
 # Fuzz budget per target inside `make test`: a smoke run (seeds and a few
 # seconds of mutation) that keeps the suite under 12 minutes on 2 cores;
 # `make fuzz` is the real run.
-CI_FUZZTIME ?= 3s
+CI_FUZZTIME ?= 2s
 BENCHTIME ?= 200ms
 ROUNDS    ?= 5
 
