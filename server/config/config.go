@@ -109,7 +109,7 @@ type Config struct {
 	RebuildRate int64
 	// RebuildShare bounds the share of the time each rebuild worker works,
 	// in (0, 1]; 1 is no bound. Bytes measure a rep copy's cost but not a
-	// split decode's; time measures both (server/repair/rebuild.go, rest).
+	// split decode's; time measures both (server/repair/rebuild.go, core.Rest).
 	RebuildShare float64
 	// ScrubRate bounds the bytes per second a node reads to check the
 	// CRC32C of what it stores (0: no scrub).

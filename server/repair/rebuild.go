@@ -278,7 +278,10 @@ func (n *Repairer) runRebuild(ctx context.Context, plan []rebuildItem, have held
 		n.Rebuild.KeysDone.Add(int64(keys))
 		n.Rebuild.BytesDone.Add(int64(bytes))
 		faults.Hit(faults.MidRebuild)
-		n.rest(ctx, time.Since(began))
+		// --rebuild-share: a step slowed by load earns a longer rest, so
+		// the bound follows what the rebuild costs, decodes included,
+		// where the byte rate follows only what it sends.
+		core.Rest(ctx, time.Since(began), n.Cfg.RebuildShare)
 		sent.Add(int64(bytes))
 		_ = pace.Wait(ctx, int64(bytes), n.Cfg.RebuildRate)
 	}
@@ -318,15 +321,6 @@ func (n *Repairer) runRebuild(ctx context.Context, plan []rebuildItem, have held
 		return nil
 	})
 	return sent.Load(), err
-}
-
-// rest paces a rebuild worker by --rebuild-share (core.RestFor): after a
-// step that took d, the worker waits d·(1/share − 1), so it works at most
-// that share of the time. A step slowed by load earns a longer rest, so
-// the bound follows what the rebuild costs, decodes included, where a byte
-// rate follows only what it sends.
-func (n *Repairer) rest(ctx context.Context, d time.Duration) {
-	core.Rest(ctx, d, n.Cfg.RebuildShare)
 }
 
 // copyBatch bounds one bulk batch of rep keys; copyWorkers batches are sent

@@ -161,7 +161,7 @@ func (n *Repairer) fillStubs(ctx context.Context, keys []string) {
 	err := core.ForEach(ctx, len(keys), stubWorkers, func(ctx context.Context, i int) error {
 		key := []byte(keys[i])
 		began := time.Now()
-		defer func() { n.rest(ctx, time.Since(began)) }() // paced as the rebuild is
+		defer func() { core.Rest(ctx, time.Since(began), n.Cfg.RebuildShare) }() // paced as the rebuild is
 		if meta, ok := n.Primary.Meta(key); ok && core.IsStub(meta) {
 			if _, _, err := n.FillStub(ctx, key, meta); err != nil {
 				if ctx.Err() != nil {
