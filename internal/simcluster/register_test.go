@@ -2,6 +2,7 @@ package simcluster_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -42,7 +43,8 @@ var register = porcupine.Model{
 		case in.set:
 			return true, regOut{value: in.value, exists: true}
 		case in.del:
-			return output.(regOut).deleted == s.exists, regOut{}
+			out := output.(regOut)
+			return out.unknown || out.deleted == s.exists, regOut{}
 		}
 		return output.(regOut) == s, s
 	},
@@ -57,11 +59,15 @@ type regOp struct {
 	set, del   bool
 }
 
-// regOut is what a GET answered (value, exists) or a DEL counted (deleted).
+// regOut is what a GET answered (value, exists) or a DEL counted
+// (deleted). unknown marks a write that failed saying it may or may not
+// have run: it is pending forever (it may take effect at any point after
+// its call) and its output says nothing.
 type regOut struct {
 	value   string
 	exists  bool
 	deleted bool
+	unknown bool
 }
 
 // registerLoad is a load of clients that SET, GET and DEL keys through
@@ -74,18 +80,22 @@ type registerLoad struct {
 	nodes   func() []int
 	start   time.Time
 
-	mu       sync.Mutex
-	history  []porcupine.Operation
-	failures []string
-	retries  int
+	mu            sync.Mutex
+	history       []porcupine.Operation
+	failures      []string
+	indeterminate []string // commands that failed saying they may or may not have run
+	retries       int
 }
 
 // startRegisterLoad writes n keys spread over none, rep:3, split:4+2 and
 // stripe:4+2 and starts clients goroutines that, until stop, SET (60%),
 // GET (35%) and DEL (5%) them through nodes(), each command on a node
 // drawn from its own seeded source. A MOVED or TRYAGAIN answer (a map in
-// flux) did not run the command, which the client then retries; any other
-// error is a failure check reports. check runs porcupine on the history.
+// flux) did not run the command, which the client then retries. A write
+// that fails saying it may or may not have run is pending forever in the
+// history (a read that does has no effect and is left out), and check
+// logs them; any other error is a failure check reports. check runs
+// porcupine on the history.
 func startRegisterLoad(t *testing.T, c *simcluster.Cluster, prefix string, n, clients int, nodes func() []int) (stop func(), check func(when string) []string) {
 	l := &registerLoad{t: t, c: c, schemes: map[string]string{}, nodes: nodes, start: time.Now()}
 	specs := []string{"none", "rep:3", "split:4+2", "stripe:4+2"}
@@ -157,8 +167,15 @@ func (l *registerLoad) run(id int, in regOp) {
 		out, ok := regOutOf(in, r)
 		l.mu.Lock()
 		defer l.mu.Unlock()
+		if r.Kind() == resp.KindError && strings.Contains(r.Text(), "may or may not have run") {
+			l.indeterminate = append(l.indeterminate, fmt.Sprintf("%s (slot %d) → %.400s", strings.Join(args[:2], " "), keyslot.Of([]byte(in.key)), simcluster.Render(r)))
+			if in.set || in.del {
+				l.history = append(l.history, porcupine.Operation{ClientId: id, Input: in, Call: call, Output: regOut{unknown: true}, Return: math.MaxInt64})
+			}
+			return
+		}
 		if !ok {
-			l.failures = append(l.failures, fmt.Sprintf("%s (slot %d) → %.120s", strings.Join(args[:2], " "), keyslot.Of([]byte(in.key)), simcluster.Render(r)))
+			l.failures = append(l.failures, fmt.Sprintf("%s (slot %d) → %.400s", strings.Join(args[:2], " "), keyslot.Of([]byte(in.key)), simcluster.Render(r)))
 			return // its outcome unknown, left out of the history: check fails anyway
 		}
 		l.history = append(l.history, porcupine.Operation{ClientId: id, Input: in, Call: call, Output: out, Return: ret})
@@ -187,14 +204,18 @@ func (l *registerLoad) check(when string) []string {
 	l.t.Helper()
 	l.mu.Lock()
 	history, failures, retries := slices.Clone(l.history), slices.Clone(l.failures), l.retries
+	indeterminate := slices.Clone(l.indeterminate)
 	l.mu.Unlock()
+	for _, c := range indeterminate {
+		l.t.Logf("%s: outcome unknown: %s", when, c)
+	}
 	if len(failures) > 0 {
 		l.t.Fatalf("%s: %d commands failed, the first: %s", when, len(failures), failures[0])
 	}
 	if !porcupine.CheckOperations(register, history) {
 		l.t.Fatalf("%s: the history of %d operations is not linearizable", when, len(history))
 	}
-	l.t.Logf("%s: %d operations linearizable (%d MOVED/TRYAGAIN retried)", when, len(history), retries)
+	l.t.Logf("%s: %d operations linearizable (%d MOVED/TRYAGAIN retried, %d of unknown outcome)", when, len(history), retries, len(indeterminate))
 	return l.keys
 }
 
@@ -207,6 +228,9 @@ func TestRegisterModel(t *testing.T) {
 	}
 	get := func(v string, exists bool, call, ret int64) porcupine.Operation {
 		return porcupine.Operation{ClientId: 1, Input: regOp{key: "k"}, Output: regOut{value: v, exists: exists}, Call: call, Return: ret}
+	}
+	unknownSet := func(v string, call int64) porcupine.Operation {
+		return porcupine.Operation{ClientId: 3, Input: regOp{key: "k", value: v, set: true}, Output: regOut{unknown: true}, Call: call, Return: math.MaxInt64}
 	}
 	del := func(deleted bool, call, ret int64) porcupine.Operation {
 		return porcupine.Operation{ClientId: 2, Input: regOp{key: "k", del: true}, Output: regOut{deleted: deleted}, Call: call, Return: ret}
@@ -224,6 +248,9 @@ func TestRegisterModel(t *testing.T) {
 		{"read after a delete", []porcupine.Operation{set("a", 0, 1), del(true, 2, 3), get("a", true, 4, 5)}, false},
 		{"delete of an absent key counting one", []porcupine.Operation{del(true, 0, 1)}, false},
 		{"second delete counting one", []porcupine.Operation{set("a", 0, 1), del(true, 2, 3), del(true, 4, 5)}, false},
+		{"a write of unknown outcome read later", []porcupine.Operation{set("a", 0, 1), unknownSet("b", 2), get("b", true, 4, 5)}, true},
+		{"a write of unknown outcome never seen", []porcupine.Operation{set("a", 0, 1), unknownSet("b", 2), get("a", true, 4, 5)}, true},
+		{"a value nobody wrote", []porcupine.Operation{set("a", 0, 1), unknownSet("b", 2), get("c", true, 4, 5)}, false},
 	} {
 		if got := porcupine.CheckOperations(register, tc.history); got != tc.legal {
 			t.Errorf("%s: linearizable = %v, want %v", tc.name, got, tc.legal)
