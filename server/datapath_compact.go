@@ -32,7 +32,14 @@ const (
 	compactEvery = 100 * time.Millisecond
 	// compactBatch bounds the objects relocated in one batch.
 	compactBatch = 256
+	// evacuateRate is the least rate, in bytes of chunks per second, at
+	// which the lists of retired shards are emptied.
+	evacuateRate = 4 << 20
 )
+
+// perRound is the bytes of victim chunks one round every compactEvery
+// takes at rate bytes per second.
+func perRound(rate int64) int { return int(rate * int64(compactEvery) / int64(time.Second)) }
 
 // compactLoop runs compaction until ctx ends. Each round empties victims
 // of at most --compact-rate's bytes per compactEvery; a round that worked
@@ -40,10 +47,12 @@ const (
 // at most --compact-share of the time, as the rebuild does (a relocation
 // costs about what a client's write does, and under a steady overwrite
 // load of changing sizes there is always garbage).
+//
+// The lists of retired shards are emptied first, whatever --compact-rate
+// says (at least evacuateRate; stripe.Engine.Evacuation): a drained node
+// leaves only once no list it holds a position of in a retired shard
+// holds objects (Node.retiredListsHeld).
 func (n *Node) compactLoop(ctx context.Context) {
-	if n.Cfg.CompactRate <= 0 {
-		return
-	}
 	wait := compactEvery
 	for {
 		select {
@@ -56,9 +65,11 @@ func (n *Node) compactLoop(ctx context.Context) {
 			continue
 		}
 		start := time.Now()
-		budget := int(n.Cfg.CompactRate * int64(compactEvery) / int64(time.Second))
-		work := n.stripes.Compaction(budget)
-		work = append(work, n.stripes.BatchGC(ctx, budget)...)
+		work := n.stripes.Evacuation(perRound(max(n.Cfg.CompactRate, evacuateRate)))
+		if budget := perRound(n.Cfg.CompactRate); len(work) == 0 && budget > 0 {
+			work = n.stripes.Compaction(budget)
+			work = append(work, n.stripes.BatchGC(ctx, budget)...)
+		}
 		for _, r := range work {
 			for objs := r.Objects; len(objs) > 0; {
 				k := min(len(objs), compactBatch)

@@ -30,6 +30,10 @@ func (n *Node) listenPeerPort() (net.Listener, error) {
 // Map is the node's current cluster map (read-only).
 func (n *Node) Map() *cluster.Map { return n.Ctl.Map() }
 
+// StripeLists are the stripe lists (shard ids) the node holds data
+// chunks of (commands.NodeStats.StripeLists).
+func (n *Node) StripeLists() []uint16 { return n.stripes.Lists() }
+
 // IsLeader says whether the node leads the control plane now.
 func (n *Node) IsLeader() bool { return n.Ctl.IsLeader() }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/memgest/memgest/cluster"
 )
@@ -58,13 +59,23 @@ func (n *Node) rebalanceStep(ctx context.Context, m *cluster.Map) error {
 	return nil
 }
 
-// removeDrained takes a drained node out: a voter first hands its vote to
-// a live non-voter (voterCandidate; Plane.ReplaceVoter, which also leaves Raft), a
-// non-voter is marked left and then leaves Raft.
+// removeDrained takes a drained node out, once no retired shard's
+// stripe list it is placed in holds objects (retiredListsHeld): a voter
+// first hands its vote to a live non-voter (voterCandidate;
+// Plane.HandOverVote); then the node is marked left, which it sees, and
+// leaves Raft.
 func (n *Node) removeDrained(ctx context.Context, id cluster.NodeID) error {
 	m := n.Ctl.Map()
 	node, ok := m.Node(id)
 	if !ok {
+		return nil
+	}
+	held, err := n.retiredListsHeld(ctx, m, id)
+	if err != nil {
+		return fmt.Errorf("asking which stripe lists still hold objects: %w", err)
+	}
+	if len(held) > 0 {
+		n.Log.Info("drained node waits for retired stripe lists to empty", "node", id, "lists", held)
 		return nil
 	}
 	if node.Voter {
@@ -72,14 +83,48 @@ func (n *Node) removeDrained(ctx context.Context, id cluster.NodeID) error {
 		if !ok {
 			return fmt.Errorf("node %s votes and no live non-voter can take its vote", id)
 		}
-		if _, err := n.Ctl.ReplaceVoter(ctx, id, heir); err != nil {
+		if _, err := n.Ctl.HandOverVote(ctx, id, heir); err != nil {
 			return err
 		}
-		_, err := n.Ctl.Propose(ctx, cluster.RemoveNode{ID: id})
-		return err
+		if !n.Ctl.IsLeader() {
+			return nil // it led: the next leader carries on
+		}
 	}
 	if _, err := n.Ctl.Propose(ctx, cluster.RemoveNode{ID: id}); err != nil {
 		return err
 	}
 	return n.Ctl.RemoveMember(ctx, id)
+}
+
+// retiredListsHeld lists the stripe lists of m's retired shards that
+// place id and in which some node still holds data chunks. A retired
+// shard's placement is neither rebuilt nor kept when one of its nodes
+// leaves, and its lists hold the objects their data nodes appended there
+// while it had slots, for keys of any shard (decision 0003); the nodes
+// move them out (compactLoop), and id may leave only once they have, or
+// the objects would lose a position for good.
+func (n *Node) retiredListsHeld(ctx context.Context, m *cluster.Map, id cluster.NodeID) ([]uint16, error) {
+	var placed []uint16
+	for g, sh := range m.Shards {
+		if sh.Retired && slices.Contains(sh.Placement, id) {
+			placed = append(placed, uint16(g))
+		}
+	}
+	if len(placed) == 0 {
+		return nil, nil
+	}
+	all, err := n.cmds.ClusterStats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var held []uint16
+	for _, st := range all {
+		for _, g := range st.StripeLists {
+			if slices.Contains(placed, g) && !slices.Contains(held, g) {
+				held = append(held, g)
+			}
+		}
+	}
+	slices.Sort(held)
+	return held, nil
 }

@@ -367,6 +367,33 @@ func (c *Plane) ReplaceVoter(ctx context.Context, failed cluster.NodeID, with cl
 	return m, nil
 }
 
+// HandOverVote gives the vote of a live voter that is leaving (a drained
+// node) to the live non-voter with (leader only): with is promoted, the
+// map's voter flags follow, and only then is from demoted to a non-voter.
+// Unlike ReplaceVoter, from stays in the Raft configuration, so it keeps
+// receiving the map and sees itself marked left (cluster.RemoveNode);
+// RemoveMember takes it out after that. A node that leaves Raft before
+// that keeps its last map for good, and serves from it what it can no
+// longer know.
+func (c *Plane) HandOverVote(ctx context.Context, from cluster.NodeID, with cluster.Node) (*cluster.Map, error) {
+	if err := c.leading(); err != nil {
+		return nil, err
+	}
+	c.member.Lock()
+	defer c.member.Unlock()
+	if err := await(ctx, c.raft.AddVoter(raft.ServerID(with.ID), raft.ServerAddress(with.PeerAddr), 0, timeoutOf(ctx))); err != nil {
+		return nil, raftError(err)
+	}
+	m, err := c.Propose(ctx, cluster.SetVoters{Nodes: []cluster.VoterFlag{{ID: from, Voter: false}, {ID: with.ID, Voter: true}}})
+	if err != nil {
+		return nil, err
+	}
+	if err := await(ctx, c.raft.DemoteVoter(raft.ServerID(from), 0, timeoutOf(ctx))); err != nil {
+		return nil, raftError(err)
+	}
+	return m, nil
+}
+
 // Member is a node of the Raft configuration as this node knows it.
 type Member struct {
 	ID       cluster.NodeID

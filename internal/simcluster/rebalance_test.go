@@ -78,6 +78,16 @@ func TestRebalanceGrowsAndDrainsByCommand(t *testing.T) {
 		}
 		return n.State == cluster.Left && !m.Migrating() && m.Rebalance == nil, fmt.Sprintf("epoch %d: %s %v", m.Epoch, n.State, sh)
 	})
+	// It stayed in Raft until the map said so (Plane.HandOverVote), so it
+	// knows: it redirects rather than forward from a map it can no
+	// longer keep up to date.
+	c.Until("the drained node sees itself left", func() (bool, string) {
+		n, _ := c.Node(leaving).Map().Node(gone)
+		return n.State == cluster.Left, n.State.String()
+	})
+	if r := c.Do(leaving, "GET", "lindrain:0"); !strings.HasPrefix(r.Text(), "MOVED ") {
+		t.Errorf("GET on the drained node: %s, want MOVED to the key's coordinator", simcluster.Render(r))
+	}
 	stop()
 	stopLoad()
 	c.Kill(leaving) // the operator stops the process
@@ -102,6 +112,17 @@ func TestRebalanceGrowsAndDrainsByCommand(t *testing.T) {
 	for _, sh := range m.Shards {
 		if !sh.Retired && slices.Contains(sh.Placement, gone) {
 			t.Errorf("shard %d still places the drained node", sh.ID)
+		}
+	}
+	// Nor does a retired shard's stripe list it held a position of still
+	// hold objects (decision 0003: any data node appends to any list it
+	// has a data position in), which would have lost that position for
+	// good: the nodes moved them out before it left.
+	for _, i := range stayers() {
+		for _, g := range c.Node(i).StripeLists() {
+			if sh := m.Shards[g]; sh.Retired && slices.Contains(sh.Placement, gone) {
+				t.Errorf("node %d still holds stripe objects in list %d, a retired shard that placed the drained node", i, g)
+			}
 		}
 	}
 	for _, i := range stayers() {

@@ -2,6 +2,8 @@ package stripe
 
 import (
 	"bytes"
+
+	"github.com/memgest/memgest/cluster"
 	"math/rand/v2"
 	"slices"
 )
@@ -70,6 +72,22 @@ func (d *Data) Misplaced(n int) []ChunkGarbage {
 	})
 	slices.SortFunc(all, func(a, b ChunkGarbage) int { return int(b.ID.Stripe) - int(a.ID.Stripe) })
 	return all[:min(n, len(all))]
+}
+
+// Evacuees returns up to n chunks of lists, open or sealed, that still
+// hold objects: the lists of retired shards, whose placement is no longer
+// kept whole, so their objects move to live lists.
+func (d *Data) Evacuees(lists []uint16, n int) []ChunkGarbage {
+	var out []ChunkGarbage
+	for _, c := range d.chunks {
+		if len(out) == n {
+			break
+		}
+		if c != nil && c.chunk.Live() > 0 && slices.Contains(lists, c.id.List) {
+			out = append(out, ChunkGarbage{ID: c.id, Live: c.chunk.Live(), Garbage: c.chunk.Garbage()})
+		}
+	}
+	return out
 }
 
 // misplacedSlack is the share of a list's chunks that may sit above its
@@ -157,12 +175,31 @@ type Relocation struct {
 // on this node is above compactGoal, else its misplaced ones
 // (Data.Misplaced).
 func (eng *Engine) Compaction(budget int) []Relocation {
+	return eng.pick(budget, (*schemeState).victims)
+}
+
+// Evacuation picks the chunks of a round of at most budget bytes that
+// hold objects in the lists of retired shards (Data.Evacuees): a retired
+// shard's placement is neither rebuilt nor kept when one of its nodes
+// leaves (cluster.RemoveNode), so its lists take no new objects
+// (ownSlots) and those they hold move to live lists.
+func (eng *Engine) Evacuation(budget int) []Relocation {
+	retired := retiredLists(eng.host.Map())
+	if len(retired) == 0 {
+		return nil
+	}
+	return eng.pick(budget, func(s *schemeState, want int) []ChunkGarbage { return s.data.Evacuees(retired, want) })
+}
+
+// pick collects, scheme by scheme, the objects of the chunks choose
+// picks, until their chunks come to budget bytes.
+func (eng *Engine) pick(budget int, choose func(s *schemeState, want int) []ChunkGarbage) []Relocation {
 	var out []Relocation
 	for _, s := range eng.all() {
 		if budget <= 0 {
 			break
 		}
-		r := s.victims(budget)
+		r := s.relocation(budget, choose)
 		budget -= r.Bytes
 		if r.Bytes > 0 {
 			out = append(out, r)
@@ -171,22 +208,36 @@ func (eng *Engine) Compaction(budget int) []Relocation {
 	return out
 }
 
-// victims picks s's victim chunks of at most budget bytes (Compaction).
-func (s *schemeState) victims(budget int) Relocation {
+// retiredLists are the lists of m's retired shards.
+func retiredLists(m *cluster.Map) []uint16 {
+	var out []uint16
+	for g := range m.Shards {
+		if m.Shards[g].Retired {
+			out = append(out, uint16(g))
+		}
+	}
+	return out
+}
+
+// victims picks up to want of s's chunks to compact. The caller holds
+// s.mu.
+func (s *schemeState) victims(want int) []ChunkGarbage {
+	st := s.data.Stats()
+	if float64(st.GarbageBytes) > compactGoal*float64(st.ChunkBytes) {
+		return s.data.Victims(want)
+	}
+	// Only then: while writes leave garbage, new chunks fill the free
+	// numbers below anyway, and moving whole chunks down would be wasted.
+	return s.data.Misplaced(want)
+}
+
+// relocation lists the objects of the chunks choose picks of s, at most
+// budget bytes of chunks.
+func (s *schemeState) relocation(budget int, choose func(s *schemeState, want int) []ChunkGarbage) Relocation {
 	size := s.spec.ChunkSize()
-	want := max(1, budget/size)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.data.Stats()
-	var victims []ChunkGarbage
-	if float64(st.GarbageBytes) > compactGoal*float64(st.ChunkBytes) {
-		victims = s.data.Victims(want)
-	} else {
-		// Only then: while writes leave garbage, new chunks fill the free
-		// numbers below anyway, and moving whole chunks down would be
-		// wasted.
-		victims = s.data.Misplaced(want)
-	}
+	victims := choose(s, max(1, budget/size))
 	r := Relocation{Scheme: s.id, Bytes: len(victims) * size}
 	for _, v := range victims {
 		r.Objects = append(r.Objects, s.data.Residents(v.ID)...)

@@ -101,6 +101,57 @@ func TestVictimsAndResidents(t *testing.T) {
 	}
 }
 
+// TestRetiredListEvacuates: once a list leaves the data positions new
+// chunks open at (its shard retired), its open chunk is closed, no object
+// is appended there again, Evacuees names its chunks while they hold
+// objects, and relocating them frees every chunk of the list, so that
+// Lists stops naming it.
+func TestRetiredListEvacuates(t *testing.T) {
+	d, err := NewData(256)
+	must(t, err)
+	d.SetSlots([]Slot{{List: 0, Position: 0}, {List: 1, Position: 0}})
+	putAll(t, d, 20, 20, 1, 0)
+	if got := d.Lists(); !slices.Equal(got, []uint16{0, 1}) {
+		t.Fatalf("lists %v, want [0 1]", got)
+	}
+	closed := d.SetSlots([]Slot{{List: 1, Position: 0}}) // list 0's shard retired
+	if !slices.ContainsFunc(closed, func(u Update) bool { return u.Kind == Seal && u.Chunk.List == 0 }) {
+		t.Fatalf("retiring list 0 closed %v, want its open chunk sealed", closed)
+	}
+	evacuees := d.Evacuees([]uint16{0}, 100)
+	if len(evacuees) == 0 {
+		t.Fatal("no evacuees in list 0, which holds objects")
+	}
+	for _, e := range evacuees {
+		if e.ID.List != 0 || e.Live == 0 {
+			t.Fatalf("evacuee %+v: want list 0's chunks with objects", e)
+		}
+		for _, o := range d.Residents(e.ID) {
+			o.Version++
+			loc, _, err := d.Append(&o)
+			must(t, err)
+			if ok, _, _, err := d.Commit(o.Key, loc); !ok || err != nil {
+				t.Fatalf("relocating %s: %v %v", o.Key, ok, err)
+			}
+			if id, _, ok := d.Locate(o.Key); !ok || id.List != 1 {
+				t.Fatalf("%s relocated to %v, want list 1", o.Key, id)
+			}
+		}
+	}
+	if left := d.Evacuees([]uint16{0}, 100); len(left) != 0 {
+		t.Fatalf("list 0 still holds objects after relocation: %+v", left)
+	}
+	if got := d.Lists(); !slices.Equal(got, []uint16{1}) {
+		t.Fatalf("lists %v after the evacuation, want [1]: list 0's chunks should be freed", got)
+	}
+	for i := range 20 {
+		key := fmt.Appendf(nil, "key%03d", i)
+		if o, ok := d.Get(key); !ok || o.Value[0] != byte(i+1) {
+			t.Fatalf("%s after the evacuation: %v %v", key, o, ok)
+		}
+	}
+}
+
 // TestSampleExpired: a sample of every chunk finds exactly the expired
 // current objects.
 func TestSampleExpired(t *testing.T) {

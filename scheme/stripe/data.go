@@ -110,11 +110,35 @@ func NewData(chunkSize int) (*Data, error) {
 	return d, nil
 }
 
-// SetSlots sets the data positions new chunks may open at. Chunks already
-// open elsewhere stay open until they fill.
-func (d *Data) SetSlots(slots []Slot) {
+// SetSlots sets the data positions new chunks may open at, and closes the
+// open chunks of lists none of them is in (a retired shard's, say: its
+// placement may lose a node that is never replaced there), so that no
+// object is appended there again and the chunks can be freed once their
+// objects move on. It returns the closed chunks' Seal (and Free) updates,
+// for the parity holders.
+func (d *Data) SetSlots(slots []Slot) []Update {
 	d.slots = slices.Clone(slots)
 	d.next = 0
+	var ups []Update
+	for list, c := range d.open {
+		if !slices.ContainsFunc(slots, func(s Slot) bool { return s.List == list }) {
+			ups = append(ups, d.close(c)...)
+		}
+	}
+	return ups
+}
+
+// Lists returns the lists this store holds a chunk of, open or sealed,
+// in ascending order.
+func (d *Data) Lists() []uint16 {
+	var out []uint16
+	for id := range d.byID {
+		if !slices.Contains(out, id.List) {
+			out = append(out, id.List)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Adopted says whether slot's stripe numbers are known: the store has

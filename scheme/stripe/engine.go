@@ -84,6 +84,20 @@ func (eng *Engine) Stats() *Stats { return &eng.stats }
 // that, reads and scans skip the engine.
 func (eng *Engine) InUse() bool { return eng.any.Load() }
 
+// Lists returns the lists this node holds data chunks of, in any scheme,
+// in ascending order: a retired shard's list in it still has objects here
+// to move out (Evacuation).
+func (eng *Engine) Lists() []uint16 {
+	var out []uint16
+	for _, s := range eng.all() {
+		s.mu.Lock()
+		out = append(out, s.data.Lists()...)
+		s.mu.Unlock()
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // schemeState is one stripe scheme on this node.
 type schemeState struct {
 	id     uint16
@@ -169,10 +183,11 @@ func (eng *Engine) DropSchemes() {
 
 // refreshSlots points the scheme's appends at the data positions this
 // node holds as the placement's own node in m (decision 0003) that it has
-// adopted (adoptSlots). The caller holds s.mu.
-func (s *schemeState) refreshSlots(m *cluster.Map, self cluster.NodeID) {
+// adopted (adoptSlots), and returns the Seal and Free updates of the open
+// chunks it closes elsewhere (Data.SetSlots). The caller holds s.mu.
+func (s *schemeState) refreshSlots(m *cluster.Map, self cluster.NodeID) []Update {
 	if s.epoch == m.Epoch {
-		return
+		return nil
 	}
 	var slots []Slot
 	for _, slot := range ownSlots(m, s.spec, self) {
@@ -180,16 +195,22 @@ func (s *schemeState) refreshSlots(m *cluster.Map, self cluster.NodeID) {
 			slots = append(slots, slot)
 		}
 	}
-	s.data.SetSlots(slots)
 	s.epoch = m.Epoch
+	return s.data.SetSlots(slots)
 }
 
 // ownSlots lists the data positions self may append at in m: those it
-// holds as the placement's own node.
+// holds as the placement's own node, in shards that are not retired. A
+// retired shard's placement is neither rebuilt nor kept when a node
+// leaves (cluster.RemoveNode), so its lists take no new objects, and
+// compaction moves their objects out (retiredVictims).
 func ownSlots(m *cluster.Map, spec scheme.Spec, self cluster.NodeID) []Slot {
 	var slots []Slot
 	for g := range m.Shards {
 		sh := &m.Shards[g]
+		if sh.Retired {
+			continue
+		}
 		for p := 0; p < spec.K && p < len(sh.Placement); p++ {
 			if sh.Placement[p] == self && !m.StoodIn(sh, p) {
 				slots = append(slots, Slot{List: uint16(g), Position: uint8(p)})
@@ -228,7 +249,7 @@ func (eng *Engine) stage(ctx context.Context, entry cluster.SchemeEntry, w *kind
 		return eng.stageBatch(s, w, &obj)
 	}
 	s.mu.Lock()
-	s.refreshSlots(eng.host.Map(), eng.host.Self())
+	closed := s.refreshSlots(eng.host.Map(), eng.host.Self())
 	loc, ups, inPlace := Loc{}, []Update(nil), false
 	if !w.Relocate && s.batch == nil { // @auto's writes of a key may overlap: they append
 		loc, ups, inPlace = s.data.Update(w.Key, &obj)
@@ -236,6 +257,7 @@ func (eng *Engine) stage(ctx context.Context, entry cluster.SchemeEntry, w *kind
 	if !inPlace {
 		loc, ups, err = s.data.Append(&obj)
 	}
+	ups = append(closed, ups...)
 	s.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("stripe: scheme %s: %w", entry.Name(), err)

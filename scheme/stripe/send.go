@@ -378,7 +378,11 @@ func (eng *Engine) sendLater(s *schemeState, ups []Update) {
 func (eng *Engine) Resend(ctx context.Context) {
 	for _, s := range eng.all() {
 		s.mu.Lock()
-		ups, marks := s.data.Resendable(), s.data.HasMarks()
+		// A node that writes nothing still closes the chunks of lists it
+		// may no longer append to (refreshSlots), so that they can be
+		// freed once compaction moves their objects out.
+		closed := s.refreshSlots(eng.host.Map(), eng.host.Self())
+		ups, marks := append(closed, s.data.Resendable()...), s.data.HasMarks()
 		s.mu.Unlock()
 		var err error
 		switch {

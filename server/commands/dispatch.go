@@ -233,7 +233,9 @@ func (n *Server) route(ctx context.Context, cs *connState, cmd *command, spec *r
 		}
 		return n.coordinate(ctx, cs, cmd, spec, args, keys, slot)
 	}
-	if cs.forwarded || n.Cfg.Redirect {
+	if cs.forwarded || n.Cfg.Redirect || hasLeft(m, n.NodeID) {
+		// A node that left sees no map after the one that says so: it
+		// could wait on a newer one forever, so it only redirects.
 		return resp.Moved(slot, owner.ClientAddr)
 	}
 	r, here := n.forwardFollowing(ctx, cs, slot, owner, args)
@@ -244,6 +246,12 @@ func (n *Server) route(ctx context.Context, cs *connState, cmd *command, spec *r
 		return n.coordinate(ctx, cs, cmd, spec, args, keys, slot)
 	}
 	return r
+}
+
+// hasLeft says whether m marks node self left (drained and removed).
+func hasLeft(m *cluster.Map, self cluster.NodeID) bool {
+	node, ok := m.Node(self)
+	return ok && node.State == cluster.Left
 }
 
 // movedTries bounds how many redirections a forwarding node follows for a

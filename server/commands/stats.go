@@ -41,6 +41,10 @@ type NodeStats struct {
 	PolicyToCold     int64 `json:"policy_to_cold,omitempty"`
 	PolicyToHot      int64 `json:"policy_to_hot,omitempty"`
 	PolicyBytesSaved int64 `json:"policy_bytes_saved,omitempty"`
+	// StripeLists are the stripe lists (shard ids) the node holds data
+	// chunks of: a drained node leaves once no retired shard's list it
+	// is placed in has any (server/rebalance.go).
+	StripeLists []uint16 `json:"stripe_lists,omitempty"`
 }
 
 // lostListMax bounds the lost keys a node reports in its statistics.
@@ -87,6 +91,7 @@ func (n *Server) LocalStats() NodeStats {
 	st.Lost, st.LostCount = n.Lost.List(lostListMax)
 	st.Rebuild, st.Migration = n.RebuildReport(), n.Migration.Report()
 	st.PolicyToCold, st.PolicyToHot, st.PolicyBytesSaved = n.Temp.ToCold.Load(), n.Temp.ToHot.Load(), n.Temp.BytesSaved.Load()
+	st.StripeLists = n.stripes.Lists()
 	m := n.Ctl.Map()
 	t := n.Schemes(m)
 	usage := func(id uint16) *SchemeUsage {

@@ -120,7 +120,7 @@ type Config struct {
 	SweepInterval time.Duration
 	// CompactRate bounds the bytes of stripe chunks per second that
 	// compaction empties by relocating their objects (datapath_compact.go;
-	// 0: no compaction).
+	// 0: no compaction; the lists of retired shards are emptied anyway).
 	CompactRate int64
 	// CompactShare bounds the share of the time compaction works, in
 	// (0, 1]; 1 is no bound.

@@ -67,8 +67,15 @@ func (n *Coordinator) CallUnder(ctx context.Context, r PeerReq, auth *authority)
 			}
 			return resp.Payload, nil
 		}
-		if _, err := n.Ctl.WaitEpoch(ctx, newer); err != nil {
+		m, err := n.Ctl.WaitEpoch(ctx, newer)
+		if err != nil {
 			return nil, fmt.Errorf("node %s has epoch %d: %w", node.PeerAddr, newer, err)
+		}
+		if now, ok := m.Node(node.ID); !ok || now.Gone() {
+			// A node that left (or failed) may never see a newer map:
+			// it would hold the request until the deadline. It refused
+			// this one, so the caller may send it elsewhere.
+			return nil, fmt.Errorf("node %s is %s at epoch %d (%w; %w)", node.PeerAddr, now.State, m.Epoch, kind.ErrNodeFailed, transport.ErrNotSent)
 		}
 	}
 }
