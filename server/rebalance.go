@@ -63,7 +63,8 @@ func (n *Node) rebalanceStep(ctx context.Context, m *cluster.Map) error {
 // stripe list it is placed in holds objects (retiredListsHeld): a voter
 // first hands its vote to a live non-voter (voterCandidate;
 // Plane.HandOverVote); then the node is marked left, which it sees, and
-// leaves Raft.
+// leaves Raft. A drained leader hands leadership over first
+// (handOverLeadership).
 func (n *Node) removeDrained(ctx context.Context, id cluster.NodeID) error {
 	m := n.Ctl.Map()
 	node, ok := m.Node(id)
@@ -78,6 +79,9 @@ func (n *Node) removeDrained(ctx context.Context, id cluster.NodeID) error {
 		n.Log.Info("drained node waits for retired stripe lists to empty", "node", id, "lists", held)
 		return nil
 	}
+	if id == n.NodeID {
+		return n.handOverLeadership(ctx, m)
+	}
 	if node.Voter {
 		heir, ok := n.voterCandidate(m, id)
 		if !ok {
@@ -86,14 +90,28 @@ func (n *Node) removeDrained(ctx context.Context, id cluster.NodeID) error {
 		if _, err := n.Ctl.HandOverVote(ctx, id, heir); err != nil {
 			return err
 		}
-		if !n.Ctl.IsLeader() {
-			return nil // it led: the next leader carries on
-		}
 	}
 	if _, err := n.Ctl.Propose(ctx, cluster.RemoveNode{ID: id}); err != nil {
 		return err
 	}
 	return n.Ctl.RemoveMember(ctx, id)
+}
+
+// handOverLeadership passes Raft leadership from this node, drained, to
+// another live voter, whose rebalance loop then removes this one as any
+// other. A leader that gave up its vote would step down with no successor
+// chosen: until an election ends, the others would not learn that the
+// entries it committed last are committed, and a node that has them
+// would make every request stamped with them wait (peer.Router).
+func (n *Node) handOverLeadership(ctx context.Context, m *cluster.Map) error {
+	for _, node := range m.Nodes {
+		if node.Voter && node.ID != n.NodeID && node.State == cluster.Up && !node.Draining &&
+			n.detector.Fresh(node.ID, n.Cfg.FailureTimeout/2) {
+			n.Log.Info("drained leader hands leadership over", "to", node.ID)
+			return n.Ctl.TransferLeadership(ctx, node.ID)
+		}
+	}
+	return fmt.Errorf("drained leader %s: no live voter to hand leadership to", n.NodeID)
 }
 
 // retiredListsHeld lists the stripe lists of m's retired shards that

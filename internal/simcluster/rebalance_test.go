@@ -239,3 +239,49 @@ func coordinatedSlots(m *cluster.Map, id cluster.NodeID) int {
 	}
 	return n
 }
+
+// Draining the Raft leader: it hands leadership to another voter first
+// (handOverLeadership), whose rebalance loop hands its vote over and
+// removes it, so that no entry it committed waits for an election to be
+// known as committed. Keys of every scheme read back on the nodes that
+// stay, and the old leader, which saw itself marked left, redirects.
+func TestDrainTheLeader(t *testing.T) {
+	c := simcluster.Start(t, 2930, simcluster.Options{Nodes: 6, Spares: 1})
+	want := writeEverySchemeKeys(t, c, 60)
+	expect(t, "NODE.PROMOTE", c.Do(0, "NODE.PROMOTE", string(c.Node(c.Len()-1).NodeID)), "+OK")
+	leader := c.Leader()
+	gone := c.Node(leader).NodeID
+	var stayers []int
+	for i := range c.Len() {
+		if i != leader {
+			stayers = append(stayers, i)
+		}
+	}
+	expect(t, "NODE.DRAIN", c.Do(leader, "NODE.DRAIN", string(gone)), "+OK")
+	c.Until("the drained leader removed", func() (bool, string) {
+		m := c.Node(stayers[0]).Map()
+		n, _ := m.Node(gone)
+		return n.State == cluster.Left && !m.Migrating() && m.Rebalance == nil, fmt.Sprintf("epoch %d: %s", m.Epoch, n.State)
+	})
+	c.Until("the old leader sees itself left", func() (bool, string) {
+		n, _ := c.Node(leader).Map().Node(gone)
+		return n.State == cluster.Left, n.State.String()
+	})
+	if c.Node(leader).IsLeader() {
+		t.Fatal("the drained node still leads")
+	}
+	m := c.Node(stayers[0]).Map()
+	voters := 0
+	for _, n := range m.Nodes {
+		if n.Voter && n.State == cluster.Up {
+			voters++
+		}
+	}
+	if voters != 3 {
+		t.Errorf("%d voters after draining the leader, want 3", voters)
+	}
+	if r := c.Do(leader, "GET", "absent-key"); !strings.HasPrefix(r.Text(), "MOVED ") {
+		t.Errorf("GET on the drained leader: %s, want MOVED", simcluster.Render(r))
+	}
+	readAllOn(t, c, want, "after draining the leader", stayers)
+}
