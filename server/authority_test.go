@@ -13,6 +13,7 @@ import (
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/cluster/control"
 	"github.com/memgest/memgest/scheme"
+	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/server/core"
 	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/transport"
@@ -177,5 +178,27 @@ func TestDirectoryRequeueUnderALapsedLease(t *testing.T) {
 	if _, errs := n.CallEachSince(context.Background(),
 		[]core.PeerReq{{Node: n.Ctl.Map().Nodes[1], Typ: peer.MsgDirectory}}, 0); !errors.Is(errs[0], core.ErrLeaseGone) {
 		t.Fatalf("a directory frame decided before the fence: %v, want core.ErrLeaseGone", errs[0])
+	}
+}
+
+// TestCallGivesUpOnAGoneNode: a peer that refused a frame as stale is not
+// sent it again once the newer map counts it failed: a node that left or
+// failed may never see that map, and would hold the request until the
+// deadline. The call fails at once as not sent, so the caller may send it
+// elsewhere.
+func TestCallGivesUpOnAGoneNode(t *testing.T) {
+	base := testMap(t, 3)
+	target := base.Nodes[1]
+	next := mustApply(t, base, cluster.MarkFailed{ID: target.ID})
+	var n *Node
+	other := startAuthorityPeer(t, next.Epoch, func() { n.Ctl.Publish(next) })
+	n = leasedNode(t, base)
+	target.PeerAddr = other.addr
+	_, err := n.Call(context.Background(), target, peer.MsgForward, nil)
+	if !errors.Is(err, transport.ErrNotSent) || !errors.Is(err, kind.ErrNodeFailed) {
+		t.Fatalf("err %v, want not sent, the node failed", err)
+	}
+	if got := other.frames(); len(got) != 1 {
+		t.Fatalf("the failed node got %d frames (epochs %v), want only the first", len(got), got)
 	}
 }

@@ -71,7 +71,7 @@ func (n *Coordinator) CallUnder(ctx context.Context, r PeerReq, auth *authority)
 		if err != nil {
 			return nil, fmt.Errorf("node %s has epoch %d: %w", node.PeerAddr, newer, err)
 		}
-		if now, ok := m.Node(node.ID); !ok || now.Gone() {
+		if now, ok := m.Node(node.ID); ok && now.Gone() {
 			// A node that left (or failed) may never see a newer map:
 			// it would hold the request until the deadline. It refused
 			// this one, so the caller may send it elsewhere.
