@@ -95,15 +95,7 @@ func TestRebalanceGrowsAndDrainsByCommand(t *testing.T) {
 	check("during the drain")
 	m = c.Node(stayers()[0]).Map()
 	requireMoved(t, before, m, checkLoad("the load during the drain"))
-	voters := 0
-	for _, n := range m.Nodes {
-		if n.Voter && n.State == cluster.Up {
-			voters++
-		}
-	}
-	if voters != 3 {
-		t.Errorf("%d voters after the drain, want 3", voters)
-	}
+	requireVoters(t, m, 3, "after the drain")
 	for _, i := range stayers() {
 		if got, share := coordinatedSlots(m, c.Node(i).NodeID), 16384/6; got < share-64 || got > share+64 {
 			t.Errorf("node %d coordinates %d slots after the drain, its share is %d", i, got, share)
@@ -271,17 +263,23 @@ func TestDrainTheLeader(t *testing.T) {
 		t.Fatal("the drained node still leads")
 	}
 	m := c.Node(stayers[0]).Map()
+	requireVoters(t, m, 3, "after draining the leader")
+	if r := c.Do(leader, "GET", "absent-key"); !strings.HasPrefix(r.Text(), "MOVED ") {
+		t.Errorf("GET on the drained leader: %s, want MOVED", simcluster.Render(r))
+	}
+	readAllOn(t, c, want, "after draining the leader", stayers)
+}
+
+// requireVoters fails the test unless m has want up voters.
+func requireVoters(t *testing.T, m *cluster.Map, want int, when string) {
+	t.Helper()
 	voters := 0
 	for _, n := range m.Nodes {
 		if n.Voter && n.State == cluster.Up {
 			voters++
 		}
 	}
-	if voters != 3 {
-		t.Errorf("%d voters after draining the leader, want 3", voters)
+	if voters != want {
+		t.Errorf("%d voters %s, want %d", voters, when, want)
 	}
-	if r := c.Do(leader, "GET", "absent-key"); !strings.HasPrefix(r.Text(), "MOVED ") {
-		t.Errorf("GET on the drained leader: %s, want MOVED", simcluster.Render(r))
-	}
-	readAllOn(t, c, want, "after draining the leader", stayers)
 }
