@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/memgest/memgest/cluster"
@@ -31,10 +32,11 @@ import (
 // absent key is forwarded), so "absent" is final and the importer is the
 // authority on every key the source does not hold.
 //
-// The source moves each key under its move lock, which every command on
-// the key takes first: it reads the key, the importer writes it (under its
-// own placement: its map view) and answers, and the source deletes it.
-// Commands on the key wait meanwhile; other keys of the slot do not. When
+// The source moves keys in batches (moveKeys), each key under its move
+// lock, which every command on the key takes first: it reads them, the
+// importer writes them (under its own placement: its map view) and
+// answers which it stored, and the source deletes those. Commands on the
+// batch's keys wait meanwhile; other keys of the slot do not. When
 // a pass over the range finds no key left, the source proposes
 // MigrationDone and the map routes the slots to the importer.
 
@@ -175,16 +177,40 @@ func (n *Server) sendDrops(ctx context.Context, m *cluster.Map, imp *cluster.Sha
 	if !ok {
 		return fmt.Errorf("shard %d has no coordinator", imp.ID)
 	}
-	for _, k := range owed {
-		payload, tail := migrateReq{From: n.NodeID, Epoch: m.Epoch, Key: []byte(k), Drop: true}.spool()
-		if _, err := n.CallUnder(ctx, core.PeerReq{Node: owner, Typ: peer.MsgMigrate, Payload: payload, Tail: tail}, nil); err != nil {
+	for len(owed) > 0 {
+		some := owed[:min(len(owed), maxMoveBatch)]
+		owed = owed[len(some):]
+		batch := migrateBatch{From: n.NodeID, Epoch: m.Epoch}
+		for _, k := range some {
+			batch.Keys = append(batch.Keys, migrateKey{Key: []byte(k), Drop: true})
+		}
+		errs, err := n.sendBatch(ctx, owner, batch)
+		if err != nil {
 			return err
 		}
 		n.exports.mu.Lock()
-		delete(n.exports.drops, k)
+		for i, k := range some {
+			if errs[i] == nil {
+				delete(n.exports.drops, k)
+			}
+		}
 		n.exports.mu.Unlock()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// sendBatch sends batch to owner, the importing shard's coordinator, and
+// returns its answer for each key.
+func (n *Server) sendBatch(ctx context.Context, owner cluster.Node, batch migrateBatch) ([]error, error) {
+	payload, tail := batch.spool()
+	out, err := n.CallUnder(ctx, core.PeerReq{Node: owner, Typ: peer.MsgMigrate, Payload: payload, Tail: tail}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return decodeMigrateResp(out, len(batch.Keys))
 }
 
 // importsHere says whether this node coordinates the shard importing
@@ -216,18 +242,23 @@ func (n *Server) importsHere(ctx context.Context, keys [][]byte) bool {
 	return err == nil && check(m)
 }
 
-// migrateReq is one key a source moves to its importer: the value, its
-// scheme, TTL and version (the importer's versions for it go above), or
-// Lost when the source could not read it (the importer then reports it
-// lost too: a lost key never reads as nil), or Drop when a command deleted
-// it at the source (dropDeleted). From and Epoch are the source's
-// coordinator and its map's epoch: the importer catches up to the epoch
-// and refuses a move from a node no longer the source's coordinator, so a
-// move a failed source sent that arrives after its successor's drops
-// cannot bring a deleted key back.
-type migrateReq struct {
-	From     cluster.NodeID
-	Epoch    uint64
+// migrateBatch is the keys one peer.MsgMigrate moves to the importer.
+// From and Epoch are the source's coordinator and its map's epoch: the
+// importer catches up to the epoch and refuses a move from a node no
+// longer the source's coordinator, so a move a failed source sent that
+// arrives after its successor's drops cannot bring a deleted key back.
+type migrateBatch struct {
+	From  cluster.NodeID
+	Epoch uint64
+	Keys  []migrateKey
+}
+
+// migrateKey is one key of a batch: the value, its scheme, TTL and
+// version (the importer's versions for it go above), or Lost when the
+// source could not read it (the importer then reports it lost too: a lost
+// key never reads as nil), or Drop when a command deleted it at the
+// source (dropDeleted).
+type migrateKey struct {
 	Key      []byte
 	Scheme   uint16
 	ExpireAt int64
@@ -237,70 +268,137 @@ type migrateReq struct {
 	Value    []byte
 }
 
-func (r migrateReq) spool() (payload []byte, tail [][]byte) {
-	s := wire.Spool{Cur: wire.Enc(nil).Str(string(r.From)).U64(r.Epoch).Bytes(r.Key).U16(r.Scheme).U64(uint64(r.ExpireAt)).U64(r.Version).Flag(r.Lost).Flag(r.Drop)}
-	s.Bytes(r.Value)
+// maxMoveBatch bounds the keys of one MsgMigrate a node accepts.
+const maxMoveBatch = 1024
+
+// spool encodes b; the values are referred to, not copied.
+func (b migrateBatch) spool() (payload []byte, tail [][]byte) {
+	s := wire.Spool{Cur: wire.Enc(nil).Str(string(b.From)).U64(b.Epoch).U32(uint32(len(b.Keys)))}
+	for _, k := range b.Keys {
+		s.Cur = s.Cur.Bytes(k.Key).U16(k.Scheme).I64(k.ExpireAt).U64(k.Version).Flag(k.Lost).Flag(k.Drop)
+		s.Bytes(k.Value)
+	}
 	return s.Frame()
 }
 
-func decodeMigrate(b []byte) (migrateReq, error) {
+func decodeMigrate(b []byte) (migrateBatch, error) {
 	d := wire.NewDec(b)
-	r := migrateReq{From: cluster.NodeID(d.Str()), Epoch: d.U64(), Key: d.Bytes(), Scheme: d.U16(), ExpireAt: int64(d.U64()), Version: d.U64(), Lost: d.Flag(), Drop: d.Flag(), Value: d.Bytes()}
+	r := migrateBatch{From: cluster.NodeID(d.Str()), Epoch: d.U64()}
+	count := d.U32()
+	if d.Err() != nil || count == 0 || count > maxMoveBatch {
+		return migrateBatch{}, wire.ErrMalformed
+	}
+	r.Keys = make([]migrateKey, count)
+	for i := range r.Keys {
+		r.Keys[i] = migrateKey{Key: d.Bytes(), Scheme: d.U16(), ExpireAt: d.I64(), Version: d.U64(), Lost: d.Flag(), Drop: d.Flag(), Value: d.Bytes()}
+		if len(r.Keys[i].Key) == 0 || len(r.Keys[i].Key) > MaxKeySize {
+			return migrateBatch{}, wire.ErrMalformed
+		}
+	}
 	return r, d.Done()
 }
 
-// OnMigrate stores a key its slot's source moves here: this node must
-// coordinate the shard importing the slot. The write goes through the
-// coordinator's write path under the key's scheme, placed by the
-// importing shard (this node's map view).
+// keys are b's keys.
+func (b migrateBatch) keys() [][]byte {
+	out := make([][]byte, len(b.Keys))
+	for i, k := range b.Keys {
+		out[i] = k.Key
+	}
+	return out
+}
+
+// encodeMigrateResp is the importer's answer to a batch: per key, "" when
+// it stored (or dropped) it, else why not.
+func encodeMigrateResp(errs []error) []byte {
+	e := wire.Enc(nil).U32(uint32(len(errs)))
+	for _, err := range errs {
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		e = e.Str(msg)
+	}
+	return e
+}
+
+// decodeMigrateResp reads the answer to a batch of n keys.
+func decodeMigrateResp(b []byte, n int) ([]error, error) {
+	d := wire.NewDec(b)
+	if count := d.U32(); d.Err() != nil || int(count) != n {
+		return nil, fmt.Errorf("server: a move's answer lists %d keys, %d were sent", count, n)
+	}
+	errs := make([]error, n)
+	for i := range errs {
+		if msg := d.Str(); msg != "" {
+			errs[i] = errors.New(msg)
+		}
+	}
+	return errs, d.Done()
+}
+
+// OnMigrate stores the keys their slots' source moves here: this node
+// must coordinate the shards importing the slots. Each write goes through
+// the coordinator's write path under the key's scheme, placed by the
+// importing shard (this node's map view); the keys of a batch are
+// written at once, and the answer says which were stored.
 func (n *Server) OnMigrate(b []byte) ([]byte, error) {
 	r, err := decodeMigrate(b)
 	if err != nil {
 		return nil, err
 	}
-	if len(r.Key) == 0 || len(r.Key) > MaxKeySize {
-		return nil, wire.ErrMalformed
-	}
+	keys := r.keys()
 	ctx, cancel := context.WithTimeout(context.Background(), n.Cfg.PeerTimeout*4/5+core.TransferTime(len(b)))
 	defer cancel()
 	if _, err := n.Ctl.WaitEpoch(ctx, r.Epoch); err != nil {
 		return nil, err
 	}
-	if !n.importsHere(ctx, [][]byte{r.Key}) {
-		return nil, fmt.Errorf("server: this node does not import slot %d", keyslot.Of(r.Key))
+	if !n.importsHere(ctx, keys) {
+		return nil, fmt.Errorf("server: this node does not import every slot of the keys moved (slot %d first)", keyslot.Of(keys[0]))
 	}
 	m := n.Ctl.Map()
-	imp := m.ImporterOf(keyslot.Of(r.Key))
-	if c, ok := m.CoordinatorOf(&m.Shards[imp.From]); !ok || c.ID != r.From {
-		return nil, fmt.Errorf("server: %s no longer coordinates slot %d's source shard", r.From, keyslot.Of(r.Key))
+	for _, k := range keys {
+		imp := m.ImporterOf(keyslot.Of(k))
+		if c, ok := m.CoordinatorOf(&m.Shards[imp.From]); !ok || c.ID != r.From {
+			return nil, fmt.Errorf("server: %s no longer coordinates slot %d's source shard", r.From, keyslot.Of(k))
+		}
 	}
-	// While the importing shard recovers here (its coordinator failed),
+	// While an importing shard recovers here (its coordinator failed),
 	// nothing writes to it: recovery judges the shard's pieces as it
 	// listed them, and would release a move's pieces stored meanwhile as
 	// a stale version of a key the source still holds. The source retries.
-	if _, refused := n.refuseKeys(m, [][]byte{r.Key}); refused {
-		return nil, fmt.Errorf("server: slot %d's importing shard is recovering; the move waits", keyslot.Of(r.Key))
+	if _, refused := n.refuseKeys(m, keys); refused {
+		return nil, fmt.Errorf("server: slot %d's importing shard is recovering; the move waits", keyslot.Of(keys[0]))
 	}
-	if err := n.stripes.RestoreKeys(ctx, [][]byte{r.Key}); err != nil {
-		return nil, fmt.Errorf("server: restoring slot %d's stripe chunks before a move: %w", keyslot.Of(r.Key), err)
+	if err := n.stripes.RestoreKeys(ctx, keys); err != nil {
+		return nil, fmt.Errorf("server: restoring stripe chunks before a move: %w", err)
 	}
-	if r.Drop {
-		_, err := n.del(ctx, r.Key)
-		return nil, err
+	errs := make([]error, len(r.Keys))
+	_ = core.ForEach(ctx, len(r.Keys), len(r.Keys), func(ctx context.Context, i int) error {
+		errs[i] = n.importKey(ctx, m, r.Keys[i])
+		return nil
+	})
+	return encodeMigrateResp(errs), nil
+}
+
+// importKey stores (or drops) one key of a batch OnMigrate accepted.
+func (n *Server) importKey(ctx context.Context, m *cluster.Map, k migrateKey) error {
+	if k.Drop {
+		_, err := n.del(ctx, k.Key)
+		return err
 	}
-	entry, ok := m.SchemeByID(r.Scheme)
+	entry, ok := m.SchemeByID(k.Scheme)
 	if !ok {
-		return nil, fmt.Errorf("server: key %q moves under unknown scheme id %d", r.Key, r.Scheme)
+		return fmt.Errorf("server: key %q moves under unknown scheme id %d", k.Key, k.Scheme)
 	}
-	n.Versions.Observe(r.Version)
-	if r.Lost {
-		n.Lost.Add(kind.LostKey{Key: string(r.Key), Scheme: entry.Name(), Cause: "it was lost before its slot migrated here"})
-		return nil, nil
+	n.Versions.Observe(k.Version)
+	if k.Lost {
+		n.Lost.Add(kind.LostKey{Key: string(k.Key), Scheme: entry.Name(), Cause: "it was lost before its slot migrated here"})
+		return nil
 	}
-	if r.ExpireAt != 0 && r.ExpireAt <= core.NowMs() {
-		return nil, nil // expired on the way: the source deletes it
+	if k.ExpireAt != 0 && k.ExpireAt <= core.NowMs() {
+		return nil // expired on the way: the source deletes it
 	}
-	return nil, n.SetImported(ctx, r.Key, r.Value, r.ExpireAt, entry)
+	return n.SetImported(ctx, k.Key, k.Value, k.ExpireAt, entry)
 }
 
 // exports is the set of migrations this node runs as their source.
@@ -384,11 +482,12 @@ func (n *Server) export(ctx context.Context, id int) error {
 		}
 		n.Migration.KeysTotal.Add(int64(len(keys)))
 		pace := core.NewPacer() // the rate may change while the movers run
-		err := core.ForEach(ctx, len(keys), moveWorkers, func(ctx context.Context, i int) error {
+		batches := (len(keys) + moveBatch - 1) / moveBatch
+		err := core.ForEach(ctx, batches, moveWorkers, func(ctx context.Context, i int) error {
 			began := time.Now()
-			size, err := n.moveKey(ctx, m, &m.Shards[id], keys[i])
+			size, err := n.moveKeys(ctx, m, &m.Shards[id], keys[i*moveBatch:min(len(keys), (i+1)*moveBatch)])
 			if err != nil {
-				return fmt.Errorf("moving key %q: %w", keys[i], err)
+				return err
 			}
 			core.Rest(ctx, time.Since(began), n.Cfg.MigrateShare)
 			return pace.Wait(ctx, int64(size), n.Ctl.Map().MigrateRate())
@@ -426,48 +525,91 @@ func (n *Server) keysToMove(first, last int) [][]byte {
 	}
 }
 
-// moveKey moves key to imp's coordinator under the key's move lock:
-// read, sent, deleted here. It returns the bytes moved.
-func (n *Server) moveKey(ctx context.Context, m *cluster.Map, imp *cluster.Shard, key []byte) (int, error) {
-	unlock := n.moves.lock([][]byte{key})
+// moveKeys moves keys to imp's coordinator in one message, under their
+// move locks: each is read, all are sent, and those the importer stored
+// are deleted here. It returns the bytes moved, and the first key that did
+// not move (the next pass moves it).
+func (n *Server) moveKeys(ctx context.Context, m *cluster.Map, imp *cluster.Shard, keys [][]byte) (int, error) {
+	unlock := n.moves.lock(keys)
 	defer unlock()
 	owner, ok := m.CoordinatorOf(imp)
 	if !ok {
 		return 0, fmt.Errorf("shard %d has no coordinator", imp.ID)
 	}
-	cur, err := n.Get(ctx, key)
-	var lost *kind.LostError
-	req := migrateReq{From: n.NodeID, Epoch: m.Epoch, Key: key}
-	switch {
-	case errors.As(err, &lost):
-		req.Lost, req.Scheme = true, m.DefaultScheme().ID
-	case err != nil:
-		return 0, err
-	case !cur.Exists:
-		return 0, nil // deleted or expired since the listing
-	default:
-		req.Scheme, req.ExpireAt, req.Version, req.Value = cur.Entry.ID, cur.Meta.ExpireAt, cur.Meta.Version, cur.Value
-	}
-	payload, tail := req.spool()
-	if _, err := n.CallUnder(ctx, core.PeerReq{Node: owner, Typ: peer.MsgMigrate, Payload: payload, Tail: tail}, nil); err != nil {
+	batch, err := n.readToMove(ctx, m, keys)
+	if err != nil || len(batch.Keys) == 0 {
 		return 0, err
 	}
-	if err := n.RMWMeta(ctx, key, func(cur core.Current) (*core.WriteOp, error) {
-		if !cur.Exists {
-			return nil, nil
+	errs, err := n.sendBatch(ctx, owner, batch)
+	if err != nil {
+		return 0, err
+	}
+	var size atomic.Int64
+	_ = core.ForEach(ctx, len(batch.Keys), len(batch.Keys), func(ctx context.Context, i int) error {
+		k := batch.Keys[i]
+		if errs[i] != nil {
+			errs[i] = fmt.Errorf("moving key %q: %w", k.Key, errs[i])
+			return nil
 		}
-		return &core.WriteOp{Key: key, Del: true, Entry: cur.Entry}, nil
-	}); err != nil {
-		return 0, err
+		errs[i] = n.RMWMeta(ctx, k.Key, func(cur core.Current) (*core.WriteOp, error) {
+			if !cur.Exists {
+				return nil, nil
+			}
+			return &core.WriteOp{Key: k.Key, Del: true, Entry: cur.Entry}, nil
+		})
+		if errs[i] != nil {
+			errs[i] = fmt.Errorf("deleting moved key %q: %w", k.Key, errs[i])
+			return nil
+		}
+		size.Add(int64(len(k.Key) + len(k.Value)))
+		n.Migration.KeysDone.Add(1)
+		n.Migration.BytesDone.Add(int64(len(k.Key) + len(k.Value)))
+		return nil
+	})
+	for _, err := range errs {
+		if err != nil {
+			return int(size.Load()), err
+		}
 	}
-	size := len(key) + len(cur.Value)
-	n.Migration.KeysDone.Add(1)
-	n.Migration.BytesDone.Add(int64(size))
-	return size, nil
+	return int(size.Load()), nil
 }
 
-// moveWorkers is how many keys one migration's source moves at once: a
-// key's move is a round trip to the importer (which writes the key's
-// redundancy) and a deletion here, so one at a time left both idle (0.6
-// MB/s of small keys between two processes on loopback).
-const moveWorkers = 16
+// readToMove reads keys, at once, into a batch for imp's coordinator,
+// leaving out those deleted or expired since the listing.
+func (n *Server) readToMove(ctx context.Context, m *cluster.Map, keys [][]byte) (migrateBatch, error) {
+	read := make([]migrateKey, len(keys))
+	found := make([]bool, len(keys))
+	err := core.ForEach(ctx, len(keys), len(keys), func(ctx context.Context, i int) error {
+		cur, err := n.Get(ctx, keys[i])
+		var lost *kind.LostError
+		read[i].Key = keys[i]
+		switch {
+		case errors.As(err, &lost):
+			read[i].Lost, read[i].Scheme, found[i] = true, m.DefaultScheme().ID, true
+		case err != nil:
+			return fmt.Errorf("reading key %q to move: %w", keys[i], err)
+		case cur.Exists:
+			read[i].Scheme, read[i].ExpireAt, read[i].Version, read[i].Value = cur.Entry.ID, cur.Meta.ExpireAt, cur.Meta.Version, cur.Value
+			found[i] = true
+		}
+		return nil
+	})
+	batch := migrateBatch{From: n.NodeID, Epoch: m.Epoch}
+	for i, k := range read {
+		if found[i] {
+			batch.Keys = append(batch.Keys, k)
+		}
+	}
+	return batch, err
+}
+
+// moveBatch is how many keys one message moves (moveKeys), and
+// moveWorkers how many such batches one migration's source moves at once.
+// A key moved alone cost the cluster about four client operations' CPU,
+// much of it the per-message work of its round trip
+// (docs/benchmarks/rebalance-cost.md); one at a time left both ends idle
+// (0.6 MB/s of small keys between two processes on loopback).
+const (
+	moveBatch   = 16
+	moveWorkers = 4
+)
