@@ -70,7 +70,7 @@ the file.`,
 	f.Int64Var(&cfg.ScrubRate, "scrub-rate", cfg.ScrubRate, "bytes per second a node reads to check the checksums of what it stores (0: no scrub)")
 	f.Int64Var(&cfg.CompactRate, "compact-rate", cfg.CompactRate, "bytes of stripe chunks per second compaction empties by moving their objects, while garbage is over 5% of a scheme's chunks (0: no compaction; retired shards' lists are emptied anyway, at 4 MiB/s)")
 	f.Float64Var(&cfg.CompactShare, "compact-share", cfg.CompactShare, "share of the time compaction may work, in (0, 1] (1: no bound)")
-	f.Float64Var(&cfg.MigrateShare, "migrate-share", cfg.MigrateShare, "share of the time each mover of a migration's source may work, resting the rest, in (0, 1] (1: no bound; the rebalance's --rate bounds bytes besides)")
+	f.Float64Var(&cfg.MigrateShare, "migrate-share", cfg.MigrateShare, "share of the time each of a migration's four movers (at its source) may work, resting after each batch of 16 keys, in (0, 1] (1: no bound; the rebalance's --rate bounds bytes besides)")
 	f.IntVar(&cfg.PolicyMoveRate, "policy-move-rate", cfg.PolicyMoveRate, "keys per second a node moves for a temperature policy, idle keys to its cold scheme and often-read ones back (0: no background moves)")
 	f.DurationVar(&cfg.SweepInterval, "sweep-interval", cfg.SweepInterval, "how often a node asks coordinators about one page of the pieces it holds, to drop those failures left behind (0: no sweep)")
 	f.BoolVar(&cfg.EnableDebugCommand, "enable-debug-command", cfg.EnableDebugCommand, "allow DEBUG FLIP, which corrupts stored data on purpose (tests, drills)")

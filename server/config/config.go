@@ -126,10 +126,11 @@ type Config struct {
 	// (0, 1]; 1 is no bound.
 	CompactShare float64
 	// MigrateShare bounds the share of the time each mover of a
-	// migration's source works, in (0, 1]; 1 is no bound. The rebalance's
-	// rate bounds bytes, which a mover of small keys hardly spends while
-	// its round trips, the importer's writes and the deletions here cost
-	// clients CPU; time measures those (server/commands/migrate.go).
+	// migration's source works, resting after each batch of keys, in
+	// (0, 1]; 1 is no bound. The rebalance's rate bounds bytes, which a
+	// mover of small keys hardly spends while its messages, the importer's
+	// writes and the deletions here cost clients CPU; time measures those
+	// (server/commands/migrate.go).
 	MigrateShare float64
 	// PolicyMoveRate bounds the keys per second a node moves for a
 	// temperature policy (SCHEME.POLICY TEMPERATURE), idle keys to the
@@ -164,7 +165,7 @@ const DefaultRebuildShare = 0.05
 
 // DefaultMigrateShare is the default MigrateShare (docs/benchmarks/rebalance.md:
 // what a rebalance costs clients on a loaded machine).
-const DefaultMigrateShare = 0.25
+const DefaultMigrateShare = 0.1
 
 // Default returns a single-node configuration on loopback.
 func Default() Config {
