@@ -58,6 +58,7 @@
 package tests
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -157,6 +158,7 @@ func TestNetnsCluster(t *testing.T) {
 	live := append(slices.Clone(survivors), grown)
 	coordinators = append(coordinators, spare, grown)
 	c.checkKeys(want, live...)
+	c.waitSlotsAgree(live, 30*time.Second)
 	c.checkAddresses(live, coordinators)
 
 	// Step 7: `memgest cluster remove-node` drains a data node: its slots
@@ -184,6 +186,7 @@ func TestNetnsCluster(t *testing.T) {
 	live = slices.DeleteFunc(live, func(nd *nsNode) bool { return nd == leaving })
 	coordinators = slices.DeleteFunc(coordinators, func(nd *nsNode) bool { return nd == leaving })
 	c.checkKeys(want, live...)
+	c.waitSlotsAgree(live, 30*time.Second)
 	c.checkAddresses(live, coordinators)
 
 	t.Logf("TestNetnsCluster: %s in all", time.Since(began).Round(time.Millisecond))
@@ -205,6 +208,52 @@ func (c *nsCluster) plainEach(nodes []*nsNode) []*redis.Client {
 		out = append(out, c.plain(nd))
 	}
 	return out
+}
+
+// waitSlotsAgree waits until every node of nodes answers CLUSTER SLOTS with
+// the same assignment of slot ranges to masters (what `redis-cli --cluster
+// check` calls "All nodes agree about slots configuration"): the maps that
+// a rebalance or a drain left converge. It fails after timeout, naming the
+// nodes whose answers differ.
+func (c *nsCluster) waitSlotsAgree(nodes []*nsNode, timeout time.Duration) {
+	c.t.Helper()
+	clients := c.plainEach(nodes)
+	deadline := time.Now().Add(timeout)
+	for {
+		answers := map[string][]string{} // the assignment → the nodes that answered it
+		for i, nd := range nodes {
+			a := slotAssignment(clients[i])
+			answers[a] = append(answers[a], nd.addr())
+		}
+		if len(answers) == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("CLUSTER SLOTS still differs between nodes after %s: %v", timeout, answers)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// slotAssignment is a node's CLUSTER SLOTS, asked through rdb, as
+// "first-last master" lines in slot order, or the error it answered.
+func slotAssignment(rdb *redis.Client) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	slots, err := rdb.ClusterSlots(ctx).Result()
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	lines := make([]string, 0, len(slots))
+	for _, s := range slots {
+		master := "none"
+		if len(s.Nodes) > 0 {
+			master = s.Nodes[0].Addr
+		}
+		lines = append(lines, fmt.Sprintf("%05d-%05d %s", s.Start, s.End, master))
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
 }
 
 // checkAddresses asks each of asked for CLUSTER NODES, CLUSTER SLOTS and
