@@ -38,7 +38,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench-lib.sh
 source "$here/bench-lib.sh"
 tool=$here/bench-rebalance.py
-cmdline="$(for v in DS_STRIPE DS_REP DS_SPLIT LOAD_KEYS PHASE_SECONDS WINDOW_SECONDS PARALLEL RATE MIGRATE_SHARE MOVE_TIMEOUT PROBE_RATE WARMUP; do
+cmdline="$(for v in DS_STRIPE DS_REP DS_SPLIT LOAD_KEYS PHASE_SECONDS WINDOW_SECONDS PARALLEL RATE MIGRATE_SHARE MOVE_TIMEOUT PROBE_RATE WARMUP NAME; do
 	if [ -n "${!v:-}" ]; then printf '%s=%s ' "$v" "${!v}"; fi
 done)scripts/bench-rebalance.sh $*"
 
