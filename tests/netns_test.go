@@ -213,19 +213,23 @@ func (c *nsCluster) plainEach(nodes []*nsNode) []*redis.Client {
 // waitSlotsAgree waits until every node of nodes answers CLUSTER SLOTS with
 // the same assignment of slot ranges to masters (what `redis-cli --cluster
 // check` calls "All nodes agree about slots configuration"): the maps that
-// a rebalance or a drain left converge. It fails after timeout, naming the
-// nodes whose answers differ.
+// a rebalance or a drain left converge. An error answer never counts as
+// agreeing. It fails after timeout, naming the nodes whose answers differ.
 func (c *nsCluster) waitSlotsAgree(nodes []*nsNode, timeout time.Duration) {
 	c.t.Helper()
 	clients := c.plainEach(nodes)
 	deadline := time.Now().Add(timeout)
 	for {
 		answers := map[string][]string{} // the assignment → the nodes that answered it
+		failed := false
 		for i, nd := range nodes {
-			a := slotAssignment(clients[i])
+			a, err := slotAssignment(clients[i])
+			if err != nil {
+				a, failed = "error: "+err.Error(), true
+			}
 			answers[a] = append(answers[a], nd.addr())
 		}
-		if len(answers) == 1 {
+		if len(answers) == 1 && !failed {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -236,13 +240,13 @@ func (c *nsCluster) waitSlotsAgree(nodes []*nsNode, timeout time.Duration) {
 }
 
 // slotAssignment is a node's CLUSTER SLOTS, asked through rdb, as
-// "first-last master" lines in slot order, or the error it answered.
-func slotAssignment(rdb *redis.Client) string {
+// "first-last master" lines in slot order.
+func slotAssignment(rdb *redis.Client) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	slots, err := rdb.ClusterSlots(ctx).Result()
 	if err != nil {
-		return "error: " + err.Error()
+		return "", err
 	}
 	lines := make([]string, 0, len(slots))
 	for _, s := range slots {
@@ -253,7 +257,7 @@ func slotAssignment(rdb *redis.Client) string {
 		lines = append(lines, fmt.Sprintf("%05d-%05d %s", s.Start, s.End, master))
 	}
 	slices.Sort(lines)
-	return strings.Join(lines, "\n")
+	return strings.Join(lines, "\n"), nil
 }
 
 // checkAddresses asks each of asked for CLUSTER NODES, CLUSTER SLOTS and
