@@ -309,7 +309,8 @@ type nodeCollector struct {
 	serving, nodes, recovering             *prometheus.Desc
 	rebuilding, rebuildKeys, rebuildBytes  *prometheus.Desc
 	corrupt, repaired, scrubbed, swept     *prometheus.Desc
-	relocated                              *prometheus.Desc
+	corruptFound, corruptRepaired          *prometheus.Desc
+	corruptUnrepaired, relocated           *prometheus.Desc
 	batchData, batchGarbage                *prometheus.Desc
 	nines, mttdl                           *prometheus.Desc
 }
@@ -319,34 +320,51 @@ func (n *Node) collector() prometheus.Collector {
 		return prometheus.NewDesc("memgest_"+name, help, labels, nil)
 	}
 	return &nodeCollector{n: n,
-		commands:     d("commands_total", "Client commands processed by this node."),
-		forwarded:    d("forwarded_commands_total", "Client commands forwarded to their coordinator."),
-		expired:      d("expired_keys_total", "Keys deleted because their TTL passed."),
-		epoch:        d("map_epoch", "Epoch of the cluster map this node has applied."),
-		keys:         d("scheme_keys", "Keys this node coordinates, by scheme.", "scheme"),
-		logical:      d("scheme_logical_bytes", "Key and value bytes of this node's keys, by scheme.", "scheme"),
-		stored:       d("scheme_stored_bytes", "Bytes this node stores (records and pieces), by scheme.", "scheme"),
-		overhead:     d("store_overhead_bytes_per_key", "Index and header bytes per record in the primary store."),
-		serving:      d("serving", "1 while this node holds a fresh lease to serve its keys, else 0."),
-		nodes:        d("nodes", "Nodes of the cluster map, by state.", "state"),
-		recovering:   d("shards_recovering", "Shards whose coordinator failed and whose records are being recovered."),
-		rebuilding:   d("shards_rebuilding", "Shards with pieces lost with a failed node still to re-create."),
-		rebuildKeys:  d("rebuild_keys", "Keys this node has to rebuild and has rebuilt, by state (total, done).", "state"),
-		rebuildBytes: d("rebuild_bytes_total", "Bytes of pieces this node has re-created."),
-		corrupt:      d("corrupt_found_total", "Stored copies found failing their CRC32C, by reads and the scrub."),
-		repaired:     d("repairs_total", "Keys whose corrupt copies were stored again from redundancy."),
-		scrubbed:     d("scrub_bytes_total", "Bytes the scrub has checked."),
-		swept:        d("swept_pieces_total", "Garbage pieces the sweep dropped (pieces failures left that no committed version needs)."),
-		relocated:    d("stripe_relocated_objects_total", "Stripe objects compaction moved out of chunks with garbage or above free stripe numbers."),
-		batchData:    d("batch_data_bytes", "Data chunk bytes of the batch stripes this node's coordinator wrote, garbage included, by scheme (decision 0009).", "scheme"),
-		batchGarbage: d("batch_garbage_bytes", "Bytes of those batch stripes no key uses any more, which the GC reclaims, by scheme: over memgest_batch_data_bytes, the garbage ratio.", "scheme"),
-		nines:        d("scheme_nines", "Modelled nines of the probability that no key of the scheme is lost in a year on this cluster, by scheme, refreshed each minute (docs/reliability.md).", "scheme"),
-		mttdl:        d("scheme_mttdl_years", "Modelled mean time to losing some key of the scheme on this cluster, in years, by scheme.", "scheme"),
+		commands:          d("commands_total", "Client commands processed by this node."),
+		forwarded:         d("forwarded_commands_total", "Client commands forwarded to their coordinator."),
+		expired:           d("expired_keys_total", "Keys deleted because their TTL passed."),
+		epoch:             d("map_epoch", "Epoch of the cluster map this node has applied."),
+		keys:              d("scheme_keys", "Keys this node coordinates, by scheme.", "scheme"),
+		logical:           d("scheme_logical_bytes", "Key and value bytes of this node's keys, by scheme.", "scheme"),
+		stored:            d("scheme_stored_bytes", "Bytes this node stores (records and pieces), by scheme.", "scheme"),
+		overhead:          d("store_overhead_bytes_per_key", "Index and header bytes per record in the primary store."),
+		serving:           d("serving", "1 while this node holds a fresh lease to serve its keys, else 0."),
+		nodes:             d("nodes", "Nodes of the cluster map, by state.", "state"),
+		recovering:        d("shards_recovering", "Shards whose coordinator failed and whose records are being recovered."),
+		rebuilding:        d("shards_rebuilding", "Shards with pieces lost with a failed node still to re-create."),
+		rebuildKeys:       d("rebuild_keys", "Keys this node has to rebuild and has rebuilt, by state (total, done).", "state"),
+		rebuildBytes:      d("rebuild_bytes_total", "Bytes of pieces this node has re-created."),
+		corrupt:           d("corrupt_found_total", "Stored copies found failing their CRC32C, by reads and the scrub."),
+		repaired:          d("repairs_total", "Keys whose corrupt copies were stored again from redundancy."),
+		scrubbed:          d("scrub_bytes_total", "Bytes the scrub has checked."),
+		corruptFound:      d("corruption_found_total", "Stored copies found failing their checksums, by where: records (primary records and pieces: none, rep, split), chunks (a packed scheme's data chunks and the copies a decode read), batch (batch objects kept here or read from a holder).", "where"),
+		corruptRepaired:   d("corruption_repaired_total", "Corrupt copies stored again from redundancy, by where: records (keys whose pieces or record were rewritten), packed (chunks and batch objects restored from their stripes).", "where"),
+		corruptUnrepaired: d("corruption_unrepaired_total", "Corrupt packed chunks or batch objects no copy of their stripe restored: their keys answer -CORRUPT.", "where"),
+		swept:             d("swept_pieces_total", "Garbage pieces the sweep dropped (pieces failures left that no committed version needs)."),
+		relocated:         d("stripe_relocated_objects_total", "Stripe objects compaction moved out of chunks with garbage or above free stripe numbers."),
+		batchData:         d("batch_data_bytes", "Data chunk bytes of the batch stripes this node's coordinator wrote, garbage included, by scheme (decision 0009).", "scheme"),
+		batchGarbage:      d("batch_garbage_bytes", "Bytes of those batch stripes no key uses any more, which the GC reclaims, by scheme: over memgest_batch_data_bytes, the garbage ratio.", "scheme"),
+		nines:             d("scheme_nines", "Modelled nines of the probability that no key of the scheme is lost in a year on this cluster, by scheme, refreshed each minute (docs/reliability.md).", "scheme"),
+		mttdl:             d("scheme_mttdl_years", "Modelled mean time to losing some key of the scheme on this cluster, in years, by scheme.", "scheme"),
 	}
 }
 
+// collectCorruption sends the memgest_corruption_* counters.
+func (c *nodeCollector) collectCorruption(ch chan<- prometheus.Metric) {
+	n, st := c.n, c.n.stripes.Stats()
+	counter := func(d *prometheus.Desc, v int64, where string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), where)
+	}
+	counter(c.corruptFound, n.Health.Corrupt.Load(), "records")
+	counter(c.corruptFound, st.CorruptChunks.Load(), "chunks")
+	counter(c.corruptFound, st.CorruptBatch.Load(), "batch")
+	counter(c.corruptRepaired, n.Health.Repaired.Load(), "records")
+	counter(c.corruptRepaired, st.Repaired.Load(), "packed")
+	counter(c.corruptUnrepaired, st.Unrepaired.Load(), "packed")
+}
+
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.commands, c.forwarded, c.expired, c.epoch, c.keys, c.logical, c.stored, c.overhead, c.serving, c.nodes, c.recovering, c.rebuilding, c.rebuildKeys, c.rebuildBytes, c.corrupt, c.repaired, c.scrubbed, c.swept, c.relocated, c.batchData, c.batchGarbage, c.nines, c.mttdl} {
+	for _, d := range []*prometheus.Desc{c.commands, c.forwarded, c.expired, c.epoch, c.keys, c.logical, c.stored, c.overhead, c.serving, c.nodes, c.recovering, c.rebuilding, c.rebuildKeys, c.rebuildBytes, c.corrupt, c.repaired, c.scrubbed, c.swept, c.corruptFound, c.corruptRepaired, c.corruptUnrepaired, c.relocated, c.batchData, c.batchGarbage, c.nines, c.mttdl} {
 		ch <- d
 	}
 }
@@ -367,6 +385,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.corrupt, prometheus.CounterValue, float64(n.Health.Corrupt.Load()))
 	ch <- prometheus.MustNewConstMetric(c.repaired, prometheus.CounterValue, float64(n.Health.Repaired.Load()))
 	ch <- prometheus.MustNewConstMetric(c.scrubbed, prometheus.CounterValue, float64(n.Health.Scrubbed.Load()))
+	c.collectCorruption(ch)
 	ch <- prometheus.MustNewConstMetric(c.swept, prometheus.CounterValue, float64(n.Health.Swept.Load()))
 	ch <- prometheus.MustNewConstMetric(c.relocated, prometheus.CounterValue, float64(n.Stats.Relocated.Load()))
 	for state, count := range nodeStates(m) {

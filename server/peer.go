@@ -18,7 +18,8 @@ func (n *Node) newRouter() *peer.Router {
 		peer.MsgListPieces: n.repair.OnListPieces, peer.MsgRepair: n.OnRepair, peer.MsgAudit: n.repair.OnAudit,
 		peer.MsgHolds:      n.OnHolds,
 		peer.MsgStripeRead: n.stripes.OnRead, peer.MsgStripeResync: n.stripes.OnResync, peer.MsgStripeBatch: n.stripes.OnBatch,
-		peer.MsgPublish: n.cmds.OnPublish, // in order all the same: the sender waits for each frame's answer
+		peer.MsgStripeRepair: n.stripes.OnRepair,
+		peer.MsgPublish:      n.cmds.OnPublish, // in order all the same: the sender waits for each frame's answer
 	} {
 		r.Handle(typ, peer.OffLoop, h)
 	}

@@ -56,6 +56,8 @@ func stripeFrame(m stripe.Msg) uint8 {
 		return peer.MsgStripeResync
 	case stripe.MsgBatch:
 		return peer.MsgStripeBatch
+	case stripe.MsgRepair:
+		return peer.MsgStripeRepair
 	}
 	return 0 // no such frame: the peer refuses it
 }

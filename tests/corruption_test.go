@@ -76,6 +76,21 @@ func TestCorruptCopiesAreRepaired(t *testing.T) {
 		t.Fatalf("second GET of the repaired rep key = %q, %v", v, err)
 	}
 
+	// A rep:3 key with all three copies corrupt names the corruption and
+	// the key (it answered "kept changing under a read" before).
+	ak := c.keyOn(t, rdb, 2, "rep-all:")
+	must(t, rdb.Do(ctx, "SET", ak, "every copy flipped", "SCHEME", "rep:3").Err())
+	var copies int64
+	for i := range c.nodes {
+		copies += c.flip(i, ak)
+	}
+	if copies != 3 {
+		t.Fatalf("DEBUG FLIP changed %d copies of a rep:3 key, want 3", copies)
+	}
+	if v, err := via.Get(ctx, ak).Result(); err == nil || !strings.HasPrefix(err.Error(), "CORRUPT") || !strings.Contains(err.Error(), ak) {
+		t.Fatalf("GET of a rep:3 key with every copy corrupt = %q, %v; want -CORRUPT naming it", v, err)
+	}
+
 	// A none key has no other copy: a clear error, never the bad bytes.
 	nk := c.keyOn(t, rdb, 3, "none:")
 	must(t, rdb.Set(ctx, nk, "only copy", 0).Err())

@@ -63,3 +63,21 @@ func (e *LostError) Error() string {
 	}
 	return fmt.Sprintf("LOST key %q unrecoverable: scheme %s lost %d of %d pieces", e.Key, e.Scheme, e.Lost, e.Total)
 }
+
+// CorruptError is the error of a read of a key whose stored copy fails
+// its checksum when no redundancy of its scheme repairs it: -CORRUPT, the
+// wrong bytes never served (DESIGN.md §4 "Corruption"). It does not
+// unwrap to its cause, which may hold a released piece's ErrPieceGone: a
+// read must not take it for a write under it and try again.
+type CorruptError struct {
+	Key    string
+	Scheme string
+	Cause  error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("CORRUPT key %q: its stored copy fails its checksum and scheme %s's redundancy could not repair it: %v", e.Key, e.Scheme, e.Cause)
+}
+
+// Is makes a CorruptError match ErrPieceCorrupt.
+func (e *CorruptError) Is(target error) bool { return target == ErrPieceCorrupt }

@@ -96,7 +96,13 @@ func (s *Scheme) Read(ctx context.Context, key []byte, meta store.Meta, stored [
 	}
 	s.Env().Corrupt()
 	data, err := s.fetch(ctx, key, meta)
-	if err != nil {
+	switch {
+	case errors.Is(err, kind.ErrNoCopy) && !errors.Is(err, kind.ErrOtherVersion):
+		// Every holder answered and no copy passes its check: corrupt
+		// beyond repair, not a copy a newer write released (a read
+		// would then try again).
+		return nil, &kind.CorruptError{Key: string(key), Scheme: s.Entry().Name(), Cause: err}
+	case err != nil:
 		return nil, fmt.Errorf("server: key %q fails its checksum; %w", key, err)
 	}
 	if err := s.Env().RepairRecord(key, meta, data); err != nil {

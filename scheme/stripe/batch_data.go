@@ -329,6 +329,32 @@ func (b *BatchData) Get(key []byte) (o Object, loc BatchLoc, local bool, ok bool
 	return e.o, loc, e.local, err == nil
 }
 
+// CheckKept checks key's batch object against its checksum where its
+// chunk is kept here: nil for a sound object, or one kept elsewhere
+// (fetchBatch checks what it reads).
+func (b *BatchData) CheckKept(loc BatchLoc) error {
+	if int(loc.Slot) >= len(b.stripes) || b.stripes[loc.Slot] == nil || loc.Chunk < 0 || loc.Chunk >= b.k {
+		return nil
+	}
+	d := b.stripes[loc.Slot].kept[loc.Chunk]
+	if d == nil || loc.Offset >= len(d) {
+		return nil
+	}
+	_, _, err := ParseChecked(d[loc.Offset:])
+	return err
+}
+
+// restoreKept writes obj, an object's bytes decoded from its stripe, over
+// the kept copy at loc of the stripe serial, if the stripe is still there.
+func (b *BatchData) restoreKept(loc BatchLoc, serial uint64, obj []byte) bool {
+	d := b.keptChunk(loc.Slot, serial, loc.Chunk)
+	if d == nil || loc.Offset+len(obj) > len(d) {
+		return false
+	}
+	copy(d[loc.Offset:], obj)
+	return true
+}
+
 // Serial returns the shard and serial of the stripe in slot.
 func (b *BatchData) Serial(slot uint32) (shard uint16, serial uint64, ok bool) {
 	if int(slot) >= len(b.stripes) || b.stripes[slot] == nil {

@@ -3,6 +3,8 @@ package stripe
 import (
 	"context"
 	"slices"
+
+	"github.com/memgest/memgest/cluster"
 )
 
 // Move-based GC of batch stripes (decision 0009, BCStore §III-B). An
@@ -174,17 +176,19 @@ func (eng *Engine) readRefs(ctx context.Context, s *schemeState, refs []batchRef
 			piece, _ = eng.readPieceRange(ctx, holders[batchPosition(s.spec, r.loc.Chunk, r.c)], s, whole, r.loc.Chunk)
 			pieces[r.loc.Chunk] = piece
 		}
-		var b []byte
+		o, err := Object{}, ErrChecksum
+		var bad cluster.Node // the holder whose piece failed its check
 		if r.loc.Offset+r.size <= len(piece) {
-			b = piece[r.loc.Offset : r.loc.Offset+r.size]
-		} else if b, err = eng.decodeBatchRange(ctx, holders, s, r); err != nil {
-			eng.log.Warn("stripe: the batch GC could not read an object", "key", string(r.head.Key), "err", err)
-			continue
+			if o, err = objectAt(piece[r.loc.Offset:r.loc.Offset+r.size], r.head.Key, r.head.Version); err != nil {
+				eng.stats.CorruptBatch.Add(1)
+				bad = holders[batchPosition(s.spec, r.loc.Chunk, r.c)]
+			}
 		}
-		o, err := objectAt(b, r.head.Key, r.head.Version)
-		if err != nil {
-			eng.log.Warn("stripe: the batch GC read a wrong object", "err", err)
-			continue
+		if err != nil { // unread, or failing its check: decoded around
+			if o, err = eng.decodeBatchObject(ctx, eng.host.Map(), holders, s, r, r.head.Key, bad); err != nil {
+				eng.log.Warn("stripe: the batch GC could not read an object", "key", string(r.head.Key), "err", err)
+				continue
+			}
 		}
 		o.Value = slices.Clone(o.Value)
 		out = append(out, o)

@@ -163,6 +163,46 @@ func (h *batchPieces) get(k batchPieceKey) (*batchPiece, bool) {
 	return nil, false
 }
 
+// repair writes obj, a sound object, over the copy at off of piece k
+// that fails its check; a copy that passes it is left as it is.
+func (h *batchPieces) repair(k batchPieceKey, off int, obj []byte) error {
+	if _, n, err := ParseChecked(obj); err != nil || n != len(obj) {
+		return fmt.Errorf("stripe: a batch repair's object does not pass its check: %w", ErrChecksum)
+	}
+	p, ok := h.get(k)
+	if !ok {
+		return fmt.Errorf("%w: scheme %d shard %d stripe %d role %d", ErrNoBatchPiece, k.scheme, k.shard, k.serial, k.role)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if off < 0 || off+len(obj) > len(p.bytes) {
+		return fmt.Errorf("stripe: a batch repair of %d bytes at %d of a %d-byte piece", len(obj), off, len(p.bytes))
+	}
+	if Verify(p.bytes[off:off+len(obj)]) != nil {
+		copy(p.bytes[off:], obj)
+	}
+	return nil
+}
+
+// replace makes b the bytes of piece k, of the same length; a data
+// piece's must pass its objects' checks.
+func (h *batchPieces) replace(k batchPieceKey, b []byte) error {
+	p, ok := h.get(k)
+	if !ok {
+		return fmt.Errorf("%w: scheme %d shard %d stripe %d role %d", ErrNoBatchPiece, k.scheme, k.shard, k.serial, k.role)
+	}
+	if int(k.role) < len(p.lens) && CheckObjects(b) != nil {
+		return fmt.Errorf("stripe: a batch piece's replacement fails its objects' checks: %w", ErrChecksum)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(b) != len(p.bytes) {
+		return fmt.Errorf("stripe: a %d-byte replacement of a %d-byte batch piece", len(b), len(p.bytes))
+	}
+	copy(p.bytes, b)
+	return nil
+}
+
 // free drops every piece of the stripes serials of (scheme, shard), in
 // whatever role, and returns how many it dropped.
 func (h *batchPieces) free(schemeID, shard uint16, serials []uint64) int {
@@ -224,11 +264,13 @@ func (h *batchPieces) list(schemeID, shard uint16, from uint64, max int, withByt
 
 // The MsgBatch operations: the first byte of a request.
 const (
-	batchPut  uint8 = iota + 1 // store a piece
-	batchRead                  // read a range of a piece
-	batchList                  // list a shard's pieces from a serial on
-	batchFree                  // drop stripes' pieces
-	batchMark                  // mark an object of a stripe dead (batch_marks.go)
+	batchPut     uint8 = iota + 1 // store a piece
+	batchRead                     // read a range of a piece
+	batchList                     // list a shard's pieces from a serial on
+	batchFree                     // drop stripes' pieces
+	batchMark                     // mark an object of a stripe dead (batch_marks.go)
+	batchRepair                   // write back an object a piece has corrupt (repair.go)
+	batchReplace                  // replace a piece the scrub found differing (batch_scrub.go)
 )
 
 // batchListPage is how many stripes one batchList answers at most; fewer
@@ -399,6 +441,20 @@ func serveBatch(h *batchPieces, b []byte) ([]byte, error) {
 			h.markDead(schemeID, shard, m.serial, m.chunk, m.offset)
 		}
 		return nil, nil
+	case batchRepair:
+		k := readBatchKey(&d)
+		off, obj := d.U32(), d.Bytes()
+		if err := d.Done(); err != nil {
+			return nil, err
+		}
+		return nil, h.repair(k, int(off), obj)
+	case batchReplace:
+		k := readBatchKey(&d)
+		piece := d.Bytes()
+		if err := d.Done(); err != nil {
+			return nil, err
+		}
+		return nil, h.replace(k, piece)
 	case batchRead:
 		k := readBatchKey(&d)
 		off, n := d.U32(), d.U32()

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/kind"
+	"github.com/memgest/memgest/wire"
 )
 
 // This file reads batch objects kept on other nodes (stripe@batch's data
@@ -62,14 +64,19 @@ func (s *schemeState) newerInBatch(key []byte) (batchRef, bool) {
 func (eng *Engine) fetchBatch(ctx context.Context, s *schemeState, key []byte) (Object, error) {
 	s.mu.Lock()
 	r, ok := s.ref(key)
-	if ok && r.local {
+	kept := ok && r.local && s.batch.data.CheckKept(r.loc) == nil
+	if ok && r.local && !kept {
+		eng.stats.CorruptBatch.Add(1)
+		eng.log.Warn("stripe: a batch object kept here fails its checksum; reading it from its stripe", "key", string(key))
+	}
+	if kept {
 		r.head.Value = append([]byte(nil), r.head.Value...)
 	}
 	s.mu.Unlock()
 	switch {
 	case !ok:
 		return Object{}, fmt.Errorf("stripe: %q left the batch stripes: %w", key, kind.ErrPieceGone)
-	case r.local:
+	case kept:
 		return r.head, nil
 	}
 	m := eng.host.Map()
@@ -77,14 +84,45 @@ func (eng *Engine) fetchBatch(ctx context.Context, s *schemeState, key []byte) (
 	if err != nil {
 		return Object{}, err
 	}
-	// The holder gets half of what is left: a node cut off but not yet
-	// marked failed must leave the decode time to read the others.
-	direct, cancel := context.WithTimeout(ctx, halfLeft(ctx, eng.cfg.PeerTimeout))
-	b, err := eng.readPieceRange(direct, holders[batchPosition(s.spec, r.loc.Chunk, r.c)], s, r, r.loc.Chunk)
-	cancel()
-	if err != nil {
-		eng.log.Debug("stripe: a batch object's holder did not answer; decoding it", "key", string(key), "err", err)
-		b, err = eng.decodeBatchRange(ctx, holders, s, r)
+	var bad cluster.Node // the holder whose piece failed its check
+	if !r.local || s.spec.Kind == scheme.Hybrid {
+		// The holder gets half of what is left: a node cut off but not
+		// yet marked failed must leave the decode time to read the others.
+		direct, cancel := context.WithTimeout(ctx, halfLeft(ctx, eng.cfg.PeerTimeout))
+		b, err := eng.readPieceRange(direct, holders[batchPosition(s.spec, r.loc.Chunk, r.c)], s, r, r.loc.Chunk)
+		cancel()
+		if err == nil {
+			o, err := objectAt(b, key, r.head.Version)
+			if !errors.Is(err, ErrChecksum) {
+				if err == nil && r.local { // hybrid: the piece is a copy of the one kept here
+					eng.restoreBatchCopy(ctx, s, r, b, cluster.Node{})
+				}
+				return o, err
+			}
+			eng.stats.CorruptBatch.Add(1)
+			bad = holders[batchPosition(s.spec, r.loc.Chunk, r.c)]
+			eng.log.Warn("stripe: a batch object read from its holder fails its checksum; decoding it", "key", string(key), "holder", bad.ID)
+		} else {
+			eng.log.Debug("stripe: a batch object's holder did not answer; decoding it", "key", string(key), "err", err)
+		}
+	}
+	return eng.decodeBatchObject(ctx, m, holders, s, r, key, bad)
+}
+
+// decodeBatchObject decodes key's batch object r from the other pieces
+// of its stripe, and again without each piece in turn while what comes
+// out fails its checksum (a corrupt piece spoils the decode). A sound
+// object read for a corrupt copy kept here restores the copy.
+func (eng *Engine) decodeBatchObject(ctx context.Context, m *cluster.Map, holders []cluster.Node, s *schemeState, r batchRef, key []byte, bad cluster.Node) (Object, error) {
+	var corrupt error
+	for without := -1; without < s.spec.K+batchParities(s.spec); without++ {
+		if without == r.loc.Chunk {
+			continue
+		}
+		b, err := eng.decodeBatchRange(ctx, holders, s, r, without)
+		if err != nil && without >= 0 {
+			continue // too few pieces left without this one
+		}
 		switch lost := lostRoles(s, r, holders); {
 		case errors.Is(err, errBatchLost) && lost > batchParities(s.spec):
 			return Object{}, eng.lostBatchKey(m, s, lost, key, err)
@@ -93,8 +131,40 @@ func (eng *Engine) fetchBatch(ctx context.Context, s *schemeState, key []byte) (
 			// not answer yet, a read that ran out of time. Not a loss.
 			return Object{}, fmt.Errorf("stripe: key %q: its batch stripe cannot be read now: %w", key, err)
 		}
+		o, err := objectAt(b, key, r.head.Version)
+		if !errors.Is(err, ErrChecksum) {
+			if err == nil && (r.local || bad.ID != "") {
+				eng.restoreBatchCopy(ctx, s, r, b, bad)
+			}
+			return o, err
+		}
+		corrupt = err
 	}
-	return objectAt(b, key, r.head.Version)
+	eng.stats.Unrepaired.Add(1)
+	return Object{}, eng.corruptKey(s, key, fmt.Errorf("no decode of its batch stripe passes: %w", corrupt))
+}
+
+// restoreBatchCopy writes a sound copy obj of r's object over its
+// corrupt one: the copy kept here, or the piece of holder bad (if it is
+// not the zero node), and counts the repair.
+func (eng *Engine) restoreBatchCopy(ctx context.Context, s *schemeState, r batchRef, obj []byte, bad cluster.Node) {
+	if r.local {
+		s.mu.Lock()
+		ok := s.batch.data.restoreKept(r.loc, r.serial, obj)
+		s.mu.Unlock()
+		if !ok {
+			return
+		}
+	}
+	if bad.ID != "" {
+		req := wire.Enc(nil).U8(batchRepair)
+		req = batchPieceKey{scheme: s.id, shard: r.shard, serial: r.serial, role: uint8(r.loc.Chunk)}.encode(req).U32(uint32(r.loc.Offset)).Bytes(obj)
+		if _, err := eng.host.Call(ctx, bad, MsgBatch, req); err != nil {
+			eng.log.Warn("stripe: writing a repaired batch object back to its holder failed", "holder", bad.ID, "err", err)
+			return
+		}
+	}
+	eng.stats.Repaired.Add(1)
 }
 
 // halfLeft is half the time ctx has left, at most max.
@@ -125,11 +195,13 @@ func (eng *Engine) lostBatchKey(m *cluster.Map, s *schemeState, lost int, key []
 		Cause: fmt.Sprintf("its batch stripe: %v", err)}.Err()
 }
 
-// objectAt parses b as the object of key at version.
+// objectAt parses b as the object of key at version, checked against its
+// checksum (an error matching ErrChecksum where it fails it, or where the
+// bytes are not that object at all).
 func objectAt(b, key []byte, version uint64) (Object, error) {
-	o, n, err := Parse(b)
+	o, n, err := ParseChecked(b)
 	if err != nil || n != len(b) || string(o.Key) != string(key) || o.Version != version {
-		return Object{}, fmt.Errorf("stripe: key %q: the batch object read back is not version %d of it (%v)", key, version, err)
+		return Object{}, fmt.Errorf("stripe: key %q: the batch object read back is not version %d of it (%v): %w", key, version, err, ErrChecksum)
 	}
 	return o, nil
 }
@@ -153,20 +225,23 @@ func (eng *Engine) readPieceRange(ctx context.Context, node cluster.Node, s *sch
 var errBatchLost = errors.New("too few pieces of its batch stripe are readable")
 
 // decodeBatchRange decodes r's object range of its data chunk from K
-// other pieces of its stripe: chunk 0 from the coordinator's copy, the
-// rest read from their holders, those on live nodes first.
-func (eng *Engine) decodeBatchRange(ctx context.Context, holders []cluster.Node, s *schemeState, r batchRef) ([]byte, error) {
+// other pieces of its stripe, none of them role without (−1: any):
+// chunk 0 from the coordinator's copy, the rest read from their holders,
+// those on live nodes first.
+func (eng *Engine) decodeBatchRange(ctx context.Context, holders []cluster.Node, s *schemeState, r batchRef, without int) ([]byte, error) {
 	k, total := s.spec.K, s.spec.K+batchParities(s.spec)
 	shards := make([][]byte, total)
 	have := 0
 	s.mu.Lock()
-	if c0 := s.batch.data.keptChunk(r.loc.Slot, r.serial, 0); r.loc.Chunk != 0 && c0 != nil {
-		shards[0] = rangeOf(c0, r.loc.Offset, r.size)
-		have++
+	for q := range k {
+		if c := s.batch.data.keptChunk(r.loc.Slot, r.serial, q); q != r.loc.Chunk && q != without && c != nil {
+			shards[q] = rangeOf(c, r.loc.Offset, r.size)
+			have++
+		}
 	}
 	s.mu.Unlock()
 	for role := 0; role < total && have < k; role++ {
-		if role == r.loc.Chunk || shards[role] != nil {
+		if role == r.loc.Chunk || role == without || shards[role] != nil {
 			continue
 		}
 		b, err := eng.readPieceRange(ctx, holders[batchPosition(s.spec, role, r.c)], s, r, role)

@@ -186,6 +186,12 @@ func (eng *Engine) readStripe(ctx context.Context, s *schemeState, holders []clu
 		whole := ref
 		whole.loc.Chunk, whole.size = q, lens[q]
 		b, err := eng.readPieceRange(ctx, holders[batchPosition(s.spec, q, r.c)], s, whole, q)
+		if err == nil && CheckObjects(b) != nil {
+			// A piece failing its objects' checks would spread its damage
+			// into every piece encoded from it: decoded instead.
+			eng.stats.CorruptBatch.Add(1)
+			err = ErrChecksum
+		}
 		if err != nil {
 			lost = append(lost, q)
 			continue
@@ -195,7 +201,7 @@ func (eng *Engine) readStripe(ctx context.Context, s *schemeState, holders []clu
 	for _, q := range lost {
 		whole := ref
 		whole.loc.Chunk = q
-		b, err := eng.decodeBatchRange(ctx, holders, s, whole)
+		b, err := eng.decodeBatchChecked(ctx, holders, s, whole)
 		if err != nil {
 			return nil, err
 		}

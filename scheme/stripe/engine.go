@@ -70,6 +70,16 @@ type Stats struct {
 	// after a failure: lost chunks taken out of parity, updates resent to
 	// a parity holder being resynced, batch pieces put again.
 	RebuiltBytes atomic.Int64
+	// Corruption (repair.go): CorruptChunks counts this node's data
+	// chunks found with an object failing its checksum, CorruptBatch the
+	// batch objects found so (kept here or read from a holder); Repaired
+	// counts those restored from their stripes, Unrepaired those no copy
+	// restored (their reads answer -CORRUPT).
+	// The scrub also counts the holders' copies (CorruptCopies) and
+	// parity chunks (CorruptParity) it found differing from their sound
+	// chunks.
+	CorruptChunks, CorruptBatch, CorruptCopies, CorruptParity atomic.Int64
+	Repaired, Unrepaired                                      atomic.Int64
 }
 
 // NewEngine returns an engine serving host's stripe schemes.
@@ -244,6 +254,11 @@ func (eng *Engine) stage(ctx context.Context, entry cluster.SchemeEntry, w *kind
 	if err := eng.adoptSlots(ctx, s); err != nil {
 		return err
 	}
+	// The write's deltas are computed from the object it replaces: a
+	// corrupt one is restored first, else its damage would go into
+	// parity with them. (Unrepaired, the write goes on: it replaces the
+	// damaged object, which repairKey has logged.)
+	_ = eng.repairKey(ctx, s, w.Key)
 	obj := Object{Key: w.Key, Value: w.Value, Version: w.Version, ExpireAt: w.ExpireAt}
 	if s.batches(w, &obj) {
 		return eng.stageBatch(s, w, &obj)

@@ -55,6 +55,9 @@ const (
 	// MsgBatch puts, reads, lists or frees batch stripes' pieces
 	// (OnBatch).
 	MsgBatch
+	// MsgRepair gives a holder sound bytes for a copy or a parity chunk
+	// the scrub found differing (OnRepair).
+	MsgRepair
 )
 
 // Request is one message to a peer.

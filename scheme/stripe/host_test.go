@@ -54,6 +54,8 @@ func (tn *testNet) serve(id cluster.NodeID, msg Msg, payload []byte) ([]byte, er
 		return e.OnResync(payload)
 	case MsgBatch:
 		return e.OnBatch(payload)
+	case MsgRepair:
+		return e.OnRepair(payload)
 	}
 	return nil, fmt.Errorf("no message %d", msg)
 }

@@ -225,3 +225,22 @@ func unpack(slot uint64) Loc {
 }
 
 func slotTag(slot uint64) uint64 { return slot >> tagShift }
+
+// Suspects returns the places of the entries in key's two buckets whose
+// tag is key's but whose key, read back, is not: where key's object is if
+// damage changed its key bytes (or another key's, one in 4,095). A read
+// that misses checks them (Data.GetChecked).
+func (x *Index) Suspects(key []byte) []Loc {
+	h := x.hash(key)
+	tag := tagOf(h)
+	b1 := x.home(h)
+	var out []Loc
+	for _, b := range [2]int{b1, x.alt(b1, tag)} {
+		for _, slot := range x.buckets[b] {
+			if slot != 0 && slotTag(slot) == tag && !bytes.Equal(x.keyAt(unpack(slot)), key) {
+				out = append(out, unpack(slot))
+			}
+		}
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package stripe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -91,11 +92,14 @@ func (s *Bound) Find(key []byte, withValue bool) (store.Meta, []byte, bool) {
 		return store.Meta{}, nil, false
 	}
 	st.mu.Lock()
-	o, ok := st.data.Get(key)
-	fragmented, remote := ok && st.data.Fragmented(key), false
-	if st.batch != nil {
-		if bo, _, local, bok := st.batch.data.Get(key); bok && (!ok || bo.Version > o.Version) {
-			o, ok, fragmented, remote = bo, true, false, !local && withValue
+	o, ok, corrupt := st.find(key, withValue)
+	fragmented, remote := ok && st.data.Fragmented(key), corrupt
+	if st.batch != nil && !corrupt {
+		if bo, bloc, local, bok := st.batch.data.Get(key); bok && (!ok || bo.Version > o.Version) {
+			// A kept object failing its check is read as one kept
+			// elsewhere: Fetch decodes it from the stripe.
+			remote = withValue && (!local || st.batch.data.CheckKept(bloc) != nil)
+			o, ok, fragmented = bo, true, false
 		}
 	}
 	var value []byte
@@ -116,11 +120,40 @@ func (s *Bound) Find(key []byte, withValue bool) (store.Meta, []byte, bool) {
 	return meta, value, true
 }
 
-// Fetch reads key's batch object kept on another node (fetchBatch).
+// find is Find's look in the chunks: with withValue every byte checked
+// (GetChecked), and corrupt set, with ok, when the chunks must be
+// repaired before key's object can be read (it may be key's, or the
+// damaged entry of a key that is not there). The caller holds st.mu.
+func (st *schemeState) find(key []byte, withValue bool) (o Object, ok, corrupt bool) {
+	if !withValue {
+		o, ok = st.data.Get(key)
+		return o, ok, false
+	}
+	o, ok, err := st.data.GetChecked(key)
+	if errors.Is(err, ErrChecksum) {
+		return Object{}, true, true
+	}
+	return o, ok && err == nil, false
+}
+
+// Fetch reads key's value where Find left it out: a batch object kept on
+// another node, or found failing its check here (fetchBatch); or an
+// in-place object whose chunk failed its checks, which it repairs from
+// the stripe (repairKey) and then has the caller read again
+// (kind.ErrPieceGone), or names as corrupt when no copy repairs it.
 func (s *Bound) Fetch(ctx context.Context, key []byte) (store.Meta, []byte, error) {
 	st := s.eng.byID(s.Entry().ID)
-	if st == nil || st.batch == nil {
-		return store.Meta{}, nil, fmt.Errorf("stripe: %q: scheme %s keeps no value elsewhere: %w", key, s.Entry().Name(), kind.ErrPieceGone)
+	if st == nil {
+		return store.Meta{}, nil, fmt.Errorf("stripe: %q: scheme %s has no state here: %w", key, s.Entry().Name(), kind.ErrPieceGone)
+	}
+	st.mu.Lock()
+	_, inBatch := st.newerInBatch(key)
+	st.mu.Unlock()
+	if !inBatch {
+		if err := s.eng.repairKey(ctx, st, key); err != nil {
+			return store.Meta{}, nil, s.eng.corruptKey(st, key, err)
+		}
+		return store.Meta{}, nil, fmt.Errorf("stripe: %q: its chunk was repaired; read again: %w", key, kind.ErrPieceGone)
 	}
 	o, err := s.eng.fetchBatch(ctx, st, key)
 	if err != nil {

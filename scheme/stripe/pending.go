@@ -366,12 +366,15 @@ func (eng *Engine) prefetchPending(ctx context.Context, m *cluster.Map, chunks [
 // prefetched stripes, or, if there are none or the stripe was written to
 // since, from the stripe as it is now (decodePending).
 func (eng *Engine) decodeWith(ctx context.Context, m *cluster.Map, pre *prefetch, pc *pendingChunk) ([]byte, error) {
-	if holders, err := parityHolders(m, pc.lp.entry.Spec, pc.lp.list); err == nil {
-		if b, ok := eng.replicaChunk(ctx, m, pc.lp, holders, pre, pc.id, pc.want); ok {
-			return b, nil
-		}
+	holders, err := parityHolders(m, pc.lp.entry.Spec, pc.lp.list)
+	if err != nil {
+		return nil, err
 	}
-	return eng.decodeSealed(pc.lp, pre, pc.id, pc.want, func() ([]byte, error) { return eng.decodePending(ctx, m, pc) })
+	b, ok := eng.replicaChunk(ctx, m, pc.lp, holders, pre, pc.id, pc.want)
+	if !ok {
+		b, err = eng.decodeSealed(pc.lp, pre, pc.id, pc.want, func() ([]byte, error) { return eng.decodePending(ctx, m, pc) })
+	}
+	return eng.checkedChunk(ctx, m, pc.lp, holders, pc.id, false, pc.want, b, err)
 }
 
 // decodePending decodes a pending chunk from its stripe as it is now,

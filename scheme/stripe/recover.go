@@ -585,6 +585,48 @@ func (eng *Engine) equalStates(ctx context.Context, m *cluster.Map, lp lostPosit
 // since, from the stripe as it is now.
 func (eng *Engine) lostChunk(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node,
 	states []map[uint32]PositionState, pre *prefetch, id ChunkID) ([]byte, error) {
+	b, err := eng.readLostChunk(ctx, m, lp, holders, states, pre, id)
+	_, open := openCopy(states, id.Stripe)
+	return eng.checkedChunk(ctx, m, lp, holders, id, open, sealedAt(states, id.Stripe), b, err)
+}
+
+// checkedChunk is b, lost chunk id as recovery or a restore read it, if
+// every object in it passes its check. A copy or decode that fails them
+// (a corrupt copy, parity or stripe-mate) is never recovered from: the
+// other copies are tried — every holder's copy of an open chunk; for a
+// sealed one, sealed into parity through seq, the replica's and the
+// decodes without each parity (chunkCopies) — and without one that
+// passes the chunk cannot be read.
+func (eng *Engine) checkedChunk(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node, id ChunkID, open bool, seq uint32, b []byte, err error) ([]byte, error) {
+	if err != nil || CheckObjects(b) == nil {
+		return b, err
+	}
+	eng.stats.CorruptChunks.Add(1)
+	if open {
+		for j, h := range holders {
+			if !parityUsable(m, lp, h, j) {
+				continue
+			}
+			if c, err := eng.readChunk(ctx, h, readReq{Scheme: lp.entry.ID, What: readImage, Chunk: id}); err == nil && c.Found && CheckObjects(c.Bytes) == nil {
+				eng.stats.Repaired.Add(1)
+				return c.Bytes, nil
+			}
+		}
+	} else {
+		for b, err := range eng.chunkCopies(ctx, m, lp, holders, id, true, seq) {
+			if err == nil && CheckObjects(b) == nil {
+				eng.stats.Repaired.Add(1)
+				return b, nil
+			}
+		}
+	}
+	eng.stats.Unrepaired.Add(1)
+	return nil, fmt.Errorf("stripe: lost chunk %s of %s: no copy or decode of it passes its objects' checks: %w", id, lp.entry.Name(), ErrChecksum)
+}
+
+// readLostChunk is lostChunk's read, unchecked.
+func (eng *Engine) readLostChunk(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node,
+	states []map[uint32]PositionState, pre *prefetch, id ChunkID) ([]byte, error) {
 	if j, open := openCopy(states, id.Stripe); open {
 		return eng.fetchCopy(ctx, lp, holders[j], id, 0)
 	}

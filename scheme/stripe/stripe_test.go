@@ -24,12 +24,44 @@ func TestObjectRoundTrips(t *testing.T) {
 		if len(b) != o.EncodedLen() {
 			t.Fatalf("%s: encoded %d bytes, EncodedLen says %d", o, len(b), o.EncodedLen())
 		}
-		got, n, err := Parse(append(b, 0, 0, 0))
+		got, n, err := ParseChecked(append(b, 0, 0, 0))
 		if err != nil || n != len(b) {
 			t.Fatalf("%s: parse: %v, %d of %d bytes", o, err, n, len(b))
 		}
+		if got.CRC == 0 {
+			t.Fatalf("%s: parsed with no checksum", o)
+		}
+		o.CRC = got.CRC
 		if !reflect.DeepEqual(got, o) {
 			t.Fatalf("parsed %+v, want %+v", got, o)
+		}
+	}
+}
+
+// TestChecksumCatchesEveryFlippedBit: a bit flipped anywhere in an
+// object's encoding — header, checksum, key or value — fails its check
+// (DESIGN.md §4 "Corruption"; KVMD §3.2: every stored piece carries a
+// checksum read paths verify), though Parse alone may still accept it.
+func TestChecksumCatchesEveryFlippedBit(t *testing.T) {
+	for _, o := range []Object{
+		{Key: []byte("key"), Value: []byte("value"), Version: 5, ExpireAt: 99, Fragment: true, Offset: 1, Total: 6},
+		{Key: []byte("user:1"), Value: bytes.Repeat([]byte{0xA5}, 300), Version: 1 << 40},
+	} {
+		full := o.AppendTo(nil)
+		if err := Verify(full); err != nil {
+			t.Fatalf("%s: intact object fails its check: %v", o, err)
+		}
+		for i := range full {
+			for bit := range 8 {
+				bad := bytes.Clone(full)
+				bad[i] ^= 1 << bit
+				if err := Verify(bad); !errors.Is(err, ErrChecksum) {
+					t.Fatalf("%s: byte %d bit %d flipped passes its check (%v)", o, i, bit, err)
+				}
+				if _, _, err := ParseChecked(bad); err == nil {
+					t.Fatalf("%s: byte %d bit %d flipped parses checked", o, i, bit)
+				}
+			}
 		}
 	}
 }

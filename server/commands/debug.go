@@ -89,8 +89,10 @@ func faultReply(err error) resp.Reply {
 	return resp.OK()
 }
 
-// flipCopies corrupts every non-empty copy of key on this node, keeping its
-// recorded checksum, and returns how many it changed.
+// flipCopies corrupts every non-empty copy of key on this node — its
+// primary record, its pieces, and its objects in packed schemes' chunks,
+// copies and batch pieces (stripe.Engine.FlipKey) — keeping its recorded
+// checksums, and returns how many it changed.
 func (n *Server) flipCopies(key []byte) int {
 	flipped := 0
 	flip := func(st *store.Store, k []byte) {
@@ -104,6 +106,7 @@ func (n *Server) flipCopies(key []byte) int {
 		}
 	}
 	flip(n.Primary, key)
+	flipped += n.stripes.FlipKey(key)
 	var cursor uint64
 	for {
 		var match [][]byte

@@ -258,10 +258,13 @@ func (e replyErr) Error() string { return string(e) }
 // carry a Redis prefix pass through, others become "ERR memgest: ...".
 func errReply(err error) resp.Reply {
 	var lost *kind.LostError
+	var corrupt *kind.CorruptError
 	var reply replyErr
 	switch {
 	case errors.As(err, &lost):
 		return resp.Err(lost.Error())
+	case errors.As(err, &corrupt):
+		return resp.Err(corrupt.Error())
 	case errors.As(err, &reply):
 		return resp.Err(string(reply))
 	case errors.Is(err, core.ErrOOM):

@@ -40,6 +40,7 @@ const (
 	MsgTx                            // WATCH's versions, or a whole transaction run at EXEC, on its slot's coordinator (server/commands/tx_remote.go)
 	MsgMigrate                       // a key moving to the shard importing its slot (server/commands/migrate.go)
 	MsgHolds                         // which of these keys does the node coordinate? (a migration's recovery, server/repair/reconcile.go)
+	MsgStripeRepair                  // sound bytes for a holder's copy or parity chunk the scrub found differing (stripe.Engine.OnRepair)
 )
 
 // Piece is one unit of redundancy stored on a node: a replica of a value or

@@ -22,7 +22,14 @@ import (
 //   - by the scrub: each node walks its primary records and pieces at
 //     --scrub-rate bytes per second; a corrupt primary record is repaired as
 //     on read, a corrupt piece is dropped and its key's coordinator asked
-//     (peer message Repair) to store the key's pieces again.
+//     (peer message Repair) to store the key's pieces again;
+//   - packed schemes (stripe, hybrid, their @batch modes) check every
+//     object in their chunks on each read (scheme/stripe/repair.go), and
+//     the scrub walks the chunks and batch stripes this node coordinates
+//     at the same pace: each chunk's objects, the holders' copies of open
+//     chunks and hybrid replicas against the chunk, each stripe's parity
+//     against a fresh encode, each batch piece against its stripe's
+//     encode, replacing whatever differs (stripe.Engine.Scrub).
 //
 // A `none` key has no redundancy: its corrupt record answers an error that
 // says so, and is never served.
@@ -47,6 +54,7 @@ func (n *Repairer) ScrubLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		n.scrubStore(ctx, n.Primary, n.scrubPrimary)
 		n.scrubStore(ctx, n.Pieces, n.scrubPiece)
+		n.scrubPacked(ctx)
 		// A pass over a small store is instant: rest between passes so
 		// that an idle node does not spin.
 		select {
@@ -80,6 +88,22 @@ func (n *Repairer) scrubStore(ctx context.Context, st *store.Store, check func(c
 		if cursor == 0 || ctx.Err() != nil {
 			return
 		}
+	}
+}
+
+// scrubPacked checks this node's packed chunks and batch stripes at
+// --scrub-rate (stripe.Engine.Scrub).
+func (n *Repairer) scrubPacked(ctx context.Context) {
+	if !n.stripes.InUse() {
+		return
+	}
+	pace := core.NewPacer()
+	r := n.stripes.Scrub(ctx, func(bytes int64) {
+		n.Health.Scrubbed.Add(bytes)
+		_ = pace.Wait(ctx, bytes, n.Cfg.ScrubRate)
+	})
+	if r.Corrupt > 0 {
+		n.Log.Warn("scrub: packed chunks checked", "chunks", r.Chunks, "corrupt", r.Corrupt, "repaired", r.Repaired, "busy", r.Busy)
 	}
 }
 

@@ -1,0 +1,173 @@
+package stripe
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// This file is the chunk layer's side of corruption (DESIGN.md §4
+// "Corruption", KVMD §3.2): reads that check every object they return
+// against its checksum, and the restore of a chunk's bytes from a copy
+// its stripe rebuilt (repair.go).
+
+// CorruptError says that a read found objects failing their checksums,
+// or an index entry at bytes that no longer parse, in the chunks it
+// names: they must be restored from their stripes before the read can be
+// answered.
+type CorruptError struct {
+	Chunks []ChunkID
+}
+
+func (e *CorruptError) Error() string {
+	ids := make([]string, len(e.Chunks))
+	for i, id := range e.Chunks {
+		ids[i] = id.String()
+	}
+	return fmt.Sprintf("stripe: chunk %s fails its checksums", strings.Join(ids, ", "))
+}
+
+// Is makes a CorruptError match ErrChecksum.
+func (e *CorruptError) Is(target error) bool { return target == ErrChecksum }
+
+// ErrChanged says a chunk changed while its repair was being read: the
+// restore is not applied, and the repair reads again.
+var ErrChanged = errors.New("stripe: the chunk changed during its repair")
+
+// AtChecked is At that also checks the object's checksum.
+func (c *Chunk) AtChecked(offset int) (Object, int, error) {
+	if offset < 0 || offset >= c.fill {
+		return Object{}, 0, fmt.Errorf("stripe: offset %d outside the chunk's %d bytes: %w", offset, c.fill, ErrCorrupt)
+	}
+	return ParseChecked(c.data[offset:c.fill])
+}
+
+// CheckObjects checks every object in chunk bytes b against its
+// checksum: nil if b parses from start to end and every object passes.
+func CheckObjects(b []byte) error {
+	for p := 0; p < len(b); {
+		if b[p] == 0 {
+			p++
+			continue
+		}
+		_, n, err := ParseChecked(b[p:])
+		if err != nil {
+			return fmt.Errorf("stripe: at offset %d: %w", p, err)
+		}
+		p += n
+	}
+	return nil
+}
+
+// GetChecked is Get with every byte it returns checked: key's current
+// object, each fragment of it checked against its checksum. A corrupt
+// object fails with a *CorruptError naming its chunks, and so does a
+// miss where an index entry with key's tag points at bytes that fail
+// their check (key's own entry, if the damage hit its key).
+func (d *Data) GetChecked(key []byte) (Object, bool, error) {
+	loc, ok := d.index.Get(key)
+	if !ok {
+		return Object{}, false, d.suspects(key)
+	}
+	if bad := d.corruptAt(key, loc); len(bad) > 0 {
+		return Object{}, true, &CorruptError{Chunks: bad}
+	}
+	o, err := d.object(key, loc)
+	if err != nil {
+		return Object{}, true, err
+	}
+	return o, true, nil
+}
+
+// corruptAt lists the chunks of key's object at loc, or of its
+// fragments, whose bytes fail their checks.
+func (d *Data) corruptAt(key []byte, loc Loc) []ChunkID {
+	locs := d.frags[string(key)]
+	if len(locs) == 0 {
+		locs = []Loc{loc}
+	}
+	var bad []ChunkID
+	for _, l := range locs {
+		c := d.chunkAt(l)
+		if c == nil {
+			continue // not a chunk: the caller's read reports it
+		}
+		if _, _, err := c.chunk.AtChecked(int(l.Offset)); err != nil && !slices.Contains(bad, c.id) {
+			bad = append(bad, c.id)
+		}
+	}
+	return bad
+}
+
+// suspects is a miss's check: nil unless an entry with key's tag points
+// at an object failing its check, whose damaged key may be key.
+func (d *Data) suspects(key []byte) error {
+	var bad []ChunkID
+	for _, l := range d.index.Suspects(key) {
+		if c := d.chunkAt(l); c != nil {
+			if _, _, err := c.chunk.AtChecked(int(l.Offset)); err != nil && !slices.Contains(bad, c.id) {
+				bad = append(bad, c.id)
+			}
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return &CorruptError{Chunks: bad}
+}
+
+// chunkAt is the chunk of loc, or nil.
+func (d *Data) chunkAt(loc Loc) *dataChunk {
+	if int(loc.Chunk) >= len(d.chunks) {
+		return nil
+	}
+	return d.chunks[loc.Chunk]
+}
+
+// CheckChunk checks the objects of chunk id that the index or the
+// fragments table names: the scrub's check of one chunk. ok is false if
+// the store does not hold the chunk.
+func (d *Data) CheckChunk(id ChunkID) (corrupt, ok bool) {
+	num, ok := d.byID[id]
+	if !ok {
+		return false, false
+	}
+	c := d.chunks[num]
+	return CheckObjects(c.chunk.data[:c.chunk.fill]) != nil, true
+}
+
+// Restore replaces chunk id's bytes with b, a copy its stripe rebuilt
+// (from a holder's copy, a replica, or a decode) as of seq. The copy
+// must pass every object's check, and the chunk must still be at seq
+// with no in-place update staged in it, else ErrChanged and nothing
+// changes. It returns whether any byte differed.
+func (d *Data) Restore(id ChunkID, seq uint32, b []byte) (bool, error) {
+	num, ok := d.byID[id]
+	if !ok {
+		return false, fmt.Errorf("%w: %s", ErrNoObject, id)
+	}
+	c := d.chunks[num]
+	if c.seq != seq || len(b) != c.chunk.Size() || d.stagedIn(num) {
+		return false, fmt.Errorf("%w: %s at seq %d, copy at %d", ErrChanged, id, c.seq, seq)
+	}
+	if err := CheckObjects(b); err != nil {
+		return false, fmt.Errorf("stripe: the copy of %s read back: %w", id, err)
+	}
+	if slices.Equal(c.chunk.data, b) {
+		return false, nil
+	}
+	copy(c.chunk.data, b)
+	return true, nil
+}
+
+// stagedIn says whether an in-place update is staged in chunk number
+// num: its holders are then ahead of the chunk by the update's delta.
+func (d *Data) stagedIn(num uint32) bool {
+	for loc := range d.inPlace {
+		if loc.Chunk == num {
+			return true
+		}
+	}
+	return false
+}
