@@ -158,6 +158,7 @@ func (d *Data) Restore(id ChunkID, seq uint32, b []byte) (bool, error) {
 		return false, nil
 	}
 	copy(c.chunk.data, b)
+	d.index.Reseat(num)
 	return true, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -340,4 +341,43 @@ func flipParityPiece(eng *Engine, serial uint64) int {
 		}
 	}
 	return flipped
+}
+
+// TestDamagedKeyBytesAreFoundAgain: damage to an object's key bytes makes
+// its key's lookup miss; GetChecked then names the chunk as corrupt (the
+// entry with the key's tag fails its check) instead of answering
+// "absent", and a restore of the chunk finds the key again — also after
+// the index grew meanwhile and placed the entry by the damaged key's hash
+// (Index.Reseat).
+func TestDamagedKeyBytesAreFoundAgain(t *testing.T) {
+	d, err := NewData(4096)
+	must(t, err)
+	d.SetSlots([]Slot{{List: 0, Position: 0}})
+	putAll(t, d, 10, 20, 1, 0)
+	key := []byte("key003")
+	id, off, _ := d.Locate(key)
+	c := d.chunks[d.byID[id]]
+	c.chunk.data[off+fixedHeader+2] ^= 0x01 // the key's first byte, past its two length bytes
+	if _, found, err := d.GetChecked(key); found || !errors.Is(err, ErrChecksum) {
+		t.Fatalf("a damaged key: found %v, %v; want its chunk named corrupt", found, err)
+	}
+	for i := range 2000 { // grow the index past the damage
+		o := Object{Key: fmt.Appendf(nil, "more%05d", i), Value: []byte("v"), Version: 1}
+		loc, _, err := d.Append(&o)
+		if errors.Is(err, ErrNoList) {
+			break
+		}
+		must(t, err)
+		if _, _, _, err := d.Commit(o.Key, loc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sound, _, seq, _ := d.Read(id) // the chunk as its holders have it now
+	sound[off+fixedHeader+2] ^= 0x01
+	if changed, err := d.Restore(id, seq, sound); !changed || err != nil {
+		t.Fatalf("restore: changed %v, %v", changed, err)
+	}
+	if o, found, err := d.GetChecked(key); !found || err != nil || o.Value[0] != 4 {
+		t.Fatalf("after the restore: %s found %v, %v", o, found, err)
+	}
 }

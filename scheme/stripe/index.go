@@ -244,3 +244,29 @@ func (x *Index) Suspects(key []byte) []Loc {
 	}
 	return out
 }
+
+// Reseat puts back in its buckets every entry of chunk number chunk that
+// a lookup of its key no longer finds: one a growth placed by the hash of
+// damaged key bytes, once the chunk is restored (Data.Restore). It reads
+// the whole table, which only a repair pays.
+func (x *Index) Reseat(chunk uint32) {
+	var lost []uint64
+	for b := range x.buckets {
+		for s, slot := range x.buckets[b] {
+			if slot == 0 || unpack(slot).Chunk != chunk {
+				continue
+			}
+			if fb, fs, ok := x.find(x.keyAt(unpack(slot))); !ok || fb != b || fs != s {
+				lost = append(lost, slot)
+				x.buckets[b][s] = 0
+			}
+		}
+	}
+	for _, slot := range lost {
+		key := x.keyAt(unpack(slot))
+		h := x.hash(key)
+		if !x.insert(x.home(h), tagOf(h), pack(tagOf(h), unpack(slot))) {
+			x.grow()
+		}
+	}
+}
