@@ -65,7 +65,7 @@ fuzz-short:
 fuzz:
 	scripts/fuzz.sh $(FUZZTIME) $(PKGS)
 
-RUNS ?= 112
+RUNS ?= 120
 SEED ?=
 
 ## robustness: RUNS seeded fault scenarios (docs/robustness.md) on nodes built without the race detector; the report goes to docs/robustness-report.md. SEED=n replays one scenario.

@@ -69,6 +69,7 @@ var nemeses = []nemesis{
 		leader := r.c.leader(r.watcher())
 		r.killRestart(leader, r.pick(r.others(leader)))
 	}},
+	{"bit flips in one node's copies", 1, func(r *robRun) { r.flips(r.pick(r.dataNodes())) }},
 }
 
 // writePoints are the failpoints of a coordinator's write.
@@ -192,6 +193,42 @@ func (r *robRun) isolate(i int) {
 	time.Sleep(faultHold)
 	r.setLinks(i, "ok")
 	r.event("partition healed")
+}
+
+// flipInterval is how often the bit-flip nemesis corrupts keys' copies,
+// flipsPerTick keys at a time.
+const (
+	flipInterval = 40 * time.Millisecond
+	flipsPerTick = 4
+)
+
+// flips corrupts, for faultHold, node i's copies of random keys that
+// survive a failure, flipsPerTick keys every flipInterval (DEBUG FLIP: its record,
+// its pieces, its objects in packed chunks, holders' copies and batch
+// pieces), as a node with failing memory would. Reads, writes and the
+// scrub must find every flipped copy before they serve or encode it and
+// repair it from the other nodes: all the damage is on one node, within
+// every strict key's tolerance.
+func (r *robRun) flips(i int) {
+	r.event("bit flips in node %d's copies", i)
+	r.touched = append(r.touched, i)
+	var keys []string
+	for _, k := range robKeys {
+		if groupOf(k).tolerance >= 1 {
+			keys = append(keys, k)
+		}
+	}
+	flipped := int64(0)
+	for end := time.Now().Add(faultHold); time.Now().Before(end); time.Sleep(flipInterval) {
+		for range flipsPerTick {
+			n, err := r.admin(i).Do(ctxT(r.t), "DEBUG", "FLIP", keys[r.rng.Intn(len(keys))]).Int64()
+			if err != nil {
+				r.t.Fatalf("DEBUG FLIP on node %d: %v", i, err)
+			}
+			flipped += n
+		}
+	}
+	r.event("%d copies flipped on node %d", flipped, i)
 }
 
 // slow delays every peer link of node i, both ways, for faultHold.

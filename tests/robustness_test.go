@@ -136,7 +136,13 @@ type robRun struct {
 	mu        sync.Mutex
 	events    []string
 	admins    map[int]*redis.Client
+	// unknowns counts the writes whose outcome is unknown; the first
+	// maxUnknownEvents are events, with their errors.
+	unknowns atomic.Int64
 }
+
+// maxUnknownEvents is how many writes of unknown outcome a run names.
+const maxUnknownEvents = 3
 
 func (r *robRun) event(format string, args ...any) {
 	r.mu.Lock()
@@ -348,6 +354,9 @@ func (r *robRun) client(id int, stop chan struct{}, h *robHistory, nextID *atomi
 		if in.op != "get" && !refused(err) {
 			h.add(porcupine.Operation{ClientId: cid, Input: in, Call: call, Output: unknownOutcome, Return: math.MaxInt64})
 			cid = int(nextID.Add(1) - 1)
+			if r.unknowns.Add(1) <= maxUnknownEvents {
+				r.event("client %d: %s %s outcome unknown: %v", id, in.op, in.key, err)
+			}
 		}
 		if !refused(err) {
 			cl.Close()

@@ -451,6 +451,7 @@ func (eng *Engine) commitBatch(pl *batchPlace, key []byte) (bool, error) {
 	}
 	s.mu.Unlock()
 	eng.sendLater(s, ups)
+	eng.finishDetachedLater(s)
 	return applied, err
 }
 

@@ -172,3 +172,57 @@ func (d *Data) stagedIn(num uint32) bool {
 	}
 	return false
 }
+
+// detach keeps loc, an object being removed whose bytes fail their check,
+// for RemoveDetached: zeroing it now would send parity its damage as the
+// removal's delta. It stays counted live, so its chunk is not freed.
+func (d *Data) detach(loc Loc) {
+	if d.detached == nil {
+		d.detached = map[uint32][]Loc{}
+	}
+	if !slices.Contains(d.detached[loc.Chunk], loc) {
+		d.detached[loc.Chunk] = append(d.detached[loc.Chunk], loc)
+	}
+}
+
+// Detached lists the chunks holding detached objects.
+func (d *Data) Detached() []ChunkID {
+	var ids []ChunkID
+	for num := range d.detached {
+		if c := d.chunks[num]; c != nil {
+			ids = append(ids, c.id)
+		}
+	}
+	return ids
+}
+
+// RemoveDetached zeroes chunk id's detached objects that pass their checks
+// now (its chunk restored) and returns the updates, and whether any is
+// left.
+func (d *Data) RemoveDetached(id ChunkID) ([]Update, bool) {
+	num, ok := d.byID[id]
+	if !ok {
+		return nil, false
+	}
+	c := d.chunks[num]
+	var ups []Update
+	var left []Loc
+	for _, loc := range d.detached[num] {
+		if _, _, err := c.chunk.AtChecked(int(loc.Offset)); err != nil {
+			left = append(left, loc) // still damaged: its chunk's repair failed
+			continue
+		}
+		ch, err := c.chunk.Delete(int(loc.Offset))
+		if err != nil {
+			left = append(left, loc)
+			continue
+		}
+		ups = append(ups, d.record(c, Update{Kind: Delta, Offset: ch.Offset, Bytes: ch.Delta}))
+	}
+	if len(left) == 0 {
+		delete(d.detached, num)
+	} else {
+		d.detached[num] = left
+	}
+	return append(ups, d.settle(c)...), len(left) > 0
+}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/store"
 )
@@ -380,4 +381,68 @@ func TestDamagedKeyBytesAreFoundAgain(t *testing.T) {
 	if o, found, err := d.GetChecked(key); !found || err != nil || o.Value[0] != 4 {
 		t.Fatalf("after the restore: %s found %v, %v", o, found, err)
 	}
+}
+
+// TestRemovingADamagedObjectKeepsParitySound: a deletion's delta is the
+// object's bytes; taken from a damaged object it would put the damage
+// into parity. The removal detaches the object, restores its chunk from
+// the stripe and only then zeroes it: afterwards every stripe verifies
+// against its parity and the chunk's other keys read back (also once
+// their coordinator is lost and they are decoded).
+func TestRemovingADamagedObjectKeepsParitySound(t *testing.T) {
+	m, entry, net := engineNet(t, 6, "stripe:4+2/512")
+	sh := m.Shards[0]
+	coord := net.engine(sh.Placement[0])
+	want := writeKeys(t, m, entry, coord, sh, 80)
+	p := packedOn(t, m, entry, coord)
+	settleSends(t, coord)
+	key := keyIn(t, coord, entry, want, true, "")
+	if coord.FlipKey([]byte(key)) != 1 {
+		t.Fatal("no copy of the key on its coordinator")
+	}
+	pending := p.Remove([]byte(key), 1<<62)
+	if pending == nil {
+		t.Fatal("the removal owes its holders nothing")
+	}
+	must(t, pending.Send(context.Background()))
+	delete(want, key)
+	if v := coord.VerifyAll(context.Background()); len(v.Problems) != 0 {
+		t.Fatalf("after removing a damaged object: %v", v.Problems)
+	}
+	checkReads(t, p, want)
+	run := recoverShard0(t, m, entry, net, []int{0})
+	checkRecovered(t, run, want)
+}
+
+// TestSealOverADamagedHolderCopy: a parity holder's copy of an open chunk
+// is damaged; at the seal its checksum of the copy differs from the
+// coordinator's (MemEC §4.3: the holder folds its copy into parity). The
+// coordinator, its own chunk sound, resyncs the chunk to that holder
+// whole: the writes that seal it succeed and every stripe verifies.
+func TestSealOverADamagedHolderCopy(t *testing.T) {
+	m, entry, net := engineNet(t, 6, "stripe:4+2/512")
+	sh := m.Shards[0]
+	coord := net.engine(sh.Placement[0])
+	want := writeKeys(t, m, entry, coord, sh, 3) // one open chunk
+	settleSends(t, coord)
+	key := slices.Sorted(maps.Keys(want))[0]
+	holders := holdersOfKey(t, m, coord, entry, key)
+	if net.engine(holders[0].ID).FlipKey([]byte(key)) != 1 {
+		t.Fatal("the holder has no copy of the open chunk")
+	}
+	p := packedOn(t, m, entry, coord)
+	for i, n := 0, 0; n < 120; i++ { // enough to seal every open chunk
+		k := fmt.Appendf(nil, "seal:%d", i)
+		if s := keyslot.Of(k); s < sh.First || s > sh.Last {
+			continue
+		}
+		n++
+		put(t, p, k, []byte("a value long enough to fill chunks"), uint64(100+i))
+		want[string(k)] = "a value long enough to fill chunks"
+	}
+	settleSends(t, coord)
+	if v := coord.VerifyAll(context.Background()); len(v.Problems) != 0 {
+		t.Fatalf("after sealing over a damaged copy: %v", v.Problems)
+	}
+	checkReads(t, p, want)
 }

@@ -57,6 +57,10 @@ type Data struct {
 	// appended and not yet committed or aborted, by the first's place.
 	frags   map[string][]Loc
 	staging map[Loc][]Loc
+	// detached are the objects removed while they failed their checks,
+	// by chunk number: no index names them, and their bytes stay until
+	// their chunk is restored (RemoveDetached).
+	detached map[uint32][]Loc
 }
 
 // staged is an in-place update: the new object and the delta sent for it.
@@ -500,8 +504,14 @@ func (d *Data) Delete(key []byte, version uint64) (bool, []Update, error) {
 	return err == nil, ups, err
 }
 
-// remove zeroes the object at loc in c.
+// remove zeroes the object at loc in c. An object failing its check is
+// detached instead (corrupt.go): its delta would carry its damage into
+// parity.
 func (d *Data) remove(c *dataChunk, loc Loc) ([]Update, error) {
+	if _, _, err := c.chunk.AtChecked(int(loc.Offset)); err != nil {
+		d.detach(loc)
+		return nil, nil
+	}
 	ch, err := c.chunk.Delete(int(loc.Offset))
 	if err != nil {
 		return nil, err

@@ -121,6 +121,8 @@ type schemeState struct {
 	// adoptedAt is the epoch of a map all of whose data positions for this
 	// node were adopted (adoptSlots), or 0.
 	adoptedAt uint64
+	// finishing is set while finishDetached runs in the background.
+	finishing atomic.Bool
 }
 
 // scheme returns this node's state for stripe scheme entry, creating it.

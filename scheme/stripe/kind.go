@@ -222,6 +222,7 @@ func (s *Bound) Commit(w *kind.Staged) (bool, error) {
 	}
 	w.Place = nil
 	s.eng.sendLater(st, ups)
+	s.eng.finishDetachedLater(st)
 	return applied, nil
 }
 
@@ -258,6 +259,7 @@ func (s *Bound) Remove(key []byte, below uint64) kind.Pending {
 	sh := s.eng.host.Map().ShardOf(keyslot.Of(key))
 	st.mu.Lock()
 	_, ups, err := st.data.Delete(key, below)
+	detached := len(st.data.detached) > 0
 	var marks uint64
 	if st.batch != nil && err == nil && sh != nil {
 		_, _, err = st.batch.data.Delete(key, below) // queues its dead mark
@@ -271,12 +273,13 @@ func (s *Bound) Remove(key []byte, below uint64) kind.Pending {
 		s.eng.log.Warn("stripe delete failed", "key", string(key), "scheme", st.spec, "err", err)
 	}
 	if marks != 0 {
+		s.eng.finishDetachedLater(st)
 		return deadMarks{eng: s.eng, s: st, shard: uint16(sh.ID), seq: marks, ups: ups}
 	}
-	if len(ups) == 0 {
+	if len(ups) == 0 && !detached {
 		return nil
 	}
-	return owedUpdates{eng: s.eng, s: st, ups: ups}
+	return owedUpdates{eng: s.eng, s: st, ups: ups, detached: detached}
 }
 
 // place is where a staged write's object is in stripe scheme s
@@ -289,15 +292,28 @@ type place struct {
 }
 
 // owedUpdates are chunk updates one stripe scheme owes its parity
-// holders (kind.Pending).
+// holders (kind.Pending), and with detached the removal of objects that
+// failed their checks, which waits for their chunks' repair.
 type owedUpdates struct {
-	eng *Engine
-	s   *schemeState
-	ups []Update
+	eng      *Engine
+	s        *schemeState
+	ups      []Update
+	detached bool
 }
 
-// Send delivers them and waits (send).
-func (u owedUpdates) Send(ctx context.Context) error { return u.eng.send(ctx, u.s, u.ups) }
+// Send delivers them and waits (send; finishDetached).
+func (u owedUpdates) Send(ctx context.Context) error {
+	err := u.eng.send(ctx, u.s, u.ups)
+	if u.detached {
+		err = errors.Join(err, u.eng.finishDetached(ctx, u.s))
+	}
+	return err
+}
 
 // SendLater delivers them with the scheme's next group (sendLater).
-func (u owedUpdates) SendLater() { u.eng.sendLater(u.s, u.ups) }
+func (u owedUpdates) SendLater() {
+	u.eng.sendLater(u.s, u.ups)
+	if u.detached {
+		u.eng.finishDetachedLater(u.s)
+	}
+}

@@ -160,3 +160,46 @@ func (eng *Engine) corruptKey(s *schemeState, key []byte, err error) error {
 	}
 	return &kind.CorruptError{Key: string(key), Scheme: name, Cause: err}
 }
+
+// finishDetached restores the chunks of s holding objects removed while
+// they failed their checks (Data.detach), then removes those objects for
+// good and sends the removals, waiting for the holders: a removal's delta
+// computed from a sound object, never from damaged bytes.
+func (eng *Engine) finishDetached(ctx context.Context, s *schemeState) error {
+	s.mu.Lock()
+	ids := s.data.Detached()
+	s.mu.Unlock()
+	var errs []error
+	for _, id := range ids {
+		if err := eng.repairChunk(ctx, s, id); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		s.mu.Lock()
+		ups, _ := s.data.RemoveDetached(id)
+		s.mu.Unlock()
+		if err := eng.send(ctx, s, ups); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// finishDetachedLater runs finishDetached in the background if s has
+// detached objects and no such run is under way.
+func (eng *Engine) finishDetachedLater(s *schemeState) {
+	s.mu.Lock()
+	pending := len(s.data.detached) > 0
+	s.mu.Unlock()
+	if !pending || !s.finishing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer s.finishing.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), 4*eng.cfg.PeerTimeout)
+		defer cancel()
+		if err := eng.finishDetached(ctx, s); err != nil {
+			eng.log.Warn("stripe: removing objects that failed their checks; the next sweep tries again", "scheme", s.spec.String(), "err", err)
+		}
+	}()
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/memgest/memgest/cluster"
@@ -293,6 +294,15 @@ func (r *round) settle(s *schemeState, replies [][]byte, errs []error) (lacking 
 		for k, a := range acks {
 			u := d.ups[k].U
 			switch {
+			case a.Refusal != "" && u.Kind == Seal && strings.Contains(a.Refusal, ErrCopyDiffers.Error()):
+				// The holder's copy was damaged: it gets the chunk whole,
+				// if the chunk here is sound (else a read or a write's
+				// stage restores it first, and the seal goes again).
+				if re, ok := s.soundResync(u.Chunk); ok {
+					lacking = append(lacking, re)
+					continue
+				}
+				failures = append(failures, fmt.Errorf("node %s: %s", d.node.PeerAddr, a.Refusal))
 			case a.Refusal != "":
 				failures = append(failures, fmt.Errorf("node %s: %s", d.node.PeerAddr, a.Refusal))
 			case u.Kind == Stable:
@@ -313,6 +323,17 @@ func (r *round) settle(s *schemeState, replies [][]byte, errs []error) (lacking 
 	}
 	s.mu.Unlock()
 	return lacking, failures
+}
+
+// soundResync is the Resync of chunk id, if its objects pass their checks
+// here.
+func (s *schemeState) soundResync(id ChunkID) (Update, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if corrupt, ok := s.data.CheckChunk(id); !ok || corrupt {
+		return Update{}, false
+	}
+	return s.data.Resync(id)
 }
 
 // requeueMarks queues marks again after a round that failed.
@@ -376,6 +397,9 @@ func (eng *Engine) sendLater(s *schemeState, ups []Update) {
 // asks for it, and holders drop their backups once writes stop; an update
 // still on its way is not sent twice.
 func (eng *Engine) Resend(ctx context.Context) {
+	for _, s := range eng.all() {
+		eng.finishDetachedLater(s) // removals left by a repair that failed
+	}
 	for _, s := range eng.all() {
 		s.mu.Lock()
 		// A node that writes nothing still closes the chunks of lists it

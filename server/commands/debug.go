@@ -101,7 +101,10 @@ func (n *Server) flipCopies(key []byte) int {
 			return
 		}
 		val[len(val)-1] ^= 0xFF
-		if st.Put(k, val, meta) == nil {
+		// Only over the copy read: a write that replaced it meanwhile is
+		// not turned back into the old, flipped one.
+		same := func(prev store.Meta, existed bool) bool { return existed && prev == meta }
+		if ok, _, _, err := st.ExchangeIf(k, val, meta, same); ok && err == nil {
 			flipped++
 		}
 	}

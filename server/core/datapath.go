@@ -126,6 +126,10 @@ func (n *Coordinator) Get(ctx context.Context, key []byte) (Current, error) {
 	return Current{}, fmt.Errorf("server: key %q kept changing under a read", key)
 }
 
+// packedRereads is how many times readCommitted reads a packed key whose
+// Fetch asked it to read again before it gives the caller that answer.
+const packedRereads = 4
+
 // readCommitted reads the committed record without waiting: locally for
 // none and rep, by gathering k shards for split.
 //
@@ -133,14 +137,20 @@ func (n *Coordinator) Get(ctx context.Context, key []byte) (Current, error) {
 // may modify a current's value.
 func (n *Coordinator) readCommitted(ctx context.Context, key []byte) (Current, error) {
 	val, meta, ok := n.Primary.View(key)
-	if !ok {
+	for attempt := 1; !ok; attempt++ {
 		var cur Current
 		var inStripe bool
-		if val, meta, cur, inStripe, ok = n.lookupPacked(key, true); inStripe {
-			if cur.Meta.Flags&kind.RemoteValue != 0 {
-				return n.fetchPacked(ctx, key, cur)
-			}
+		if val, meta, cur, inStripe, ok = n.lookupPacked(key, true); !inStripe {
+			break
+		}
+		if cur.Meta.Flags&kind.RemoteValue == 0 {
 			return n.unlessExpired(key, cur), nil
+		}
+		// A packed scheme that repaired the key's chunk has it read again
+		// (kind.ErrPieceGone), as does one whose key moved meanwhile.
+		got, err := n.fetchPacked(ctx, key, cur)
+		if !errors.Is(err, kind.ErrPieceGone) || attempt == packedRereads {
+			return got, err
 		}
 	}
 	if !ok {
