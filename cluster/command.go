@@ -10,7 +10,8 @@ import (
 // CreateScheme, DropScheme, SetDefault, SetPolicy, MarkFailed, ShardRecovered,
 // StripesRestored, RebuildDone, SetVoters, Rejoin, SetPassword, and the
 // rebalancing commands SetRebalance, Migrate, MigrationDone, Promote, Drain,
-// RemoveNode and Replace (migrate.go); Apply applies one, and
+// RemoveNode and Replace (migrate.go), and the loss reports ReportLoss,
+// ClearLost and ForgetLosses (losses.go); Apply applies one, and
 // EncodeCommand/DecodeCommand carry one through the Raft log or to the
 // leader over the peer protocol.
 type Command interface {
@@ -151,6 +152,12 @@ func DecodeCommand(b []byte) (Command, error) {
 		return decodeArgs[RemoveNode](env)
 	case "replace":
 		return decodeArgs[Replace](env)
+	case "report_loss":
+		return decodeArgs[ReportLoss](env)
+	case "clear_lost":
+		return decodeArgs[ClearLost](env)
+	case "forget_losses":
+		return decodeArgs[ForgetLosses](env)
 	}
 	return nil, errorf(ErrBadCommand, "unknown command %q", env.Op)
 }

@@ -24,6 +24,10 @@ type ShardRecovered struct {
 	// StripesPending says stripe keys of the shard are still to be
 	// restored (Shard.StripesPending).
 	StripesPending bool `json:"stripes_pending,omitempty"`
+	// Losses are the keys the recovery found lost beyond their schemes'
+	// tolerance: in the map with the shard's serving, so that no later
+	// failure lets them read as absent (losses.go).
+	Losses []Loss `json:"losses,omitempty"`
 }
 
 // StripesRestored says the shard's coordinator (By) has restored every
@@ -269,7 +273,18 @@ func (c ShardRecovered) apply(m *Map) (*Map, error) {
 	if !sh.Recovering || !ok || coord.ID != c.By {
 		return m, nil
 	}
-	next := m.Clone()
+	for _, l := range c.Losses {
+		if err := l.validate(); err != nil {
+			return nil, err
+		}
+	}
+	next, err := m.withLosses(c.Losses)
+	if err != nil {
+		return nil, err
+	}
+	if next == m {
+		next = m.Clone()
+	}
 	next.Shards[c.Shard].Recovering = false
 	next.Shards[c.Shard].StripesPending = c.StripesPending
 	return next, nil

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -66,7 +67,7 @@ func TestMarkFailedHandsShardsToTheNextNode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, err := DecodeCommand(b); err != nil || got != c {
+		if got, err := DecodeCommand(b); err != nil || !reflect.DeepEqual(got, c) {
 			t.Fatalf("round trip of %+v: %+v, %v", c, got, err)
 		}
 	}

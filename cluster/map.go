@@ -146,6 +146,9 @@ type Map struct {
 	// until the nodes are balanced and no node drains (decision 0016);
 	// nil: none runs.
 	Rebalance *Rebalance `json:"rebalance,omitempty"`
+	// Losses are the reports of keys lost beyond their schemes' tolerance
+	// (losses.go), kept here so that they outlive the node that found them.
+	Losses []Loss `json:"losses,omitempty"`
 
 	idx *index // derived lookup tables; nil on a Clone
 }
@@ -476,6 +479,7 @@ func (m *Map) Clone() *Map {
 	c.Nodes = slices.Clone(m.Nodes)
 	c.Schemes = slices.Clone(m.Schemes)
 	c.Shards = slices.Clone(m.Shards)
+	c.Losses = slices.Clone(m.Losses) // each report's slices are never written in place
 	for i := range c.Shards {
 		c.Shards[i].Placement = slices.Clone(m.Shards[i].Placement)
 		c.Shards[i].Rebuild = slices.Clone(m.Shards[i].Rebuild)

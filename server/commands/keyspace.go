@@ -165,8 +165,22 @@ func (n *Server) flushPass(ctx context.Context, deleted *int64) (int, error) {
 	m := n.Ctl.Map()
 	lost := n.Lost.KeysWhere(func(key []byte) bool { return n.coordinates(m, key) })
 	n.Lost.ForgetTagsWhere(func(slot int) bool { c, ok := m.Coordinator(slot); return ok && c.ID == n.NodeID })
+	n.forgetMapLosses(ctx, m)
 	found += len(lost)
 	return found, n.dropKeys(ctx, lost, deleted)
+}
+
+// forgetMapLosses ends the map's tag reports of the shards this node
+// coordinates, as ForgetTagsWhere ends its own (cluster.ForgetLosses).
+func (n *Server) forgetMapLosses(ctx context.Context, m *cluster.Map) {
+	for _, sh := range m.Shards {
+		if c, ok := m.CoordinatorOf(&sh); !ok || c.ID != n.NodeID || len(m.LossesOf(sh.First, sh.Last)) == 0 {
+			continue
+		}
+		if _, err := n.Propose(ctx, cluster.ForgetLosses{First: sh.First, Last: sh.Last}); err != nil {
+			n.Log.Warn("forgetting the map's loss reports of a flushed shard failed", "shard", sh.ID, "err", err)
+		}
+	}
 }
 
 // dropKeys deletes keys, flushWorkers at a time, adding to deleted those

@@ -500,7 +500,7 @@ func (n *Coordinator) commitRecordLocked(s *inflightShard, op *WriteOp, v uint64
 		n.Deletions.note(op.Key)
 	}
 	if _, toPacked := op.packedOf(n); toPacked && !op.Del || n.inPacked(op.Key) {
-		n.Lost.Forget(op.Key, op.Del) // written or deleted: no longer reported lost
+		n.forgetLost(op) // written or deleted: no longer reported lost
 		return n.commitPackedLocked(op, v)
 	}
 	var prev, next store.Meta
@@ -519,7 +519,7 @@ func (n *Coordinator) commitRecordLocked(s *inflightShard, op *WriteOp, v uint64
 			return nil, errPeekNeeded
 		}
 	}
-	n.Lost.Forget(op.Key, op.Del)
+	n.forgetLost(op)
 	m := n.Ctl.Map()
 	if applied {
 		n.accountDetached(m, prev, had, next)

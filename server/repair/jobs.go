@@ -2,6 +2,7 @@ package repair
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/faults"
@@ -21,6 +22,9 @@ type Repairer struct {
 	recovering shardClaims // shards whose records are being recovered
 	rebuilding shardClaims // shards whose lost pieces are being rebuilt
 	restoring  shardClaims // shards whose pending stripe keys are being restored
+	// seededAt is the epoch of the last map whose loss reports were
+	// seeded (losses.go).
+	seededAt atomic.Uint64
 }
 
 // New is the repair path of the node whose core is c.
@@ -32,7 +36,9 @@ func New(c *core.Coordinator, stripes *stripe.Engine) *Repairer {
 // node as soon as a new map arrives, and retries failed ones every
 // HeartbeatInterval.
 func (n *Repairer) JobLoop(ctx context.Context) {
-	n.OnMaps(ctx, n.Cfg.HeartbeatInterval, func(*cluster.Map) {
+	n.OnMaps(ctx, n.Cfg.HeartbeatInterval, func(m *cluster.Map) {
+		n.seedCoordinated(m)
+		n.publishLosses(ctx, m)
 		n.startRecoveries(ctx)
 		n.startStripeRestores(ctx)
 		n.startRebuilds(ctx)

@@ -73,7 +73,7 @@ func (n *Repairer) startRecoveries(ctx context.Context) {
 		func(_ *cluster.Map, sh cluster.Shard) bool { return sh.Recovering },
 		n.recoverShard,
 		func(sh cluster.Shard) cluster.Command {
-			return cluster.ShardRecovered{Shard: sh.ID, By: n.NodeID, StripesPending: n.stripes.Pending(sh.ID)}
+			return cluster.ShardRecovered{Shard: sh.ID, By: n.NodeID, StripesPending: n.stripes.Pending(sh.ID), Losses: n.shardLosses(sh)}
 		})
 }
 
@@ -134,6 +134,7 @@ type candidate struct {
 // recoverShard rebuilds the primary records of sh's keys from the pieces
 // (and directory entries) of its live placement nodes.
 func (n *Repairer) recoverShard(ctx context.Context, m *cluster.Map, sh cluster.Shard) error {
+	n.seedLosses(m, sh) // what earlier coordinators found lost stays lost
 	found := map[string][]*candidate{}
 	dir := map[string]pieceEntry{}
 	err := n.listShard(ctx, m, sh, nil, func(node cluster.Node, e pieceEntry) {
