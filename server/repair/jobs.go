@@ -21,6 +21,7 @@ type Repairer struct {
 	recovering shardClaims // shards whose records are being recovered
 	rebuilding shardClaims // shards whose lost pieces are being rebuilt
 	restoring  shardClaims // shards whose pending stripe keys are being restored
+	events     eventLog    // the last rebuild steps, with their levels
 }
 
 // New is the repair path of the node whose core is c.

@@ -74,8 +74,17 @@ const rebuildWorkers = 16
 // all in place are skipped. Keys with the least redundancy left go first.
 func (n *Repairer) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.Shard) error {
 	defer n.Rebuild.Begin()()
-	if err := n.stripes.Rebuild(ctx, m, sh); err != nil {
+	tasks, err := n.stripes.RebuildTasks(ctx, m, sh)
+	if err != nil {
 		return err
+	}
+	for _, t := range tasks {
+		began := n.events.begin()
+		err := t.Run(ctx)
+		n.events.end(RebuildEvent{Level: t.Level, Shard: sh.ID, What: t.What, Bytes: t.Bytes, Begin: began})
+		if err != nil {
+			return err
+		}
 	}
 	if !piecesMayBeMissing(m, &sh) {
 		// The lost positions are past every scheme's width: no key lost a
@@ -84,7 +93,7 @@ func (n *Repairer) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.
 		return nil
 	}
 	have := held{pieces: map[string][]heldPiece{}, listed: receivers(m, &sh)}
-	err := n.listShard(ctx, m, sh, have.listed, func(node cluster.Node, e pieceEntry) {
+	err = n.listShard(ctx, m, sh, have.listed, func(node cluster.Node, e pieceEntry) {
 		index := e.Index
 		if e.Kind == core.PieceKindDirectory {
 			index = dirIndex
@@ -99,7 +108,7 @@ func (n *Repairer) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.
 	n.Rebuild.Started.CompareAndSwap(0, time.Now().UnixNano())
 	n.Rebuild.KeysTotal.Add(int64(len(plan)))
 	start := time.Now()
-	sent, err := n.runRebuild(ctx, plan, have)
+	sent, err := n.runRebuild(ctx, sh.ID, plan, have)
 	if err != nil {
 		return err
 	}
@@ -268,7 +277,7 @@ func (n *Repairer) rebuildPlan(m *cluster.Map, dirNodes []cluster.Node, keys [][
 // --rebuild-rate, and returns the bytes sent: rep and split keys in bulk
 // batches (rebuildCopies, rebuildDecodes), the others rebuildWorkers at a
 // time (rebuildKey).
-func (n *Repairer) runRebuild(ctx context.Context, plan []rebuildItem, have held) (int64, error) {
+func (n *Repairer) runRebuild(ctx context.Context, shard int, plan []rebuildItem, have held) (int64, error) {
 	need := have.lacks
 	pace := core.NewPacer()
 	var sent atomic.Int64
@@ -287,8 +296,9 @@ func (n *Repairer) runRebuild(ctx context.Context, plan []rebuildItem, have held
 	}
 	copies, decodes, others := splitPlan(plan)
 	err := core.ForEach(ctx, len(copies), copyWorkers, func(ctx context.Context, i int) error {
-		began := time.Now()
+		began, seq := time.Now(), n.events.begin()
 		b, err := n.rebuildCopies(ctx, copies[i], need)
+		n.logLevels(shard, "copies", copies[i], seq)
 		account(len(copies[i]), b, began)
 		return err
 	})
@@ -298,8 +308,9 @@ func (n *Repairer) runRebuild(ctx context.Context, plan []rebuildItem, have held
 	var fallback []rebuildItem // split keys the bulk path could not decode
 	var mu sync.Mutex
 	err = core.ForEach(ctx, len(decodes), copyWorkers, func(ctx context.Context, i int) error {
-		began := time.Now()
+		began, seq := time.Now(), n.events.begin()
 		b, left, err := n.rebuildDecodes(ctx, decodes[i], have)
+		n.logLevels(shard, "decodes", decodes[i], seq)
 		account(len(decodes[i])-len(left), b, began)
 		mu.Lock()
 		fallback = append(fallback, left...)
@@ -311,8 +322,9 @@ func (n *Repairer) runRebuild(ctx context.Context, plan []rebuildItem, have held
 	}
 	others = append(others, fallback...)
 	err = core.ForEach(ctx, len(others), rebuildWorkers, func(ctx context.Context, i int) error {
-		began := time.Now()
+		began, seq := time.Now(), n.events.begin()
 		b, err := n.RebuildKey(ctx, others[i].key, need)
+		n.logLevels(shard, "keys", others[i:i+1], seq)
 		var lost *kind.LostError
 		if err != nil && !errors.As(err, &lost) { // a lost key is reported, not rebuilt
 			return err
@@ -321,6 +333,18 @@ func (n *Repairer) runRebuild(ctx context.Context, plan []rebuildItem, have held
 		return nil
 	})
 	return sent.Load(), err
+}
+
+// logLevels records a step of items that began at seq, one event per
+// level among them.
+func (n *Repairer) logLevels(shard int, what string, items []rebuildItem, seq uint64) {
+	keys := map[int]int{}
+	for _, it := range items {
+		keys[max(it.remaining, 0)]++
+	}
+	for level, k := range keys {
+		n.events.end(RebuildEvent{Level: level, Shard: shard, What: what, Keys: k, Begin: seq})
+	}
 }
 
 // copyBatch bounds one bulk batch of rep keys; copyWorkers batches are sent
