@@ -73,8 +73,9 @@ func TestBatchStripeLevel(t *testing.T) {
 
 // TestRebuildTasksOfBatchStripes: after two failures in a stripe@batch
 // list, the coordinator's rebuild plans its batch stripes at level 0 with
-// the bytes of the lost pieces, which it then sends (beside the list's own task, which has no
-// chunk to move); once the tasks ran, no batch stripe is left to rebuild.
+// the bytes of the lost pieces, which it then sends (beside the list's
+// own task, which has no chunk to move); once the tasks ran, no batch
+// stripe is left to rebuild.
 func TestRebuildTasksOfBatchStripes(t *testing.T) {
 	m, _, net, _, coord, p := batchSetup(t, 8, "stripe:4+2/512@batch")
 	writeBatch(t, p, keysOfShard(m.Shards[0], "lv", 200), 4, 8)

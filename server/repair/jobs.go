@@ -18,10 +18,10 @@ import (
 type Repairer struct {
 	*core.Coordinator
 	stripes    *stripe.Engine
-	recovering shardClaims // shards whose records are being recovered
-	rebuilding shardClaims // shards whose lost pieces are being rebuilt
-	restoring  shardClaims // shards whose pending stripe keys are being restored
-	events     eventLog    // the last rebuild steps, with their levels
+	recovering shardClaims   // shards whose records are being recovered
+	restoring  shardClaims   // shards whose pending stripe keys are being restored
+	rounds     rebuildRounds // the rebuild round running, if any (rebuild_round.go)
+	events     eventLog      // the last rebuild steps, with their levels
 }
 
 // New is the repair path of the node whose core is c.
