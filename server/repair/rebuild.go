@@ -253,9 +253,10 @@ func (n *Repairer) planKey(m *cluster.Map, key []byte, meta store.Meta, sch kind
 		}
 	}
 	stub := core.IsStub(meta) && sch.Traits().ReadsLocally
-	_, replica := n.localReplica(m, key, meta)
-	if stub && !replica {
-		missing++ // the coordinator's own copy, lost with the failed one
+	if stub {
+		if _, replica := n.localReplica(m, key, meta); !replica {
+			missing++ // the coordinator's own copy, lost with the failed one
+		}
 	}
 	if missing == 0 && !stub {
 		return rebuildItem{}, false

@@ -310,7 +310,9 @@ func (n *Repairer) runStep(ctx context.Context, r *round, level int, s step, do 
 	began, seq := time.Now(), n.events.begin()
 	done, err := do()
 	n.events.end(RebuildEvent{Round: r.id, Level: level, Shard: s.shard, What: s.what, Keys: done.keys, Bytes: done.bytes, Begin: seq})
-	n.Rebuild.DonePending(level, done.bytes)
+	if err == nil {
+		n.Rebuild.DonePending(level, done.bytes) // a failed step's bytes are still to rebuild
+	}
 	r.keys.Add(int64(done.keys))
 	if s.paced {
 		n.account(ctx, r.pace, done.keys, done.sent, began)
