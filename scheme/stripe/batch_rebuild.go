@@ -82,13 +82,7 @@ func (eng *Engine) planShardStripes(ctx context.Context, m *cluster.Map, s *sche
 	byLevel := map[int]*RebuildTask{}
 	repairs := map[int][]stripeRepair{}
 	for i, ref := range refs {
-		var missing []int
-		for role := range s.spec.K + batchParities(s.spec) {
-			node := holders[batchPosition(s.spec, role, ref.c)]
-			if node.State == cluster.Up && !(role == 0 && node.ID == self) && !has[node.ID][pieceAt{ref.serial, role}] {
-				missing = append(missing, role)
-			}
-		}
+		missing := missingRoles(s.spec, holders, ref, has, self)
 		if len(missing) == 0 {
 			continue
 		}
@@ -107,6 +101,19 @@ func (eng *Engine) planShardStripes(ctx context.Context, m *cluster.Map, s *sche
 	}
 	slices.SortFunc(tasks, func(a, b RebuildTask) int { return a.Level - b.Level })
 	return tasks, nil
+}
+
+// missingRoles are the roles of stripe ref whose live holder lacks its
+// piece (has: what each holds), save the coordinator's (self) own.
+func missingRoles(spec scheme.Spec, holders []cluster.Node, ref batchRef, has map[cluster.NodeID]map[pieceAt]bool, self cluster.NodeID) []int {
+	var missing []int
+	for role := range spec.K + batchParities(spec) {
+		node := holders[batchPosition(spec, role, ref.c)]
+		if node.State == cluster.Up && !(role == 0 && node.ID == self) && !has[node.ID][pieceAt{ref.serial, role}] {
+			missing = append(missing, role)
+		}
+	}
+	return missing
 }
 
 // missingBytes is what putting a stripe's missing roles sends: a data
