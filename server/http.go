@@ -214,8 +214,12 @@ type StatusNode struct {
 	Serving bool `json:"serving"`
 	// Commands counts the client commands the node has processed since it
 	// started (memgest status --watch shows its rate).
-	Commands int64  `json:"commands"`
-	Error    string `json:"error,omitempty"`
+	Commands int64 `json:"commands"`
+	// RebuildPending is the bytes the node's rebuild still has to send,
+	// by redundancy left: [i] for pieces of keys that survive i more
+	// failures until they are rebuilt.
+	RebuildPending []int64 `json:"rebuild_pending_bytes,omitempty"`
+	Error          string  `json:"error,omitempty"`
 }
 
 // StatusScheme is one scheme's line of the status.
@@ -249,6 +253,7 @@ func (n *Node) status(ctx context.Context) Status {
 		st.Rebuild = st.Rebuild.Add(s.Rebuild)
 		st.Migration = st.Migration.Add(s.Migration)
 	}
+	st.Rebuild.PendingBytes = core.PendingLevels(m, st.Rebuild.PendingBytes)
 	st.ShardsImporting = len(m.Importing())
 	if r := m.Rebalance; r != nil {
 		st.Rebalance = fmt.Sprintf("running: %s/s per migration, %d at once", commands.HumanBytes(r.Rate), r.Parallel)
@@ -264,6 +269,7 @@ func (n *Node) status(ctx context.Context) Status {
 		}
 		if s, ok := byNode[string(node.ID)]; ok {
 			line.Keys, line.Bytes, line.Serving, line.Commands = s.Keys, s.PrimaryBytes+s.PieceBytes, s.Serving, s.Commands
+			line.RebuildPending = core.PendingLevels(m, s.Rebuild.PendingBytes)
 		} else if err != nil && node.State != cluster.Failed {
 			line.Error = "no answer within the failure timeout"
 		}
@@ -308,6 +314,7 @@ type nodeCollector struct {
 	epoch, keys, logical, stored, overhead *prometheus.Desc
 	serving, nodes, recovering             *prometheus.Desc
 	rebuilding, rebuildKeys, rebuildBytes  *prometheus.Desc
+	rebuildPending                         *prometheus.Desc
 	corrupt, repaired, scrubbed, swept     *prometheus.Desc
 	corruptFound, corruptRepaired          *prometheus.Desc
 	corruptUnrepaired, relocated           *prometheus.Desc
@@ -320,20 +327,22 @@ func (n *Node) collector() prometheus.Collector {
 		return prometheus.NewDesc("memgest_"+name, help, labels, nil)
 	}
 	return &nodeCollector{n: n,
-		commands:          d("commands_total", "Client commands processed by this node."),
-		forwarded:         d("forwarded_commands_total", "Client commands forwarded to their coordinator."),
-		expired:           d("expired_keys_total", "Keys deleted because their TTL passed."),
-		epoch:             d("map_epoch", "Epoch of the cluster map this node has applied."),
-		keys:              d("scheme_keys", "Keys this node coordinates, by scheme.", "scheme"),
-		logical:           d("scheme_logical_bytes", "Key and value bytes of this node's keys, by scheme.", "scheme"),
-		stored:            d("scheme_stored_bytes", "Bytes this node stores (records and pieces), by scheme.", "scheme"),
-		overhead:          d("store_overhead_bytes_per_key", "Index and header bytes per record in the primary store."),
-		serving:           d("serving", "1 while this node holds a fresh lease to serve its keys, else 0."),
-		nodes:             d("nodes", "Nodes of the cluster map, by state.", "state"),
-		recovering:        d("shards_recovering", "Shards whose coordinator failed and whose records are being recovered."),
-		rebuilding:        d("shards_rebuilding", "Shards with pieces lost with a failed node still to re-create."),
-		rebuildKeys:       d("rebuild_keys", "Keys this node has to rebuild and has rebuilt, by state (total, done).", "state"),
-		rebuildBytes:      d("rebuild_bytes_total", "Bytes of pieces this node has re-created."),
+		commands:     d("commands_total", "Client commands processed by this node."),
+		forwarded:    d("forwarded_commands_total", "Client commands forwarded to their coordinator."),
+		expired:      d("expired_keys_total", "Keys deleted because their TTL passed."),
+		epoch:        d("map_epoch", "Epoch of the cluster map this node has applied."),
+		keys:         d("scheme_keys", "Keys this node coordinates, by scheme.", "scheme"),
+		logical:      d("scheme_logical_bytes", "Key and value bytes of this node's keys, by scheme.", "scheme"),
+		stored:       d("scheme_stored_bytes", "Bytes this node stores (records and pieces), by scheme.", "scheme"),
+		overhead:     d("store_overhead_bytes_per_key", "Index and header bytes per record in the primary store."),
+		serving:      d("serving", "1 while this node holds a fresh lease to serve its keys, else 0."),
+		nodes:        d("nodes", "Nodes of the cluster map, by state.", "state"),
+		recovering:   d("shards_recovering", "Shards whose coordinator failed and whose records are being recovered."),
+		rebuilding:   d("shards_rebuilding", "Shards with pieces lost with a failed node still to re-create."),
+		rebuildKeys:  d("rebuild_keys", "Keys this node has to rebuild and has rebuilt, by state (total, done).", "state"),
+		rebuildBytes: d("rebuild_bytes_total", "Bytes of pieces this node has re-created."),
+		rebuildPending: d("rebuild_pending_bytes", "Bytes this node's rebuild still has to send, by how many more failures the keys of those pieces survive until it does (redundancy 0: none).",
+			"redundancy"),
 		corrupt:           d("corrupt_found_total", "Stored copies found failing their CRC32C, by reads and the scrub."),
 		repaired:          d("repairs_total", "Keys whose corrupt copies were stored again from redundancy."),
 		scrubbed:          d("scrub_bytes_total", "Bytes the scrub has checked."),
@@ -364,7 +373,7 @@ func (c *nodeCollector) collectCorruption(ch chan<- prometheus.Metric) {
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.commands, c.forwarded, c.expired, c.epoch, c.keys, c.logical, c.stored, c.overhead, c.serving, c.nodes, c.recovering, c.rebuilding, c.rebuildKeys, c.rebuildBytes, c.corrupt, c.repaired, c.scrubbed, c.swept, c.corruptFound, c.corruptRepaired, c.corruptUnrepaired, c.relocated, c.batchData, c.batchGarbage, c.nines, c.mttdl} {
+	for _, d := range []*prometheus.Desc{c.commands, c.forwarded, c.expired, c.epoch, c.keys, c.logical, c.stored, c.overhead, c.serving, c.nodes, c.recovering, c.rebuilding, c.rebuildKeys, c.rebuildBytes, c.rebuildPending, c.corrupt, c.repaired, c.scrubbed, c.swept, c.corruptFound, c.corruptRepaired, c.corruptUnrepaired, c.relocated, c.batchData, c.batchGarbage, c.nines, c.mttdl} {
 		ch <- d
 	}
 }
@@ -382,6 +391,9 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.rebuildKeys, prometheus.GaugeValue, float64(n.Rebuild.KeysTotal.Load()), "total")
 	ch <- prometheus.MustNewConstMetric(c.rebuildKeys, prometheus.GaugeValue, float64(n.Rebuild.KeysDone.Load()), "done")
 	ch <- prometheus.MustNewConstMetric(c.rebuildBytes, prometheus.CounterValue, float64(n.cmds.RebuildReport().BytesDone))
+	for level, b := range core.PendingLevels(m, n.Rebuild.Pending()) {
+		ch <- prometheus.MustNewConstMetric(c.rebuildPending, prometheus.GaugeValue, float64(b), strconv.Itoa(level))
+	}
 	ch <- prometheus.MustNewConstMetric(c.corrupt, prometheus.CounterValue, float64(n.Health.Corrupt.Load()))
 	ch <- prometheus.MustNewConstMetric(c.repaired, prometheus.CounterValue, float64(n.Health.Repaired.Load()))
 	ch <- prometheus.MustNewConstMetric(c.scrubbed, prometheus.CounterValue, float64(n.Health.Scrubbed.Load()))

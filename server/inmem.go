@@ -7,6 +7,7 @@ import (
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/server/commands"
+	"github.com/memgest/memgest/server/repair"
 	"github.com/memgest/memgest/server/resp"
 )
 
@@ -33,6 +34,10 @@ func (n *Node) Map() *cluster.Map { return n.Ctl.Map() }
 // StripeLists are the stripe lists (shard ids) the node holds data
 // chunks of (commands.NodeStats.StripeLists).
 func (n *Node) StripeLists() []uint16 { return n.stripes.Lists() }
+
+// RebuildEvents are the node's last rebuild steps with their redundancy
+// levels, in the order they ended (repair.RebuildEvent).
+func (n *Node) RebuildEvents() []repair.RebuildEvent { return n.repair.RebuildEvents() }
 
 // IsLeader says whether the node leads the control plane now.
 func (n *Node) IsLeader() bool { return n.Ctl.IsLeader() }

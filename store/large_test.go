@@ -70,3 +70,21 @@ func TestAppendLarge(t *testing.T) {
 		}
 	}
 }
+
+// ValueLen gives a small and a large value's length, and nothing for a
+// missing key.
+func TestValueLen(t *testing.T) {
+	s := New()
+	big := bytes.Repeat([]byte("x"), 2*bigcopy.Step+3)
+	for k, v := range map[string][]byte{"small": []byte("small"), "big": big, "empty": {}} {
+		if err := s.Put([]byte(k), v, Meta{Version: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if n, ok := s.ValueLen([]byte(k)); !ok || n != len(v) {
+			t.Fatalf("ValueLen(%s) = %d, %v; want %d", k, n, ok, len(v))
+		}
+	}
+	if n, ok := s.ValueLen([]byte("missing")); ok || n != 0 {
+		t.Fatalf("ValueLen of a missing key = %d, %v", n, ok)
+	}
+}

@@ -109,6 +109,19 @@ func (s *Store) Meta(key []byte) (Meta, bool) {
 	return sh.rec(sh.tab.slots[i]).meta(), true
 }
 
+// ValueLen returns the length of key's value without copying it: what a
+// copy of the record would send.
+func (s *Store) ValueLen(key []byte) (int, bool) {
+	sh, p := s.locate(key)
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	i := sh.find(p, key)
+	if i < 0 {
+		return 0, false
+	}
+	return len(sh.value(sh.rec(sh.tab.slots[i]))), true
+}
+
 // Put stores val and m under key, replacing any record there. It fails with
 // ErrTooLarge (nothing stored) for a key over MaxKeySize or a value over the
 // store's limit, and with ErrFull if the shard's slabs are exhausted.

@@ -228,4 +228,19 @@ func printProgress(out io.Writer, what string, r core.ProgressReport, left int) 
 	bar := strings.Repeat("#", int(frac*width)) + strings.Repeat("-", width-int(frac*width))
 	fmt.Fprintf(out, "\n%s [%s] %3.0f%%  keys %d/%d  %s  %s/s  ETA %s  (%d shards left)\n",
 		what, bar, frac*100, r.KeysDone, r.KeysTotal, commands.HumanBytes(r.BytesDone), commands.HumanBytes(int64(r.Rate())), r.ETA().Round(time.Second), left)
+	printPending(out, r.PendingBytes)
+}
+
+// printPending shows the bytes still to rebuild by redundancy left, if
+// any: the pieces of keys that survive no more failures first.
+func printPending(out io.Writer, byLevel []int64) {
+	var parts []string
+	var sum int64
+	for level, b := range byLevel {
+		sum += b
+		parts = append(parts, fmt.Sprintf("%d: %s", level, commands.HumanBytes(b)))
+	}
+	if sum > 0 {
+		fmt.Fprintf(out, "  still to rebuild, by failures the keys survive until then: %s\n", strings.Join(parts, "  "))
+	}
 }

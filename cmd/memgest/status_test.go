@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/server"
+	"github.com/memgest/memgest/server/core"
 )
 
 // TestWatchStatusShowsRates runs --watch's loop over a fake node whose
@@ -63,5 +64,24 @@ func TestWatchStatusShowsRates(t *testing.T) {
 	// the last sample (2 → 4 calls: 1000 commands).
 	if got := rate(frames[3]); got != "500" {
 		t.Errorf("frame after the failure rate %q, want 500", got)
+	}
+}
+
+// TestPrintStatusShowsPendingByRedundancy: while a rebuild runs, memgest
+// status shows the bytes still to rebuild at each redundancy level, and
+// nothing of the sort once none is left.
+func TestPrintStatusShowsPendingByRedundancy(t *testing.T) {
+	st := server.Status{State: "ok", ShardsRebuilding: 2,
+		Rebuild: core.ProgressReport{KeysDone: 10, KeysTotal: 40, PendingBytes: []int64{3 << 20, 2048, 0}}}
+	var out bytes.Buffer
+	printStatus(&out, st, nil)
+	if want := "by failures the keys survive until then: 0: 3.00M  1: 2.00K  2: 0B"; !strings.Contains(out.String(), want) {
+		t.Fatalf("status while rebuilding lacks %q:\n%s", want, out.String())
+	}
+	st.Rebuild.PendingBytes = []int64{0, 0, 0}
+	out.Reset()
+	printStatus(&out, st, nil)
+	if strings.Contains(out.String(), "still to rebuild") {
+		t.Fatalf("status shows bytes to rebuild with none left:\n%s", out.String())
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/memgest/memgest/cluster"
+	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/wire"
 )
@@ -17,16 +19,19 @@ import (
 // position, from the data chunks (those it keeps, the others read, or
 // decoded when their holder is gone) and parity encoded again.
 
-// rebuildBatch puts the missing pieces of this coordinator's batch
-// stripes of shard sh, every batching scheme.
-func (eng *Engine) rebuildBatch(ctx context.Context, m *cluster.Map, sh cluster.Shard) error {
+// batchTasks plans the rebuild of the batch stripes this coordinator
+// keeps for shard sh, every batching scheme: per scheme, a task for each
+// redundancy level with the stripes missing pieces at that level.
+func (eng *Engine) batchTasks(ctx context.Context, m *cluster.Map, sh cluster.Shard) ([]RebuildTask, error) {
+	var tasks []RebuildTask
 	var errs []error
 	for _, s := range eng.all() {
 		if s.batch != nil {
-			errs = append(errs, eng.rebuildShardStripes(ctx, m, s, uint16(sh.ID)))
+			t, err := eng.planShardStripes(ctx, m, s, uint16(sh.ID))
+			tasks, errs = append(tasks, t...), append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return tasks, errors.Join(errs...)
 }
 
 // pieceAt names a piece: its stripe's serial and its role.
@@ -35,59 +40,123 @@ type pieceAt struct {
 	role   int
 }
 
-// rebuildShardStripes puts s's missing pieces of shard's stripes.
-func (eng *Engine) rebuildShardStripes(ctx context.Context, m *cluster.Map, s *schemeState, shard uint16) error {
-	type stripeRef struct {
-		slot   uint32
-		serial uint64
-		c      int
-	}
-	var stripes []stripeRef
+// stripeRepair is a batch stripe missing pieces: the roles to put again.
+type stripeRepair struct {
+	ref     batchRef
+	missing []int
+}
+
+// shardStripes lists s's batch stripes of shard, each with the lengths
+// of its data chunks.
+func (s *schemeState) shardStripes(shard uint16) ([]batchRef, [][]int) {
+	var refs []batchRef
+	var lens [][]int
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for slot, st := range s.batch.data.stripes {
 		if st != nil && st.shard == shard {
-			stripes = append(stripes, stripeRef{uint32(slot), st.serial, st.c})
+			refs = append(refs, batchRef{shard: shard, serial: st.serial, loc: BatchLoc{Slot: uint32(slot)}, c: st.c})
+			lens = append(lens, slices.Clone(st.lens))
 		}
 	}
-	s.mu.Unlock()
-	if len(stripes) == 0 {
-		return nil
+	return refs, lens
+}
+
+// planShardStripes lists which pieces of s's stripes of shard the live
+// nodes of the list hold, and returns a task per redundancy level that
+// puts the missing ones.
+func (eng *Engine) planShardStripes(ctx context.Context, m *cluster.Map, s *schemeState, shard uint16) ([]RebuildTask, error) {
+	refs, lens := s.shardStripes(shard)
+	if len(refs) == 0 {
+		return nil, nil
 	}
 	holders, err := listHolders(m, s.spec, shard)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	has, err := eng.heldPieces(ctx, s, shard, holders)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	self, rebuilt, abandoned := eng.host.Self(), 0, 0
-	for _, ref := range stripes {
-		var missing []int
-		for role := range s.spec.K + batchParities(s.spec) {
-			node := holders[batchPosition(s.spec, role, ref.c)]
-			if node.State == cluster.Up && !(role == 0 && node.ID == self) && !has[node.ID][pieceAt{ref.serial, role}] {
-				missing = append(missing, role)
-			}
-		}
+	self, sh := eng.host.Self(), &m.Shards[shard]
+	byLevel := map[int]*RebuildTask{}
+	repairs := map[int][]stripeRepair{}
+	for i, ref := range refs {
+		missing := missingRoles(s.spec, holders, ref, has, self)
 		if len(missing) == 0 {
 			continue
 		}
-		err := eng.reputPieces(ctx, s, holders, batchRef{shard: shard, serial: ref.serial, loc: BatchLoc{Slot: ref.slot}, c: ref.c}, missing)
+		level := batchStripeLevel(s.spec, sh, holders, ref.c, self, s.batch.data.keeps)
+		if byLevel[level] == nil {
+			byLevel[level] = &RebuildTask{Level: level, What: fmt.Sprintf("batch stripes of shard %d of %s", shard, s.spec)}
+		}
+		byLevel[level].Bytes += missingBytes(s.spec, lens[i], missing)
+		repairs[level] = append(repairs[level], stripeRepair{ref: ref, missing: missing})
+	}
+	var tasks []RebuildTask
+	for level, t := range byLevel {
+		jobs := repairs[level]
+		t.run = func(ctx context.Context) error { return eng.reputStripes(ctx, s, holders, shard, jobs) }
+		tasks = append(tasks, *t)
+	}
+	slices.SortFunc(tasks, func(a, b RebuildTask) int { return a.Level - b.Level })
+	return tasks, nil
+}
+
+// missingRoles are the roles of stripe ref whose live holder lacks its
+// piece (has: what each holds), save the coordinator's (self) own.
+func missingRoles(spec scheme.Spec, holders []cluster.Node, ref batchRef, has map[cluster.NodeID]map[pieceAt]bool, self cluster.NodeID) []int {
+	var missing []int
+	for role := range spec.K + batchParities(spec) {
+		node := holders[batchPosition(spec, role, ref.c)]
+		if node.State == cluster.Up && !(role == 0 && node.ID == self) && !has[node.ID][pieceAt{ref.serial, role}] {
+			missing = append(missing, role)
+		}
+	}
+	return missing
+}
+
+// missingBytes is what putting a stripe's missing roles sends: a data
+// chunk's length, or a parity's (the longest data chunk's).
+func missingBytes(spec scheme.Spec, lens []int, missing []int) int64 {
+	longest := 0
+	for _, l := range lens {
+		longest = max(longest, l)
+	}
+	var out int64
+	for _, role := range missing {
+		if role < spec.K && role < len(lens) {
+			out += int64(lens[role])
+		} else {
+			out += int64(longest)
+		}
+	}
+	return out
+}
+
+// reputStripes puts the missing pieces of jobs, s's stripes of shard.
+// A stripe beyond tolerance is counted lost (its keys read -LOST); any
+// other failure ends the task with its error.
+func (eng *Engine) reputStripes(ctx context.Context, s *schemeState, holders []cluster.Node, shard uint16, jobs []stripeRepair) error {
+	rebuilt, abandoned := 0, 0
+	defer func() {
+		if rebuilt > 0 || abandoned > 0 {
+			eng.log.Info("batch stripe pieces rebuilt", "scheme", s.spec, "shard", shard, "pieces", rebuilt, "stripes_lost", abandoned)
+		}
+		if abandoned > 0 {
+			eng.stats.PositionsLost.Add(int64(abandoned))
+		}
+	}()
+	for _, j := range jobs {
+		err := eng.reputPieces(ctx, s, holders, j.ref, j.missing)
 		switch {
 		case errors.Is(err, errBatchLost):
 			abandoned++ // beyond tolerance: its keys read -LOST
 		case err != nil:
-			return fmt.Errorf("stripe: rebuilding batch stripe %d of shard %d (%s): %w", ref.serial, shard, s.spec, err)
+			return fmt.Errorf("stripe: rebuilding batch stripe %d of shard %d (%s): %w", j.ref.serial, shard, s.spec, err)
 		default:
-			rebuilt += len(missing)
+			rebuilt += len(j.missing)
 		}
-	}
-	if rebuilt > 0 || abandoned > 0 {
-		eng.log.Info("batch stripe pieces rebuilt", "scheme", s.spec, "shard", shard, "pieces", rebuilt, "stripes_lost", abandoned)
-	}
-	if abandoned > 0 {
-		eng.stats.PositionsLost.Add(int64(abandoned))
 	}
 	return nil
 }

@@ -98,12 +98,7 @@ func (s *Bound) batchLayout(m *cluster.Map, st *schemeState, r batchRef) (kind.L
 	}
 	sh := &m.Shards[r.shard]
 	var out kind.Layout
-	pieceNodes := map[cluster.NodeID]bool{}
-	copies := map[cluster.NodeID]bool{} // live nodes with the key's chunk whole
 	self := s.eng.host.Self()
-	if st.batch.data.keeps(r.loc.Chunk) {
-		copies[self] = true
-	}
 	for role := range st.spec.K + batchParities(st.spec) {
 		p := batchPosition(st.spec, role, r.c)
 		node := holders[p]
@@ -116,16 +111,8 @@ func (s *Bound) batchLayout(m *cluster.Map, st *schemeState, r batchRef) (kind.L
 		}
 		out.Pieces = append(out.Pieces, kind.Placed{Role: name, Index: index, Node: node,
 			Rebuilding: node.State == cluster.Up && slices.Contains(sh.Rebuild, p)})
-		if !positionLost(sh, node, p) {
-			pieceNodes[node.ID] = true
-			if role == r.loc.Chunk {
-				copies[node.ID] = true
-			}
-		}
 	}
-	if role0 := holders[batchPosition(st.spec, 0, r.c)]; role0.ID == self {
-		pieceNodes[self] = true // its chunk 0 counts as a piece
-	}
+	copies, pieceNodes := batchCover(st.spec, sh, holders, r.c, self, st.batch.data.keeps, r.loc.Chunk)
 	out.Tolerates = batchTolerance(len(pieceNodes), st.spec.K, copies, pieceNodes)
 	out.Details = []kind.Detail{
 		{Name: "chunk", Value: fmt.Sprintf("batch %d/%d/%d", r.shard, r.serial, r.loc.Chunk)},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/wire"
@@ -71,37 +70,36 @@ func (eng *Engine) adoptSlots(ctx context.Context, s *schemeState) error {
 	return nil
 }
 
-// Rebuild restores the stripe lists of shard sh's placement: list
-// sh.ID of every stripe scheme. Data positions whose own node is gone have
-// their chunks dropped from parity; parity positions held by a node that
-// may lack the list's state are resynced by every live data node.
+// Rebuild restores the stripe lists of shard sh's placement: every task
+// RebuildTasks plans, in turn. The node's rebuild runs the tasks itself,
+// ordered with its other work by level.
 func (eng *Engine) Rebuild(ctx context.Context, m *cluster.Map, sh cluster.Shard) error {
-	g := slices.IndexFunc(m.Shards, func(s cluster.Shard) bool { return s.ID == sh.ID })
-	if g < 0 {
-		return nil
+	tasks, err := eng.RebuildTasks(ctx, m, sh)
+	errs := []error{err}
+	for _, t := range tasks {
+		errs = append(errs, t.Run(ctx))
 	}
+	return errors.Join(errs...)
+}
+
+// rebuildList restores list g of scheme e at its lost positions: a data
+// position whose own node is gone has its chunks dropped from parity; a
+// parity position held by a node that may lack the list's state is
+// resynced by every live data node.
+func (eng *Engine) rebuildList(ctx context.Context, m *cluster.Map, e cluster.SchemeEntry, g uint16, lost []int) error {
 	var errs []error
-	for _, e := range m.Schemes {
-		if !packedKind(e.Spec.Kind) || e.Spec.K+e.Spec.M > len(sh.Placement) {
-			continue
-		}
-		for p := 0; p < e.Spec.K+e.Spec.M; p++ {
-			if !slices.Contains(sh.Rebuild, p) {
-				continue
+	for _, p := range lost {
+		var err error
+		if lp := (lostPosition{entry: e, list: g, pos: p}); p < e.Spec.K {
+			if err = eng.dropLostChunks(ctx, m, lp); err != nil && beyondTolerance(m, lp) {
+				eng.abandonPosition(lp, "rebuild", err) // its chunks stay in parity
+				err = nil
 			}
-			var err error
-			if lp := (lostPosition{entry: e, list: uint16(g), pos: p}); p < e.Spec.K {
-				if err = eng.dropLostChunks(ctx, m, lp); err != nil && beyondTolerance(m, lp) {
-					eng.abandonPosition(lp, "rebuild", err) // its chunks stay in parity
-					err = nil
-				}
-			} else {
-				err = eng.resyncParity(ctx, m, e, uint16(g), p-e.Spec.K)
-			}
-			errs = append(errs, err)
+		} else {
+			err = eng.resyncParity(ctx, m, e, g, p-e.Spec.K)
 		}
+		errs = append(errs, err)
 	}
-	errs = append(errs, eng.rebuildBatch(ctx, m, sh))
 	return errors.Join(errs...)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"runtime"
 	"strconv"
@@ -370,6 +371,19 @@ func (n *Server) infoKeyspace() resp.InfoSection {
 	}}
 }
 
+// pendingField renders bytes still to rebuild by redundancy left as
+// INFO's keyspace lines do: "0=123,1=0" (level=bytes).
+func pendingField(byLevel []int64) string {
+	var b strings.Builder
+	for level, v := range byLevel {
+		if level > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%d=%d", level, v)
+	}
+	return b.String()
+}
+
 // infoMemgest is memgest's own section: identity, map, and per-scheme usage
 // on this node.
 func (n *Server) infoMemgest(ctx context.Context) resp.InfoSection {
@@ -390,6 +404,7 @@ func (n *Server) infoMemgest(ctx context.Context) resp.InfoSection {
 		{"rebuild_keys_total", strconv.FormatInt(n.Rebuild.KeysTotal.Load(), 10)},
 		{"rebuild_bytes_done", strconv.FormatInt(rebuild.BytesDone, 10)},
 		{"rebuild_busy_seconds", strconv.FormatFloat(rebuild.BusySeconds, 'f', 3, 64)},
+		{"rebuild_pending_bytes", pendingField(core.PendingLevels(m, rebuild.PendingBytes))},
 		{"lost_keys", strconv.Itoa(n.Lost.Count())},
 		{"corrupt_found", strconv.FormatInt(n.Health.Corrupt.Load(), 10)},
 		{"repairs", strconv.FormatInt(n.Health.Repaired.Load(), 10)},

@@ -1,9 +1,12 @@
 package core
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/memgest/memgest/cluster"
 )
 
 // workProgress counts a node's work of one sort — the rebuild, or the
@@ -17,6 +20,35 @@ type workProgress struct {
 	active int           // shard rebuilds running
 	since  time.Time     // when active last rose from 0
 	busy   time.Duration // time with active > 0, before since
+	// pending is the bytes still to send by redundancy left: pending[i]
+	// for pieces of keys that survive i more failures (the rebuild's
+	// plan, SetPending; none for a migration).
+	pending []int64
+}
+
+// SetPending sets the bytes still to send by redundancy left, as a plan
+// counts them (byLevel[i]: keys that survive i more failures); nil when
+// no plan runs.
+func (p *workProgress) SetPending(byLevel []int64) {
+	p.mu.Lock()
+	p.pending = slices.Clone(byLevel)
+	p.mu.Unlock()
+}
+
+// DonePending counts bytes of the plan done at level.
+func (p *workProgress) DonePending(level int, bytes int64) {
+	p.mu.Lock()
+	if level >= 0 && level < len(p.pending) {
+		p.pending[level] = max(p.pending[level]-bytes, 0)
+	}
+	p.mu.Unlock()
+}
+
+// Pending is the bytes still to send by redundancy left (SetPending).
+func (p *workProgress) Pending() []int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.pending)
 }
 
 // Begin marks a shard's work running until the returned func is called:
@@ -59,11 +91,16 @@ type ProgressReport struct {
 	// BusySeconds is the time the node spent with a shard rebuild
 	// running: the time Rate measures over.
 	BusySeconds float64 `json:"busy_seconds"`
+	// PendingBytes is the bytes still to rebuild by redundancy left:
+	// PendingBytes[i] for pieces of keys that survive i more failures
+	// until they are rebuilt (empty while nothing is planned).
+	PendingBytes []int64 `json:"pending_bytes,omitempty"`
 }
 
+// Report is the progress so far.
 func (p *workProgress) Report() ProgressReport {
 	r := ProgressReport{KeysDone: p.KeysDone.Load(), KeysTotal: p.KeysTotal.Load(), BytesDone: p.BytesDone.Load(),
-		BusySeconds: p.busySeconds()}
+		BusySeconds: p.busySeconds(), PendingBytes: p.Pending()}
 	if t := p.Started.Load(); t != 0 {
 		r.Seconds = time.Since(time.Unix(0, t)).Seconds()
 	}
@@ -75,7 +112,36 @@ func (p *workProgress) Report() ProgressReport {
 func (r ProgressReport) Add(o ProgressReport) ProgressReport {
 	return ProgressReport{KeysDone: r.KeysDone + o.KeysDone, KeysTotal: r.KeysTotal + o.KeysTotal,
 		BytesDone: r.BytesDone + o.BytesDone, Seconds: max(r.Seconds, o.Seconds),
-		BusySeconds: max(r.BusySeconds, o.BusySeconds)}
+		BusySeconds: max(r.BusySeconds, o.BusySeconds), PendingBytes: addLevels(r.PendingBytes, o.PendingBytes)}
+}
+
+// PendingLevels is byLevel (bytes still to rebuild by redundancy left)
+// with a level for every one a rebuild of m's catalogue can have: 0 up to
+// its highest tolerance less one, and at least level 0, so that each is
+// shown, at 0 when nothing is pending there.
+func PendingLevels(m *cluster.Map, byLevel []int64) []int64 {
+	levels := 1
+	for _, e := range m.Schemes {
+		levels = max(levels, e.Spec.Tolerance())
+	}
+	out := make([]int64, max(levels, len(byLevel)))
+	copy(out, byLevel)
+	return out
+}
+
+// addLevels sums two counts by level.
+func addLevels(a, b []int64) []int64 {
+	if len(a) == 0 && len(b) == 0 {
+		return nil
+	}
+	out := make([]int64, max(len(a), len(b)))
+	for i, v := range a {
+		out[i] += v
+	}
+	for i, v := range b {
+		out[i] += v
+	}
+	return out
 }
 
 // Rate is the bytes rebuilt per second of rebuilding: the rebuild rate

@@ -19,9 +19,10 @@ import (
 type Repairer struct {
 	*core.Coordinator
 	stripes    *stripe.Engine
-	recovering shardClaims // shards whose records are being recovered
-	rebuilding shardClaims // shards whose lost pieces are being rebuilt
-	restoring  shardClaims // shards whose pending stripe keys are being restored
+	recovering shardClaims   // shards whose records are being recovered
+	restoring  shardClaims   // shards whose pending stripe keys are being restored
+	rounds     rebuildRounds // the rebuild round running, if any (rebuild_round.go)
+	events     eventLog      // the last rebuild steps, with their levels
 	// seededAt is the epoch of the last map whose loss reports were
 	// seeded (losses.go).
 	seededAt atomic.Uint64

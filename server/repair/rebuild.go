@@ -4,17 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/internal/bigcopy"
-	"github.com/memgest/memgest/internal/faults"
 	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/server/core"
+	"github.com/memgest/memgest/server/peer"
 	"github.com/memgest/memgest/store"
 	"github.com/memgest/memgest/wire"
 )
@@ -23,29 +19,17 @@ import (
 // lists, per shard, the placement positions whose pieces went with the
 // failed node (Shard.Rebuild). Once the shard is recovered, its coordinator
 // restores the redundancy of every key it coordinates there: it lists what
-// the live holders have, then re-creates what they lack, the keys with the
-// least redundancy left first, paced by --rebuild-rate: rep replicas copied
-// in bulk frames (rebuildCopies), split keys decoded in bulk batches
-// (rebuildDecodes, rebuild_decode.go), the rest one read-modify-write per
-// key (rebuildKey). Because the listing comes first, a rebuild that starts
-// again (after an error, or on the node that took the shard over when the
-// rebuilding coordinator failed) skips the keys already done. When the
-// shard is done the coordinator proposes RebuildDone.
-
-// startRebuilds begins rebuilding every shard this node coordinates whose
-// map entry lists lost positions, once no recovery is under way: a
-// recovery is what keeps a failed coordinator's keys unavailable, so it
-// gets the CPU first, and rebuilds wait for it (well under a second).
-func (n *Repairer) startRebuilds(ctx context.Context) {
-	n.startShardJobs(ctx, "rebuild", &n.rebuilding,
-		func(m *cluster.Map, sh cluster.Shard) bool {
-			return len(sh.Rebuild) > 0 && !sh.Recovering && !recoveryUnderway(m)
-		},
-		n.rebuildShard,
-		func(sh cluster.Shard) cluster.Command {
-			return cluster.RebuildDone{Shard: sh.ID, By: n.NodeID, Positions: sh.Rebuild, Round: sh.RebuildRound}
-		})
-}
+// the live holders have (planShard), then re-creates what they lack, paced
+// by --rebuild-rate and --rebuild-share: rep replicas copied in bulk frames
+// (rebuildCopies), split keys decoded in bulk batches (rebuildDecodes,
+// rebuild_decode.go), the rest one read-modify-write per key (rebuildKey),
+// and the stripe engine's lists and batch stripes (stripe.RebuildTask). A
+// node does the work of all the shards it coordinates as one round, lowest
+// redundancy level first (rebuild_order.go, rebuild_round.go). Because the
+// listing comes first, a rebuild that starts again (after an error, a new
+// failure, or on the node that took the shard over when the rebuilding
+// coordinator failed) skips the keys already done. When a shard is done
+// the coordinator proposes RebuildDone.
 
 // recoveryUnderway says whether some shard of m is recovering on a live
 // coordinator, or has stripe keys still to restore (their chunks must
@@ -63,28 +47,29 @@ func recoveryUnderway(m *cluster.Map) bool {
 	return false
 }
 
-// rebuildWorkers is how many keys one shard's rebuild works on at once;
-// their pieces share frames through the group commit.
+// rebuildWorkers is how many keys rebuilt one by one a node works on at
+// once; their pieces share frames through the group commit.
 const rebuildWorkers = 16
 
-// rebuildShard re-creates, for every key of sh this node coordinates, the
-// pieces its holders lack. It first lists what the live nodes hold (as
-// recovery does), so a rebuild that starts again, here or on the node that
-// took the shard over after this one failed, resumes: keys whose pieces are
-// all in place are skipped. Keys with the least redundancy left go first.
-func (n *Repairer) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.Shard) error {
-	defer n.Rebuild.Begin()()
-	if err := n.stripes.Rebuild(ctx, m, sh); err != nil {
-		return err
+// planShard plans the rebuild of sh: its stripe tasks, and for every key
+// of sh this node coordinates, the pieces its holders lack. It first
+// lists what the live nodes hold (as recovery does), so a rebuild that
+// starts again, here or on the node that took the shard over after this
+// one failed, resumes: keys whose pieces are all in place are skipped.
+func (n *Repairer) planShard(ctx context.Context, m *cluster.Map, sh cluster.Shard) (shardWork, error) {
+	tasks, err := n.stripes.RebuildTasks(ctx, m, sh)
+	if err != nil {
+		return shardWork{}, err
 	}
+	w := shardWork{shard: sh, tasks: tasks}
 	if !piecesMayBeMissing(m, &sh) {
 		// The lost positions are past every scheme's width: no key lost a
 		// piece there, but its directory nodes may have changed.
 		n.resendDirectory(uint16(sh.ID), n.keysInSlots(sh.First, sh.Last))
-		return nil
+		return w, nil
 	}
-	have := held{pieces: map[string][]heldPiece{}, listed: receivers(m, &sh)}
-	err := n.listShard(ctx, m, sh, have.listed, func(node cluster.Node, e pieceEntry) {
+	have := &held{pieces: map[string][]heldPiece{}, listed: receivers(m, &sh)}
+	err = n.listShard(ctx, m, sh, have.listed, func(node cluster.Node, e pieceEntry) {
 		index := e.Index
 		if e.Kind == core.PieceKindDirectory {
 			index = dirIndex
@@ -93,18 +78,10 @@ func (n *Repairer) rebuildShard(ctx context.Context, m *cluster.Map, sh cluster.
 		have.pieces[key] = append(have.pieces[key], heldPiece{node: node.ID, index: index, version: e.Version})
 	})
 	if err != nil {
-		return err
+		return shardWork{}, err
 	}
-	plan := n.rebuildPlan(m, core.DirectoryNodes(m, &sh), n.keysInSlots(sh.First, sh.Last), have)
-	n.Rebuild.Started.CompareAndSwap(0, time.Now().UnixNano())
-	n.Rebuild.KeysTotal.Add(int64(len(plan)))
-	start := time.Now()
-	sent, err := n.runRebuild(ctx, plan, have)
-	if err != nil {
-		return err
-	}
-	n.Log.Info("shard rebuilt", "shard", sh.ID, "keys", len(plan), "bytes", sent, "took", time.Since(start))
-	return nil
+	w.items = n.rebuildPlan(m, sh, n.keysInSlots(sh.First, sh.Last), have)
+	return w, nil
 }
 
 // piecesMayBeMissing says whether some key of sh may lack a piece: a
@@ -209,7 +186,14 @@ type rebuildItem struct {
 	key       []byte
 	remaining int
 	bulk      kind.Rebuild // how: copied or decoded in bulk, or key by key
+	bytes     int64        // what the plan expects its rebuild to send
+	shard     int
+	have      *held // what the holders of its shard hold
 }
+
+// level is the item's redundancy level: the failures its key survives
+// until it is rebuilt, a key already beyond tolerance counting as 0.
+func (it rebuildItem) level() int { return max(it.remaining, 0) }
 
 // hasEntry says whether node holds a directory entry of key.
 func (h held) hasEntry(key []byte, node cluster.NodeID) bool {
@@ -224,13 +208,14 @@ func (h held) hasEntry(key []byte, node cluster.NodeID) bool {
 	return false
 }
 
-// rebuildPlan lists the keys missing pieces, the least redundancy left
-// first. On the way it sends a key's directory entry again where one of
-// the shard's directory nodes (dirNodes, which a failure may have changed)
-// lacks it.
-func (n *Repairer) rebuildPlan(m *cluster.Map, dirNodes []cluster.Node, keys [][]byte, have held) []rebuildItem {
+// rebuildPlan lists the keys of sh missing pieces, with the redundancy
+// they have left and the bytes their rebuild will send. On the way it
+// sends a key's directory entry again where one of the shard's directory
+// nodes (which a failure may have changed) lacks it.
+func (n *Repairer) rebuildPlan(m *cluster.Map, sh cluster.Shard, keys [][]byte, have *held) []rebuildItem {
 	var plan []rebuildItem
 	t := n.Schemes(m)
+	dirNodes := core.DirectoryNodes(m, &sh)
 	for _, key := range keys {
 		meta, ok := n.Primary.Meta(key)
 		sch, known := t.Lookup(meta.Scheme)
@@ -243,84 +228,67 @@ func (n *Repairer) rebuildPlan(m *cluster.Map, dirNodes []cluster.Node, keys [][
 				break
 			}
 		}
-		targets, err := sch.Targets(m, key)
-		if err != nil {
-			continue
-		}
-		missing := 0
-		if core.IsStub(meta) && sch.Traits().ReadsLocally {
-			missing++ // the coordinator's own copy, lost with the failed one
-		}
-		for _, t := range targets {
-			if t.Node.State == cluster.Failed || have.lacks(key, t, meta.Version) {
-				missing++
-			}
-		}
-		if missing > 0 {
-			plan = append(plan, rebuildItem{key: key, remaining: sch.Entry().Spec.Tolerance() - missing, bulk: sch.Traits().Rebuild})
+		if it, ok := n.planKey(m, key, meta, sch, have); ok {
+			it.shard = sh.ID
+			plan = append(plan, it)
 		}
 	}
-	slices.SortStableFunc(plan, func(a, b rebuildItem) int { return a.remaining - b.remaining })
 	return plan
 }
 
-// runRebuild rebuilds the planned keys in plan order, paced by
-// --rebuild-rate, and returns the bytes sent: rep and split keys in bulk
-// batches (rebuildCopies, rebuildDecodes), the others rebuildWorkers at a
-// time (rebuildKey).
-func (n *Repairer) runRebuild(ctx context.Context, plan []rebuildItem, have held) (int64, error) {
-	need := have.lacks
-	pace := core.NewPacer()
-	var sent atomic.Int64
-	// account records a step of keys and bytes that began at began, and
-	// paces its worker.
-	account := func(keys, bytes int, began time.Time) {
-		n.Rebuild.KeysDone.Add(int64(keys))
-		n.Rebuild.BytesDone.Add(int64(bytes))
-		faults.Hit(faults.MidRebuild)
-		// --rebuild-share: a step slowed by load earns a longer rest, so
-		// the bound follows what the rebuild costs, decodes included,
-		// where the byte rate follows only what it sends.
-		core.Rest(ctx, time.Since(began), n.Cfg.RebuildShare)
-		sent.Add(int64(bytes))
-		_ = pace.Wait(ctx, int64(bytes), n.Cfg.RebuildRate)
-	}
-	copies, decodes, others := splitPlan(plan)
-	err := core.ForEach(ctx, len(copies), copyWorkers, func(ctx context.Context, i int) error {
-		began := time.Now()
-		b, err := n.rebuildCopies(ctx, copies[i], need)
-		account(len(copies[i]), b, began)
-		return err
-	})
+// planKey is key's rebuild, if it lacks a piece: the pieces its holders
+// lack at the committed version, and for a record that is a stub of a
+// scheme whose record is a copy (the shard's coordinator failed and this
+// one recovered it metadata first) its filling, a lost copy unless this
+// node holds the key's replica.
+func (n *Repairer) planKey(m *cluster.Map, key []byte, meta store.Meta, sch kind.Scheme, have *held) (rebuildItem, bool) {
+	targets, err := sch.Targets(m, key)
 	if err != nil {
-		return sent.Load(), err
+		return rebuildItem{}, false
 	}
-	var fallback []rebuildItem // split keys the bulk path could not decode
-	var mu sync.Mutex
-	err = core.ForEach(ctx, len(decodes), copyWorkers, func(ctx context.Context, i int) error {
-		began := time.Now()
-		b, left, err := n.rebuildDecodes(ctx, decodes[i], have)
-		account(len(decodes[i])-len(left), b, began)
-		mu.Lock()
-		fallback = append(fallback, left...)
-		mu.Unlock()
-		return err
-	})
-	if err != nil {
-		return sent.Load(), err
-	}
-	others = append(others, fallback...)
-	err = core.ForEach(ctx, len(others), rebuildWorkers, func(ctx context.Context, i int) error {
-		began := time.Now()
-		b, err := n.RebuildKey(ctx, others[i].key, need)
-		var lost *kind.LostError
-		if err != nil && !errors.As(err, &lost) { // a lost key is reported, not rebuilt
-			return err
+	missing := 0
+	for _, t := range targets {
+		if t.Node.State == cluster.Failed || have.lacks(key, t, meta.Version) {
+			missing++
 		}
-		account(1, b, began)
-		return nil
-	})
-	return sent.Load(), err
+	}
+	stub := core.IsStub(meta) && sch.Traits().ReadsLocally
+	if stub {
+		if _, replica := n.localReplica(m, key, meta); !replica {
+			missing++ // the coordinator's own copy, lost with the failed one
+		}
+	}
+	if missing == 0 && !stub {
+		return rebuildItem{}, false
+	}
+	return rebuildItem{key: key, remaining: sch.Entry().Spec.Tolerance() - missing, bulk: sch.Traits().Rebuild,
+		bytes: n.pieceBytes(m, key, meta, sch) * int64(missing), have: have}, true
+}
+
+// pieceBytes is what one of key's pieces sends: the value for a scheme of
+// copies, a Quorum-th of it for one of shards. A stub's value is its
+// replica here, if this node holds one (else unknown, 0).
+func (n *Repairer) pieceBytes(m *cluster.Map, key []byte, meta store.Meta, sch kind.Scheme) int64 {
+	size, _ := n.Primary.ValueLen(key)
+	if core.IsStub(meta) {
+		size, _ = n.localReplica(m, key, meta)
+	}
+	size += int(sch.Detached(meta))
+	if tr := sch.Traits(); tr.Pieces == kind.Shards && tr.Quorum > 0 {
+		size = (size + tr.Quorum - 1) / tr.Quorum
+	}
+	return int64(size)
+}
+
+// localReplica is the length of the replica of key at meta's version this
+// node holds as a piece, if it holds one: a node that took a failed
+// coordinator's shard over was usually its next replica holder.
+func (n *Repairer) localReplica(m *cluster.Map, key []byte, meta store.Meta) (int, bool) {
+	sk := core.StoreKey(peer.PieceRef{Key: key, Shard: kind.ShardID(m, key), Scheme: meta.Scheme})
+	if pm, ok := n.Pieces.Meta(sk); !ok || pm.Version != meta.Version {
+		return 0, false
+	}
+	return n.Pieces.ValueLen(sk)
 }
 
 // copyBatch bounds one bulk batch of rep keys; copyWorkers batches are sent
@@ -330,36 +298,6 @@ const (
 	copyBatchBytes = 1 << 20
 	copyWorkers    = 4
 )
-
-// splitPlan cuts the bulk keys of plan into batches of copyBatchKeys, in
-// plan order, and returns the per-key ones.
-func splitPlan(plan []rebuildItem) (copies, decodes [][]rebuildItem, others []rebuildItem) {
-	var batch [3][]rebuildItem
-	flush := func(how kind.Rebuild) {
-		if len(batch[how]) == 0 {
-			return
-		}
-		if how == kind.RebuildCopy {
-			copies = append(copies, batch[how])
-		} else {
-			decodes = append(decodes, batch[how])
-		}
-		batch[how] = nil
-	}
-	for _, it := range plan {
-		if it.bulk == kind.RebuildPerKey {
-			others = append(others, it)
-			continue
-		}
-		batch[it.bulk] = append(batch[it.bulk], it)
-		if len(batch[it.bulk]) == copyBatchKeys {
-			flush(it.bulk)
-		}
-	}
-	flush(kind.RebuildCopy)
-	flush(kind.RebuildDecode)
-	return copies, decodes, others
-}
 
 // rebuildCopies rebuilds the replicas of a batch of rep keys in bulk: each
 // record is read as it is, without waiting for writes, and every replica the
