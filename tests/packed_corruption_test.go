@@ -85,3 +85,39 @@ func (c *testCluster) corruptionCounts() (found, repaired int64) {
 	}
 	return found, repaired
 }
+
+// TestScrubRepairsPackedCopies: the copies no read touches — every parity
+// holder's copy of an open stripe:4+2 chunk, the holders' batch pieces of
+// stripe:4+2@batch keys — flipped on every holder; the scrub finds and
+// replaces them. Proven for the open chunk by flipping its coordinator's
+// copy afterwards: only a holder's repaired copy can then restore it.
+func TestScrubRepairsPackedCopies(t *testing.T) {
+	c := startCluster(t, 7, clusterOptions{extra: []string{"--enable-debug-command", "--scrub-rate", "16777216"}})
+	ctx := ctxT(t)
+	rdb := c.clusterClient()
+	via := c.plainClient(1, 2)
+	open := c.keyOn(t, rdb, 0, "scrub-open:")
+	must(t, rdb.Do(ctx, "SET", open, "a value in an open chunk", "SCHEME", "stripe:4+2").Err())
+	batch := c.keyOn(t, rdb, 0, "scrub-batch:")
+	must(t, rdb.Do(ctx, "SET", batch, strings.Repeat("b", 300), "SCHEME", "stripe:4+2@batch").Err())
+	holderCopies := int64(0)
+	for i := 1; i < len(c.nodes); i++ {
+		holderCopies += c.flip(i, open) + c.flip(i, batch)
+	}
+	if holderCopies < 2 {
+		t.Fatalf("DEBUG FLIP found %d copies on the holders, want the open chunk's 2 at least", holderCopies)
+	}
+	waitCount(t, "the scrub to replace the flipped copies", func() int64 {
+		_, repaired := c.corruptionCounts()
+		return repaired
+	}, holderCopies)
+	if c.flip(0, open) != 1 {
+		t.Fatal("the open chunk's coordinator holds no copy to flip")
+	}
+	if v, err := via.Get(ctx, open).Result(); err != nil || v != "a value in an open chunk" {
+		t.Fatalf("GET %s with its chunk flipped after the scrub = %q, %v", open, v, err)
+	}
+	if v, err := via.Get(ctx, batch).Result(); err != nil || v != strings.Repeat("b", 300) {
+		t.Fatalf("GET %s = %q, %v", batch, v, err)
+	}
+}
