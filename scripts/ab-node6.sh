@@ -2,10 +2,11 @@
 # ab-node6.sh BIN LABEL SCHEME: a 6-node memgest dev cluster with SCHEME as
 # default; redis-benchmark --cluster SET and GET 100 B at -P1 and -P16;
 # prints requests/s and cluster-wide CPU µs per request (utime+stime of the
-# six node processes from /proc, divided by requests).
+# six node processes from /proc, divided by requests). DEV_ARGS adds flags
+# to `memgest dev` (e.g. DEV_ARGS=--server-arg=--scrub-rate=0).
 bin=$1; label=$2; sch=$3; base=${BASE:-9301}
 cd /tmp
-setsid $bin dev --nodes 6 --base-port $base > /tmp/dev-ab6.log 2>&1 &
+setsid $bin dev --nodes 6 --base-port $base $DEV_ARGS > /tmp/dev-ab6.log 2>&1 &
 dev=$!
 for i in $(seq 1 90); do grep -q "cluster ready" /tmp/dev-ab6.log && break; sleep 1; done
 redis-cli -p $base scheme.default $sch >/dev/null; sleep 1

@@ -70,6 +70,13 @@ func (d *Data) GetChecked(key []byte) (Object, bool, error) {
 	if !ok {
 		return Object{}, false, d.suspects(key)
 	}
+	if c := d.chunkAt(loc); c != nil && len(d.frags[string(key)]) == 0 {
+		o, _, err := c.chunk.AtChecked(int(loc.Offset)) // the common case: one object, parsed once
+		if err != nil {
+			return Object{}, true, &CorruptError{Chunks: []ChunkID{c.id}}
+		}
+		return o, true, nil
+	}
 	if bad := d.corruptAt(key, loc); len(bad) > 0 {
 		return Object{}, true, &CorruptError{Chunks: bad}
 	}

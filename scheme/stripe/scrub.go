@@ -2,6 +2,7 @@ package stripe
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,21 +42,17 @@ type ScrubReport struct {
 }
 
 // Scrub checks every chunk this node coordinates, in every packed
-// scheme, and its batch stripes, calling pace after each with the bytes
-// read for it (the caller's rate bound).
+// scheme, and its batch stripes, calling pace after each page of chunks
+// with the bytes read for it (the caller's rate bound).
 func (eng *Engine) Scrub(ctx context.Context, pace func(bytes int64)) ScrubReport {
 	var r ScrubReport
 	for _, s := range eng.all() {
-		var ids []ChunkID
-		s.mu.Lock()
-		s.data.Chunks(func(id ChunkID, _ []byte, _ bool) { ids = append(ids, id) })
-		s.mu.Unlock()
-		for _, id := range ids {
+		for _, page := range s.scrubPages() {
 			if ctx.Err() != nil {
 				return r
 			}
 			before := r.Bytes
-			eng.scrubChunk(ctx, s, id, &r)
+			eng.scrubPage(ctx, s, page, &r)
 			pace(r.Bytes - before)
 		}
 		if s.batch != nil {
@@ -65,8 +62,55 @@ func (eng *Engine) Scrub(ctx context.Context, pace func(bytes int64)) ScrubRepor
 	return r
 }
 
-// scrubChunk checks chunk id of s (see the file's comment).
-func (eng *Engine) scrubChunk(ctx context.Context, s *schemeState, id ChunkID, r *ScrubReport) {
+// scrubPages are the chunks of s here, by list and position, in pages
+// whose stripe numbers span at most rangePage: a page's stripe-mates and
+// parity are read a range read per node (readDataRange, readParityRange,
+// readCopyRange), not a read per chunk.
+func (s *schemeState) scrubPages() [][]ChunkID {
+	var ids []ChunkID
+	s.mu.Lock()
+	s.data.Chunks(func(id ChunkID, _ []byte, _ bool) { ids = append(ids, id) })
+	s.mu.Unlock()
+	slices.SortFunc(ids, func(a, b ChunkID) int {
+		return cmp.Or(cmp.Compare(a.List, b.List), cmp.Compare(a.Position, b.Position), cmp.Compare(a.Stripe, b.Stripe))
+	})
+	var pages [][]ChunkID
+	for len(ids) > 0 {
+		n := 1
+		for n < len(ids) && ids[n].List == ids[0].List && ids[n].Position == ids[0].Position && ids[n].Stripe-ids[0].Stripe < rangePage {
+			n++
+		}
+		pages, ids = append(pages, ids[:n]), ids[n:]
+	}
+	return pages
+}
+
+// scrubPage checks one page of s's chunks, all of one list and position
+// (see the file's comment).
+func (eng *Engine) scrubPage(ctx context.Context, s *schemeState, page []ChunkID, r *ScrubReport) {
+	for _, id := range page {
+		eng.scrubOwn(ctx, s, id, r)
+	}
+	m := eng.host.Map()
+	entry, ok := m.SchemeByID(s.id)
+	holders, err := parityHolders(m, s.spec, page[0].List)
+	if !ok || err != nil {
+		return
+	}
+	lp := lostPosition{entry: entry, list: page[0].List, pos: int(page[0].Position)}
+	view, err := eng.scrubView(ctx, m, lp, holders, page[0].Stripe, page[len(page)-1].Stripe)
+	if err != nil {
+		r.Unusable++
+		return
+	}
+	for _, id := range page {
+		eng.scrubStripe(ctx, m, s, lp, holders, view, id, r)
+	}
+}
+
+// scrubOwn checks chunk id's objects and restores a corrupt chunk from
+// its stripe.
+func (eng *Engine) scrubOwn(ctx context.Context, s *schemeState, id ChunkID, r *ScrubReport) {
 	s.mu.Lock()
 	corrupt, ok := s.data.CheckChunk(id)
 	s.mu.Unlock()
@@ -75,45 +119,104 @@ func (eng *Engine) scrubChunk(ctx context.Context, s *schemeState, id ChunkID, r
 	}
 	r.Chunks++
 	r.Bytes += int64(s.spec.ChunkSize())
-	if corrupt {
-		r.Corrupt++
-		eng.stats.CorruptChunks.Add(1)
-		if err := eng.repairChunk(ctx, s, id); err != nil {
-			eng.stats.Unrepaired.Add(1)
-			eng.log.Error("stripe scrub: a corrupt chunk could not be repaired", "chunk", id.String(), "scheme", s.spec.String(), "err", err)
-			return
-		}
-		r.Repaired++
-		eng.stats.Repaired.Add(1)
-		eng.log.Warn("stripe scrub: corrupt chunk repaired from its stripe", "chunk", id.String(), "scheme", s.spec.String())
+	if !corrupt {
+		return
 	}
+	r.Corrupt++
+	eng.stats.CorruptChunks.Add(1)
+	if err := eng.repairChunk(ctx, s, id); err != nil {
+		eng.stats.Unrepaired.Add(1)
+		eng.log.Error("stripe scrub: a corrupt chunk could not be repaired", "chunk", id.String(), "scheme", s.spec.String(), "err", err)
+		return
+	}
+	r.Repaired++
+	eng.stats.Repaired.Add(1)
+	eng.log.Warn("stripe scrub: corrupt chunk repaired from its stripe", "chunk", id.String(), "scheme", s.spec.String())
+}
+
+// scrubView reads a page's stripes, stripe numbers from..to of lp's list:
+// every usable parity holder's parity chunks, every other data
+// position's chunks from its live node, and a hybrid replica holder's
+// copies of lp's sealed chunks. A position not whole (lost, stood in for,
+// awaiting its rebuild) has no chunks in the view: its stripes' parity is
+// not checked.
+func (eng *Engine) scrubView(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node, from, to uint32) (*prefetch, error) {
+	k := lp.entry.Spec.K
+	sh := &m.Shards[lp.list]
+	pre := &prefetch{parities: make([]map[uint32]chunkReply, len(holders)), data: make([]map[uint32]chunkReply, k), whole: make([]bool, k)}
+	var err error
+	for j, h := range holders {
+		if !parityUsable(m, lp, h, j) {
+			continue
+		}
+		what := uint8(readParityRange)
+		if j == replicaHolder(lp.entry.Spec) {
+			what = readCopyRange
+		}
+		got, err := eng.readChunkRange(ctx, h, lp.entry.ID, what, lp.list, uint8(lp.pos), from, to)
+		if err != nil {
+			return nil, err
+		}
+		if what == readCopyRange {
+			pre.copies = got
+		} else {
+			pre.parities[j] = got
+		}
+	}
+	for q := range k {
+		pre.whole[q] = wholePosition(m, sh, q)
+		if q == lp.pos || !pre.whole[q] {
+			continue
+		}
+		node, _ := m.Node(sh.Placement[q])
+		if pre.data[q], err = eng.readChunkRange(ctx, node, lp.entry.ID, readDataRange, lp.list, uint8(q), from, to); err != nil {
+			return nil, err
+		}
+	}
+	return pre, nil
+}
+
+// scrubStripe checks chunk id against what view read of its stripe: an
+// open chunk against each holder's copy, a sealed one against a hybrid
+// replica's copy, and its stripe's parity against a fresh encode.
+func (eng *Engine) scrubStripe(ctx context.Context, m *cluster.Map, s *schemeState, lp lostPosition, holders []cluster.Node, view *prefetch, id ChunkID, r *ScrubReport) {
 	s.mu.Lock()
 	local, sealed, seq, ok := s.data.Read(id)
 	s.mu.Unlock()
-	m := eng.host.Map()
-	holders, err := parityHolders(m, s.spec, id.List)
-	if !ok || err != nil || CheckObjects(local) != nil {
+	if !ok || CheckObjects(local) != nil {
+		return // freed, or not repaired: nothing sound to compare with
+	}
+	if !sealed {
+		for j, h := range holders {
+			if parityUsable(m, lp, h, j) {
+				eng.scrubCopy(ctx, s, h, j, id, seq, local, r)
+			}
+		}
 		return
 	}
-	entry, _ := m.SchemeByID(s.id)
-	lp := lostPosition{entry: entry, list: id.List, pos: int(id.Position)}
-	for j, h := range holders {
-		if (!sealed || j == replicaHolder(s.spec)) && parityUsable(m, lp, h, j) {
-			eng.scrubCopy(ctx, s, h, j, id, seq, local, r)
-		}
+	if j := replicaHolder(s.spec); j >= 0 && parityUsable(m, lp, holders[j], j) {
+		eng.compareCopy(ctx, s, holders[j], j, id, seq, local, view.copies[id.Stripe], r)
 	}
-	if sealed {
-		eng.scrubParity(ctx, m, lp, holders, id, r)
-	}
+	eng.scrubParity(ctx, m, lp, holders, view, id, local, seq, r)
 }
 
-// scrubCopy compares holder j's copy of chunk id with local, the sound
-// chunk at seq, and replaces a copy that differs.
+// scrubCopy reads holder j's copy of open chunk id and compares it with
+// local, the sound chunk at seq.
 func (eng *Engine) scrubCopy(ctx context.Context, s *schemeState, h cluster.Node, j int, id ChunkID, seq uint32, local []byte, r *ScrubReport) {
 	c, err := eng.readChunk(ctx, h, readReq{Scheme: s.id, What: readImage, Chunk: id})
+	if err != nil {
+		r.Unusable++
+		return
+	}
+	eng.compareCopy(ctx, s, h, j, id, seq, local, c, r)
+}
+
+// compareCopy compares holder j's copy c of chunk id with local, the
+// sound chunk at seq, and replaces a copy that differs.
+func (eng *Engine) compareCopy(ctx context.Context, s *schemeState, h cluster.Node, j int, id ChunkID, seq uint32, local []byte, c chunkReply, r *ScrubReport) {
 	r.Bytes += int64(len(local))
 	switch {
-	case err != nil || !c.Found:
+	case !c.Found:
 		r.Unusable++
 		return
 	case c.Seq != seq:
@@ -128,9 +231,9 @@ func (eng *Engine) scrubCopy(ctx context.Context, s *schemeState, h cluster.Node
 }
 
 // scrubParity re-encodes sealed chunk id's stripe from its data chunks
-// and replaces every parity chunk that differs, if this node holds the
-// stripe's first sealed position.
-func (eng *Engine) scrubParity(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node, id ChunkID, r *ScrubReport) {
+// (local, at seq, and the view's) and replaces every parity chunk that
+// differs, if this node holds the stripe's first sealed position.
+func (eng *Engine) scrubParity(ctx context.Context, m *cluster.Map, lp lostPosition, holders []cluster.Node, view *prefetch, id ChunkID, local []byte, seq uint32, r *ScrubReport) {
 	spec := lp.entry.Spec
 	k, np, size := spec.K, parities(spec), spec.ChunkSize()
 	if np == 0 {
@@ -138,14 +241,14 @@ func (eng *Engine) scrubParity(ctx context.Context, m *cluster.Map, lp lostPosit
 	}
 	shards := make([][]byte, k+np)
 	through, sealed := make([]uint32, k), make([]bool, k)
+	shards[lp.pos], through[lp.pos], sealed[lp.pos] = local, seq, true
 	for q := range k {
-		c, whole, err := eng.readPosition(ctx, m, lp, id, q)
 		if q == lp.pos {
-			c, whole, err = eng.readOwn(lp, id)
+			continue
 		}
-		r.Bytes += int64(size)
+		c := view.data[q][id.Stripe]
 		switch {
-		case err != nil || !whole:
+		case !view.whole[q]:
 			r.Unusable++
 			return // a lost position's chunk is in parity until it is rebuilt
 		case c.Found && c.Sealed && q < lp.pos:
@@ -170,35 +273,17 @@ func (eng *Engine) scrubParity(ctx context.Context, m *cluster.Map, lp lostPosit
 		return
 	}
 	for j := range np {
-		eng.compareParity(ctx, m, lp, holders[j], j, id, through, sealed, shards[k+j], r)
+		eng.compareParity(ctx, m, lp, holders[j], j, id, through, sealed, shards[k+j], view.parities[j][id.Stripe], r)
 	}
 }
 
-// readOwn is this node's own chunk id as readPosition gives another's.
-func (eng *Engine) readOwn(lp lostPosition, id ChunkID) (chunkReply, bool, error) {
-	s := eng.byID(lp.entry.ID)
-	if s == nil {
-		return chunkReply{}, false, fmt.Errorf("stripe: no state of scheme %s", lp.entry.Name())
-	}
-	var c chunkReply
-	s.mu.Lock()
-	c.Bytes, c.Sealed, c.Seq, c.Found = s.data.Read(id)
-	s.mu.Unlock()
-	return c, true, nil
-}
-
-// compareParity compares holder h's parity chunk j of id's stripe with
-// want, encoded from data chunks at through, and replaces it if it
-// differs while the holder is at the same seqs.
-func (eng *Engine) compareParity(ctx context.Context, m *cluster.Map, lp lostPosition, h cluster.Node, j int, id ChunkID, through []uint32, sealed []bool, want []byte, r *ScrubReport) {
-	if !parityUsable(m, lp, h, j) {
-		r.Unusable++
-		return
-	}
-	c, err := eng.readChunk(ctx, h, readReq{Scheme: lp.entry.ID, What: readParityChunk, Chunk: id})
+// compareParity compares holder h's parity chunk j of id's stripe, c as
+// the view read it, with want, encoded from data chunks at through, and
+// replaces it if it differs while the holder is at the same seqs.
+func (eng *Engine) compareParity(ctx context.Context, m *cluster.Map, lp lostPosition, h cluster.Node, j int, id ChunkID, through []uint32, sealed []bool, want []byte, c chunkReply, r *ScrubReport) {
 	r.Bytes += int64(len(want))
 	switch {
-	case err != nil || !c.Found || int(c.J) != j:
+	case !parityUsable(m, lp, h, j) || !c.Found || int(c.J) != j:
 		r.Unusable++
 		return
 	case !slices.Equal(c.SealedAt, sealed) || !sameSealedSeqs(c.Through, through, sealed):
