@@ -135,13 +135,55 @@ func (eng *Engine) listShardStripes(ctx context.Context, m *cluster.Map, s *sche
 	return out, nil
 }
 
-// stripeData returns f's data chunks: as listed where they survive, the
-// others decoded from K pieces.
+// stripeData returns f's data chunks: as listed where they survive and
+// pass their objects' checks, the others decoded from K pieces; a decode
+// that fails the checks (a corrupt piece spoiled it) is tried again
+// without each other piece in turn.
 func (eng *Engine) stripeData(s *schemeState, f *batchStripeFound) ([][]byte, error) {
 	k, total := s.spec.K, s.spec.K+batchParities(s.spec)
 	if len(f.lens) != k {
 		return nil, fmt.Errorf("stripe: a batch stripe of %d data chunks, want %d", len(f.lens), k)
 	}
+	skip := map[int]bool{}
+	for q := range k {
+		if b, ok := f.pieces[q]; ok && CheckObjects(b) != nil {
+			skip[q] = true
+			eng.stats.CorruptBatch.Add(1)
+		}
+	}
+	data, err := decodeFound(s, f, skip)
+	if err == nil && checkedChunks(data) {
+		if len(skip) > 0 {
+			eng.stats.Repaired.Add(int64(len(skip)))
+		}
+		return data, nil
+	}
+	for role := range total {
+		if skip[role] || f.pieces[role] == nil {
+			continue
+		}
+		skip[role] = true
+		if data, err = decodeFound(s, f, skip); err == nil && checkedChunks(data) {
+			eng.stats.Repaired.Add(1)
+			return data, nil
+		}
+		delete(skip, role)
+	}
+	if err == nil {
+		err = fmt.Errorf("stripe: no decode of a batch stripe passes its objects' checks: %w", ErrChecksum)
+	}
+	return nil, err
+}
+
+// checkedChunks says whether every object of data passes its check.
+func checkedChunks(data [][]byte) bool {
+	return !slices.ContainsFunc(data, func(d []byte) bool { return CheckObjects(d) != nil })
+}
+
+// decodeFound returns f's data chunks: as listed where they survive and
+// are not in skip, the others decoded from the pieces not in skip.
+func decodeFound(s *schemeState, f *batchStripeFound, skip map[int]bool) ([][]byte, error) {
+	k, total := s.spec.K, s.spec.K+batchParities(s.spec)
 	n := 0
 	for _, l := range f.lens {
 		n = max(n, int(l))
@@ -149,7 +191,7 @@ func (eng *Engine) stripeData(s *schemeState, f *batchStripeFound) ([][]byte, er
 	data, missing := make([][]byte, k), false
 	for q := range k {
 		b, ok := f.pieces[q]
-		if ok && len(b) == int(f.lens[q]) {
+		if ok && len(b) == int(f.lens[q]) && !skip[q] {
 			data[q] = b
 		} else {
 			missing = true
@@ -160,7 +202,7 @@ func (eng *Engine) stripeData(s *schemeState, f *batchStripeFound) ([][]byte, er
 	}
 	shards := make([][]byte, total)
 	for role, b := range f.pieces {
-		if role < total && (role >= k || len(b) == int(f.lens[role])) {
+		if role < total && !skip[role] && (role >= k || len(b) == int(f.lens[role])) {
 			shards[role] = padded(b, n)
 		}
 	}
