@@ -242,6 +242,9 @@ func (eng *Engine) OnResync(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), eng.cfg.PeerTimeout)
+	defer cancel()
+	eng.repairList(ctx, s, r.List) // a new parity is encoded from sound chunks only
 	var ups []Update
 	s.mu.Lock()
 	s.data.Chunks(func(id ChunkID, _ []byte, _ bool) {
@@ -252,8 +255,6 @@ func (eng *Engine) OnResync(b []byte) ([]byte, error) {
 		}
 	})
 	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), eng.cfg.PeerTimeout)
-	defer cancel()
 	return nil, eng.resyncHolder(ctx, s, holders[r.J], int(r.J), ups)
 }
 

@@ -203,3 +203,26 @@ func (eng *Engine) finishDetachedLater(s *schemeState) {
 		}
 	}()
 }
+
+// repairList restores this node's chunks of list that fail their
+// objects' checks, before a resync sends them whole to a new holder,
+// which would fold their damage into its parity.
+func (eng *Engine) repairList(ctx context.Context, s *schemeState, list uint16) {
+	var bad []ChunkID
+	s.mu.Lock()
+	s.data.Chunks(func(id ChunkID, _ []byte, _ bool) {
+		if corrupt, _ := s.data.CheckChunk(id); id.List == list && corrupt {
+			bad = append(bad, id)
+		}
+	})
+	s.mu.Unlock()
+	for _, id := range bad {
+		eng.stats.CorruptChunks.Add(1)
+		if err := eng.repairChunk(ctx, s, id); err != nil {
+			eng.stats.Unrepaired.Add(1)
+			eng.log.Error("stripe: a corrupt chunk could not be repaired before its resync", "chunk", id.String(), "err", err)
+			continue
+		}
+		eng.stats.Repaired.Add(1)
+	}
+}
