@@ -262,6 +262,17 @@ func (eng *Engine) scrubParity(ctx context.Context, m *cluster.Map, lp lostPosit
 			shards[q] = make([]byte, size) // open or absent: not in parity
 		}
 	}
+	if encodeParity(shards, k, np, size) != nil {
+		return
+	}
+	for j := range np {
+		eng.compareParity(ctx, m, lp, holders[j], j, id, through, sealed, shards[k+j], view.parities[j][id.Stripe], r)
+	}
+}
+
+// encodeParity fills shards' np parity chunks, size bytes each, with an
+// RS(k, np) encode of its k data chunks.
+func encodeParity(shards [][]byte, k, np, size int) error {
 	for j := range np {
 		shards[k+j] = make([]byte, size)
 	}
@@ -269,12 +280,7 @@ func (eng *Engine) scrubParity(ctx context.Context, m *cluster.Map, lp lostPosit
 	if err == nil {
 		err = codec.Encode(shards)
 	}
-	if err != nil {
-		return
-	}
-	for j := range np {
-		eng.compareParity(ctx, m, lp, holders[j], j, id, through, sealed, shards[k+j], view.parities[j][id.Stripe], r)
-	}
+	return err
 }
 
 // compareParity compares holder h's parity chunk j of id's stripe, c as

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/memgest/memgest/cluster"
-	"github.com/memgest/memgest/ec"
 	"github.com/memgest/memgest/scheme/kind"
 )
 
@@ -144,14 +143,7 @@ func (eng *Engine) verifyParity(ctx context.Context, m *cluster.Map, s *schemeSt
 	if r.Unavailable > 0 {
 		return // a lost position's chunk is in parity until it is rebuilt
 	}
-	for j := range np {
-		shards[k+j] = make([]byte, size)
-	}
-	codec, err := ec.New(k, np)
-	if err == nil {
-		err = codec.Encode(shards)
-	}
-	if err != nil {
+	if err := encodeParity(shards, k, np, size); err != nil {
 		r.Problems = append(r.Problems, err.Error())
 		return
 	}

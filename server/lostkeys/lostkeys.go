@@ -28,7 +28,6 @@ package lostkeys
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -66,16 +65,8 @@ type lostRange struct {
 // cause k.Cause says: keys were lost there and no surviving record names
 // them. A range already reported for the same scheme is not added again.
 func (l *Set) AddRange(first, last int, k kind.LostKey) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if slices.ContainsFunc(l.ranges, func(r lostRange) bool { return r.first == first && r.last == last && r.k.Scheme == k.Scheme }) {
-		return
-	}
-	k.Unsure = true
-	k.Key = fmt.Sprintf("(keys of slots %d-%d)", first, last)
 	k.Cause = fmt.Sprintf("%s (slots %d-%d)", k.Cause, first, last)
-	l.ranges = append(l.ranges, lostRange{first: first, last: last, k: k})
-	l.resize()
+	l.addRange(first, last, k)
 }
 
 // byRange is key's report if its slot is in a lost range and it was not

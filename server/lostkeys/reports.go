@@ -93,8 +93,9 @@ func (l *Set) Seed(reports []Report, cleared []string) {
 	}
 }
 
-// addRange is AddRange for a report whose key and cause AddRange wrote
-// already (a seeded one).
+// addRange adds range first..last unless it is reported for k's scheme
+// already: AddRange's, with the range in k's cause, and a seeded one,
+// whose cause has it already.
 func (l *Set) addRange(first, last int, k kind.LostKey) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
