@@ -583,3 +583,57 @@ func TestLeaderReplacesItsOwnVote(t *testing.T) {
 	}
 	waitSame(t, nodes, func(m *cluster.Map) bool { return m.Epoch >= next.Epoch })
 }
+
+// TestPromoteVoter: PromoteVoter grows the Raft configuration by one voter
+// and records the flag in the map, up to the count it is given and no
+// further (a node AddMember admitted as a voter may have filled the place
+// meanwhile); a node that votes already only has its flag recorded.
+// AddMember admits a joiner as a voter while the configuration has fewer
+// than cluster.VoterTarget of the map with it added.
+func TestPromoteVoter(t *testing.T) {
+	nodes := []*testMember{newMember(t, 0), newMember(t, 1), newMember(t, 2), newMember(t, 3)}
+	a := nodes[0]
+	a.start(t, bootstrapWith(3, 1))
+	for _, n := range nodes[1:] {
+		n.start(t, nil)
+	}
+	for _, n := range nodes[1:3] {
+		addMember(t, nodes[:3], n.node)
+	}
+	checkSuffrage(t, a.ctl, 1, 2)
+	ctx := ctxT(t)
+	if _, err := a.ctl.Propose(ctx, cluster.CreateScheme{Spec: spec(t, "rep:2")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := cluster.VoterTarget(a.ctl.Map()); got != 3 {
+		t.Fatalf("VoterTarget with rep:2 = %d, want 3", got)
+	}
+	if _, err := nodes[1].ctl.PromoteVoter(ctx, nodes[2].node, 3); !errors.Is(err, cluster.ErrNotLeader) {
+		t.Fatalf("PromoteVoter on a follower: %v, want ErrNotLeader", err)
+	}
+	for range 2 { // again: only the flag, which is set already
+		m, err := a.ctl.PromoteVoter(ctx, nodes[1].node, 3)
+		if n, _ := m.Node(nodes[1].node.ID); err != nil || !n.Voter {
+			t.Fatalf("PromoteVoter: %v, flag %v", err, n.Voter)
+		}
+		checkSuffrage(t, a.ctl, 2, 1)
+	}
+	m, err := a.ctl.PromoteVoter(ctx, nodes[2].node, 2)
+	if n, _ := m.Node(nodes[2].node.ID); err != nil || n.Voter {
+		t.Fatalf("PromoteVoter beyond its count: %v, flag %v", err, n.Voter)
+	}
+	checkSuffrage(t, a.ctl, 2, 1)
+	if _, err := a.ctl.PromoteVoter(ctx, nodes[2].node, 3); err != nil {
+		t.Fatal(err)
+	}
+	checkSuffrage(t, a.ctl, 3, 0)
+	if _, err := a.ctl.Propose(ctx, cluster.CreateScheme{Spec: spec(t, "rep:3")}); err != nil {
+		t.Fatal(err)
+	}
+	addMember(t, nodes, nodes[3].node) // VoterTarget 4 with it: every node
+	checkSuffrage(t, a.ctl, 4, 0)
+	m = waitSame(t, nodes, func(m *cluster.Map) bool { return len(m.Nodes) == 4 })
+	if got := m.VoterCount(); got != 4 {
+		t.Fatalf("the map flags %d voters, want 4", got)
+	}
+}
