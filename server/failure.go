@@ -86,6 +86,7 @@ const retryInterval = 25 * time.Millisecond
 // it reports whether it did.
 func (n *Node) heartbeat(ctx context.Context) bool {
 	sent := n.MonoNow()
+	n.watchLeader(sent)
 	m := n.Ctl.Map()
 	if n.Ctl.IsLeader() {
 		if self, ok := m.Node(n.NodeID); ok && self.State == cluster.Failed {

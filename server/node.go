@@ -42,6 +42,8 @@ type Node struct {
 	repair      *repair.Repairer // recovery, rebuild, sweep and scrub
 	stripes     *stripe.Engine   // stripe:K+M chunks and parity, and the chunks recovery deferred
 
+	leaders leaderWatch // since when this node has known no Raft leader (quorum.go)
+
 	trust       trust             // cluster secret and TLS (trust.go)
 	ownPassword *cluster.Password // --requirepass, before the map has the cluster's (auth.go)
 	failed      chan error        // a reason the node cannot go on (Failed)
