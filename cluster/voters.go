@@ -24,16 +24,21 @@ func ValidVoters(v int) bool { return v == 1 || v == 3 || v == 5 || v == 7 }
 // whose quorum outlives as many failures as the most tolerant scheme of
 // m's catalogue (2t+1 voters for t failures: rep:3 and stripe:4+2 call
 // for five), never fewer than m.Voters (the founding node's --voters), at
-// most MaxVoters, and no more than the nodes that can vote (CanVote). An
-// even count arises only when fewer nodes can vote than that; it survives
-// as many failures as the odd count below it.
+// most MaxVoters, and no more than the largest odd count of the nodes
+// that can vote (CanVote). An even count would be worse than the odd one
+// below it: four voters survive one failure, as three do, but three leave
+// a fourth node whose failure costs no vote.
 //
 // It counts the nodes that can vote now, so it falls when nodes fail or
-// drain; the leader only ever adds votes to meet it, and never takes one
-// away (decision 0018).
+// drain; the leader only ever adds votes to meet it, and takes none from
+// a live node (decision 0018).
 func VoterTarget(m *Map) int {
 	want := min(max(2*m.maxTolerance()+1, m.Voters), MaxVoters)
-	return min(want, m.canVoteCount())
+	can := m.canVoteCount()
+	if can%2 == 0 {
+		can--
+	}
+	return max(min(want, can), 0)
 }
 
 // CanVote says whether n may be given a vote: it is up or a spare (a

@@ -26,7 +26,8 @@ func create(t *testing.T, s string) Command { return CreateScheme{Spec: spec(t, 
 // as many failures as the catalogue's most tolerant scheme (issue 43: a
 // cluster with rep:3 and stripe:4+2 lost its control plane to two
 // failures of three voters), never below --voters, at most MaxVoters, and
-// no more than the nodes that can vote (up or spare, not draining).
+// no more than the largest odd count of the nodes that can vote (up or
+// spare, not draining).
 func TestVoterTarget(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -38,7 +39,10 @@ func TestVoterTarget(t *testing.T) {
 		}, 1},
 		{"forming, two of six joined", func(t *testing.T) *Map {
 			return mustApply(t, NewMap(6, 3), AddNode{Node: testNode(0)}, AddNode{Node: testNode(1)})
-		}, 2},
+		}, 1},
+		{"forming, three of six joined", func(t *testing.T) *Map {
+			return mustApply(t, NewMap(6, 3), AddNode{Node: testNode(0)}, AddNode{Node: testNode(1)}, AddNode{Node: testNode(2)})
+		}, 3},
 		{"none only: --voters", func(t *testing.T) *Map { return voterMap(t, 6, 0, 3) }, 3},
 		{"none only, --voters 5", func(t *testing.T) *Map { return voterMap(t, 7, 0, 5) }, 5},
 		{"none only, --voters 7", func(t *testing.T) *Map { return voterMap(t, 7, 0, 7) }, 7},
@@ -56,11 +60,15 @@ func TestVoterTarget(t *testing.T) {
 		{"the most tolerant scheme decides", func(t *testing.T) *Map {
 			return voterMap(t, 7, 0, 1, create(t, "rep:2"), create(t, "split:4+3"), create(t, "rep:3"))
 		}, 7},
-		{"rep:3 on four nodes: all of them", func(t *testing.T) *Map { return voterMap(t, 4, 0, 3, create(t, "rep:3")) }, 4},
+		{"rep:3 on four nodes: three, not an even four", func(t *testing.T) *Map { return voterMap(t, 4, 0, 3, create(t, "rep:3")) }, 3},
+		{"rep:3 on five nodes: all of them", func(t *testing.T) *Map { return voterMap(t, 5, 0, 3, create(t, "rep:3")) }, 5},
 		{"a spare may vote", func(t *testing.T) *Map { return voterMap(t, 4, 1, 3, create(t, "rep:3")) }, 5},
 		{"failed nodes cannot vote", func(t *testing.T) *Map {
 			return voterMap(t, 6, 0, 3, create(t, "rep:3"), MarkFailed{ID: testNode(4).ID}, MarkFailed{ID: testNode(5).ID})
-		}, 4},
+		}, 3},
+		{"seven, two failed: five", func(t *testing.T) *Map {
+			return voterMap(t, 7, 0, 3, create(t, "stripe:4+2"), MarkFailed{ID: testNode(0).ID}, MarkFailed{ID: testNode(1).ID})
+		}, 5},
 		{"a spare that replaced a failed node", func(t *testing.T) *Map {
 			return voterMap(t, 5, 1, 3, create(t, "rep:3"), MarkFailed{ID: testNode(1).ID})
 		}, 5},
@@ -70,7 +78,7 @@ func TestVoterTarget(t *testing.T) {
 		{"two draining of six", func(t *testing.T) *Map {
 			return voterMap(t, 4, 2, 3, create(t, "rep:3"), Promote{ID: testNode(4).ID}, Promote{ID: testNode(5).ID},
 				Drain{ID: testNode(0).ID}, Drain{ID: testNode(1).ID})
-		}, 4},
+		}, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := VoterTarget(tc.m(t)); got != tc.want {
@@ -109,8 +117,11 @@ func TestVoterPromotions(t *testing.T) {
 			return voterMap(t, 7, 0, 3, create(t, "rep:3"))
 		}, except(4), []int{3}},
 		{"a small cluster: every node", func(t *testing.T) *Map {
+			return voterMap(t, 5, 0, 1, create(t, "split:2+2"))
+		}, all, []int{1, 2, 3, 4}},
+		{"four nodes: three voters", func(t *testing.T) *Map {
 			return voterMap(t, 4, 0, 1, create(t, "split:2+2"))
-		}, all, []int{1, 2, 3}},
+		}, all, []int{1, 2}},
 		{"failed non-voter: no candidate", func(t *testing.T) *Map {
 			return voterMap(t, 6, 0, 3, create(t, "rep:3"), MarkFailed{ID: testNode(3).ID})
 		}, all, []int{4, 5}},

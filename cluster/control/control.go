@@ -406,6 +406,33 @@ func (c *Plane) PromoteVoter(ctx context.Context, with cluster.Node, upTo int) (
 	return c.Propose(ctx, cluster.SetVoters{Nodes: []cluster.VoterFlag{{ID: with.ID, Voter: true}}})
 }
 
+// DropVoter takes the failed voter failed, whose vote no live node can
+// take, out of the Raft configuration (leader only) and clears its flag in
+// the map (SetVoters). A group whose members all live survives at least
+// as many further failures as a larger one that counts a dead member (four
+// voters with one dead survive no more failures; the three alive, one),
+// and the dead member's address is free again for a node that replaces it
+// (decision 0017). It refuses a node the map does not mark failed, and the
+// leader's own vote: once out of the configuration it could commit
+// nothing (ReplaceVoter hands it on instead).
+func (c *Plane) DropVoter(ctx context.Context, failed cluster.NodeID) (*cluster.Map, error) {
+	if err := c.leading(); err != nil {
+		return nil, err
+	}
+	c.member.Lock()
+	defer c.member.Unlock()
+	switch n, ok := c.Map().Node(failed); {
+	case failed == c.cfg.Self.ID:
+		return nil, fmt.Errorf("cluster: dropping the leader's own vote: %w", cluster.ErrVoter)
+	case ok && n.State != cluster.Failed:
+		return nil, fmt.Errorf("cluster: dropping the vote of %s, which is %s: %w", failed, n.State, cluster.ErrBadNode)
+	}
+	if err := await(ctx, c.raft.RemoveServer(raft.ServerID(failed), 0, timeoutOf(ctx))); err != nil {
+		return nil, raftError(err)
+	}
+	return c.Propose(ctx, cluster.SetVoters{Nodes: []cluster.VoterFlag{{ID: failed, Voter: false}}})
+}
+
 // HandOverVote gives the vote of a live voter that is leaving (a drained
 // node) to the live non-voter with (leader only): with is promoted, the
 // map's voter flags follow, and only then is from demoted to a non-voter.
@@ -461,7 +488,8 @@ func (c *Plane) Members() ([]Member, error) {
 // only), so that the leader stops replicating to it: a failed node the map
 // no longer counts on. It never removes a voter, which would shrink the
 // configuration a quorum is counted in without a replacement (ReplaceVoter
-// hands a failed voter's vote on first): it refuses with ErrVoter. A node
+// hands a failed voter's vote on first, or DropVoter drops it when no node
+// can take it): it refuses with ErrVoter. A node
 // that is not a member is left as it is. AddMember admits it again.
 func (c *Plane) RemoveMember(ctx context.Context, id cluster.NodeID) error {
 	if err := c.leading(); err != nil {
