@@ -36,7 +36,8 @@ func hugeMiB(t *testing.T) int {
 }
 
 // TestHugeValuesEveryScheme writes and reads a huge value in none, rep:3,
-// split:4+2 and stripe:4+2 on the Raft leader, the node whose stalls cost
+// split:4+2, stripe:4+2, hybrid:4+2 and the two @batch modes (whose
+// values larger than a chunk go in place, as fragments) on the Raft leader, the node whose stalls cost
 // the most, while a small load runs on every scheme (issue 23 item 7:
 // 256 MiB split SETs answered "lease lapsed", 500 MiB lost the leader, a
 // 64 MiB stripe GET timed out). Each value reads back byte for byte, and
@@ -48,7 +49,7 @@ func TestHugeValuesEveryScheme(t *testing.T) {
 	c := startCluster(t, 6, clusterOptions{})
 	huge := c.hugeClient()
 	ctx := context.Background()
-	schemes := []string{"none", "rep:3", "split:4+2", "stripe:4+2"}
+	schemes := []string{"none", "rep:3", "split:4+2", "stripe:4+2", "hybrid:4+2", "stripe:4+2@batch", "hybrid:4+2@batch"}
 	for _, sch := range schemes { // registers each scheme: the map's epoch then stays
 		if err := huge.Do(ctx, "SET", "warm:"+sch, "v", "SCHEME", sch).Err(); err != nil {
 			t.Fatal(err)

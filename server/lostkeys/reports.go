@@ -73,12 +73,18 @@ func namedAsTag(k kind.LostKey) kind.LostKey {
 // deleted since. A report already held changes nothing; Forget and
 // ForgetTagsWhere end seeded reports as they end the set's own.
 func (l *Set) Seed(reports []Report, cleared []string) {
+	named := l.namedTags()
 	for _, r := range reports {
 		if len(r.Tags) == 0 {
 			l.addRange(r.First, r.Last, r.Key)
 			continue
 		}
-		l.AddTags(r.Tags, r.Key)
+		// This node's own named keys come back as tags: they are counted
+		// (and answered) once, by name.
+		tags := slices.DeleteFunc(slices.Clone(r.Tags), func(t uint32) bool { return named[t] })
+		if len(tags) > 0 {
+			l.AddTags(tags, r.Key)
+		}
 	}
 	if len(cleared) == 0 {
 		return
@@ -106,4 +112,15 @@ func (l *Set) addRange(first, last int, k kind.LostKey) {
 	k.Key = fmt.Sprintf("(keys of slots %d-%d)", first, last)
 	l.ranges = append(l.ranges, lostRange{first: first, last: last, k: k})
 	l.resize()
+}
+
+// namedTags is the set of the tags of the keys reported by name.
+func (l *Set) namedTags() map[uint32]bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[uint32]bool, len(l.m))
+	for name := range l.m {
+		out[keyslot.Tag([]byte(name))] = true
+	}
+	return out
 }

@@ -38,6 +38,10 @@ func TestReportsCarryTheSetToAnotherNode(t *testing.T) {
 	if b.Count() != a.Count() {
 		t.Fatalf("seeding twice: %d reports, want %d", b.Count(), a.Count())
 	}
+	a.Seed(reports, nil) // its own reports back from the map: each key counted once
+	if a.Count() != 3 {
+		t.Fatalf("a set seeded with its own reports counts %d, want 3", a.Count())
+	}
 	b.AddRange(keyslot.Of([]byte("deleted")), keyslot.Of([]byte("deleted")), kind.LostKey{Scheme: "none"})
 	if _, ok := b.Get([]byte("deleted")); ok {
 		t.Fatal("a key deleted since reads as lost")
