@@ -405,7 +405,7 @@ func (n *Server) infoMemgest(ctx context.Context) resp.InfoSection {
 		{"rebuild_bytes_done", strconv.FormatInt(rebuild.BytesDone, 10)},
 		{"rebuild_busy_seconds", strconv.FormatFloat(rebuild.BusySeconds, 'f', 3, 64)},
 		{"rebuild_pending_bytes", pendingField(core.PendingLevels(m, rebuild.PendingBytes))},
-		{"lost_keys", strconv.Itoa(n.Lost.Count())},
+		{"lost_keys", strconv.Itoa(n.Lost.Reported())},
 		{"corrupt_found", strconv.FormatInt(n.Health.Corrupt.Load(), 10)},
 		{"repairs", strconv.FormatInt(n.Health.Repaired.Load(), 10)},
 		{"scrubbed_bytes", strconv.FormatInt(n.Health.Scrubbed.Load(), 10)},

@@ -202,8 +202,16 @@ func (l *Set) Forget(key []byte, deleted bool) bool {
 	return was
 }
 
-// Count is how many reports the set holds: keys, tags and ranges.
+// Count is how many reports the set holds: keys, tags and ranges (the
+// tag of a key also reported by name included).
 func (l *Set) Count() int { return int(l.size.Load()) }
+
+// Reported is how many reports List lists: Count without the tags that
+// stand for keys reported by name.
+func (l *Set) Reported() int {
+	_, n := l.List(0)
+	return n
+}
 
 // list returns up to limit lost keys and how many there are: the lost
 // slot ranges first (the widest reports, never cut off by the limit),
@@ -218,8 +226,11 @@ func (l *Set) List(limit int) ([]kind.LostKey, int) {
 	for _, k := range l.m {
 		out = append(out, k)
 	}
-	for _, k := range l.tags {
-		out = append(out, k)
+	named := l.namedTagsLocked()
+	for t, k := range l.tags {
+		if !named[t] { // a tag its named key stands for already (the map's report of it)
+			out = append(out, k)
+		}
 	}
 	l.mu.Unlock()
 	rest := out[ranges:]

@@ -118,6 +118,11 @@ func (l *Set) addRange(first, last int, k kind.LostKey) {
 func (l *Set) namedTags() map[uint32]bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.namedTagsLocked()
+}
+
+// namedTagsLocked is namedTags; the caller holds l.mu.
+func (l *Set) namedTagsLocked() map[uint32]bool {
 	out := make(map[uint32]bool, len(l.m))
 	for name := range l.m {
 		out[keyslot.Tag([]byte(name))] = true

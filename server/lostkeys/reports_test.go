@@ -39,8 +39,14 @@ func TestReportsCarryTheSetToAnotherNode(t *testing.T) {
 		t.Fatalf("seeding twice: %d reports, want %d", b.Count(), a.Count())
 	}
 	a.Seed(reports, nil) // its own reports back from the map: each key counted once
-	if a.Count() != 3 {
-		t.Fatalf("a set seeded with its own reports counts %d, want 3", a.Count())
+	if a.Reported() != 3 {
+		t.Fatalf("a set seeded with its own reports counts %d, want 3", a.Reported())
+	}
+	var c Set // seeded first, then naming the key itself (a recovery's order)
+	c.Seed(reports, nil)
+	c.Add(kind.LostKey{Key: "split-key", Scheme: "split:2+1", Lost: 2, Total: 3})
+	if keys, n := c.List(10); n != 3 || len(keys) != 3 {
+		t.Fatalf("seeded, then named: %d reports listed (%v), want 3", n, keys)
 	}
 	b.AddRange(keyslot.Of([]byte("deleted")), keyslot.Of([]byte("deleted")), kind.LostKey{Scheme: "none"})
 	if _, ok := b.Get([]byte("deleted")); ok {
