@@ -35,9 +35,11 @@ type Loss struct {
 // proposes: past them, a report is refused.
 const (
 	maxLossReports = 4096
-	maxLossTags    = 1 << 16 // per report
-	maxCleared     = 4096    // per report; later deletions stay local to the coordinator
-	maxCauseLen    = 512
+	// MaxLossTags is how many tags one report holds.
+	MaxLossTags = 1 << 16
+	maxCleared  = 4096 // per report; later deletions stay local to the coordinator
+	// MaxLossText is how long a report's scheme and cause may be.
+	MaxLossText = 512
 )
 
 // ReportLoss adds loss reports to the map: a report equal to one there
@@ -119,8 +121,8 @@ func (m *Map) withLosses(losses []Loss) (*Map, error) {
 			continue
 		}
 		merged := sortedTags(append(slices.Clone(next.Losses[i].Tags), l.Tags...))
-		if len(merged) > maxLossTags {
-			return nil, errorf(ErrBadCommand, "a loss report of more than %d tags", maxLossTags)
+		if len(merged) > MaxLossTags {
+			return nil, errorf(ErrBadCommand, "a loss report of more than %d tags", MaxLossTags)
 		}
 		if !slices.Equal(merged, next.Losses[i].Tags) {
 			next.Losses[i].Tags, changed = merged, true
@@ -158,7 +160,7 @@ func (l Loss) validate() error {
 	switch {
 	case l.First < 0 || l.Last >= keyslot.Count || l.First > l.Last:
 		return errorf(ErrBadCommand, "a loss report of slots %d-%d", l.First, l.Last)
-	case len(l.Tags) > maxLossTags || len(l.Cause) > maxCauseLen || len(l.Scheme) > maxCauseLen:
+	case len(l.Tags) > MaxLossTags || len(l.Cause) > MaxLossText || len(l.Scheme) > MaxLossText:
 		return errorf(ErrBadCommand, "a loss report too large (%d tags)", len(l.Tags))
 	case l.Lost < 0 || l.Total < 0:
 		return errorf(ErrBadCommand, "a loss report of %d of %d pieces", l.Lost, l.Total)

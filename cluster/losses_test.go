@@ -62,7 +62,7 @@ func TestLossReportsLiveInTheMap(t *testing.T) {
 	for _, bad := range []Command{
 		ReportLoss{Losses: []Loss{{First: 5, Last: 4}}},
 		ReportLoss{Losses: []Loss{{First: 0, Last: 16384}}},
-		ReportLoss{Losses: []Loss{{First: 0, Last: 1, Tags: make([]uint32, maxLossTags+1)}}},
+		ReportLoss{Losses: []Loss{{First: 0, Last: 1, Tags: make([]uint32, MaxLossTags+1)}}},
 		ClearLost{Key: "k", Slot: -1},
 		ForgetLosses{First: 3, Last: 2},
 	} {

@@ -17,14 +17,29 @@ import (
 // the map's reports of the slots it coordinates (seedLosses) before it
 // serves a shard it takes over, and on every new map.
 
-// lossesOf is the map's form of reports.
+// lossesOf is the map's form of reports, within the map's limits so that
+// a proposal carrying them (a recovery's ShardRecovered above all) is
+// never refused: a long cause is cut, and a report of more tags than a
+// map report holds becomes its slot range (coarser, never absent).
 func lossesOf(reports []lostkeys.Report) []cluster.Loss {
 	out := make([]cluster.Loss, 0, len(reports))
 	for _, r := range reports {
-		out = append(out, cluster.Loss{First: r.First, Last: r.Last, Scheme: r.Key.Scheme, Lost: r.Key.Lost,
-			Total: r.Key.Total, Cause: r.Key.Cause, Tags: r.Tags})
+		l := cluster.Loss{First: r.First, Last: r.Last, Scheme: clip(r.Key.Scheme), Lost: r.Key.Lost,
+			Total: r.Key.Total, Cause: clip(r.Key.Cause), Tags: r.Tags}
+		if len(l.Tags) > cluster.MaxLossTags {
+			l.Tags, l.Cause = nil, clip(l.Cause+" (too many keys to name)")
+		}
+		out = append(out, l)
 	}
 	return out
+}
+
+// clip cuts s to what a map report keeps.
+func clip(s string) string {
+	if len(s) <= cluster.MaxLossText {
+		return s
+	}
+	return s[:cluster.MaxLossText-3] + "..."
 }
 
 // reportOf is the lost-key set's form of a map's report.
