@@ -94,34 +94,32 @@ func (d *Data) corruptAt(key []byte, loc Loc) []ChunkID {
 	if len(locs) == 0 {
 		locs = []Loc{loc}
 	}
+	return d.failing(locs)
+}
+
+// suspects is a miss's check: nil unless an entry with key's tag points
+// at an object failing its check, whose damaged key may be key.
+func (d *Data) suspects(key []byte) error {
+	if bad := d.failing(d.index.Suspects(key)); len(bad) > 0 {
+		return &CorruptError{Chunks: bad}
+	}
+	return nil
+}
+
+// failing lists, once each, the chunks in which an object at one of locs
+// fails its check (a loc in no chunk is the caller's read's to report).
+func (d *Data) failing(locs []Loc) []ChunkID {
 	var bad []ChunkID
 	for _, l := range locs {
 		c := d.chunkAt(l)
 		if c == nil {
-			continue // not a chunk: the caller's read reports it
+			continue
 		}
 		if _, _, err := c.chunk.AtChecked(int(l.Offset)); err != nil && !slices.Contains(bad, c.id) {
 			bad = append(bad, c.id)
 		}
 	}
 	return bad
-}
-
-// suspects is a miss's check: nil unless an entry with key's tag points
-// at an object failing its check, whose damaged key may be key.
-func (d *Data) suspects(key []byte) error {
-	var bad []ChunkID
-	for _, l := range d.index.Suspects(key) {
-		if c := d.chunkAt(l); c != nil {
-			if _, _, err := c.chunk.AtChecked(int(l.Offset)); err != nil && !slices.Contains(bad, c.id) {
-				bad = append(bad, c.id)
-			}
-		}
-	}
-	if len(bad) == 0 {
-		return nil
-	}
-	return &CorruptError{Chunks: bad}
 }
 
 // chunkAt is the chunk of loc, or nil.

@@ -122,7 +122,7 @@ func TestDecodeAroundACorruptParity(t *testing.T) {
 		s.mu.Unlock()
 		if sealed {
 			key = k
-			if net.engine(sh.Placement[4]).FlipParity(off) == 0 {
+			if net.engine(sh.Placement[4]).flipParity(off) == 0 {
 				t.Fatal("the first parity holder holds no parity chunk")
 			}
 			break
@@ -231,7 +231,7 @@ func TestScrubReplacesWhatDiffers(t *testing.T) {
 			}
 			sealedHolders := holdersOfKey(t, m, coord, entry, sealedKey)
 			flips += net.engine(sealedHolders[len(sealedHolders)-1].ID).FlipKey([]byte(sealedKey)) // a hybrid replica's copy
-			flips += net.engine(sealedHolders[0].ID).FlipParity(0)
+			flips += net.engine(sealedHolders[0].ID).flipParity(0)
 			flips += coord.FlipKey([]byte(keyIn(t, coord, entry, want, true, sealedKey)))
 			if flips < 4 {
 				t.Fatalf("flipped %d copies, want at least 4", flips)

@@ -86,9 +86,9 @@ func flipIn(b, key []byte) int {
 	return flipped
 }
 
-// FlipParity flips byte offset of every parity chunk this node holds, in
+// flipParity flips byte offset of every parity chunk this node holds, in
 // every packed scheme, and returns how many it changed.
-func (eng *Engine) FlipParity(offset int) int {
+func (eng *Engine) flipParity(offset int) int {
 	flipped := 0
 	for _, s := range eng.all() {
 		s.mu.Lock()

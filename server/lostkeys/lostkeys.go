@@ -209,7 +209,18 @@ func (l *Set) Count() int { return int(l.size.Load()) }
 // Reported is how many reports List lists: Count without the tags that
 // stand for keys reported by name.
 func (l *Set) Reported() int {
-	_, n := l.List(0)
+	if l.size.Load() == 0 {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(l.ranges) + len(l.m)
+	named := l.namedTagsLocked()
+	for t := range l.tags {
+		if !named[t] {
+			n++
+		}
+	}
 	return n
 }
 
