@@ -49,7 +49,7 @@ func (c Init) apply(m *Map) (*Map, error) {
 		return nil, errorf(ErrBadCommand, "expect must be 1..%d nodes, got %d", keyslot.Count, c.Expect)
 	}
 	if !ValidVoters(c.Voters) {
-		return nil, errorf(ErrBadCommand, "voters must be 1, 3 or 5, got %d", c.Voters)
+		return nil, errorf(ErrBadCommand, "voters must be 1, 3, 5 or 7, got %d", c.Voters)
 	}
 	if !c.Password.valid() {
 		return nil, errorf(ErrBadCommand, "malformed password digest")

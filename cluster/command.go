@@ -26,7 +26,7 @@ type Command interface {
 // the same map from the log alone whatever its own configuration says.
 type Init struct {
 	Expect int `json:"expect"` // nodes expected before the placement is fixed
-	Voters int `json:"voters"` // Raft voters: 1, 3 or 5
+	Voters int `json:"voters"` // the fewest Raft voters: 1, 3, 5 or 7 (VoterTarget)
 	// Password is the clients' password (requirepass), or nil for none.
 	Password *Password `json:"password,omitempty"`
 }

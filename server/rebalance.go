@@ -61,10 +61,9 @@ func (n *Node) rebalanceStep(ctx context.Context, m *cluster.Map) error {
 
 // removeDrained takes a drained node out, once no retired shard's
 // stripe list it is placed in holds objects (retiredListsHeld): a voter
-// first hands its vote to a live non-voter (voterCandidate;
-// Plane.HandOverVote); then the node is marked left, which it sees, and
-// leaves Raft. A drained leader hands leadership over first
-// (handOverLeadership).
+// first hands its vote to a live non-voter (handOverVote); then the node
+// is marked left, which it sees, and leaves Raft. A drained leader hands
+// leadership over first (handOverLeadership).
 func (n *Node) removeDrained(ctx context.Context, id cluster.NodeID) error {
 	m := n.Ctl.Map()
 	node, ok := m.Node(id)
@@ -83,11 +82,7 @@ func (n *Node) removeDrained(ctx context.Context, id cluster.NodeID) error {
 		return n.handOverLeadership(ctx, m)
 	}
 	if node.Voter {
-		heir, ok := n.voterCandidate(m, id)
-		if !ok {
-			return fmt.Errorf("node %s votes and no live non-voter can take its vote", id)
-		}
-		if _, err := n.Ctl.HandOverVote(ctx, id, heir); err != nil {
+		if err := n.handOverVote(ctx, id); err != nil {
 			return err
 		}
 	}
@@ -95,6 +90,20 @@ func (n *Node) removeDrained(ctx context.Context, id cluster.NodeID) error {
 		return err
 	}
 	return n.Ctl.RemoveMember(ctx, id)
+}
+
+// handOverVote passes drained voter id's vote to a live non-voter
+// (cluster.VoterHeir; Plane.HandOverVote), chosen under Node.votes as
+// every change of the voters is (voters.go).
+func (n *Node) handOverVote(ctx context.Context, id cluster.NodeID) error {
+	n.votes.Lock()
+	defer n.votes.Unlock()
+	heir, ok := n.voterHeir(n.Ctl.Map(), id)
+	if !ok {
+		return fmt.Errorf("node %s votes and no live non-voter can take its vote", id)
+	}
+	_, err := n.Ctl.HandOverVote(ctx, id, heir)
+	return err
 }
 
 // handOverLeadership passes Raft leadership from this node, drained, to

@@ -225,7 +225,15 @@ type status struct {
 	State     string `json:"state"`
 	Leader    string `json:"leader"` // the Raft leader's peer address
 	LostCount int    `json:"lost_count"`
-	Rebuild   struct {
+	// Quorum: the answering node knows a Raft leader; NoLeaderSeconds,
+	// for how long it has not; the map's voters, those that answered, and
+	// how many the map calls for.
+	Quorum          bool    `json:"quorum"`
+	NoLeaderSeconds float64 `json:"no_leader_seconds"`
+	Voters          int     `json:"voters"`
+	VotersUp        int     `json:"voters_up"`
+	VoterTarget     int     `json:"voter_target"`
+	Rebuild         struct {
 		KeysDone  int64 `json:"keys_done"`
 		KeysTotal int64 `json:"keys_total"`
 	} `json:"rebuild"`

@@ -460,19 +460,23 @@ func (c *nsCluster) checkStrangersRefused(h *netHost) {
 	stranger.kill()
 }
 
-// pickVictim picks a data node that is not a Raft voter (no election to
-// wait for) and a surviving data node to watch from.
+// pickVictim picks a data node that is not a Raft voter, else one that
+// does not lead (no election to wait for either way: with keys of schemes
+// that tolerate two failures every node may vote), and a surviving data
+// node to watch from.
 func (c *nsCluster) pickVictim(data []*nsNode) (victim, watcher *nsNode) {
 	c.t.Helper()
 	st, err := c.status(data[0])
 	must(c.t, err)
-	for _, nd := range data {
-		if i := nodeLine(st, nd); i >= 0 && !st.Nodes[i].Voter && victim == nil {
-			victim = nd
+	for _, voting := range []bool{false, true} {
+		for _, nd := range data {
+			if i := nodeLine(st, nd); i >= 0 && st.Nodes[i].Voter == voting && nd.peerAddr() != st.Leader && victim == nil {
+				victim = nd
+			}
 		}
 	}
 	if victim == nil {
-		c.t.Fatalf("no data node is a non-voter: %+v", st.Nodes)
+		c.t.Fatalf("every data node leads: %+v", st.Nodes)
 	}
 	watcher = data[slices.IndexFunc(data, func(nd *nsNode) bool { return nd != victim })]
 	return victim, watcher

@@ -50,7 +50,9 @@ func devCmd() *cobra.Command {
 		Long: `Start N memgest server processes on 127.0.0.1 (client ports P..P+N-1, peer
 ports P+1000.., HTTP ports P+2000..), wait until the cluster serves, print
 each node's address and PID and how to reach it, and stop them all on Ctrl-C
-or SIGTERM. The first three nodes are Raft voters. With --spares S, S more
+or SIGTERM. The first three nodes are Raft voters, and more nodes get a vote
+(up to 7) once a scheme tolerates more failures than three voters do (rep:3
+and stripe:4+2 call for five). With --spares S, S more
 nodes join as spares (after the N nodes' ports): they hold nothing until one
 replaces a failed node. A node that exits is reported and the others keep
 running. The nodes share a fresh cluster secret; with --tls they also get a
@@ -285,7 +287,8 @@ func devArgs(o devOptions, i int, dir string, tlsFiles *certs.Files) []string {
 // total is the number of processes dev starts: nodes and spares.
 func (o devOptions) total() int { return o.nodes + o.spares }
 
-// devVoters is 3 Raft voters when there are at least 3 nodes, else 1.
+// devVoters is the fewest Raft voters (--voters): 3 when there are at
+// least 3 nodes, else 1. The leader adds more as the schemes call for.
 func devVoters(n int) int {
 	if n >= 3 {
 		return 3

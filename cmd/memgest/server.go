@@ -48,7 +48,7 @@ the file.`,
 	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for Raft state and the node id (no data)")
 	f.StringVar(&cfg.Join, "join", "", "peer address (host:port) of any cluster member to join")
 	f.IntVar(&cfg.BootstrapExpect, "bootstrap-expect", cfg.BootstrapExpect, "nodes to wait for before placing slots (founding node only)")
-	f.IntVar(&cfg.Voters, "voters", cfg.Voters, "Raft voters: 1, 3 or 5 (founding node only)")
+	f.IntVar(&cfg.Voters, "voters", cfg.Voters, "fewest Raft voters: 1, 3, 5 or 7 (founding node only); the leader adds voters, up to 7, while the schemes tolerate more failures than the voters do")
 	f.BoolVar(&cfg.Redirect, "redirect", false, "answer -MOVED like Redis Cluster instead of forwarding")
 	f.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with: the cluster's, kept in its map (a founding node sets it; a joining node need not repeat it, and one given another refuses to run)")
 	f.StringVar(&cfg.ClusterSecretFile, "cluster-secret-file", "", "file holding the secret every peer connection proves (default: <data-dir>/cluster-secret, which a founding node creates; a joining node needs it)")

@@ -39,7 +39,9 @@ type Config struct {
 	// BootstrapExpect is how many nodes must join before slots are placed
 	// (only read on the bootstrapping node).
 	BootstrapExpect int
-	// Voters is the number of Raft voters: 1, 3 or 5.
+	// Voters is the fewest Raft voters: 1, 3, 5 or 7 (only read on the
+	// bootstrapping node). The leader gives more nodes a vote when the
+	// catalogue's schemes tolerate more failures (cluster.VoterTarget).
 	Voters int
 	// Spare joins the node as a spare: it holds nothing until it replaces a
 	// failed node (Ring §5.5). Needs Join.
@@ -239,8 +241,8 @@ func (c Config) Validate() error {
 	if c.Spare && c.Join == "" {
 		return errors.New("config: --spare needs --join: a spare joins an existing cluster")
 	}
-	if c.Voters != 1 && c.Voters != 3 && c.Voters != 5 {
-		return fmt.Errorf("config: voters must be 1, 3 or 5, not %d", c.Voters)
+	if c.Voters != 1 && c.Voters != 3 && c.Voters != 5 && c.Voters != 7 { // cluster.ValidVoters
+		return fmt.Errorf("config: voters must be 1, 3, 5 or 7, not %d", c.Voters)
 	}
 	if c.MaxValueSize < 1 || c.MaxValueSize > 512<<20 {
 		return fmt.Errorf("config: max-value-size must be 1..%d bytes", 512<<20)
