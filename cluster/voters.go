@@ -95,6 +95,12 @@ func VoterHeir(m *Map, leaving NodeID, live func(NodeID) bool) (Node, bool) {
 	return Node{}, false
 }
 
+// VoterCandidateCount is how many nodes other than leaving could take a
+// vote (voterCandidates), live or not.
+func (m *Map) VoterCandidateCount(leaving NodeID) int {
+	return len(voterCandidates(m, leaving))
+}
+
 // voterCandidates ranks the nodes that may take a vote, best first: the
 // non-voters other than skip that can vote (CanVote). Join order ranks
 // them for now. This is the one place that chooses where votes sit: a map

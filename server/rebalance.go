@@ -94,15 +94,24 @@ func (n *Node) removeDrained(ctx context.Context, id cluster.NodeID) error {
 
 // handOverVote passes drained voter id's vote to a live non-voter
 // (cluster.VoterHeir; Plane.HandOverVote), chosen under Node.votes as
-// every change of the voters is (voters.go).
+// every change of the voters is (voters.go). When every node that stays
+// votes already, id gives its vote up (Plane.GiveUpVote): the drain an
+// operator asked for finishes, with a group as large as the nodes left
+// allow (TestNetnsCluster drains one of five voters of five nodes).
 func (n *Node) handOverVote(ctx context.Context, id cluster.NodeID) error {
 	n.votes.Lock()
 	defer n.votes.Unlock()
-	heir, ok := n.voterHeir(n.Ctl.Map(), id)
-	if !ok {
-		return fmt.Errorf("node %s votes and no live non-voter can take its vote", id)
+	m := n.Ctl.Map()
+	heir, ok := n.voterHeir(m, id)
+	if ok {
+		_, err := n.Ctl.HandOverVote(ctx, id, heir)
+		return err
 	}
-	_, err := n.Ctl.HandOverVote(ctx, id, heir)
+	if waiting := m.VoterCandidateCount(id); waiting > 0 {
+		return fmt.Errorf("node %s votes and none of the %d nodes that could take its vote was heard from recently", id, waiting)
+	}
+	n.Log.Info("drained voter gives its vote up: every node that stays votes", "node", id)
+	_, err := n.Ctl.GiveUpVote(ctx, id)
 	return err
 }
 

@@ -775,8 +775,18 @@ func TestStripeBeyondToleranceReportsLostKeys(t *testing.T) {
 	c := startCluster(t, 7, clusterOptions{voters: 1, extra: []string{"--failure-timeout", "1s", "--heartbeat-interval", "100ms"}})
 	ctx := ctxT(t)
 	rdb := c.clusterClient()
+	// stripe:4+2 calls for five voters: the victim is a node without a
+	// vote, so that the three nodes killed hold at most two of the five
+	// and the control plane keeps its quorum (data beyond tolerance, the
+	// control plane within it).
+	must(t, rdb.Do(ctx, "SET", "grow-voters", "x", "SCHEME", spec).Err())
+	c.waitVotersGrown(0)
 	voter := c.leader(0)
-	victim := (voter + 1) % len(c.nodes)
+	nonVoters := c.nonVoters()
+	if len(nonVoters) == 0 {
+		t.Fatal("every node of seven votes; stripe:4+2 calls for five")
+	}
+	victim := nonVoters[0]
 	keys := map[string]string{}
 	for j := 0; j < 120; j++ {
 		k := c.keyOn(t, rdb, victim, fmt.Sprintf("b%d:", j))

@@ -460,6 +460,28 @@ func (c *Plane) HandOverVote(ctx context.Context, from cluster.NodeID, with clus
 	return m, nil
 }
 
+// GiveUpVote demotes from, a live voter that is leaving (a drained node)
+// whose vote no live non-voter can take, to a non-voter (leader only), and
+// clears its flag in the map. The group shrinks by one, which the cluster
+// shrinking by one asks for: the nodes left can all vote already. As with
+// HandOverVote, from stays in the Raft configuration until RemoveMember.
+// It refuses the leader's own vote (a drained leader hands leadership
+// over first).
+func (c *Plane) GiveUpVote(ctx context.Context, from cluster.NodeID) (*cluster.Map, error) {
+	if err := c.leading(); err != nil {
+		return nil, err
+	}
+	if from == c.cfg.Self.ID {
+		return nil, fmt.Errorf("cluster: giving up the leader's own vote: %w", cluster.ErrVoter)
+	}
+	c.member.Lock()
+	defer c.member.Unlock()
+	if err := await(ctx, c.raft.DemoteVoter(raft.ServerID(from), 0, timeoutOf(ctx))); err != nil {
+		return nil, raftError(err)
+	}
+	return c.Propose(ctx, cluster.SetVoters{Nodes: []cluster.VoterFlag{{ID: from, Voter: false}}})
+}
+
 // Member is a node of the Raft configuration as this node knows it.
 type Member struct {
 	ID       cluster.NodeID
