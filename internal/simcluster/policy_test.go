@@ -368,8 +368,8 @@ func TestTemperatureMovesUnderReads(t *testing.T) {
 	if len(failures) > 0 {
 		t.Fatalf("%d commands failed during the moves, the first: %s", len(failures), failures[0])
 	}
-	if !porcupine.CheckOperations(register, history) {
-		t.Fatalf("the history of %d operations is not linearizable", len(history))
+	if res := porcupine.CheckOperationsTimeout(register, history, checkTimeout); res != porcupine.Ok {
+		t.Fatalf("the history of %d operations: %s%s", len(history), res, illegalKeys(history))
 	}
 	t.Logf("%d operations, %d moves to cold, %d to hot", len(history), infoSum(t, c, "policy_moves_to_cold"), infoSum(t, c, "policy_moves_to_hot"))
 }

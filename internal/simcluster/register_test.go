@@ -1,6 +1,7 @@
 package simcluster_test
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -57,6 +58,10 @@ var register = porcupine.Model{
 type regOp struct {
 	key, value string
 	set, del   bool
+	// node and epoch say which node answered, at which epoch of its map
+	// (when the answer came); the model ignores them, a failure shows them.
+	node  int
+	epoch uint64
 }
 
 // regOut is what a GET answered (value, exists) or a DEL counted
@@ -155,7 +160,9 @@ func (l *registerLoad) run(id int, in regOp) {
 	call := time.Since(l.start).Nanoseconds()
 	for tries := 0; ; tries++ {
 		ns := l.nodes()
-		r := l.c.DoQuiet(ns[(id+tries)%len(ns)], args...)
+		in.node = ns[(id+tries)%len(ns)]
+		r := l.c.DoQuiet(in.node, args...)
+		in.epoch = l.c.Node(in.node).Map().Epoch
 		if text := r.Text(); r.Kind() == resp.KindError && (strings.HasPrefix(text, "MOVED ") || strings.HasPrefix(text, "TRYAGAIN ")) {
 			l.mu.Lock()
 			l.retries++
@@ -212,11 +219,48 @@ func (l *registerLoad) check(when string) []string {
 	if len(failures) > 0 {
 		l.t.Fatalf("%s: %d commands failed, the first: %s", when, len(failures), failures[0])
 	}
-	if !porcupine.CheckOperations(register, history) {
-		l.t.Fatalf("%s: the history of %d operations is not linearizable", when, len(history))
+	switch porcupine.CheckOperationsTimeout(register, history, checkTimeout) {
+	case porcupine.Illegal:
+		l.t.Fatalf("%s: the history of %d operations is not linearizable%s", when, len(history), illegalKeys(history))
+	case porcupine.Unknown:
+		l.t.Fatalf("%s: the history of %d operations was not decided within %s%s", when, len(history), checkTimeout, illegalKeys(history))
 	}
 	l.t.Logf("%s: %d operations linearizable (%d MOVED/TRYAGAIN retried, %d of unknown outcome)", when, len(history), retries, len(indeterminate))
 	return l.keys
+}
+
+// checkTimeout bounds porcupine's search: a linearizable history of a
+// few thousand operations over tens of keys is decided in well under a
+// second, while an illegal one can make the search explore for hours
+// (a CI run was killed after 30 minutes in it).
+const checkTimeout = time.Minute
+
+// illegalKeys checks each key's operations alone and describes those of
+// the keys whose history is illegal or undecided (the first few, each op
+// in call order), so that a failure shows what went wrong.
+func illegalKeys(history []porcupine.Operation) string {
+	var b strings.Builder
+	shown := 0
+	for _, ops := range register.Partition(history) {
+		res := porcupine.CheckOperationsTimeout(register, ops, checkTimeout/10)
+		if res == porcupine.Ok {
+			continue
+		}
+		if shown++; shown > 3 {
+			b.WriteString("\n(more keys left out)")
+			break
+		}
+		slices.SortFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+		fmt.Fprintf(&b, "\nkey %s: %s, %d operations (times in µs from the load's start):", ops[0].Input.(regOp).key, res, len(ops))
+		for _, op := range ops[max(0, len(ops)-80):] {
+			ret := "∞"
+			if op.Return != math.MaxInt64 {
+				ret = fmt.Sprint(op.Return / 1000)
+			}
+			fmt.Fprintf(&b, "\n  client %d [%d, %s] %s", op.ClientId, op.Call/1000, ret, register.DescribeOperation(op.Input, op.Output))
+		}
+	}
+	return b.String()
 }
 
 // TestRegisterModel checks the checker: a read of a value overwritten
