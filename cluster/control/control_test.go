@@ -701,3 +701,37 @@ func TestDropVoter(t *testing.T) {
 		t.Fatalf("the two voters left decide: %v", err)
 	}
 }
+
+// TestGiveUpVote: a leaving voter whose vote no node can take becomes a
+// non-voter that still receives the map; the group of those left
+// decides, and the leader's own vote is refused.
+func TestGiveUpVote(t *testing.T) {
+	nodes := []*testMember{newMember(t, 0), newMember(t, 1), newMember(t, 2)}
+	a := nodes[0]
+	a.start(t, bootstrapWith(3, 3))
+	for _, n := range nodes[1:] {
+		n.start(t, nil)
+		addMember(t, nodes, n.node)
+	}
+	ctx := ctxT(t)
+	if _, err := a.ctl.PromoteVoter(ctx, nodes[1].node, 3); err != nil {
+		t.Fatal(err)
+	}
+	checkSuffrage(t, a.ctl, 3, 0)
+	if _, err := a.ctl.GiveUpVote(ctx, a.node.ID); !errors.Is(err, cluster.ErrVoter) {
+		t.Fatalf("giving up the leader's own vote: %v, want ErrVoter", err)
+	}
+	if _, err := nodes[1].ctl.GiveUpVote(ctx, nodes[2].node.ID); !errors.Is(err, cluster.ErrNotLeader) {
+		t.Fatalf("GiveUpVote on a follower: %v, want ErrNotLeader", err)
+	}
+	m, err := a.ctl.GiveUpVote(ctx, nodes[2].node.ID)
+	if n, _ := m.Node(nodes[2].node.ID); err != nil || n.Voter {
+		t.Fatalf("GiveUpVote: %v, flag %v", err, n.Voter)
+	}
+	checkSuffrage(t, a.ctl, 2, 1)
+	m, err = a.ctl.Propose(ctx, cluster.SetDefault{Name: "none"})
+	if err != nil {
+		t.Fatalf("the two voters left decide: %v", err)
+	}
+	waitSame(t, nodes, func(got *cluster.Map) bool { return got.Epoch == m.Epoch }) // the non-voter still follows
+}
