@@ -159,13 +159,12 @@ func (m *Map) SurvivesDomainLoss(sp scheme.Spec) bool {
 	if m.State != OK {
 		return false
 	}
-	w, t := sp.Nodes(), sp.Tolerance()
 	for i := range m.Shards {
 		sh := &m.Shards[i]
 		if sh.Retired {
 			continue
 		}
-		if most, down := m.DomainSpread(sh, w); most+down > t {
+		if !m.ShardSurvivesDomainLoss(sh, sp) {
 			return false
 		}
 	}
@@ -182,4 +181,11 @@ func (m *Map) Zones() []string {
 		}
 	}
 	return out
+}
+
+// ShardSurvivesDomainLoss is SurvivesDomainLoss for one shard: whether
+// the keys of scheme sp in sh survive the loss of any one failure domain.
+func (m *Map) ShardSurvivesDomainLoss(sh *Shard, sp scheme.Spec) bool {
+	most, down := m.DomainSpread(sh, sp.Nodes())
+	return most+down <= sp.Tolerance()
 }
