@@ -299,3 +299,16 @@ func TestDomainNamesChecked(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A joining node's domains travel in its AddNode.
+func TestAddNodeCarriesDomains(t *testing.T) {
+	in := AddNode{Node: zoned(3, "zone-2", "rack-7")}
+	b, err := EncodeCommand(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := DecodeCommand(b)
+	if got := out.(AddNode).Node; err != nil || got.Zone != "zone-2" || got.Host != "rack-7" {
+		t.Fatalf("decoded %+v, %v", got, err)
+	}
+}
