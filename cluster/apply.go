@@ -85,6 +85,11 @@ func CheckNode(n Node) *Error {
 	if n.PeerAddr == "" || n.ClientAddr == "" {
 		return errorf(ErrBadNode, "node %s needs a client and a peer address", n.ID)
 	}
+	for _, d := range [][2]string{{"zone", n.Zone}, {"host", n.Host}} {
+		if err := checkDomain(d[0], d[1]); err != nil {
+			return errorf(ErrBadNode, "node %s: %s", n.ID, err.Msg)
+		}
+	}
 	return nil
 }
 
@@ -224,13 +229,13 @@ func (m *Map) countState(s NodeState) int {
 
 // form fixes the placement over the Up nodes in join order.
 func (m *Map) form() {
-	var ids []NodeID
+	var up []Node
 	for _, n := range m.Nodes {
 		if n.State == Up {
-			ids = append(ids, n.ID)
+			up = append(up, n)
 		}
 	}
-	m.Shards = Place(ids, keyslot.Count)
+	m.Shards = PlaceNodes(up, keyslot.Count)
 	m.State = OK
 }
 

@@ -223,6 +223,8 @@ type Status struct {
 type StatusNode struct {
 	ID         string `json:"id"`
 	ClientAddr string `json:"client_addr"`
+	Zone       string `json:"zone"`           // failure domain (decision 0021); "" when unset
+	Host       string `json:"host,omitempty"` // machine, when given
 	State      string `json:"state"`
 	Phase      string `json:"phase"` // MemEC §5.2: cluster.Map.Phase
 	Voter      bool   `json:"voter"`
@@ -244,14 +246,17 @@ type StatusNode struct {
 
 // StatusScheme is one scheme's line of the status.
 type StatusScheme struct {
-	Name      string  `json:"name"`
-	Spec      string  `json:"spec"`
-	Default   bool    `json:"default"`
-	Tolerance int     `json:"tolerance"`
-	Keys      int64   `json:"keys"`
-	Logical   int64   `json:"logical_bytes"`
-	Stored    int64   `json:"stored_bytes"`
-	Overhead  float64 `json:"overhead"`
+	Name      string `json:"name"`
+	Spec      string `json:"spec"`
+	Default   bool   `json:"default"`
+	Tolerance int    `json:"tolerance"`
+	// SurvivesDomainLoss: every key survives losing a whole failure
+	// domain (zone, else host, else node) at once (decision 0021).
+	SurvivesDomainLoss bool    `json:"survives_domain_loss"`
+	Keys               int64   `json:"keys"`
+	Logical            int64   `json:"logical_bytes"`
+	Stored             int64   `json:"stored_bytes"`
+	Overhead           float64 `json:"overhead"`
 }
 
 func (n *Node) serveStatus(w http.ResponseWriter, r *http.Request) {
@@ -281,7 +286,7 @@ func (n *Node) status(ctx context.Context) Status {
 	}
 	members, _ := n.Ctl.Members()
 	for _, node := range m.Nodes {
-		line := StatusNode{ID: string(node.ID), ClientAddr: node.ClientAddr, State: node.State.String(),
+		line := StatusNode{ID: string(node.ID), ClientAddr: node.ClientAddr, Zone: node.Zone, Host: node.Host, State: node.State.String(),
 			Phase: m.Phase(node.ID), Voter: node.Voter, Raft: raftPlace(members, node.ID)}
 		for _, sh := range m.Shards {
 			if c, ok := m.CoordinatorOf(&sh); ok && c.ID == node.ID {
@@ -303,7 +308,7 @@ func (n *Node) status(ctx context.Context) Status {
 		if u == nil {
 			u = &commands.SchemeUsage{}
 		}
-		line := StatusScheme{Name: e.Name(), Spec: e.Spec.String(), Default: e.ID == def, Tolerance: e.Spec.Tolerance(),
+		line := StatusScheme{Name: e.Name(), Spec: e.Spec.String(), Default: e.ID == def, Tolerance: e.Spec.Tolerance(), SurvivesDomainLoss: m.SurvivesDomainLoss(e.Spec),
 			Keys: u.Keys, Logical: u.Logical, Stored: u.Stored}
 		if u.Logical > 0 {
 			line.Overhead = float64(u.Stored) / float64(u.Logical)

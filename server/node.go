@@ -178,7 +178,8 @@ func (n *Node) background(ctx context.Context, f func(context.Context)) {
 
 // self is this node as the cluster map records it.
 func (n *Node) self() cluster.Node {
-	return cluster.Node{ID: n.NodeID, ClientAddr: n.Cfg.ClientAddr(), PeerAddr: n.Cfg.PeerAddr(), HTTPAddr: n.Cfg.HTTPAddr()}
+	return cluster.Node{ID: n.NodeID, ClientAddr: n.Cfg.ClientAddr(), PeerAddr: n.Cfg.PeerAddr(), HTTPAddr: n.Cfg.HTTPAddr(),
+		Zone: n.Cfg.Zone, Host: n.Cfg.Host}
 }
 
 func (n *Node) listenPeers() error {

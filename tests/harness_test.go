@@ -75,9 +75,10 @@ type testCluster struct {
 type clusterOptions struct {
 	redirect bool
 	voters   int
-	spares   int      // nodes started with --spare after the n nodes
-	extra    []string // flags for every node
-	pass     string   // --requirepass, given to the founding node
+	spares   int                  // nodes started with --spare after the n nodes
+	extra    []string             // flags for every node
+	perNode  func(i int) []string // flags for node i, when set
+	pass     string               // --requirepass, given to the founding node
 	tls      *certs.Files
 }
 
@@ -120,7 +121,11 @@ func startCluster(t *testing.T, n int, o clusterOptions) *testCluster {
 		if i >= n {
 			args = append(args, "--spare")
 		}
-		c.start(nd, append(args, o.extra...))
+		args = append(args, o.extra...)
+		if o.perNode != nil {
+			args = append(args, o.perNode(i)...)
+		}
+		c.start(nd, args)
 	}
 	if o.tls != nil {
 		c.tls = clientTLS(t, *o.tls)
@@ -246,6 +251,7 @@ type status struct {
 		ID, State  string
 		Phase      string `json:"phase"`
 		ClientAddr string `json:"client_addr"`
+		Zone       string `json:"zone"`
 		Serving    bool   `json:"serving"`
 		Voter      bool   `json:"voter"`
 		Raft       string `json:"raft"`

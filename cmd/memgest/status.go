@@ -192,13 +192,17 @@ func printStatus(out io.Writer, st server.Status, rates map[string]float64) {
 	fmt.Fprintln(out, headline(st))
 	fmt.Fprintln(out)
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NODE\tADDRESS\tSTATE\tPHASE\tSERVING\tVOTER\tSLOTS\tKEYS\tBYTES\tCMDS/S\t")
+	fmt.Fprintln(w, "NODE\tADDRESS\tZONE\tSTATE\tPHASE\tSERVING\tVOTER\tSLOTS\tKEYS\tBYTES\tCMDS/S\t")
 	for _, n := range st.Nodes {
 		rate := "-"
 		if r, ok := rates[n.ID]; ok {
 			rate = fmt.Sprintf("%.0f", r)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\t%v\t%d\t%d\t%d\t%s\t%s\n", n.ID[:12], n.ClientAddr, n.State, n.Phase, n.Serving, n.Voter, n.Slots, n.Keys, n.Bytes, rate, n.Error)
+		zone := n.Zone
+		if zone == "" {
+			zone = "-"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%v\t%v\t%d\t%d\t%d\t%s\t%s\n", n.ID[:12], n.ClientAddr, zone, n.State, n.Phase, n.Serving, n.Voter, n.Slots, n.Keys, n.Bytes, rate, n.Error)
 	}
 	w.Flush()
 	fmt.Fprintln(out)
