@@ -1,5 +1,7 @@
 package cluster
 
+import "slices"
+
 // This file decides how many Raft voters the control plane has and which
 // nodes they are (issue 43, item 4; decision 0018). The control plane
 // must survive every failure the data survives: a cluster whose schemes
@@ -102,17 +104,31 @@ func (m *Map) VoterCandidateCount(leaving NodeID) int {
 }
 
 // voterCandidates ranks the nodes that may take a vote, best first: the
-// non-voters other than skip that can vote (CanVote). Join order ranks
-// them for now. This is the one place that chooses where votes sit: a map
-// that knows failure domains will rank first the candidates of the
-// domains with the fewest voters.
+// non-voters other than skip that can vote (CanVote), the one placement
+// rule's way (decision 0021): first those whose zone, then whose host,
+// holds the fewest live voters, then in join order. This is the one place
+// that chooses where votes sit, so that losing a zone costs as few votes
+// as the nodes allow: five voters over three zones sit two, two and one.
 func voterCandidates(m *Map, skip NodeID) []Node {
+	voting := newCrowd()
 	var out []Node
 	for _, n := range m.Nodes {
-		if !n.Voter && n.ID != skip && n.CanVote() {
+		switch {
+		case n.Voter && n.State != Failed:
+			voting.add(n)
+		case !n.Voter && n.ID != skip && n.CanVote():
 			out = append(out, n)
 		}
 	}
+	slices.SortStableFunc(out, func(a, b Node) int {
+		switch {
+		case voting.less(a, b):
+			return -1
+		case voting.less(b, a):
+			return 1
+		}
+		return 0
+	})
 	return out
 }
 

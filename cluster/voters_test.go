@@ -172,3 +172,31 @@ func nodeIDs(ns []Node) []NodeID {
 	}
 	return out
 }
+
+// TestVotesSpreadOverZones: with nodes joined zone by zone, the votes
+// the leader adds go first to the zones with the fewest voters, so that
+// five voters over three zones sit two, two and one, and no zone's loss
+// takes a quorum (decision 0021's rule, applied to votes).
+func TestVotesSpreadOverZones(t *testing.T) {
+	m := NewMap(6, 3)
+	for i := range 6 {
+		node := testNode(i)
+		node.Zone = []string{"z1", "z1", "z2", "z2", "z3", "z3"}[i]
+		node.Voter = i < 3 // AddMember's first three: z1, z1, z2
+		m = mustApply(t, m, AddNode{Node: node})
+	}
+	m = mustApply(t, m, create(t, "rep:3"))
+	got := VoterPromotions(m, func(NodeID) bool { return true })
+	if ids := nodeIDs(got); len(ids) != 2 || ids[0] != testNode(4).ID || ids[1] != testNode(5).ID {
+		t.Fatalf("promotions %v, want the two nodes of z3 (%s, %s): z1 and z2 vote already", ids, testNode(4).ID, testNode(5).ID)
+	}
+	perZone := map[string]int{}
+	for _, n := range append(slices.Clone(m.Nodes[:3]), got...) {
+		perZone[n.Zone]++
+	}
+	for z, v := range perZone {
+		if v > 2 {
+			t.Fatalf("zone %s holds %d of five votes: losing it loses the quorum (%v)", z, v, perZone)
+		}
+	}
+}
