@@ -668,20 +668,8 @@ func TestPromoteVoter(t *testing.T) {
 // Raft configuration and loses its flag in the map; a live voter's vote,
 // and the leader's own, are never dropped.
 func TestDropVoter(t *testing.T) {
-	nodes := []*testMember{newMember(t, 0), newMember(t, 1), newMember(t, 2)}
-	a := nodes[0]
-	a.start(t, bootstrapWith(3, 3))
-	for _, n := range nodes[1:] {
-		n.start(t, nil)
-		addMember(t, nodes, n.node)
-	}
-	ctx := ctxT(t)
-	// The second node joined as a non-voter (two nodes keep one voter);
-	// the server's voter loop would promote it once the third has joined.
-	if _, err := a.ctl.PromoteVoter(ctx, nodes[1].node, 3); err != nil {
-		t.Fatal(err)
-	}
-	checkSuffrage(t, a.ctl, 3, 0)
+	nodes := threeVoters(t)
+	a, ctx := nodes[0], ctxT(t)
 	if _, err := a.ctl.DropVoter(ctx, nodes[1].node.ID); !errors.Is(err, cluster.ErrBadNode) {
 		t.Fatalf("dropping a live voter: %v, want ErrBadNode", err)
 	}
@@ -706,18 +694,8 @@ func TestDropVoter(t *testing.T) {
 // non-voter that still receives the map; the group of those left
 // decides, and the leader's own vote is refused.
 func TestGiveUpVote(t *testing.T) {
-	nodes := []*testMember{newMember(t, 0), newMember(t, 1), newMember(t, 2)}
-	a := nodes[0]
-	a.start(t, bootstrapWith(3, 3))
-	for _, n := range nodes[1:] {
-		n.start(t, nil)
-		addMember(t, nodes, n.node)
-	}
-	ctx := ctxT(t)
-	if _, err := a.ctl.PromoteVoter(ctx, nodes[1].node, 3); err != nil {
-		t.Fatal(err)
-	}
-	checkSuffrage(t, a.ctl, 3, 0)
+	nodes := threeVoters(t)
+	a, ctx := nodes[0], ctxT(t)
 	if _, err := a.ctl.GiveUpVote(ctx, a.node.ID); !errors.Is(err, cluster.ErrVoter) {
 		t.Fatalf("giving up the leader's own vote: %v, want ErrVoter", err)
 	}
@@ -734,4 +712,24 @@ func TestGiveUpVote(t *testing.T) {
 		t.Fatalf("the two voters left decide: %v", err)
 	}
 	waitSame(t, nodes, func(got *cluster.Map) bool { return got.Epoch == m.Epoch }) // the non-voter still follows
+}
+
+// threeVoters starts three members, the first founding the cluster with
+// --voters 3, and has all three vote: the second joined as a non-voter
+// (two nodes keep one voter), which the server's voter loop would
+// promote once the third has joined.
+func threeVoters(t *testing.T) []*testMember {
+	t.Helper()
+	nodes := []*testMember{newMember(t, 0), newMember(t, 1), newMember(t, 2)}
+	a := nodes[0]
+	a.start(t, bootstrapWith(3, 3))
+	for _, n := range nodes[1:] {
+		n.start(t, nil)
+		addMember(t, nodes, n.node)
+	}
+	if _, err := a.ctl.PromoteVoter(ctxT(t), nodes[1].node, 3); err != nil {
+		t.Fatal(err)
+	}
+	checkSuffrage(t, a.ctl, 3, 0)
+	return nodes
 }

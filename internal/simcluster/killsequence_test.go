@@ -48,8 +48,15 @@ func TestKillSequence(t *testing.T) {
 // sequenceLoad writes perScheme keys of none, rep:3 and split:4+2.
 func sequenceLoad(t *testing.T, c *simcluster.Cluster, perScheme int) []*written {
 	t.Helper()
+	return writeKeys(t, c, []string{"none", "rep:3", "split:4+2"}, perScheme)
+}
+
+// writeKeys writes perScheme keys "<spec>:<i>" of each of specs and waits
+// until the directory names those it keeps entries for, twice.
+func writeKeys(t *testing.T, c *simcluster.Cluster, specs []string, perScheme int) []*written {
+	t.Helper()
 	var keys []*written
-	for _, spec := range []string{"none", "rep:3", "split:4+2"} {
+	for _, spec := range specs {
 		for i := range perScheme {
 			k := fmt.Sprintf("%s:%d", spec, i)
 			w := &written{key: k, spec: spec, value: value(c, spec, k)}
@@ -59,7 +66,7 @@ func sequenceLoad(t *testing.T, c *simcluster.Cluster, perScheme int) []*written
 			keys = append(keys, w)
 		}
 	}
-	c.AwaitDirectory(2 * len(keys))
+	c.AwaitDirectory(2 * directoryNamed(keys))
 	return keys
 }
 

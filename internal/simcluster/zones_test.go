@@ -35,18 +35,7 @@ func TestZoneLossLosesNothing(t *testing.T) {
 			t.Fatalf("SCHEME.INFO %s: survives_domain_loss %d, failure_domain %s; want 1, zone", spec, got, info["failure_domain"].Text())
 		}
 	}
-	var keys []*written
-	for _, spec := range zoneSchemes {
-		for i := range 60 {
-			k := fmt.Sprintf("%s:%d", spec, i)
-			w := &written{key: k, spec: spec, value: value(c, spec, k)}
-			if r := c.DoQuiet(c.AnyLive(), "SET", k, w.value, "SCHEME", spec); r.Text() != "OK" {
-				t.Fatalf("SET %s = %s", k, simcluster.Render(r))
-			}
-			keys = append(keys, w)
-		}
-	}
-	c.AwaitDirectory(2 * directoryNamed(keys))
+	keys := writeKeys(t, c, zoneSchemes, 60)
 	var zone []int // zone-2's nodes
 	for i := range c.Len() {
 		if c.MapNode(i).Zone == "zone-2" {
