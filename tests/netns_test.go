@@ -119,7 +119,7 @@ func TestNetnsCluster(t *testing.T) {
 	// Step 4: a spare joins from a fifth namespace.
 	spare := c.start(spareHost, c.serverArgs(spareHost, c.secret, "--join", c.nodes[0].peerAddr(), "--spare"))
 	c.waitFormed(30*time.Second, 5)
-	if out, rows := c.statusTable(c.nodes[0]); len(rows[spare.addr()]) == 0 || rows[spare.addr()][0] != "spare" {
+	if out, rows := c.statusTable(c.nodes[0]); rows[spare.addr()]["STATE"] != "spare" {
 		t.Fatalf("memgest status does not show %s as a spare:\n%s", spare.addr(), out)
 	}
 
@@ -529,11 +529,10 @@ func (c *nsCluster) checkStatusAfterFailure(from, victim, spare *nsNode) {
 	c.t.Helper()
 	out, rows := c.statusTable(from)
 	v, s := rows[victim.addr()], rows[spare.addr()]
-	// Columns after ADDRESS: STATE PHASE SERVING VOTER SLOTS KEYS BYTES CMDS/S.
-	if len(v) < 6 || v[0] != "failed" {
+	if v["STATE"] != "failed" {
 		c.t.Fatalf("memgest status does not show %s failed:\n%s", victim.addr(), out)
 	}
-	if len(s) < 6 || s[0] != "up" || s[4] == "0" || s[5] == "0" {
+	if s["STATE"] != "up" || s["SLOTS"] == "0" || s["KEYS"] == "0" {
 		c.t.Fatalf("memgest status does not show the spare %s up with slots and keys:\n%s", spare.addr(), out)
 	}
 	if !strings.Contains(out, "REBUILD done") {
