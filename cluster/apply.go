@@ -49,7 +49,7 @@ func (c Init) apply(m *Map) (*Map, error) {
 		return nil, errorf(ErrBadCommand, "expect must be 1..%d nodes, got %d", keyslot.Count, c.Expect)
 	}
 	if !ValidVoters(c.Voters) {
-		return nil, errorf(ErrBadCommand, "voters must be 1, 3 or 5, got %d", c.Voters)
+		return nil, errorf(ErrBadCommand, "voters must be 1, 3, 5 or 7, got %d", c.Voters)
 	}
 	if !c.Password.valid() {
 		return nil, errorf(ErrBadCommand, "malformed password digest")
@@ -84,6 +84,11 @@ func CheckNode(n Node) *Error {
 	}
 	if n.PeerAddr == "" || n.ClientAddr == "" {
 		return errorf(ErrBadNode, "node %s needs a client and a peer address", n.ID)
+	}
+	for _, d := range [][2]string{{"zone", n.Zone}, {"host", n.Host}} {
+		if err := checkDomain(d[0], d[1]); err != nil {
+			return errorf(ErrBadNode, "node %s: %s", n.ID, err.Msg)
+		}
 	}
 	return nil
 }
@@ -224,13 +229,13 @@ func (m *Map) countState(s NodeState) int {
 
 // form fixes the placement over the Up nodes in join order.
 func (m *Map) form() {
-	var ids []NodeID
+	var up []Node
 	for _, n := range m.Nodes {
 		if n.State == Up {
-			ids = append(ids, n.ID)
+			up = append(up, n)
 		}
 	}
-	m.Shards = Place(ids, keyslot.Count)
+	m.Shards = PlaceNodes(up, keyslot.Count)
 	m.State = OK
 }
 

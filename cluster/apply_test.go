@@ -95,7 +95,7 @@ func TestApplyRefusals(t *testing.T) {
 		{"not initialised", EmptyMap(), AddNode{Node: testNode(0)}, ErrNotInitialised, "cluster: the map is not initialised yet (no Init command applied)"},
 		{"init again", five, Init{Expect: 3, Voters: 3}, ErrBadCommand, "cluster: the cluster is already initialised (expect 5, voters 3)"},
 		{"init expect", EmptyMap(), Init{Expect: 0, Voters: 3}, ErrBadCommand, "cluster: expect must be 1..16384 nodes, got 0"},
-		{"init voters", EmptyMap(), Init{Expect: 3, Voters: 4}, ErrBadCommand, "cluster: voters must be 1, 3 or 5, got 4"},
+		{"init voters", EmptyMap(), Init{Expect: 3, Voters: 4}, ErrBadCommand, "cluster: voters must be 1, 3, 5 or 7, got 4"},
 		{"bad node id", five, AddNode{Node: Node{ID: "n1", ClientAddr: "a", PeerAddr: "b"}}, ErrBadNode, `cluster: node id "n1" is not 40 lowercase hex characters`},
 		{"no peer addr", five, AddNode{Node: Node{ID: testNode(9).ID, ClientAddr: "a"}}, ErrBadNode, "cluster: node " + string(testNode(9).ID) + " needs a client and a peer address"},
 		{"address clash", five, AddNode{Node: clash}, ErrBadNode, "cluster: node " + string(clash.ID) + ": address already used by node " + string(testNode(0).ID)},

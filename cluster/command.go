@@ -26,7 +26,7 @@ type Command interface {
 // the same map from the log alone whatever its own configuration says.
 type Init struct {
 	Expect int `json:"expect"` // nodes expected before the placement is fixed
-	Voters int `json:"voters"` // Raft voters: 1, 3 or 5
+	Voters int `json:"voters"` // the fewest Raft voters: 1, 3, 5 or 7 (VoterTarget)
 	// Password is the clients' password (requirepass), or nil for none.
 	Password *Password `json:"password,omitempty"`
 }
@@ -177,12 +177,14 @@ type addNodeJSON struct {
 	HTTPAddr   string `json:"http_addr,omitempty"`
 	Voter      bool   `json:"voter"`
 	Spare      bool   `json:"spare,omitempty"`
+	Zone       string `json:"zone,omitempty"`
+	Host       string `json:"host,omitempty"`
 }
 
 // MarshalJSON encodes the fields AddNode reads (not the state).
 func (c AddNode) MarshalJSON() ([]byte, error) {
 	n := c.Node
-	return json.Marshal(addNodeJSON{n.ID, n.ClientAddr, n.PeerAddr, n.HTTPAddr, n.Voter, c.Spare})
+	return json.Marshal(addNodeJSON{n.ID, n.ClientAddr, n.PeerAddr, n.HTTPAddr, n.Voter, c.Spare, n.Zone, n.Host})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -191,7 +193,8 @@ func (c *AddNode) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	c.Node = Node{ID: j.ID, ClientAddr: j.ClientAddr, PeerAddr: j.PeerAddr, HTTPAddr: j.HTTPAddr, Voter: j.Voter}
+	c.Node = Node{ID: j.ID, ClientAddr: j.ClientAddr, PeerAddr: j.PeerAddr, HTTPAddr: j.HTTPAddr, Voter: j.Voter,
+		Zone: j.Zone, Host: j.Host}
 	c.Spare = j.Spare
 	return nil
 }

@@ -76,7 +76,7 @@ func (m *Map) validateHeader() error {
 		return errorf(ErrBadMap, "expect %d out of range 1..%d", m.Expect, keyslot.Count)
 	}
 	if !ValidVoters(m.Voters) {
-		return errorf(ErrBadMap, "voters %d, want 1, 3 or 5", m.Voters)
+		return errorf(ErrBadMap, "voters %d, want 1, 3, 5 or 7", m.Voters)
 	}
 	if !m.Password.valid() {
 		return errorf(ErrBadMap, "malformed password digest")
@@ -88,9 +88,6 @@ func (m *Map) validateHeader() error {
 	}
 	return nil
 }
-
-// ValidVoters says whether v is a Raft voter count memgest allows: 1, 3 or 5.
-func ValidVoters(v int) bool { return v == 1 || v == 3 || v == 5 }
 
 func (m *Map) validateNodes() error {
 	seen := map[string]NodeID{}

@@ -47,7 +47,7 @@ func (c MarkFailed) apply(m *Map) (*Map, error) {
 	}
 	next := m.Clone()
 	next.Nodes[m.index().node[c.ID]].State = Failed
-	spare := m.firstSpare()
+	spare := m.pickSpare(n)
 	for i, sh := range m.Shards {
 		if sh.Retired {
 			continue
@@ -157,14 +157,36 @@ func (sh *Shard) addRebuild(p int) {
 	sh.RebuildRound++
 }
 
-// firstSpare is the position in Nodes of the first spare, or -1.
-func (m *Map) firstSpare() int {
+// pickSpare is the position in Nodes of the spare that takes the places
+// of failed node f, or -1 when there is none. The placement rule
+// (domain.go) decides: a spare in f's zone and on f's host keeps every
+// placement's spread exactly, so it comes first; then one in f's zone;
+// then the least crowded by the up nodes; then join order. Without
+// domains that is the first spare in join order.
+func (m *Map) pickSpare(f Node) int {
+	var spares []Node
+	var at []int
 	for i, n := range m.Nodes {
 		if n.State == Spare {
-			return i
+			spares, at = append(spares, n), append(at, i)
 		}
 	}
-	return -1
+	if len(spares) == 0 {
+		return -1
+	}
+	if i := slices.IndexFunc(spares, func(n Node) bool { return n.Zone == f.Zone && n.Host == f.Host && n.Host != "" }); i >= 0 {
+		return at[i]
+	}
+	if i := slices.IndexFunc(spares, func(n Node) bool { return n.Zone == f.Zone && n.Zone != "" }); i >= 0 {
+		return at[i]
+	}
+	c := newCrowd()
+	for _, n := range m.Nodes {
+		if n.State == Up && n.ID != f.ID {
+			c.add(n)
+		}
+	}
+	return at[c.leastCrowded(spares)]
 }
 
 // fillFromSpares gives the places of failed nodes still in placements to
@@ -175,7 +197,7 @@ func (m *Map) fillFromSpares() {
 		if f.State != Failed || !m.placedNode(f.ID) {
 			continue
 		}
-		spare := m.firstSpare()
+		spare := m.pickSpare(f)
 		if spare < 0 {
 			return
 		}

@@ -29,7 +29,10 @@ type StandIn struct {
 // (Shard.StandIns, kept by Apply), so a later failure never moves a stand-in
 // that still holds its pieces; a position whose stand-in changes is listed
 // for rebuild. Positions without a recorded stand-in (a width no scheme
-// uses) take the first free up node past the width, in position order.
+// uses) take, in position order, the free up node past the width that the
+// placement rule (domain.go) picks: the one whose zone, then host, holds
+// the fewest of the positions' up holders; the first in placement order
+// without domains.
 func (m *Map) Holders(sh *Shard, width int) []Node {
 	width = min(width, len(sh.Placement))
 	out := make([]Node, width)
@@ -53,18 +56,26 @@ func (m *Map) Holders(sh *Shard, width int) []Node {
 			used = append(used, n.ID)
 		}
 	}
-	next := width // where to look for the next stand-in
+	var free []Node // up nodes past the width standing in for nothing
+	for _, id := range sh.Placement[width:] {
+		if s, _ := m.Node(id); s.State == Up && !slices.Contains(used, s.ID) {
+			free = append(free, s)
+		}
+	}
+	c := newCrowd() // the placement rule (domain.go), over the up holders
+	for _, h := range out {
+		if h.State == Up {
+			c.add(h)
+		}
+	}
 	for p := range out {
-		if out[p].State == Up {
+		if out[p].State == Up || len(free) == 0 {
 			continue
 		}
-		for ; next < len(sh.Placement); next++ {
-			if s, _ := m.Node(sh.Placement[next]); s.State == Up && !slices.Contains(used, s.ID) {
-				out[p] = s
-				next++
-				break
-			}
-		}
+		k := c.leastCrowded(free)
+		out[p] = free[k]
+		c.add(free[k])
+		free = slices.Delete(free, k, k+1)
 	}
 	return out
 }

@@ -130,7 +130,7 @@ type Map struct {
 	Epoch        uint64        `json:"epoch"`  // +1 on every change
 	State        ClusterState  `json:"state"`  //
 	Expect       int           `json:"expect"` // nodes expected before the placement is fixed
-	Voters       int           `json:"voters"` // Raft voters wanted: 1, 3 or 5
+	Voters       int           `json:"voters"` // the fewest Raft voters (--voters: 1, 3, 5 or 7); VoterTarget may call for more
 	Nodes        []Node        `json:"nodes"`  // in join order
 	Shards       []Shard       `json:"shards"` // by slot range; empty while forming
 	Schemes      []SchemeEntry `json:"schemes"`
@@ -199,8 +199,9 @@ func EmptyMap() *Map {
 }
 
 // NewMap returns the first map of a cluster (epoch 1): forming, expecting
-// expect nodes with voters Raft voters, and `none` (id 1) as the default
-// scheme. It panics unless 1 ≤ expect ≤ keyslot.Count and voters is 1, 3 or 5.
+// expect nodes with at least voters Raft voters, and `none` (id 1) as the
+// default scheme. It panics unless 1 ≤ expect ≤ keyslot.Count and
+// ValidVoters(voters).
 func NewMap(expect, voters int) *Map {
 	m, err := Apply(EmptyMap(), Init{Expect: expect, Voters: voters})
 	if err != nil {

@@ -95,6 +95,11 @@ type Node struct {
 	// Draining marks an up node being emptied (Drain): it serves what it
 	// holds, and a rebalance moves all of it elsewhere.
 	Draining bool `json:"draining,omitempty"`
+	// Zone and Host name the node's failure domains (decision 0021):
+	// nodes sharing one may fail together, so placement spreads every
+	// shard's positions over distinct zones, then hosts. Optional.
+	Zone string `json:"zone,omitempty"`
+	Host string `json:"host,omitempty"`
 }
 
 // Gone says whether the node failed or left the cluster: it holds nothing
@@ -104,5 +109,5 @@ func (n Node) Gone() bool { return n.State == Failed || n.State == Left }
 // sameEndpoint reports whether n and o differ in nothing AddNode may update.
 func (n Node) sameEndpoint(o Node) bool {
 	return n.ClientAddr == o.ClientAddr && n.PeerAddr == o.PeerAddr &&
-		n.HTTPAddr == o.HTTPAddr && n.Voter == o.Voter
+		n.HTTPAddr == o.HTTPAddr && n.Voter == o.Voter && n.Zone == o.Zone && n.Host == o.Host
 }

@@ -136,7 +136,8 @@ func (p *planner) nextDrain() Command {
 						taken = append(taken, n)
 					}
 				}
-				to := p.leastAt(pos, taken)
+				near := slices.Delete(slices.Clone(sh.Placement), pos, pos+1)
+				to := p.leastAt(pos, taken, near)
 				if to == "" {
 					return nil
 				}
@@ -218,7 +219,7 @@ func (p *planner) migrate(sh *Shard, first, last int) Command {
 func (p *planner) migrateTo(sh *Shard, first, last int, to NodeID) Command {
 	placement := []NodeID{to}
 	for pos := 1; pos < p.m.Width(); pos++ {
-		n := p.leastAt(pos, placement)
+		n := p.leastAt(pos, placement, placement)
 		if n == "" {
 			return nil
 		}
@@ -231,16 +232,21 @@ func (p *planner) migrateTo(sh *Shard, first, last int, to NodeID) Command {
 	return Migrate{From: sh.ID, First: first, Last: last, Placement: placement}
 }
 
-// leastAt is the data node not in taken that holds the fewest slots at
-// position pos, or "" when every data node is taken.
-func (p *planner) leastAt(pos int, taken []NodeID) NodeID {
+// leastAt is the data node not in taken that the placement rule
+// (domain.go) picks for position pos next to the nodes of near: the one
+// whose zone, then host, holds the fewest of near, and among those the one
+// holding the fewest slots at pos; "" when every data node is taken.
+func (p *planner) leastAt(pos int, taken, near []NodeID) NodeID {
+	c := p.m.crowdOf(near)
 	var best NodeID
+	var bestNode Node
 	for _, id := range p.data {
 		if slices.Contains(taken, id) {
 			continue
 		}
-		if best == "" || p.pos[pos][id] < p.pos[pos][best] {
-			best = id
+		n, _ := p.m.Node(id)
+		if best == "" || c.less(n, bestNode) || !c.less(bestNode, n) && p.pos[pos][id] < p.pos[pos][best] {
+			best, bestNode = id, n
 		}
 	}
 	return best

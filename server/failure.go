@@ -86,6 +86,7 @@ const retryInterval = 25 * time.Millisecond
 // it reports whether it did.
 func (n *Node) heartbeat(ctx context.Context) bool {
 	sent := n.MonoNow()
+	n.watchLeader(sent)
 	m := n.Ctl.Map()
 	if n.Ctl.IsLeader() {
 		if self, ok := m.Node(n.NodeID); ok && self.State == cluster.Failed {
@@ -298,7 +299,7 @@ func (n *Node) detectFailures(ctx context.Context) {
 			}
 			n.Log.Warn("node marked failed", "node", id)
 			if failed, _ := m.Node(id); failed.Voter {
-				n.replaceVoter(pctx, m, id)
+				n.replaceVoter(pctx, id)
 			}
 		}()
 	}
@@ -311,35 +312,6 @@ func nodeStates(m *cluster.Map) map[string]int {
 		out[node.State.String()]++
 	}
 	return out
-}
-
-// replaceVoter gives a failed voter's vote to a live non-voter that the
-// detector heard from recently, so the control plane keeps its size of
-// voters and survives another failure.
-func (n *Node) replaceVoter(ctx context.Context, m *cluster.Map, failed cluster.NodeID) {
-	node, ok := n.voterCandidate(m, failed)
-	if !ok {
-		n.Log.Warn("no live non-voter to replace a failed voter", "failed", failed)
-		return
-	}
-	if _, err := n.Ctl.ReplaceVoter(ctx, failed, node); err != nil {
-		n.Log.Warn("replacing a failed voter", "failed", failed, "with", node.ID, "err", err)
-		return
-	}
-	n.Log.Warn("voter replaced", "failed", failed, "with", node.ID)
-}
-
-// voterCandidate is a live non-voter other than leaving that is not
-// draining and that the detector heard from recently: the node a failed or
-// drained voter hands its vote to.
-func (n *Node) voterCandidate(m *cluster.Map, leaving cluster.NodeID) (cluster.Node, bool) {
-	for _, node := range m.Nodes {
-		if !node.Voter && node.ID != leaving && !node.Draining && (node.State == cluster.Up || node.State == cluster.Spare) &&
-			n.detector.Fresh(node.ID, n.Cfg.FailureTimeout/2) {
-			return node, true
-		}
-	}
-	return cluster.Node{}, false
 }
 
 // readmit proposes, in the background and once at a time per node, that a

@@ -102,7 +102,8 @@ func (n *Node) serveReady(w http.ResponseWriter, _ *http.Request) {
 }
 
 // unready says why this node is not ready, or "" when it is: the cluster
-// has formed, the node is in the map as up or spare, its lease holds, and
+// has formed, the node is in the map as up or spare, it has known a Raft
+// leader within the failure timeout (noQuorum), its lease holds, and
 // it neither recovers the records of a shard it coordinates nor holds a
 // position awaiting a rebuild. A PodDisruptionBudget counts on the last:
 // the next node is not taken down while this one is being refilled.
@@ -118,6 +119,11 @@ func (n *Node) unready() string {
 		return "failed: the cluster marked this node failed"
 	case n.Lease.Fenced.Load():
 		return "fenced: this node waits to be readmitted"
+	}
+	if why := n.noQuorum(); why != "" {
+		return why
+	}
+	switch {
 	case !n.Serving():
 		return "lease lapsed: no heartbeat renewed this node's lease"
 	}
@@ -177,12 +183,26 @@ func (st Status) Serving() bool {
 }
 
 type Status struct {
-	Node    string         `json:"node"`
-	Epoch   uint64         `json:"epoch"`
-	State   string         `json:"state"`
-	Leader  string         `json:"leader"`
-	Nodes   []StatusNode   `json:"nodes"`
-	Schemes []StatusScheme `json:"schemes"`
+	Node   string `json:"node"`
+	Epoch  uint64 `json:"epoch"`
+	State  string `json:"state"`
+	Leader string `json:"leader"`
+	// Quorum says whether the answering node knows a Raft leader: one that
+	// a quorum of voters elected and still follows (a leader that loses
+	// its quorum steps down within Raft's leader lease). Without one no
+	// map change commits and no lease is renewed: once leases lapse, every
+	// key command answers CLUSTERDOWN. NoLeaderSeconds is how long the
+	// answering node has known none.
+	Quorum          bool    `json:"quorum"`
+	NoLeaderSeconds float64 `json:"no_leader_seconds,omitempty"`
+	// Voters counts the nodes the map flags as Raft voters, VotersUp those
+	// of them not marked failed that answered this status's request, and
+	// VoterTarget the voters the map calls for (cluster.VoterTarget).
+	Voters      int            `json:"voters"`
+	VotersUp    int            `json:"voters_up"`
+	VoterTarget int            `json:"voter_target"`
+	Nodes       []StatusNode   `json:"nodes"`
+	Schemes     []StatusScheme `json:"schemes"`
 	// Lost lists keys lost beyond their scheme's tolerance (up to 100 per
 	// node); LostCount counts them all.
 	Lost      []kind.LostKey `json:"lost,omitempty"`
@@ -203,6 +223,8 @@ type Status struct {
 type StatusNode struct {
 	ID         string `json:"id"`
 	ClientAddr string `json:"client_addr"`
+	Zone       string `json:"zone"`           // failure domain (decision 0021); "" when unset
+	Host       string `json:"host,omitempty"` // machine, when given
 	State      string `json:"state"`
 	Phase      string `json:"phase"` // MemEC §5.2: cluster.Map.Phase
 	Voter      bool   `json:"voter"`
@@ -224,14 +246,17 @@ type StatusNode struct {
 
 // StatusScheme is one scheme's line of the status.
 type StatusScheme struct {
-	Name      string  `json:"name"`
-	Spec      string  `json:"spec"`
-	Default   bool    `json:"default"`
-	Tolerance int     `json:"tolerance"`
-	Keys      int64   `json:"keys"`
-	Logical   int64   `json:"logical_bytes"`
-	Stored    int64   `json:"stored_bytes"`
-	Overhead  float64 `json:"overhead"`
+	Name      string `json:"name"`
+	Spec      string `json:"spec"`
+	Default   bool   `json:"default"`
+	Tolerance int    `json:"tolerance"`
+	// SurvivesDomainLoss: every key survives losing a whole failure
+	// domain (zone, else host, else node) at once (decision 0021).
+	SurvivesDomainLoss bool    `json:"survives_domain_loss"`
+	Keys               int64   `json:"keys"`
+	Logical            int64   `json:"logical_bytes"`
+	Stored             int64   `json:"stored_bytes"`
+	Overhead           float64 `json:"overhead"`
 }
 
 func (n *Node) serveStatus(w http.ResponseWriter, r *http.Request) {
@@ -254,13 +279,14 @@ func (n *Node) status(ctx context.Context) Status {
 		st.Migration = st.Migration.Add(s.Migration)
 	}
 	st.Rebuild.PendingBytes = core.PendingLevels(m, st.Rebuild.PendingBytes)
+	n.quorumStatus(&st, m, func(id cluster.NodeID) bool { _, ok := byNode[string(id)]; return ok })
 	st.ShardsImporting = len(m.Importing())
 	if r := m.Rebalance; r != nil {
 		st.Rebalance = fmt.Sprintf("running: %s/s per migration, %d at once", commands.HumanBytes(r.Rate), r.Parallel)
 	}
 	members, _ := n.Ctl.Members()
 	for _, node := range m.Nodes {
-		line := StatusNode{ID: string(node.ID), ClientAddr: node.ClientAddr, State: node.State.String(),
+		line := StatusNode{ID: string(node.ID), ClientAddr: node.ClientAddr, Zone: node.Zone, Host: node.Host, State: node.State.String(),
 			Phase: m.Phase(node.ID), Voter: node.Voter, Raft: raftPlace(members, node.ID)}
 		for _, sh := range m.Shards {
 			if c, ok := m.CoordinatorOf(&sh); ok && c.ID == node.ID {
@@ -282,7 +308,7 @@ func (n *Node) status(ctx context.Context) Status {
 		if u == nil {
 			u = &commands.SchemeUsage{}
 		}
-		line := StatusScheme{Name: e.Name(), Spec: e.Spec.String(), Default: e.ID == def, Tolerance: e.Spec.Tolerance(),
+		line := StatusScheme{Name: e.Name(), Spec: e.Spec.String(), Default: e.ID == def, Tolerance: e.Spec.Tolerance(), SurvivesDomainLoss: m.SurvivesDomainLoss(e.Spec),
 			Keys: u.Keys, Logical: u.Logical, Stored: u.Stored}
 		if u.Logical > 0 {
 			line.Overhead = float64(u.Stored) / float64(u.Logical)

@@ -47,6 +47,25 @@ func TestReadyEndpoint(t *testing.T) {
 			node: func(n *Node) { n.fence() }},
 		{name: "lease lapsed", m: func(t *testing.T) *cluster.Map { return testMap(t, 3) }, self: id(1), code: 503, body: "lease lapsed",
 			node: func(n *Node) { n.Lease.Until.Store(0) }},
+		// Issue 43: two of three voters dead, no leader for good; the
+		// lease lapses too, but the reason is the control plane's.
+		{name: "no leader past the failure timeout", m: func(t *testing.T) *cluster.Map { return testMap(t, 3) }, self: id(1), code: 503,
+			body: "no quorum", node: func(n *Node) {
+				n.Cfg.FailureTimeout = time.Second
+				n.leaders.look(false, n.MonoNow()-int64(2*time.Second))
+				n.Lease.Until.Store(0)
+			}},
+		{name: "no leader during an election", m: func(t *testing.T) *cluster.Map { return testMap(t, 3) }, self: id(1), code: 200,
+			body: "ready", node: func(n *Node) {
+				n.Cfg.FailureTimeout = time.Hour
+				n.leaders.look(false, n.MonoNow())
+			}},
+		{name: "a leader again", m: func(t *testing.T) *cluster.Map { return testMap(t, 3) }, self: id(1), code: 200,
+			body: "ready", node: func(n *Node) {
+				n.Cfg.FailureTimeout = time.Second
+				n.leaders.look(false, n.MonoNow()-int64(2*time.Second))
+				n.leaders.look(true, n.MonoNow())
+			}},
 		{name: "rejoined, its positions rebuilding", self: id(1), code: 503, body: "rebuilding",
 			m: func(t *testing.T) *cluster.Map {
 				return mustApply(t, mustApply(t, testMap(t, 3), cluster.MarkFailed{ID: id(1)}), cluster.Rejoin{ID: id(1)})

@@ -14,8 +14,9 @@ import (
 // leader kept replicating to it and logged a failed heartbeat about four
 // times a second. Now the leader takes a failed non-voter out of the
 // configuration, and readmit (failure.go) makes it a member again when it
-// comes back. A voter is never removed that way, which could cost the
-// quorum: its vote passes to a live non-voter first (replaceVoter).
+// comes back. A voter is never removed that way: its vote passes to a
+// live non-voter (replaceVoter), or, when no node can take it, is dropped
+// with the member (Plane.DropVoter).
 //
 // A node out of the configuration hears from no leader, so Raft cannot
 // tell it where to send its heartbeats, and its heartbeats are how it is
@@ -25,8 +26,8 @@ import (
 
 // pruneMembers starts, on the leader, the Raft changes the map calls for:
 // a failed non-voter leaves the configuration, and a failed voter still in
-// it hands its vote to a live non-voter (when the leader that marked it
-// could not: no candidate then, or it lost the leadership). A node with a
+// it hands its vote to a live non-voter or loses it (when the leader that
+// marked it did not: it lost the leadership, say). A node with a
 // map change under way (being marked, being readmitted) waits for the
 // next tick.
 func (n *Node) pruneMembers(ctx context.Context, m *cluster.Map) {
@@ -38,24 +39,29 @@ func (n *Node) pruneMembers(ctx context.Context, m *cluster.Map) {
 		if node, ok := m.Node(mem.ID); !ok || node.State != cluster.Failed {
 			continue
 		}
-		if _, ok := n.voterCandidate(m, mem.ID); mem.Voter && !ok {
-			continue // it keeps its vote until a live node can take it
-		}
 		if !n.detector.ClaimMarking(mem.ID) {
 			continue
 		}
-		go n.prune(ctx, m, mem)
+		go n.prune(ctx, mem)
 	}
 }
 
 // prune takes the failed member mem out of the Raft configuration, or
-// hands its vote on.
-func (n *Node) prune(ctx context.Context, m *cluster.Map, mem control.Member) {
+// hands its vote on (or drops it: replaceVoter). A voter whose vote the
+// map has passed on already (a leader's hand-over of its own vote that
+// stopped short of its removal) only leaves.
+func (n *Node) prune(ctx context.Context, mem control.Member) {
 	defer n.detector.SetMarking(mem.ID, false)
 	ctx, cancel := context.WithTimeout(ctx, n.Cfg.PeerTimeout)
 	defer cancel()
+	if node, _ := n.Ctl.Map().Node(mem.ID); mem.Voter && !node.Voter {
+		n.votes.Lock()
+		defer n.votes.Unlock()
+		n.dropVoter(ctx, mem.ID)
+		return
+	}
 	if mem.Voter {
-		n.replaceVoter(ctx, m, mem.ID)
+		n.replaceVoter(ctx, mem.ID)
 		return
 	}
 	if err := n.Ctl.RemoveMember(ctx, mem.ID); err != nil {

@@ -42,6 +42,9 @@ type Node struct {
 	repair      *repair.Repairer // recovery, rebuild, sweep and scrub
 	stripes     *stripe.Engine   // stripe:K+M chunks and parity, and the chunks recovery deferred
 
+	votes   sync.Mutex  // held while a change of the Raft voters is chosen and made (voters.go)
+	leaders leaderWatch // since when this node has known no Raft leader (quorum.go)
+
 	trust       trust             // cluster secret and TLS (trust.go)
 	ownPassword *cluster.Password // --requirepass, before the map has the cluster's (auth.go)
 	failed      chan error        // a reason the node cannot go on (Failed)
@@ -151,6 +154,7 @@ func (n *Node) startLoops() {
 	n.background(ctx, n.cmds.ExportLoop)
 	n.background(ctx, n.rebalanceLoop)
 	n.background(ctx, n.detectLoop)
+	n.background(ctx, n.voterLoop)
 	n.background(ctx, n.DirectoryLoop)
 	n.background(ctx, n.repair.ScrubLoop)
 	n.background(ctx, n.repair.SweepLoop)
@@ -174,7 +178,8 @@ func (n *Node) background(ctx context.Context, f func(context.Context)) {
 
 // self is this node as the cluster map records it.
 func (n *Node) self() cluster.Node {
-	return cluster.Node{ID: n.NodeID, ClientAddr: n.Cfg.ClientAddr(), PeerAddr: n.Cfg.PeerAddr(), HTTPAddr: n.Cfg.HTTPAddr()}
+	return cluster.Node{ID: n.NodeID, ClientAddr: n.Cfg.ClientAddr(), PeerAddr: n.Cfg.PeerAddr(), HTTPAddr: n.Cfg.HTTPAddr(),
+		Zone: n.Cfg.Zone, Host: n.Cfg.Host}
 }
 
 func (n *Node) listenPeers() error {

@@ -61,10 +61,9 @@ func (n *Node) rebalanceStep(ctx context.Context, m *cluster.Map) error {
 
 // removeDrained takes a drained node out, once no retired shard's
 // stripe list it is placed in holds objects (retiredListsHeld): a voter
-// first hands its vote to a live non-voter (voterCandidate;
-// Plane.HandOverVote); then the node is marked left, which it sees, and
-// leaves Raft. A drained leader hands leadership over first
-// (handOverLeadership).
+// first hands its vote to a live non-voter (handOverVote); then the node
+// is marked left, which it sees, and leaves Raft. A drained leader hands
+// leadership over first (handOverLeadership).
 func (n *Node) removeDrained(ctx context.Context, id cluster.NodeID) error {
 	m := n.Ctl.Map()
 	node, ok := m.Node(id)
@@ -83,11 +82,7 @@ func (n *Node) removeDrained(ctx context.Context, id cluster.NodeID) error {
 		return n.handOverLeadership(ctx, m)
 	}
 	if node.Voter {
-		heir, ok := n.voterCandidate(m, id)
-		if !ok {
-			return fmt.Errorf("node %s votes and no live non-voter can take its vote", id)
-		}
-		if _, err := n.Ctl.HandOverVote(ctx, id, heir); err != nil {
+		if err := n.handOverVote(ctx, id); err != nil {
 			return err
 		}
 	}
@@ -95,6 +90,29 @@ func (n *Node) removeDrained(ctx context.Context, id cluster.NodeID) error {
 		return err
 	}
 	return n.Ctl.RemoveMember(ctx, id)
+}
+
+// handOverVote passes drained voter id's vote to a live non-voter
+// (cluster.VoterHeir; Plane.HandOverVote), chosen under Node.votes as
+// every change of the voters is (voters.go). When every node that stays
+// votes already, id gives its vote up (Plane.GiveUpVote): the drain an
+// operator asked for finishes, with a group as large as the nodes left
+// allow (TestNetnsCluster drains one of five voters of five nodes).
+func (n *Node) handOverVote(ctx context.Context, id cluster.NodeID) error {
+	n.votes.Lock()
+	defer n.votes.Unlock()
+	m := n.Ctl.Map()
+	heir, ok := n.voterHeir(m, id)
+	if ok {
+		_, err := n.Ctl.HandOverVote(ctx, id, heir)
+		return err
+	}
+	if waiting := m.VoterCandidateCount(id); waiting > 0 {
+		return fmt.Errorf("node %s votes and none of the %d nodes that could take its vote was heard from recently", id, waiting)
+	}
+	n.Log.Info("drained voter gives its vote up: every node that stays votes", "node", id)
+	_, err := n.Ctl.GiveUpVote(ctx, id)
+	return err
 }
 
 // handOverLeadership passes Raft leadership from this node, drained, to

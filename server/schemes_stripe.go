@@ -41,6 +41,14 @@ func (h stripeHost) LoseRange(first, last int, k kind.LostKey) {
 	h.n.Lost.AddRange(first, last, k)
 }
 
+func (h stripeHost) Relocate(ctx context.Context, id uint16, objects []stripe.Object) {
+	for len(objects) > 0 {
+		k := min(len(objects), compactBatch)
+		h.n.Relocate(ctx, relocations(id, objects[:k]))
+		objects = objects[k:]
+	}
+}
+
 func (h stripeHost) Rehome(ctx context.Context, m *cluster.Map, objects map[uint16][]stripe.Object) error {
 	return h.n.repair.Rehome(ctx, m, objects)
 }

@@ -142,13 +142,19 @@ func TestFailureDetectionAndFencing(t *testing.T) {
 	must(t, rdb.Do(ctx, "SCHEME.DEFAULT", "rep:3").Err())
 	c.waitDefault("rep:3")
 
-	nonVoters := c.nonVoters()
-	if len(nonVoters) < 2 {
-		t.Fatalf("want two non-voters of five nodes, have %v", nonVoters)
+	// rep:3 calls for five voters: every node votes, and two faults leave
+	// a quorum. Neither victim leads, so no election comes between.
+	c.waitVotersGrown(0)
+	leader := c.leader(0)
+	var victims []int
+	for i := len(c.nodes) - 1; i >= 0 && len(victims) < 2; i-- {
+		if i != leader {
+			victims = append(victims, i)
+		}
 	}
-	killed, paused := nonVoters[0], nonVoters[1]
-	watcher := 0 // a voter, which neither fault touches
-	for slices.Contains(nonVoters, watcher) {
+	killed, paused := victims[0], victims[1]
+	watcher := 0 // neither fault touches it
+	for slices.Contains(victims, watcher) {
 		watcher++
 	}
 	onKilled := c.keyOn(t, rdb, killed, "dead:")
@@ -157,12 +163,12 @@ func TestFailureDetectionAndFencing(t *testing.T) {
 	for _, k := range []string{onKilled, onPaused, elsewhere} {
 		must(t, rdb.Set(ctx, k, "v:"+k, 0).Err())
 	}
-	// split:3+1 keys coordinated by each voter: the first four nodes of a
-	// rotated placement hold the shards, so for at least two of the three
-	// voters the node killed below holds one.
+	// split:3+1 keys coordinated by each node the faults spare: the first
+	// four nodes of a rotated placement hold the shards, so for at least
+	// two of the three the node killed below holds one.
 	var splitKeys []string
 	for i := range c.nodes {
-		if slices.Contains(nonVoters, i) {
+		if slices.Contains(victims, i) {
 			continue
 		}
 		for j := 0; j < 5; j++ {
@@ -229,7 +235,7 @@ func TestFailureDetectionAndFencing(t *testing.T) {
 	// The Raft leader is held still while the node resumes, so that it
 	// runs a while on its old map, in which it still coordinates the key:
 	// only its lapsed lease keeps it from answering what it held.
-	leader := c.leader(watcher)
+	leader = c.leader(watcher)
 	must(t, c.nodes[leader].cmd.Process.Signal(syscall.SIGSTOP))
 	must(t, c.nodes[paused].cmd.Process.Signal(syscall.SIGCONT))
 	direct := c.plainClient(paused, 2)

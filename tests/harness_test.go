@@ -75,9 +75,10 @@ type testCluster struct {
 type clusterOptions struct {
 	redirect bool
 	voters   int
-	spares   int      // nodes started with --spare after the n nodes
-	extra    []string // flags for every node
-	pass     string   // --requirepass, given to the founding node
+	spares   int                  // nodes started with --spare after the n nodes
+	extra    []string             // flags for every node
+	perNode  func(i int) []string // flags for node i, when set
+	pass     string               // --requirepass, given to the founding node
 	tls      *certs.Files
 }
 
@@ -120,7 +121,11 @@ func startCluster(t *testing.T, n int, o clusterOptions) *testCluster {
 		if i >= n {
 			args = append(args, "--spare")
 		}
-		c.start(nd, append(args, o.extra...))
+		args = append(args, o.extra...)
+		if o.perNode != nil {
+			args = append(args, o.perNode(i)...)
+		}
+		c.start(nd, args)
 	}
 	if o.tls != nil {
 		c.tls = clientTLS(t, *o.tls)
@@ -225,7 +230,15 @@ type status struct {
 	State     string `json:"state"`
 	Leader    string `json:"leader"` // the Raft leader's peer address
 	LostCount int    `json:"lost_count"`
-	Rebuild   struct {
+	// Quorum: the answering node knows a Raft leader; NoLeaderSeconds,
+	// for how long it has not; the map's voters, those that answered, and
+	// how many the map calls for.
+	Quorum          bool    `json:"quorum"`
+	NoLeaderSeconds float64 `json:"no_leader_seconds"`
+	Voters          int     `json:"voters"`
+	VotersUp        int     `json:"voters_up"`
+	VoterTarget     int     `json:"voter_target"`
+	Rebuild         struct {
 		KeysDone  int64 `json:"keys_done"`
 		KeysTotal int64 `json:"keys_total"`
 	} `json:"rebuild"`
@@ -238,6 +251,7 @@ type status struct {
 		ID, State  string
 		Phase      string `json:"phase"`
 		ClientAddr string `json:"client_addr"`
+		Zone       string `json:"zone"`
 		Serving    bool   `json:"serving"`
 		Voter      bool   `json:"voter"`
 		Raft       string `json:"raft"`

@@ -293,6 +293,7 @@ func TestKillSequenceSixNodes(t *testing.T) {
 	c := startCluster(t, 6, clusterOptions{spares: 1, extra: []string{"--failure-timeout", "2s", "--heartbeat-interval", "100ms"}})
 	rdb := c.clusterClient()
 	keys := seqLoad(t, rdb, 3400)
+	c.waitControlPlane(0, 5, 30*time.Second) // rep:3 and split:4+2 call for five voters
 	nonVoters, voters := c.nonVoters(), c.voterIndexes(0)
 	first := nonVoters[0] // not the spare (index 6): it is not placed yet
 	if first == 6 {
@@ -324,18 +325,15 @@ func TestKillSequenceSixNodes(t *testing.T) {
 	rd.halt(t, "step 2 (detection, recovery, rebuild)")
 	seqExpect(t, "step 2", keys, seqCheck(t, cl, keys), lost)
 
-	// Step 3: two non-voters die at once. split:4+2 keys left with fewer
-	// than 4 live shards are lost; rep:3 keys keep a copy.
-	voters = c.voterIndexes(watcher)
-	var victims []int
-	for i := range c.nodes {
-		if i != first && i != second && !slices.Contains(voters, i) {
-			victims = append(victims, i)
-		}
+	// Step 3: two more nodes die at once. split:4+2 keys left with fewer
+	// than 4 live shards are lost; rep:3 keys keep a copy. Every live node
+	// votes by now (the second victim's vote passed to the spare), and
+	// five voters survive two failures.
+	voters = slices.DeleteFunc(c.voterIndexes(watcher), func(i int) bool { return i == watcher })
+	if len(voters) != 4 {
+		t.Fatalf("want four live voters besides the watcher, have %v", voters)
 	}
-	if len(victims) != 2 {
-		t.Fatalf("want two live non-voters to kill, have %v (voters %v)", victims, voters)
-	}
+	victims := voters[2:]
 	dead := []string{c.nodes[victims[0]].addr(), c.nodes[victims[1]].addr()}
 	holders := splitHolders(t, cl, keys)
 	for k := range noneKeysOf(keys, coordinators(t, cl), dead...) {

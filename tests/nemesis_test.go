@@ -56,14 +56,14 @@ var nemeses = []nemesis{
 		r.kill(first)
 		r.c.waitFailed(r.watcher(), first, 15*time.Second)
 		r.c.waitRebuilt(r.watcher(), 30*time.Second)
-		r.waitVoters(3)
+		r.waitVoters()
 		r.event("node %d failed over and rebuilt", first)
 		r.kill(r.pick(r.dataNodes()))
 	}},
 	{"two kills 1 s apart", 2, func(r *robRun) {
 		r.killNoWait(r.pick(r.dataNodes()))
 		time.Sleep(time.Second)
-		r.kill(r.pick(r.nonVoterData()))
+		r.kill(r.pick(r.dataNodes())) // five voters survive two failures, voters or not
 	}},
 	{"kill the raft leader and a node, restart both at once", 2, func(r *robRun) {
 		leader := r.c.leader(r.watcher())
@@ -153,20 +153,18 @@ func (r *robRun) killRestart(nodes ...int) {
 	time.Sleep(faultHold)
 }
 
-// nonVoterData are the data nodes that are not Raft voters: two failures
-// at once must leave the control plane a quorum.
-func (r *robRun) nonVoterData() []int {
-	voters := r.c.voterIndexes(r.watcher())
-	return slices.DeleteFunc(r.dataNodes(), func(i int) bool { return slices.Contains(voters, i) })
-}
-
-// waitVoters waits until n live nodes are Raft voters (a failed voter's
-// vote has passed on).
-func (r *robRun) waitVoters(n int) {
+// waitVoters waits until as many live nodes vote as the map calls for
+// (cluster.VoterTarget: five once rep:3 or split:3+2 exists), a failed
+// voter's vote having passed on.
+func (r *robRun) waitVoters() {
 	deadline := time.Now().Add(15 * time.Second)
-	for len(r.c.voterIndexes(r.watcher())) < n {
+	for {
+		st, err := r.c.status(r.watcher())
+		if err == nil && st.VotersUp >= st.VoterTarget {
+			return
+		}
 		if time.Now().After(deadline) {
-			r.t.Fatalf("nemesis: fewer than %d live voters after 15 s", n)
+			r.t.Fatalf("nemesis: %d of the %d voters the map calls for answer after 15 s (%v)", st.VotersUp, st.VoterTarget, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -288,7 +286,7 @@ func (r *robRun) crashInFailover(point string) {
 	first := r.pick(r.dataNodes())
 	second := robNodes // the spare
 	if point == faults.MidRecovery {
-		second = r.pick(slices.DeleteFunc(r.nonVoterData(), func(i int) bool { return i == first }))
+		second = r.pick(r.others(first))
 	}
 	r.event("arm %s=crash on node %d", point, second)
 	r.armCrash(second, point)

@@ -454,25 +454,30 @@ func (c *nsCluster) cli(args ...string) (string, error) {
 }
 
 // statusTable runs `memgest status` against nd and returns its output and
-// its node table's rows by address: STATE, PHASE, SERVING, VOTER, SLOTS,
-// KEYS, ... (the columns after ADDRESS).
-func (c *nsCluster) statusTable(nd *nsNode) (string, map[string][]string) {
+// its node table's rows by address, each row's cells by column header
+// (STATE, ZONE, SLOTS, ...), so that a column added to the table moves
+// nothing a test reads.
+func (c *nsCluster) statusTable(nd *nsNode) (string, map[string]map[string]string) {
 	c.t.Helper()
 	out, err := c.cli("status", "--addr", nd.httpAddr(), "--pass", c.pass)
 	if err != nil {
 		c.t.Fatalf("memgest status --addr %s: %v\n%s", nd.httpAddr(), err, out)
 	}
-	rows := map[string][]string{}
-	in := false
+	rows := map[string]map[string]string{}
+	var header []string
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
 		switch {
 		case len(f) > 0 && f[0] == "NODE":
-			in = true
+			header = f
 		case len(f) == 0:
-			in = false
-		case in && len(f) >= 8:
-			rows[f[1]] = f[2:]
+			header = nil
+		case header != nil && len(f) == len(header):
+			row := map[string]string{}
+			for i, h := range header {
+				row[h] = f[i]
+			}
+			rows[row["ADDRESS"]] = row
 		}
 	}
 	return out, rows

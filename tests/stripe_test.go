@@ -357,7 +357,8 @@ func TestStripeKeysExpire(t *testing.T) {
 
 // TestStripeSurvivesMFailures writes stripe keys in every shape of issue
 // 6, overwrites and deletes some (so that sealed chunks take deltas), and
-// kills M nodes that are not Raft voters: every key must read back as last
+// kills M data nodes, non-voters where there are enough (M = 2 calls for
+// five voters, which survive two failures): every key must read back as last
 // written once recovery has decoded the dead coordinators' chunks, the
 // survivors' stripes must agree with their parity, and once M spares have
 // taken the dead nodes' places and the rebuild has dropped their chunks
@@ -390,12 +391,7 @@ func TestStripeSurvivesMFailures(t *testing.T) {
 				must(t, rdb.Set(ctx, k, "new", 0).Err())
 				want[k] = "new"
 			}
-			var victims []int
-			for _, v := range c.nonVoters() {
-				if v < 6 && len(victims) < shape.m { // not a spare: it holds no place yet
-					victims = append(victims, v)
-				}
-			}
+			victims := c.preferNonVoters(shape.m) // data nodes, not a spare: it holds no place yet
 			alive := slices.IndexFunc(c.nodes, func(nd *node) bool {
 				return !slices.ContainsFunc(victims, func(v int) bool { return c.nodes[v] == nd })
 			})
@@ -729,6 +725,23 @@ func TestStripeStandInsKeepTolerance(t *testing.T) {
 	}
 }
 
+// preferNonVoters picks n of the six data nodes to kill: those that are
+// not Raft voters first, in index order, then voters.
+func (c *testCluster) preferNonVoters(n int) []int {
+	c.t.Helper()
+	c.waitVotersGrown(0)
+	voters := c.voterIndexes(0)
+	var out []int
+	for _, voting := range []bool{false, true} {
+		for i := 0; i < 6 && len(out) < n; i++ {
+			if slices.Contains(voters, i) == voting {
+				out = append(out, i)
+			}
+		}
+	}
+	return out
+}
+
 // joinOrder lists the nodes' indexes in the map's order, which is the
 // order placements rotate (cluster.Place).
 func (c *testCluster) joinOrder() []int {
@@ -762,8 +775,18 @@ func TestStripeBeyondToleranceReportsLostKeys(t *testing.T) {
 	c := startCluster(t, 7, clusterOptions{voters: 1, extra: []string{"--failure-timeout", "1s", "--heartbeat-interval", "100ms"}})
 	ctx := ctxT(t)
 	rdb := c.clusterClient()
+	// stripe:4+2 calls for five voters: the victim is a node without a
+	// vote, so that the three nodes killed hold at most two of the five
+	// and the control plane keeps its quorum (data beyond tolerance, the
+	// control plane within it).
+	must(t, rdb.Do(ctx, "SET", "grow-voters", "x", "SCHEME", spec).Err())
+	c.waitVotersGrown(0)
 	voter := c.leader(0)
-	victim := (voter + 1) % len(c.nodes)
+	nonVoters := c.nonVoters()
+	if len(nonVoters) == 0 {
+		t.Fatal("every node of seven votes; stripe:4+2 calls for five")
+	}
+	victim := nonVoters[0]
 	keys := map[string]string{}
 	for j := 0; j < 120; j++ {
 		k := c.keyOn(t, rdb, victim, fmt.Sprintf("b%d:", j))

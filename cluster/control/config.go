@@ -41,9 +41,11 @@ type Config struct {
 	// bootstrapping; afterwards it lives in the map.
 	Expect int
 
-	// Voters is how many members vote in Raft: 1, 3 or 5. The first Voters
-	// members vote, later ones are non-voters (they still receive the log
-	// and so the map). Read only when bootstrapping; it lives in the map.
+	// Voters is the fewest members that vote in Raft: 1, 3, 5 or 7. Members
+	// vote while there are fewer voters than cluster.VoterTarget, which is
+	// at least Voters and more when the catalogue's schemes tolerate more
+	// failures; later ones are non-voters (they still receive the log and
+	// so the map). Read only when bootstrapping; it lives in the map.
 	Voters int
 	// Password is the clients' password the bootstrap node's Init puts in
 	// the map; nil for none. Read only when Bootstrap is set.
@@ -103,7 +105,7 @@ type Config struct {
 }
 
 // DefaultConfig returns a Config with every tunable set for a loopback or
-// LAN cluster of 1, 3 or 5 voters. The caller fills in Self, DataDir,
+// LAN cluster of 1 to 7 voters. The caller fills in Self, DataDir,
 // Bootstrap, Expect and Stream.
 func DefaultConfig() Config {
 	return Config{
@@ -150,7 +152,7 @@ func (c Config) validateCluster() error {
 		return fmt.Errorf("Expect must be 1..%d, got %d", keyslot.Count, c.Expect)
 	}
 	if !cluster.ValidVoters(c.Voters) {
-		return fmt.Errorf("Voters must be 1, 3 or 5, got %d", c.Voters)
+		return fmt.Errorf("Voters must be 1, 3, 5 or 7, got %d", c.Voters)
 	}
 	if c.SnapshotThreshold == 0 || c.RetainSnapshots < 1 {
 		return errors.New("SnapshotThreshold and RetainSnapshots must be positive")

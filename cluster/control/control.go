@@ -291,12 +291,14 @@ func (c *Plane) Propose(ctx context.Context, cmd cluster.Command) (*cluster.Map,
 }
 
 // AddMember admits the node of add (leader only): it joins Raft as a voter
-// while there are fewer than Map().Voters voters, else as a non-voter, and
-// then add is committed (with add.Spare the node joins the map as a spare). A known member keeps its suffrage (its address
-// is updated if it changed), so a restarted node may call it again. The
-// command is checked against the current map first, so a refused node never
-// becomes a Raft member. AddMember is idempotent: on ErrNotLeader (also
-// when leadership is lost midway) retry it on the new leader.
+// while there are fewer voters than cluster.VoterTarget of the map with it
+// added, else as a non-voter, and then add is committed (with add.Spare the
+// node joins the map as a spare). A known member keeps its suffrage (its
+// address is updated if it changed), so a restarted node may call it
+// again. The command is checked against the current map first, so a
+// refused node never becomes a Raft member. AddMember is idempotent: on
+// ErrNotLeader (also when leadership is lost midway) retry it on the new
+// leader.
 func (c *Plane) AddMember(ctx context.Context, add cluster.AddNode) (*cluster.Map, error) {
 	n := add.Node
 	if err := c.leading(); err != nil {
@@ -304,15 +306,16 @@ func (c *Plane) AddMember(ctx context.Context, add cluster.AddNode) (*cluster.Ma
 	}
 	c.member.Lock()
 	defer c.member.Unlock()
-	voter, change, err := c.suffrage(n)
+	next, err := cluster.Apply(c.Map(), add)
+	if err != nil {
+		return nil, err
+	}
+	voter, change, err := c.suffrage(n, cluster.VoterTarget(next))
 	if err != nil {
 		return nil, err
 	}
 	n.Voter = voter
 	add.Node = n
-	if _, err := cluster.Apply(c.Map(), add); err != nil {
-		return nil, err
-	}
 	if change != nil {
 		if err := await(ctx, change(raft.ServerID(n.ID), raft.ServerAddress(n.PeerAddr), 0, timeoutOf(ctx))); err != nil {
 			return nil, raftError(err)
@@ -367,6 +370,69 @@ func (c *Plane) ReplaceVoter(ctx context.Context, failed cluster.NodeID, with cl
 	return m, nil
 }
 
+// PromoteVoter gives the live non-voter with a vote (leader only), so that
+// the control plane grows towards the voters the map calls for
+// (cluster.VoterTarget, passed as upTo), and records it in the map
+// (SetVoters). It changes nothing in Raft once the configuration has upTo
+// voters: a node AddMember admitted as a voter meanwhile may have filled
+// the place. A node that already votes in Raft only has its flag
+// recorded. It returns the map after the change.
+func (c *Plane) PromoteVoter(ctx context.Context, with cluster.Node, upTo int) (*cluster.Map, error) {
+	if err := c.leading(); err != nil {
+		return nil, err
+	}
+	c.member.Lock()
+	defer c.member.Unlock()
+	members, err := c.Members()
+	if err != nil {
+		return nil, err
+	}
+	voters, votes := 0, false
+	for _, m := range members {
+		if m.Voter {
+			voters++
+			votes = votes || m.ID == with.ID
+		}
+	}
+	switch {
+	case votes:
+	case voters >= upTo:
+		return c.Map(), nil
+	default:
+		if err := await(ctx, c.raft.AddVoter(raft.ServerID(with.ID), raft.ServerAddress(with.PeerAddr), 0, timeoutOf(ctx))); err != nil {
+			return nil, raftError(err)
+		}
+	}
+	return c.Propose(ctx, cluster.SetVoters{Nodes: []cluster.VoterFlag{{ID: with.ID, Voter: true}}})
+}
+
+// DropVoter takes the failed voter failed, whose vote no live node can
+// take, out of the Raft configuration (leader only) and clears its flag in
+// the map (SetVoters). A group whose members all live survives at least
+// as many further failures as a larger one that counts a dead member (four
+// voters with one dead survive no more failures; the three alive, one),
+// and the dead member's address is free again for a node that replaces it
+// (decision 0017). It refuses a node the map does not mark failed, and the
+// leader's own vote: once out of the configuration it could commit
+// nothing (ReplaceVoter hands it on instead).
+func (c *Plane) DropVoter(ctx context.Context, failed cluster.NodeID) (*cluster.Map, error) {
+	if err := c.leading(); err != nil {
+		return nil, err
+	}
+	c.member.Lock()
+	defer c.member.Unlock()
+	switch n, ok := c.Map().Node(failed); {
+	case failed == c.cfg.Self.ID:
+		return nil, fmt.Errorf("cluster: dropping the leader's own vote: %w", cluster.ErrVoter)
+	case ok && n.State != cluster.Failed:
+		return nil, fmt.Errorf("cluster: dropping the vote of %s, which is %s: %w", failed, n.State, cluster.ErrBadNode)
+	}
+	if err := await(ctx, c.raft.RemoveServer(raft.ServerID(failed), 0, timeoutOf(ctx))); err != nil {
+		return nil, raftError(err)
+	}
+	return c.Propose(ctx, cluster.SetVoters{Nodes: []cluster.VoterFlag{{ID: failed, Voter: false}}})
+}
+
 // HandOverVote gives the vote of a live voter that is leaving (a drained
 // node) to the live non-voter with (leader only): with is promoted, the
 // map's voter flags follow, and only then is from demoted to a non-voter.
@@ -392,6 +458,28 @@ func (c *Plane) HandOverVote(ctx context.Context, from cluster.NodeID, with clus
 		return nil, raftError(err)
 	}
 	return m, nil
+}
+
+// GiveUpVote demotes from, a live voter that is leaving (a drained node)
+// whose vote no live non-voter can take, to a non-voter (leader only), and
+// clears its flag in the map. The group shrinks by one, which the cluster
+// shrinking by one asks for: the nodes left can all vote already. As with
+// HandOverVote, from stays in the Raft configuration until RemoveMember.
+// It refuses the leader's own vote (a drained leader hands leadership
+// over first).
+func (c *Plane) GiveUpVote(ctx context.Context, from cluster.NodeID) (*cluster.Map, error) {
+	if err := c.leading(); err != nil {
+		return nil, err
+	}
+	if from == c.cfg.Self.ID {
+		return nil, fmt.Errorf("cluster: giving up the leader's own vote: %w", cluster.ErrVoter)
+	}
+	c.member.Lock()
+	defer c.member.Unlock()
+	if err := await(ctx, c.raft.DemoteVoter(raft.ServerID(from), 0, timeoutOf(ctx))); err != nil {
+		return nil, raftError(err)
+	}
+	return c.Propose(ctx, cluster.SetVoters{Nodes: []cluster.VoterFlag{{ID: from, Voter: false}}})
 }
 
 // Member is a node of the Raft configuration as this node knows it.
@@ -422,7 +510,8 @@ func (c *Plane) Members() ([]Member, error) {
 // only), so that the leader stops replicating to it: a failed node the map
 // no longer counts on. It never removes a voter, which would shrink the
 // configuration a quorum is counted in without a replacement (ReplaceVoter
-// hands a failed voter's vote on first): it refuses with ErrVoter. A node
+// hands a failed voter's vote on first, or DropVoter drops it when no node
+// can take it): it refuses with ErrVoter. A node
 // that is not a member is left as it is. AddMember admits it again.
 func (c *Plane) RemoveMember(ctx context.Context, id cluster.NodeID) error {
 	if err := c.leading(); err != nil {
@@ -472,9 +561,10 @@ func (c *Plane) TransferLeadership(ctx context.Context, to cluster.NodeID) error
 
 type membershipChange func(raft.ServerID, raft.ServerAddress, uint64, time.Duration) raft.IndexFuture
 
-// suffrage decides whether n votes and which Raft change admits it (nil
-// when it is already a member at that address).
-func (c *Plane) suffrage(n cluster.Node) (voter bool, change membershipChange, err error) {
+// suffrage decides whether n votes, in a control plane that wants target
+// voters, and which Raft change admits it (nil when it is already a member
+// at that address).
+func (c *Plane) suffrage(n cluster.Node, target int) (voter bool, change membershipChange, err error) {
 	f := c.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return false, nil, raftError(err)
@@ -488,7 +578,7 @@ func (c *Plane) suffrage(n cluster.Node) (voter bool, change membershipChange, e
 			voters++
 		}
 	}
-	if voters < c.Map().Voters {
+	if voters < target {
 		return true, c.raft.AddVoter, nil
 	}
 	return false, c.raft.AddNonvoter, nil

@@ -121,6 +121,8 @@ func TestControlCluster(t *testing.T) {
 		addMember(t, nodes[:3], n.node)
 	}
 	formed := waitSame(t, nodes[:3], func(m *cluster.Map) bool { return m.State == cluster.OK })
+	growVoters(t, nodes[:3])
+	formed = waitSame(t, nodes[:3], func(m *cluster.Map) bool { return m.VoterCount() == 3 })
 	ids := []cluster.NodeID{nodes[0].node.ID, nodes[1].node.ID, nodes[2].node.ID}
 	if !slices.EqualFunc(formed.Shards, cluster.Place(ids, keyslot.Count), func(a, b cluster.Shard) bool {
 		return a.ID == b.ID && a.First == b.First && a.Last == b.Last && slices.Equal(a.Placement, b.Placement)
@@ -216,6 +218,22 @@ func waitSame(t *testing.T, members []*testMember, cond func(*cluster.Map) bool)
 		}
 	}
 	return members[0].ctl.Map()
+}
+
+// growVoters gives votes, on whichever member leads, as the server's voter
+// loop does (cluster.VoterPromotions): the second member of a cluster
+// joins as a non-voter, and gets its vote once a third has joined.
+func growVoters(t *testing.T, members []*testMember) {
+	t.Helper()
+	retryOnLeader(t, members, func(c *Plane) error {
+		m := c.Map()
+		for _, n := range cluster.VoterPromotions(m, func(cluster.NodeID) bool { return true }) {
+			if _, err := c.PromoteVoter(ctxT(t), n, cluster.VoterTarget(m)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // addMember asks whichever member leads to admit n, retrying on
@@ -526,6 +544,8 @@ func TestNewLeaderVerifiesWithEveryCommittedEntry(t *testing.T) {
 		}
 	}
 	waitSame(t, members, func(m *cluster.Map) bool { return m.State == cluster.OK })
+	growVoters(t, members)
+	checkSuffrage(t, waitLeader(t, members).ctl, 3, 0)
 
 	old := waitLeader(t, members)
 	i := slices.Index(members, old)
@@ -582,4 +602,134 @@ func TestLeaderReplacesItsOwnVote(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSame(t, nodes, func(m *cluster.Map) bool { return m.Epoch >= next.Epoch })
+}
+
+// TestPromoteVoter: PromoteVoter grows the Raft configuration by one voter
+// and records the flag in the map, up to the count it is given and no
+// further (a node AddMember admitted as a voter may have filled the place
+// meanwhile); a node that votes already only has its flag recorded.
+// AddMember admits a joiner as a voter while the configuration has fewer
+// than cluster.VoterTarget of the map with it added (never an even count
+// of the nodes: four nodes keep three voters).
+func TestPromoteVoter(t *testing.T) {
+	nodes := []*testMember{newMember(t, 0), newMember(t, 1), newMember(t, 2), newMember(t, 3)}
+	a := nodes[0]
+	a.start(t, bootstrapWith(3, 1))
+	for _, n := range nodes[1:] {
+		n.start(t, nil)
+	}
+	for _, n := range nodes[1:3] {
+		addMember(t, nodes[:3], n.node)
+	}
+	checkSuffrage(t, a.ctl, 1, 2)
+	ctx := ctxT(t)
+	if _, err := a.ctl.Propose(ctx, cluster.CreateScheme{Spec: spec(t, "rep:2")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := cluster.VoterTarget(a.ctl.Map()); got != 3 {
+		t.Fatalf("VoterTarget with rep:2 = %d, want 3", got)
+	}
+	if _, err := nodes[1].ctl.PromoteVoter(ctx, nodes[2].node, 3); !errors.Is(err, cluster.ErrNotLeader) {
+		t.Fatalf("PromoteVoter on a follower: %v, want ErrNotLeader", err)
+	}
+	for range 2 { // again: only the flag, which is set already
+		m, err := a.ctl.PromoteVoter(ctx, nodes[1].node, 3)
+		if n, _ := m.Node(nodes[1].node.ID); err != nil || !n.Voter {
+			t.Fatalf("PromoteVoter: %v, flag %v", err, n.Voter)
+		}
+		checkSuffrage(t, a.ctl, 2, 1)
+	}
+	m, err := a.ctl.PromoteVoter(ctx, nodes[2].node, 2)
+	if n, _ := m.Node(nodes[2].node.ID); err != nil || n.Voter {
+		t.Fatalf("PromoteVoter beyond its count: %v, flag %v", err, n.Voter)
+	}
+	checkSuffrage(t, a.ctl, 2, 1)
+	if _, err := a.ctl.PromoteVoter(ctx, nodes[2].node, 3); err != nil {
+		t.Fatal(err)
+	}
+	checkSuffrage(t, a.ctl, 3, 0)
+	if _, err := a.ctl.Propose(ctx, cluster.CreateScheme{Spec: spec(t, "rep:3")}); err != nil {
+		t.Fatal(err)
+	}
+	addMember(t, nodes, nodes[3].node) // VoterTarget 3 with it: four nodes have three voters
+	checkSuffrage(t, a.ctl, 3, 1)
+	m = waitSame(t, nodes, func(m *cluster.Map) bool { return len(m.Nodes) == 4 })
+	if got := m.VoterCount(); got != 3 {
+		t.Fatalf("the map flags %d voters, want 3", got)
+	}
+	fifth := newMember(t, 4)
+	fifth.start(t, nil)
+	nodes = append(nodes, fifth)
+	addMember(t, nodes, fifth.node) // VoterTarget 5 with it: the joiner votes
+	checkSuffrage(t, a.ctl, 4, 1)
+}
+
+// TestDropVoter: a failed voter no node can take the vote of leaves the
+// Raft configuration and loses its flag in the map; a live voter's vote,
+// and the leader's own, are never dropped.
+func TestDropVoter(t *testing.T) {
+	nodes := threeVoters(t)
+	a, ctx := nodes[0], ctxT(t)
+	if _, err := a.ctl.DropVoter(ctx, nodes[1].node.ID); !errors.Is(err, cluster.ErrBadNode) {
+		t.Fatalf("dropping a live voter: %v, want ErrBadNode", err)
+	}
+	if _, err := a.ctl.DropVoter(ctx, a.node.ID); !errors.Is(err, cluster.ErrVoter) {
+		t.Fatalf("dropping the leader's own vote: %v, want ErrVoter", err)
+	}
+	nodes[2].ctl.Close()
+	if _, err := a.ctl.Propose(ctx, cluster.MarkFailed{ID: nodes[2].node.ID}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := a.ctl.DropVoter(ctx, nodes[2].node.ID)
+	if n, _ := m.Node(nodes[2].node.ID); err != nil || n.Voter {
+		t.Fatalf("DropVoter: %v, flag %v", err, n.Voter)
+	}
+	checkSuffrage(t, a.ctl, 2, 0)
+	if _, err := a.ctl.Propose(ctx, cluster.SetDefault{Name: "none"}); err != nil {
+		t.Fatalf("the two voters left decide: %v", err)
+	}
+}
+
+// TestGiveUpVote: a leaving voter whose vote no node can take becomes a
+// non-voter that still receives the map; the group of those left
+// decides, and the leader's own vote is refused.
+func TestGiveUpVote(t *testing.T) {
+	nodes := threeVoters(t)
+	a, ctx := nodes[0], ctxT(t)
+	if _, err := a.ctl.GiveUpVote(ctx, a.node.ID); !errors.Is(err, cluster.ErrVoter) {
+		t.Fatalf("giving up the leader's own vote: %v, want ErrVoter", err)
+	}
+	if _, err := nodes[1].ctl.GiveUpVote(ctx, nodes[2].node.ID); !errors.Is(err, cluster.ErrNotLeader) {
+		t.Fatalf("GiveUpVote on a follower: %v, want ErrNotLeader", err)
+	}
+	m, err := a.ctl.GiveUpVote(ctx, nodes[2].node.ID)
+	if n, _ := m.Node(nodes[2].node.ID); err != nil || n.Voter {
+		t.Fatalf("GiveUpVote: %v, flag %v", err, n.Voter)
+	}
+	checkSuffrage(t, a.ctl, 2, 1)
+	m, err = a.ctl.Propose(ctx, cluster.SetDefault{Name: "none"})
+	if err != nil {
+		t.Fatalf("the two voters left decide: %v", err)
+	}
+	waitSame(t, nodes, func(got *cluster.Map) bool { return got.Epoch == m.Epoch }) // the non-voter still follows
+}
+
+// threeVoters starts three members, the first founding the cluster with
+// --voters 3, and has all three vote: the second joined as a non-voter
+// (two nodes keep one voter), which the server's voter loop would
+// promote once the third has joined.
+func threeVoters(t *testing.T) []*testMember {
+	t.Helper()
+	nodes := []*testMember{newMember(t, 0), newMember(t, 1), newMember(t, 2)}
+	a := nodes[0]
+	a.start(t, bootstrapWith(3, 3))
+	for _, n := range nodes[1:] {
+		n.start(t, nil)
+		addMember(t, nodes, n.node)
+	}
+	if _, err := a.ctl.PromoteVoter(ctxT(t), nodes[1].node, 3); err != nil {
+		t.Fatal(err)
+	}
+	checkSuffrage(t, a.ctl, 3, 0)
+	return nodes
 }

@@ -33,6 +33,7 @@ const (
 
 type devOptions struct {
 	nodes, spares int
+	zones         int // spread the nodes over zone-1..zone-N, round robin; 0: no zones
 	basePort      int
 	dataDir       string
 	redirect      bool
@@ -50,9 +51,13 @@ func devCmd() *cobra.Command {
 		Long: `Start N memgest server processes on 127.0.0.1 (client ports P..P+N-1, peer
 ports P+1000.., HTTP ports P+2000..), wait until the cluster serves, print
 each node's address and PID and how to reach it, and stop them all on Ctrl-C
-or SIGTERM. The first three nodes are Raft voters. With --spares S, S more
+or SIGTERM. The first three nodes are Raft voters, and more nodes get a vote
+(up to 7) once a scheme tolerates more failures than three voters do (rep:3
+and stripe:4+2 call for five). With --spares S, S more
 nodes join as spares (after the N nodes' ports): they hold nothing until one
-replaces a failed node. A node that exits is reported and the others keep
+replaces a failed node. With --zones Z the nodes are spread round robin over
+zones zone-1..zone-Z (--zone), so a whole zone can be killed to see the
+cluster survive it. A node that exits is reported and the others keep
 running. The nodes share a fresh cluster secret; with --tls they also get a
 throwaway CA and certificates (and so does redis-cli: dev prints the
 command). 'memgest status' finds a running dev cluster by itself.`,
@@ -62,6 +67,7 @@ command). 'memgest status' finds a running dev cluster by itself.`,
 	f := cmd.Flags()
 	f.IntVar(&o.nodes, "nodes", 6, "number of nodes")
 	f.IntVar(&o.spares, "spares", 0, "number of spare nodes, beyond --nodes")
+	f.IntVar(&o.zones, "zones", 0, "spread the nodes round robin over this many zones (zone-1, zone-2, ...); 0: none")
 	f.IntVar(&o.basePort, "base-port", 7001, "client port of the first node")
 	f.StringVar(&o.dataDir, "data-dir", "", "parent of the nodes' Raft directories (default: a temporary directory, removed on exit)")
 	f.BoolVar(&o.redirect, "redirect", false, "nodes answer -MOVED instead of forwarding")
@@ -78,6 +84,9 @@ func (o devOptions) validate() error {
 	}
 	if o.spares < 0 || o.spares > 100 {
 		return fmt.Errorf("--spares must be 0..100, not %d", o.spares)
+	}
+	if o.zones < 0 || o.zones > o.total() {
+		return fmt.Errorf("--zones must be 0..%d (the number of nodes), not %d", o.total(), o.zones)
 	}
 	if o.total() > peerOffset {
 		return fmt.Errorf("--nodes plus --spares must be at most %d", peerOffset)
@@ -279,13 +288,21 @@ func devArgs(o devOptions, i int, dir string, tlsFiles *certs.Files) []string {
 	if i >= o.nodes {
 		args = append(args, "--spare")
 	}
+	if o.zones > 0 {
+		args = append(args, "--zone", devZone(i, o.zones))
+	}
 	return args
 }
+
+// devZone is node i's zone when dev spreads the nodes over zones: round
+// robin, so the ring's placement over the join order is already spread.
+func devZone(i, zones int) string { return "zone-" + strconv.Itoa(i%zones+1) }
 
 // total is the number of processes dev starts: nodes and spares.
 func (o devOptions) total() int { return o.nodes + o.spares }
 
-// devVoters is 3 Raft voters when there are at least 3 nodes, else 1.
+// devVoters is the fewest Raft voters (--voters): 3 when there are at
+// least 3 nodes, else 1. The leader adds more as the schemes call for.
 func devVoters(n int) int {
 	if n >= 3 {
 		return 3

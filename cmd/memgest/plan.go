@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/reliability"
 	"github.com/memgest/memgest/scheme"
 	"github.com/memgest/memgest/server"
@@ -40,12 +41,15 @@ type planOptions struct {
 	mix                                string
 	hosts                              int
 	hostLayout                         string
-	parallel                           bool
-	nines                              float64
-	sweep, asJSON                      bool
-	plot                               string
-	status                             statusOptions
-	fromCluster                        string // what --addr supplied, for the header
+	// domains, read from a cluster (--addr), is the failure domain of
+	// each node in ring order, overriding --hosts and --host-layout.
+	domains       []int
+	parallel      bool
+	nines         float64
+	sweep, asJSON bool
+	plot          string
+	status        statusOptions
+	fromCluster   string // what --addr supplied, for the header
 }
 
 func planCmd() *cobra.Command {
@@ -265,7 +269,9 @@ func (o *planOptions) cluster(mix reliability.Mix) reliability.Cluster {
 		}
 		c.Rebuild = max(reliability.RebuildHours(bytes, o.rebuildRate), 1e-9)
 	}
-	if o.hosts > 0 {
+	if len(o.domains) == o.nodes && o.hostMTTF > 0 {
+		c.Hosts = o.domains
+	} else if o.hosts > 0 {
 		c.Hosts = make([]int, o.nodes)
 		for i := range c.Hosts {
 			if o.hostLayout == "blocks" {
@@ -353,10 +359,59 @@ func (o *planOptions) readCluster(cmd *cobra.Command) ([]reliability.Mix, error)
 	}
 	o.fromCluster = fmt.Sprintf("%s: %d nodes up, %s stored per node, rebuild %s/s measured over %.1f s of rebuilding",
 		client.addr, up, commands.HumanBytes(int64(o.bytesPerNode)), commands.HumanBytes(int64(rate)), st.Rebuild.BusySeconds)
+	if !changed("hosts") && !changed("host-layout") {
+		o.fromCluster += o.readDomains(st)
+	}
 	if changed("scheme") || changed("mix") {
 		return nil, nil
 	}
 	return clusterEntries(st)
+}
+
+// readDomains takes the cluster's failure domains (zones, else hosts;
+// decision 0021) as the model's hosts, in the ring order its placement
+// rotates (each shard's first node), so whole-domain failures are
+// modelled on the cluster's actual layout. It returns a note for the
+// report: what it modelled, or that --host-mttf is needed to.
+func (o *planOptions) readDomains(st server.Status) string {
+	var up []cluster.Node
+	zones, hosts := false, false
+	for _, n := range st.Nodes {
+		if n.State == "up" {
+			up = append(up, cluster.Node{ID: cluster.NodeID(n.ID), Zone: n.Zone, Host: n.Host})
+			zones, hosts = zones || n.Zone != "", hosts || n.Host != ""
+		}
+	}
+	if (!zones && !hosts) || len(up) != o.nodes {
+		return ""
+	}
+	kind := "host"
+	if zones {
+		kind = "zone"
+	}
+	byID := map[cluster.NodeID]cluster.Node{}
+	for _, n := range up {
+		byID[n.ID] = n
+	}
+	names := map[string]int{}
+	o.domains = nil
+	for _, sh := range cluster.PlaceNodes(up, len(up)) {
+		n := byID[sh.Placement[0]]
+		d := n.Host
+		if zones {
+			d = n.Zone
+		}
+		if _, ok := names[d]; !ok {
+			names[d] = len(names)
+		}
+		o.domains = append(o.domains, names[d])
+	}
+	if o.hostMTTF <= 0 {
+		o.domains = nil
+		return fmt.Sprintf("; %d %ss (give --host-mttf to model a whole %s failing)", len(names), kind, kind)
+	}
+	o.hosts = len(names)
+	return fmt.Sprintf("; whole-%s failures modelled over its %d %ss", kind, len(names), kind)
 }
 
 // clusterEntries are the schemes a cluster's keys use and, when there

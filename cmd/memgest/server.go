@@ -35,6 +35,9 @@ the file.`,
 				return err
 			}
 			cfg.ConfigFile = configFile
+			if err := cfg.LoadZoneFile(); err != nil {
+				return err
+			}
 			return runServer(cfg)
 		},
 	}
@@ -48,7 +51,7 @@ the file.`,
 	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for Raft state and the node id (no data)")
 	f.StringVar(&cfg.Join, "join", "", "peer address (host:port) of any cluster member to join")
 	f.IntVar(&cfg.BootstrapExpect, "bootstrap-expect", cfg.BootstrapExpect, "nodes to wait for before placing slots (founding node only)")
-	f.IntVar(&cfg.Voters, "voters", cfg.Voters, "Raft voters: 1, 3 or 5 (founding node only)")
+	f.IntVar(&cfg.Voters, "voters", cfg.Voters, "fewest Raft voters: 1, 3, 5 or 7 (founding node only); the leader adds voters, up to 7, while the schemes tolerate more failures than the voters do")
 	f.BoolVar(&cfg.Redirect, "redirect", false, "answer -MOVED like Redis Cluster instead of forwarding")
 	f.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with: the cluster's, kept in its map (a founding node sets it; a joining node need not repeat it, and one given another refuses to run)")
 	f.StringVar(&cfg.ClusterSecretFile, "cluster-secret-file", "", "file holding the secret every peer connection proves (default: <data-dir>/cluster-secret, which a founding node creates; a joining node needs it)")
@@ -74,6 +77,9 @@ the file.`,
 	f.IntVar(&cfg.PolicyMoveRate, "policy-move-rate", cfg.PolicyMoveRate, "keys per second a node moves for a temperature policy, idle keys to its cold scheme and often-read ones back (0: no background moves)")
 	f.DurationVar(&cfg.SweepInterval, "sweep-interval", cfg.SweepInterval, "how often a node asks coordinators about one page of the pieces it holds, to drop those failures left behind (0: no sweep)")
 	f.BoolVar(&cfg.EnableDebugCommand, "enable-debug-command", cfg.EnableDebugCommand, "allow DEBUG FLIP, which corrupts stored data on purpose (tests, drills)")
+	f.StringVar(&cfg.Zone, "zone", "", "failure domain of this node (a zone, rack or room): placement spreads every shard over distinct zones")
+	f.StringVar(&cfg.Host, "host", "", "machine this node runs on, when several nodes share one: placement spreads every shard over distinct hosts")
+	f.StringVar(&cfg.ZoneFile, "zone-file", "", "file holding the zone, read at start when --zone is not given (deploy/k8s writes the node's topology label there)")
 	f.BoolVar(&cfg.Spare, "spare", cfg.Spare, "join as a spare: hold nothing until replacing a failed node")
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", cfg.HeartbeatInterval, "how often a node reports to the control-plane leader")
 	f.DurationVar(&cfg.FailureTimeout, "failure-timeout", cfg.FailureTimeout, "silence after which the leader marks a node failed (≥ 3 heartbeat intervals)")

@@ -171,18 +171,38 @@ func (s *sample) rates(prev *sample) map[string]float64 {
 	return out
 }
 
+// headline is the status's first line: the cluster's state, epoch and
+// Raft leader, or, when the answering node knows no leader, that the
+// control plane has no quorum and what follows from it (issue 43: it
+// said "cluster ok" while every key command answered CLUSTERDOWN). A node
+// older than the quorum field names its leader all the same.
+func headline(st server.Status) string {
+	voters := fmt.Sprintf("%d of %d voters up, %d wanted", st.VotersUp, st.Voters, st.VoterTarget)
+	if !st.Quorum && st.Leader == "" {
+		return fmt.Sprintf("cluster DOWN: NO RAFT QUORUM  epoch %d  map %s  no leader for %.1fs (%s); "+
+			"the map cannot change and key commands answer CLUSTERDOWN once leases lapse",
+			st.Epoch, st.State, st.NoLeaderSeconds, voters)
+	}
+	return fmt.Sprintf("cluster %s  epoch %d  raft leader %s (%s)", st.State, st.Epoch, st.Leader, voters)
+}
+
 // printStatus writes st as tables; with rates (commands per second by
 // node id, from --watch) each node's line shows its rate.
 func printStatus(out io.Writer, st server.Status, rates map[string]float64) {
-	fmt.Fprintf(out, "cluster %s  epoch %d  raft leader %s\n\n", st.State, st.Epoch, st.Leader)
+	fmt.Fprintln(out, headline(st))
+	fmt.Fprintln(out)
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NODE\tADDRESS\tSTATE\tPHASE\tSERVING\tVOTER\tSLOTS\tKEYS\tBYTES\tCMDS/S\t")
+	fmt.Fprintln(w, "NODE\tADDRESS\tZONE\tSTATE\tPHASE\tSERVING\tVOTER\tSLOTS\tKEYS\tBYTES\tCMDS/S\t")
 	for _, n := range st.Nodes {
 		rate := "-"
 		if r, ok := rates[n.ID]; ok {
 			rate = fmt.Sprintf("%.0f", r)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\t%v\t%d\t%d\t%d\t%s\t%s\n", n.ID[:12], n.ClientAddr, n.State, n.Phase, n.Serving, n.Voter, n.Slots, n.Keys, n.Bytes, rate, n.Error)
+		zone := n.Zone
+		if zone == "" {
+			zone = "-"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%v\t%v\t%d\t%d\t%d\t%s\t%s\n", n.ID[:12], n.ClientAddr, zone, n.State, n.Phase, n.Serving, n.Voter, n.Slots, n.Keys, n.Bytes, rate, n.Error)
 	}
 	w.Flush()
 	fmt.Fprintln(out)

@@ -85,3 +85,26 @@ func TestPrintStatusShowsPendingByRedundancy(t *testing.T) {
 		t.Fatalf("status shows bytes to rebuild with none left:\n%s", out.String())
 	}
 }
+
+// TestStatusSaysWhenThereIsNoQuorum: with no Raft leader, the first line
+// says the cluster is down for want of a quorum, for how long, and how
+// many voters are up, instead of "cluster ok" (issue 43); with a leader it
+// names it and the voters.
+func TestStatusSaysWhenThereIsNoQuorum(t *testing.T) {
+	down := server.Status{State: "ok", Epoch: 40, NoLeaderSeconds: 20.04, Voters: 3, VotersUp: 1, VoterTarget: 5}
+	var out bytes.Buffer
+	printStatus(&out, down, nil)
+	first, _, _ := strings.Cut(out.String(), "\n")
+	for _, want := range []string{"cluster DOWN: NO RAFT QUORUM", "epoch 40", "no leader for 20.0s", "1 of 3 voters up, 5 wanted", "CLUSTERDOWN"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("no quorum: first line %q lacks %q", first, want)
+		}
+	}
+	if strings.HasPrefix(first, "cluster ok") {
+		t.Errorf("no quorum, yet %q", first)
+	}
+	up := server.Status{State: "ok", Epoch: 41, Leader: "127.0.0.1:17001", Quorum: true, Voters: 5, VotersUp: 5, VoterTarget: 5}
+	if got, want := headline(up), "cluster ok  epoch 41  raft leader 127.0.0.1:17001 (5 of 5 voters up, 5 wanted)"; got != want {
+		t.Errorf("with a leader: %q, want %q", got, want)
+	}
+}

@@ -103,7 +103,7 @@ func (c *Cluster) failedInMap(i int) bool {
 
 // Settle waits until the cluster is at rest — every live node at the same
 // epoch, no shard recovering, restoring stripes or awaiting a rebuild, the
-// voters replaced — and records step with the map's epoch and node states
+// voters replaced and grown to the map's target — and records step with the map's epoch and node states
 // in the trace.
 func (c *Cluster) Settle(step string) {
 	c.t.Helper()
@@ -127,21 +127,19 @@ func (c *Cluster) Settle(step string) {
 }
 
 // atRest says whether m has no recovery, stripe restore or rebuild under
-// way, and as many live voters as it wants and can have.
+// way, and as many live voters as it calls for (cluster.VoterTarget:
+// failed voters replaced, the group grown to the schemes' tolerance).
 func atRest(m *cluster.Map) bool {
 	if m.State != cluster.OK || m.RecoveringShards() > 0 || m.StripesPendingShards() > 0 || m.RebuildingShards() > 0 {
 		return false
 	}
-	live, voters := 0, 0
+	voters := 0
 	for _, nd := range m.Nodes {
-		if nd.State != cluster.Failed {
-			live++
-			if nd.Voter {
-				voters++
-			}
+		if nd.State != cluster.Failed && nd.Voter {
+			voters++
 		}
 	}
-	return voters >= min(m.Voters, live)
+	return voters >= cluster.VoterTarget(m)
 }
 
 // States describes the first live node's map: its epoch, each node's

@@ -135,13 +135,20 @@ func missingBytes(spec scheme.Spec, lens []int, missing []int) int64 {
 }
 
 // reputStripes puts the missing pieces of jobs, s's stripes of shard.
-// A stripe beyond tolerance is counted lost (its keys read -LOST); any
-// other failure ends the task with its error.
+// A stripe beyond tolerance is counted lost: the keys of its lost chunks
+// read -LOST (recovery named them), and the objects that survive — in
+// the chunk this node keeps, or on a holder still up — are written again
+// into new stripes (Host.Relocate), for the stripe itself can never be
+// whole again: left in it they would keep no redundancy, and once this
+// coordinator failed too its successor could not tell the stripe from a
+// round nobody was told of, and would read them as absent. Any other
+// failure ends the task with its error.
 func (eng *Engine) reputStripes(ctx context.Context, s *schemeState, holders []cluster.Node, shard uint16, jobs []stripeRepair) error {
 	rebuilt, abandoned := 0, 0
+	var survivors []Object
 	defer func() {
 		if rebuilt > 0 || abandoned > 0 {
-			eng.log.Info("batch stripe pieces rebuilt", "scheme", s.spec, "shard", shard, "pieces", rebuilt, "stripes_lost", abandoned)
+			eng.log.Info("batch stripe pieces rebuilt", "scheme", s.spec, "shard", shard, "pieces", rebuilt, "stripes_lost", abandoned, "objects_rewritten", len(survivors))
 		}
 		if abandoned > 0 {
 			eng.stats.PositionsLost.Add(int64(abandoned))
@@ -151,7 +158,10 @@ func (eng *Engine) reputStripes(ctx context.Context, s *schemeState, holders []c
 		err := eng.reputPieces(ctx, s, holders, j.ref, j.missing)
 		switch {
 		case errors.Is(err, errBatchLost):
-			abandoned++ // beyond tolerance: its keys read -LOST
+			abandoned++
+			objs := eng.liveObjects(ctx, s, []gcVictim{{slot: j.ref.loc.Slot, serial: j.ref.serial}})
+			eng.host.Relocate(ctx, s.id, objs)
+			survivors = append(survivors, objs...)
 		case err != nil:
 			return fmt.Errorf("stripe: rebuilding batch stripe %d of shard %d (%s): %w", j.ref.serial, shard, s.spec, err)
 		default:

@@ -39,6 +39,10 @@ type Host interface {
 	// for each key the newest version among them the node judges
 	// readable, unless the key is known at a newer one.
 	Rehome(ctx context.Context, m *cluster.Map, objects map[uint16][]Object) error
+	// Relocate writes again, through the node's write path, the objects
+	// of scheme id that are still their keys' current ones, as
+	// compaction's relocations are: each joins a new chunk or stripe.
+	Relocate(ctx context.Context, id uint16, objects []Object)
 }
 
 // Msg is a stripe engine's peer message; the node maps it to a frame type

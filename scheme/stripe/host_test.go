@@ -63,11 +63,12 @@ func (tn *testNet) serve(id cluster.NodeID, msg Msg, payload []byte) ([]byte, er
 // testHost is one node of a testNet (Host). It records the keys reported
 // lost and the objects handed over to re-home.
 type testHost struct {
-	net      *testNet
-	self     cluster.NodeID
-	lost     []kind.LostKey
-	rehomed  map[uint16][]Object
-	restored int
+	net       *testNet
+	self      cluster.NodeID
+	lost      []kind.LostKey
+	rehomed   map[uint16][]Object
+	relocated map[uint16][]Object
+	restored  int
 }
 
 func (h *testHost) Self() cluster.NodeID { return h.self }
@@ -93,6 +94,12 @@ func (h *testHost) LoseTags(_ []uint32, k kind.LostKey) {
 	h.lost = append(h.lost, k)
 }
 func (h *testHost) LoseRange(_, _ int, k kind.LostKey) { h.lost = append(h.lost, k) }
+func (h *testHost) Relocate(_ context.Context, id uint16, objs []Object) {
+	if h.relocated == nil {
+		h.relocated = map[uint16][]Object{}
+	}
+	h.relocated[id] = append(h.relocated[id], objs...)
+}
 func (h *testHost) Rehome(_ context.Context, _ *cluster.Map, objs map[uint16][]Object) error {
 	if h.rehomed == nil {
 		h.rehomed = map[uint16][]Object{}

@@ -88,7 +88,7 @@ func clusterSlots(m *cluster.Map) resp.Reply {
 func clusterShards(m *cluster.Map) resp.Reply {
 	var items []resp.Reply
 	for _, ms := range masters(m) {
-		nodeInfo := resp.Map(
+		fields := []resp.Reply{
 			resp.BulkString("id"), resp.BulkString(string(ms.node.ID)),
 			resp.BulkString("port"), resp.Int(int64(ms.port)),
 			resp.BulkString("ip"), resp.BulkString(ms.host),
@@ -96,7 +96,11 @@ func clusterShards(m *cluster.Map) resp.Reply {
 			resp.BulkString("role"), resp.BulkString("master"),
 			resp.BulkString("replication-offset"), resp.Int(0),
 			resp.BulkString("health"), resp.BulkString("online"),
-		)
+		}
+		if ms.node.Zone != "" { // Valkey's name for the field (decision 0021)
+			fields = append(fields, resp.BulkString("availability-zone"), resp.BulkString(ms.node.Zone))
+		}
+		nodeInfo := resp.Map(fields...)
 		items = append(items, resp.Map(
 			resp.BulkString("slots"), resp.Array(resp.Int(int64(ms.shard.First)), resp.Int(int64(ms.shard.Last))),
 			resp.BulkString("nodes"), resp.Array(nodeInfo),

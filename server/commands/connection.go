@@ -65,7 +65,7 @@ func cmdHello(n *Server, ctx context.Context, cs *connState, args [][]byte) resp
 		cs.name = *a.SetName
 	}
 	cs.mu.Unlock()
-	return resp.Map(
+	fields := []resp.Reply{
 		resp.BulkString("server"), resp.BulkString("redis"),
 		resp.BulkString("version"), resp.BulkString(redisVersion),
 		resp.BulkString("proto"), resp.Int(int64(cs.proto)),
@@ -73,7 +73,13 @@ func cmdHello(n *Server, ctx context.Context, cs *connState, args [][]byte) resp
 		resp.BulkString("mode"), resp.BulkString("cluster"),
 		resp.BulkString("role"), resp.BulkString("master"),
 		resp.BulkString("modules"), resp.Array(),
-	)
+	}
+	if self, ok := n.Ctl.Map().Node(n.NodeID); ok && self.Zone != "" {
+		// Valkey 8's field, which zone-aware clients read to prefer
+		// nodes near them (decision 0021).
+		fields = append(fields, resp.BulkString("availability_zone"), resp.BulkString(self.Zone))
+	}
+	return resp.Map(fields...)
 }
 
 // redisVersion is the Redis version memgest's command set follows; clients

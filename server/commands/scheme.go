@@ -118,6 +118,8 @@ func cmdSchemeInfo(n *Server, ctx context.Context, cs *connState, args [][]byte)
 		resp.BulkString("default"), intBool(e.ID == m.DefaultScheme().ID),
 		resp.BulkString("tolerance"), resp.Int(int64(e.Spec.Tolerance())),
 		resp.BulkString("nodes"), resp.Int(int64(e.Spec.Nodes())),
+		resp.BulkString("failure_domain"), resp.BulkString(m.DomainKind()),
+		resp.BulkString("survives_domain_loss"), intBool(m.SurvivesDomainLoss(e.Spec)),
 		resp.BulkString("keys"), resp.Int(u.Keys),
 		resp.BulkString("logical_bytes"), resp.Int(u.Logical),
 		resp.BulkString("stored_bytes"), resp.Int(u.Stored),
@@ -246,11 +248,21 @@ func cmdSchemeOf(n *Server, ctx context.Context, cs *connState, args [][]byte) r
 		resp.BulkString("pttl"), resp.Int(ttl),
 		resp.BulkString("pieces"), resp.Array(pieces...),
 		resp.BulkString("tolerates"), resp.Int(int64(tolerates)),
+		resp.BulkString("failure_domain"), resp.BulkString(m.DomainKind()),
+		resp.BulkString("survives_domain_loss"), intBool(keySurvivesDomainLoss(m, args[1], cur.Entry.Spec)),
 	}
 	for _, d := range details {
 		fields = append(fields, resp.BulkString(d.Name), detailReply(d.Value))
 	}
 	return resp.Map(fields...)
+}
+
+// keySurvivesDomainLoss says whether key, under spec, survives the loss
+// of any one failure domain (decision 0021): its shard's holders for the
+// scheme's width put no more in one domain than the scheme tolerates.
+func keySurvivesDomainLoss(m *cluster.Map, key []byte, sp scheme.Spec) bool {
+	sh := m.ShardOf(keyslot.Of(key))
+	return sh != nil && m.ShardSurvivesDomainLoss(sh, sp)
 }
 
 // describePieces lists where key's pieces live, how many more failures
@@ -282,15 +294,16 @@ func (n *Server) describePieces(m *cluster.Map, key []byte, cur core.Current) ([
 }
 
 // pieceInfo is one row of SCHEME.OF's pieces: role, index, node id,
-// client address and state (the node's, or "rebuilding" for a position
-// whose pieces are lost until its rebuild).
+// client address, state (the node's, or "rebuilding" for a position
+// whose pieces are lost until its rebuild) and the node's zone.
 func pieceInfo(role string, index int, node cluster.Node, rebuilding bool) resp.Reply {
 	state := node.State.String()
 	if rebuilding {
 		state = "rebuilding"
 	}
 	return resp.Array(resp.BulkString(role), resp.Int(int64(index)),
-		resp.BulkString(string(node.ID)), resp.BulkString(node.ClientAddr), resp.BulkString(state))
+		resp.BulkString(string(node.ID)), resp.BulkString(node.ClientAddr), resp.BulkString(state),
+		resp.BulkString(node.Zone))
 }
 
 // cmdSchemeMove rewrites a key under another scheme at a higher version,

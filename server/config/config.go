@@ -10,8 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/memgest/memgest/cluster"
 )
 
 // Config is everything one node needs to start. Every field but InMemory
@@ -39,8 +43,20 @@ type Config struct {
 	// BootstrapExpect is how many nodes must join before slots are placed
 	// (only read on the bootstrapping node).
 	BootstrapExpect int
-	// Voters is the number of Raft voters: 1, 3 or 5.
+	// Voters is the fewest Raft voters: 1, 3, 5 or 7 (only read on the
+	// bootstrapping node). The leader gives more nodes a vote when the
+	// catalogue's schemes tolerate more failures (cluster.VoterTarget).
 	Voters int
+	// Zone and Host name the node's failure domains (decision 0021): nodes
+	// sharing a zone or a host may fail together, and placement puts every
+	// shard's positions on distinct ones where it can. Optional; letters,
+	// digits and . _ - : / only.
+	Zone string
+	Host string
+	// ZoneFile, when set and Zone is not, names a file whose contents
+	// (trimmed) are the zone: how a Kubernetes init container hands the
+	// node's topology label over (deploy/k8s).
+	ZoneFile string
 	// Spare joins the node as a spare: it holds nothing until it replaces a
 	// failed node (Ring §5.5). Needs Join.
 	Spare bool
@@ -236,11 +252,16 @@ func (c Config) Validate() error {
 			return fmt.Errorf("config: join %q: want host:port of a member's peer port", c.Join)
 		}
 	}
+	for _, d := range [][2]string{{"zone", c.Zone}, {"host", c.Host}} {
+		if err := cluster.CheckDomain(d[0], d[1]); err != nil {
+			return fmt.Errorf("config: %s: %w", d[0], err)
+		}
+	}
 	if c.Spare && c.Join == "" {
 		return errors.New("config: --spare needs --join: a spare joins an existing cluster")
 	}
-	if c.Voters != 1 && c.Voters != 3 && c.Voters != 5 {
-		return fmt.Errorf("config: voters must be 1, 3 or 5, not %d", c.Voters)
+	if c.Voters != 1 && c.Voters != 3 && c.Voters != 5 && c.Voters != 7 { // cluster.ValidVoters
+		return fmt.Errorf("config: voters must be 1, 3, 5 or 7, not %d", c.Voters)
 	}
 	if c.MaxValueSize < 1 || c.MaxValueSize > 512<<20 {
 		return fmt.Errorf("config: max-value-size must be 1..%d bytes", 512<<20)
@@ -345,6 +366,19 @@ func (c Config) ClientAddr() string {
 // PeerAddr is the peer address the node advertises.
 func (c Config) PeerAddr() string {
 	return net.JoinHostPort(c.advertiseHost(), strconv.Itoa(c.PeerPort))
+}
+
+// LoadZoneFile sets Zone from ZoneFile when Zone is empty.
+func (c *Config) LoadZoneFile() error {
+	if c.Zone != "" || c.ZoneFile == "" {
+		return nil
+	}
+	b, err := os.ReadFile(c.ZoneFile)
+	if err != nil {
+		return fmt.Errorf("config: zone-file: %w", err)
+	}
+	c.Zone = strings.TrimSpace(string(b))
+	return nil
 }
 
 // HTTPAddr is the HTTP address the node advertises.
