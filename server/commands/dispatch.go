@@ -310,9 +310,14 @@ func (n *Server) coordinate(ctx context.Context, cs *connState, cmd *command, sp
 	} else {
 		held = n.slots.rlockKeys(ctx, buf[:0], keys)
 	}
+	m := n.Ctl.Map()
+	if owner, moved := movedAway(m, keys, n.NodeID); moved && !cs.imported {
+		n.slots.runlock(held)
+		return n.passOn(ctx, cs, owner, args, keys)
+	}
 	var r resp.Reply
 	run := func() resp.Reply { return cmd.run(n, ctx, cs, args) }
-	if m := n.Ctl.Map(); !cs.imported && m.Migrating() && exportingTo(m, keys) != nil {
+	if !cs.imported && m.Migrating() && exportingTo(m, keys) != nil {
 		// Under the slots' locks, so that a migration's end waits for it
 		// (settleSlots), drops owed to the importer included.
 		r = n.runExporting(ctx, cs, m, exportingTo(m, keys), args, keys, run)
@@ -321,6 +326,40 @@ func (n *Server) coordinate(ctx context.Context, cs *connState, cmd *command, sp
 	}
 	n.slots.runlock(held)
 	return n.WithinLease(ctx, a, spec.Has(resp.FlagReadOnly), r)
+}
+
+// movedAway says whether m no longer has self coordinate keys, and who
+// does (ok false when they are split or have no coordinator). route chose
+// this node from an earlier map: a migration that ended since
+// (MigrationDone, proposed once the source's slots settled) routes the
+// slots to the importer, whose copy is the key now, and running the
+// command here would read the source's, deleted when it moved (a GET of a
+// rep:3 key answered nil during a drain: TestRebalanceGrowsAndDrainsByCommand).
+func movedAway(m *cluster.Map, keys [][]byte, self cluster.NodeID) (owner cluster.Node, moved bool) {
+	owner, _, single := coordinatorOf(m, keys)
+	if !single {
+		return cluster.Node{}, true
+	}
+	return owner, owner.ID != self
+}
+
+// passOn answers a command whose keys moved away between routing and
+// running it (movedAway): MOVED to the new coordinator for a forwarding
+// node or a client in redirect mode, else the command forwarded there.
+// Nothing ran here.
+func (n *Server) passOn(ctx context.Context, cs *connState, owner cluster.Node, args, keys [][]byte) resp.Reply {
+	slot := int(keyslot.Of(keys[0]))
+	switch {
+	case owner.ID == "":
+		return resp.Errorf("TRYAGAIN memgest: slot %d moved while the command waited; send it again", slot)
+	case cs.forwarded || n.Cfg.Redirect:
+		return resp.Moved(slot, owner.ClientAddr)
+	}
+	r, here := n.forwardFollowing(ctx, cs, slot, owner, args)
+	if here {
+		return resp.Errorf("TRYAGAIN memgest: slot %d moved while the command waited; send it again", slot)
+	}
+	return r
 }
 
 // coordinatorOf returns the common coordinator of keys, or single=false.

@@ -3,12 +3,14 @@ package commands
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/memgest/memgest/cluster"
 	"github.com/memgest/memgest/cluster/control"
 	"github.com/memgest/memgest/internal/bigcopy"
+	"github.com/memgest/memgest/keyslot"
 	"github.com/memgest/memgest/scheme/kind"
 	"github.com/memgest/memgest/scheme/kind/kindtest"
 	"github.com/memgest/memgest/scheme/none"
@@ -92,7 +94,10 @@ func readyNode(t *testing.T) *Server {
 	cfg.FailureTimeout = 200 * time.Millisecond
 	c := core.NewCoordinator(cfg, slog.New(slog.DiscardHandler), time.Now(), nil, nil)
 	t.Cleanup(func() { c.Peers.Close(); c.Leases.Close() })
-	c.Ctl = control.NewStatic(kindtest.Map(t, 3, "rep:3", "split:2+1"))
+	m := kindtest.Map(t, 3, "rep:3", "split:2+1")
+	c.Ctl = control.NewStatic(m)
+	owner, _ := m.Coordinator(int(keyslot.Of([]byte("k"))))
+	c.NodeID = owner.ID // k's coordinator, which coordinate checks
 	c.Kinds = kind.Registry{none.Kind: none.New}
 	c.Lease.Fresh.Store(true)
 	c.Lease.Until.Store(c.MonoNow() + int64(cfg.FailureTimeout))
@@ -106,3 +111,35 @@ func readyNode(t *testing.T) *Server {
 // fence voids n's lease, as the control plane's decision that the node
 // failed does.
 func fence(n *Server) { n.Fence() }
+
+// TestCoordinateRefusesSlotsMovedAway: a command routed here by an
+// earlier map whose keys another node coordinates by the time it runs (a
+// migration ended meanwhile) runs nothing here: a forwarded one answers
+// MOVED to the new coordinator. Before, it ran on the source's copy, which
+// the migration had deleted: a GET of a rep:3 key answered nil during a
+// drain (TestRebalanceGrowsAndDrainsByCommand).
+func TestCoordinateRefusesSlotsMovedAway(t *testing.T) {
+	n := readyNode(t)
+	m := n.Ctl.Map()
+	owner, _ := m.Coordinator(int(keyslot.Of([]byte("k"))))
+	for _, nd := range m.Nodes {
+		if nd.ID != owner.ID {
+			n.NodeID = nd.ID // this node no longer coordinates k
+			break
+		}
+	}
+	args := [][]byte{[]byte("GET"), []byte("k")}
+	spec, bad := resp.Resolve(args)
+	if bad.IsError() {
+		t.Fatal(bad)
+	}
+	ran := false
+	cmd := &command{run: func(*Server, context.Context, *connState, [][]byte) resp.Reply {
+		ran = true
+		return resp.Nil()
+	}}
+	got := n.coordinate(context.Background(), &connState{forwarded: true}, cmd, spec, args, spec.Keys(args), -1)
+	if ran || !strings.HasPrefix(got.Text(), "MOVED ") || !strings.HasSuffix(got.Text(), owner.ClientAddr) {
+		t.Fatalf("ran %v, reply %s; want nothing run and MOVED to %s", ran, got, owner.ClientAddr)
+	}
+}
