@@ -143,3 +143,21 @@ func TestCoordinateRefusesSlotsMovedAway(t *testing.T) {
 		t.Fatalf("ran %v, reply %s; want nothing run and MOVED to %s", ran, got, owner.ClientAddr)
 	}
 }
+
+// TestSetGroupRechecksItsSlots: pipelined SETs joined a group under one
+// map; if by the flush another node coordinates a key's slot, the group
+// is not written blind here (it runs each SET the usual way).
+func TestSetGroupRechecksItsSlots(t *testing.T) {
+	n := readyNode(t)
+	m := n.Ctl.Map()
+	var g setGroup
+	g.add(0, []byte("k"), []byte("v"))
+	if !g.stillJoinable(m, n.NodeID) {
+		t.Fatal("the group of k's own coordinator is not joinable")
+	}
+	for _, nd := range m.Nodes {
+		if nd.ID != n.NodeID && g.stillJoinable(m, nd.ID) {
+			t.Fatalf("node %s, which does not coordinate k, may write the group blind", nd.ID)
+		}
+	}
+}

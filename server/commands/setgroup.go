@@ -75,6 +75,36 @@ func (g *setGroup) slotsOf() []uint16 {
 	return g.slots
 }
 
+// stillJoinable says whether m, read under the group's slot locks, still
+// has self coordinate every key's slot, none of them migrating: the SETs
+// joined under an earlier map (joins), and a migration that began or
+// ended since needs each to find its key first (runExporting) or run at
+// the importer (coordinate's movedAway).
+func (g *setGroup) stillJoinable(m *cluster.Map, self cluster.NodeID) bool {
+	for _, w := range g.writes {
+		slot := keyslot.Of(w.Key)
+		if c, ok := m.Coordinator(slot); !ok || c.ID != self || m.ImporterOf(slot) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// runEach runs the group's SETs one by one the usual way, and empties it.
+func (g *setGroup) runEach(n *Server, ctx context.Context, cs *connState, replies []resp.Reply) {
+	for i, w := range g.writes {
+		replies[g.at[i]] = n.execute(ctx, cs, [][]byte{[]byte("SET"), w.Key, w.Value})
+	}
+	g.reset()
+}
+
+// reset empties the group for the next SETs.
+func (g *setGroup) reset() {
+	clear(g.writes)
+	g.writes, g.at = g.writes[:0], g.at[:0]
+	clear(g.keys)
+}
+
 // touches says whether any of keys is in the group.
 func (g *setGroup) touches(keys [][]byte) bool {
 	for _, k := range keys {
@@ -95,6 +125,11 @@ func (g *setGroup) flush(n *Server, ctx context.Context, cs *connState, replies 
 	ok := errFenced // lapsed since the SETs joined: none runs
 	if a.Ok {
 		held := n.slots.rlock(g.slotsOf())
+		if !g.stillJoinable(n.Ctl.Map(), n.NodeID) {
+			n.slots.runlock(held)
+			g.runEach(n, ctx, cs, replies)
+			return
+		}
 		n.WriteBlind(ctx, g.writes, start)
 		n.slots.runlock(held)
 		ok = n.WithinLease(ctx, a, false, resp.OK()) // one check after every write ended covers them all
@@ -111,7 +146,5 @@ func (g *setGroup) flush(n *Server, ctx context.Context, cs *connState, replies 
 		n.info.cmds.ran(setSpec, replies[g.at[i]], took)
 		cs.noteWrite(setSpec, [][]byte{w.Key}, replies[g.at[i]])
 	}
-	clear(g.writes)
-	g.writes, g.at = g.writes[:0], g.at[:0]
-	clear(g.keys)
+	g.reset()
 }
