@@ -134,6 +134,9 @@ func watchStatus(ctx context.Context, out io.Writer, fetch func() (server.Status
 		if _, err := out.Write(frame.Bytes()); err != nil {
 			return err
 		}
+		if ctx.Err() != nil {
+			return nil // ended while this frame was drawn: no tick may win the select below
+		}
 		select {
 		case <-ctx.Done():
 			return nil
